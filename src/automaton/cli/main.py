@@ -1,0 +1,57 @@
+"""Entry point of the `automaton` console script: parse, validate, dispatch, render, exit."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Sequence
+
+from automaton.cli import parser as p
+from automaton.cli.render import emit, emit_error
+from automaton.core.errors import AutomatonError, ExitCode
+from automaton.core.outcome import Outcome
+
+
+def crash_log(exc: BaseException) -> str:
+    """Write the traceback to a log file (never the screen) and return its path."""
+    fd, path = tempfile.mkstemp(prefix=f"automaton-crash-{int(time.time())}-", suffix=".log")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write("".join(traceback.format_exception(exc)))
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns the exit code (DESIGN §2 table)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in args
+    try:
+        ns = p.build().parse_args(args)
+        verb = p.verb_of(ns)
+        module, _, func = p.VERBS[verb].partition(":")
+        adapter: Callable[..., Outcome] = getattr(importlib.import_module(module), func)
+        outcome = adapter(ns)
+    except p.UsageError as exc:
+        emit_error(f"usage: {exc} (see automaton --help)", ExitCode.BAD_INPUT, as_json)
+        return int(ExitCode.BAD_INPUT)
+    except AutomatonError as exc:
+        emit_error(exc.message, exc.code, as_json)
+        return int(exc.code)
+    except KeyboardInterrupt:
+        emit_error("interrupted", ExitCode.REFUSED, as_json)
+        return 130
+    except SystemExit as exc:  # argparse --help
+        return int(exc.code or 0) if isinstance(exc.code, int | None) else int(ExitCode.BAD_INPUT)
+    except Exception as exc:  # a bug: one line plus the log, never a traceback on screen
+        emit_error(f"internal error: {type(exc).__name__}: {exc}; traceback in {crash_log(exc)}",
+                   ExitCode.INTERNAL, as_json)
+        return int(ExitCode.INTERNAL)
+    emit(outcome, as_json)
+    return int(outcome.code)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,121 @@
+"""The one argparse parser of the seeds' flag interface, built from a declarative table.
+
+Each action flag is a *verb*; exactly one verb per call. `VERBS` maps a verb to the
+`module:function` adapter that runs it, imported lazily so the hook path stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+# (flags, argparse keyword arguments). Grouped for --help; order is the help order.
+TASK_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
+    (("--create-task",), {"metavar": "NAME", "help": "create tasks/NAME/ with .state = new"}),
+    (("--parent",), {"metavar": "P", "help": "with --create-task: create a sub-task of P"}),
+    (("--transition",), {"metavar": "PHASE", "help": "move --task to PHASE if every rule allows"}),
+    (("--task",), {"metavar": "T", "help": "task name, or PARENT/SUB for a sub-task"}),
+    (("--approve",), {"action": "store_true", "help": "human sign-off (with --task or --loop)"}),
+    (("--to",), {"metavar": "PHASE", "help": "with --approve --task: leave human_intervention / re-seal"}),
+    (("--focus",), {"nargs": "?", "const": "", "metavar": "T", "help": "set the task the agent hooks enforce"}),
+    (("--clear",), {"action": "store_true", "help": "with --focus: clear the focus"}),
+    (("--phase",), {"action": "store_true", "help": "print the phase of --task"}),
+    (("--validate-folder",), {"action": "store_true", "help": "check task folders (read-only)"}),
+    (("--audit",), {"action": "store_true", "help": "report every task and loop (read-only)"}),
+    (("--can-edit",), {"action": "store_true", "help": "exit 0 if --file may be edited now, 1 if not"}),
+    (("--file",), {"metavar": "PATH", "help": "with --can-edit: the file to check"}),
+]
+LOOP_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
+    (("--create-loop",), {"metavar": "NAME", "help": "create .automaton/loops/NAME/"}),
+    (("--from-template",), {"metavar": "T", "help": "with --create-loop: loop template"}),
+    (("--install-schedule",), {"metavar": "NAME", "help": "install the OS schedule of a loop"}),
+    (("--uninstall-schedule",), {"metavar": "NAME", "help": "remove the OS schedule of a loop"}),
+    (("--interval",), {"metavar": "SECONDS", "help": "with --install-schedule: seconds between ticks"}),
+    (("--pause-loop",), {"metavar": "NAME", "help": "pause a running loop"}),
+    (("--resume-loop",), {"metavar": "NAME", "help": "resume a paused loop (never a halted one)"}),
+    (("--loop",), {"metavar": "NAME", "help": "the loop for --approve / --can-edit"}),
+    (("--loop-worktree",), {"action": "store_true", "help": "with --can-edit --loop: anchor at the worktree"}),
+    (("--can-continue",), {"metavar": "NAME", "help": "is the loop alive at all"}),
+    (("--check-gate",), {"metavar": "NAME", "help": "run the six pre-tick gates"}),
+    (("--loop-list",), {"action": "store_true", "help": "list loops"}),
+    (("--vram",), {"action": "store_true", "help": "probe accelerator memory for local models"}),
+]
+AGENT_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
+    (("--hook",), {"metavar": "AGENT", "help": "run as the pre-tool hook of claude|codex|gemini"}),
+    (("--install-hooks",), {"metavar": "AGENT", "help": "install the hook for claude|codex|gemini|git"}),
+    (("--install-prompts",), {"metavar": "AGENT", "help": "install the phase prompts for claude|codex|gemini"}),
+]
+COMMON_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
+    (("--project",), {"metavar": "DIR", "help": "project root (default: found from the current directory)"}),
+    (("--json",), {"action": "store_true", "help": "print one JSON object as the last stdout line"}),
+    (("--version",), {"action": "store_true", "help": "print the framework version"}),
+]
+
+# verb (argparse dest) -> "module:function" adapter, in dispatch priority order.
+VERBS: dict[str, str] = {
+    "version": "automaton.cli.verbs_tasks:version",
+    "hook": "automaton.cli.verbs_agents:hook",
+    "can_edit": "automaton.cli.verbs_tasks:can_edit",
+    "create_task": "automaton.cli.verbs_tasks:create_task",
+    "transition": "automaton.cli.verbs_tasks:transition",
+    "approve": "automaton.cli.verbs_tasks:approve",
+    "focus": "automaton.cli.verbs_tasks:focus",
+    "phase": "automaton.cli.verbs_tasks:phase",
+    "validate_folder": "automaton.cli.verbs_tasks:validate_folder",
+    "audit": "automaton.cli.verbs_tasks:audit",
+    "create_loop": "automaton.cli.verbs_loops:create_loop",
+    "install_schedule": "automaton.cli.verbs_loops:install_schedule",
+    "uninstall_schedule": "automaton.cli.verbs_loops:uninstall_schedule",
+    "pause_loop": "automaton.cli.verbs_loops:pause_loop",
+    "resume_loop": "automaton.cli.verbs_loops:resume_loop",
+    "can_continue": "automaton.cli.verbs_loops:can_continue",
+    "check_gate": "automaton.cli.verbs_loops:check_gate",
+    "loop_list": "automaton.cli.verbs_loops:loop_list",
+    "vram": "automaton.cli.verbs_loops:vram",
+    "install_hooks": "automaton.cli.verbs_agents:install_hooks",
+    "install_prompts": "automaton.cli.verbs_agents:install_prompts",
+}
+
+
+class UsageError(Exception):
+    """A cross-flag rule was broken (exit 2, one line)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # argparse's own message, but our exception
+        raise UsageError(message)
+
+
+def build() -> argparse.ArgumentParser:
+    """The parser. `exit_on_error` is off: usage errors become UsageError (exit 2)."""
+    parser = _Parser(
+        prog="automaton",
+        description="Enforced brakes for AI coding agents: task phases, sign-offs, bounded loops.",
+        epilog="exit codes: 0 done/allowed, 1 refused by a rule, 2 bad input, 3 internal error",
+        exit_on_error=False,
+    )
+    for title, table in (("tasks", TASK_FLAGS), ("loops", LOOP_FLAGS), ("agents", AGENT_FLAGS),
+                         ("common", COMMON_FLAGS)):
+        group = parser.add_argument_group(title)
+        for flags, kwargs in table:
+            group.add_argument(*flags, **kwargs)
+    return parser
+
+
+def verb_of(ns: argparse.Namespace) -> str:
+    """The one verb given; UsageError when none or several."""
+    given = [v for v in VERBS if _set(ns, v)]
+    # --approve with --loop or --task is one verb even though --loop also names a loop.
+    if len(given) > 1 and given[0] == "version":
+        given = ["version"]
+    if not given:
+        raise UsageError("no action given: see automaton --help")
+    if len(given) > 1:
+        flags = ", ".join("--" + g.replace("_", "-") for g in given)
+        raise UsageError(f"one action at a time, got {flags}")
+    return given[0]
+
+
+def _set(ns: argparse.Namespace, dest: str) -> bool:
+    value = getattr(ns, dest, None)
+    return value is not None and value is not False

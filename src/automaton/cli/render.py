@@ -1,0 +1,33 @@
+"""The one place that prints a command's Outcome: text lines, warnings, and the JSON last line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, TextIO
+
+from automaton.core.outcome import Outcome
+
+
+def emit(outcome: Outcome, as_json: bool, out: TextIO | None = None, err: TextIO | None = None) -> None:
+    """Print `outcome`. Under --json only the JSON object is printed on stdout (its last line)."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    for warning in outcome.warnings:
+        print(f"automaton: warning: {warning}", file=err)
+    if as_json and outcome.data is not None:
+        print(json.dumps(outcome.data, sort_keys=False), file=out)
+        return
+    for line in outcome.lines:
+        print(line, file=out)
+    if as_json:  # a verb without a JSON form still ends with one object
+        print(json.dumps({"ok": outcome.ok, "lines": outcome.lines}), file=out)
+
+
+def emit_error(message: str, code: int, as_json: bool, out: TextIO | None = None,
+               err: TextIO | None = None) -> None:
+    """One line on stderr; under --json also `{"ok": false, "error": ..., "exit_code": n}`."""
+    print(f"automaton: {message}", file=err or sys.stderr)
+    if as_json:
+        payload: dict[str, Any] = {"ok": False, "error": message, "exit_code": code}
+        print(json.dumps(payload), file=out or sys.stdout)

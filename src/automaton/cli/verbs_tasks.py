@@ -1,0 +1,106 @@
+"""Adapters from the parsed namespace to the task use cases (typed arguments in, Outcome out)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from automaton.cli.parser import UsageError
+from automaton.core.errors import ExitCode
+from automaton.core.outcome import Outcome
+from automaton.store.layout import Project
+
+
+def project_of(ns: argparse.Namespace) -> Project:
+    return Project.at(ns.project)
+
+
+def _need(ns: argparse.Namespace, flag: str, verb: str) -> str:
+    value = getattr(ns, flag.lstrip("-").replace("-", "_"))
+    if value is None or value == "":
+        raise UsageError(f"{verb} needs {flag}")
+    return str(value)
+
+
+def version(ns: argparse.Namespace) -> Outcome:
+    """Seed 000 R3: `automaton <version>`, or `automaton (unknown version)`; exit 0 always."""
+    from automaton.store.config import framework_version
+
+    found = framework_version()
+    return Outcome(lines=[f"automaton {found}" if found else "automaton (unknown version)"],
+                   data={"version": found})
+
+
+def create_task(ns: argparse.Namespace) -> Outcome:
+    from automaton.commands.tasks import create_task as run
+
+    return run(project_of(ns), ns.create_task, ns.parent)
+
+
+def transition(ns: argparse.Namespace) -> Outcome:
+    from automaton.commands.tasks import transition as run
+
+    return run(project_of(ns), _need(ns, "--task", "--transition"), ns.transition)
+
+
+def approve(ns: argparse.Namespace) -> Outcome:
+    if ns.loop is not None and ns.task is not None:
+        raise UsageError("--approve takes --task or --loop, not both")
+    if ns.loop is not None:
+        from automaton.cli.verbs_loops import approve_loop
+
+        return approve_loop(ns)
+    from automaton.commands.tasks import approve as run
+
+    return run(project_of(ns), _need(ns, "--task", "--approve"), ns.to)
+
+
+def focus(ns: argparse.Namespace) -> Outcome:
+    from automaton.commands.focus import set_focus
+
+    return set_focus(project_of(ns), ns.focus or None, ns.clear)
+
+
+def phase(ns: argparse.Namespace) -> Outcome:
+    from automaton.commands.tasks import phase as run
+
+    return run(project_of(ns), _need(ns, "--task", "--phase"))
+
+
+def validate_folder(ns: argparse.Namespace) -> Outcome:
+    from automaton.commands.reports import validate_folder as run
+
+    return run(project_of(ns), ns.task)
+
+
+def audit(ns: argparse.Namespace) -> Outcome:
+    from automaton.commands.reports import audit as run
+
+    section = None
+    try:
+        from automaton.commands.loops import audit_section as section
+    except ImportError:  # the loop store is optional until it lands
+        section = None
+    return run(project_of(ns), section)
+
+
+def can_edit(ns: argparse.Namespace) -> Outcome:
+    """Exit 0 allowed / 1 denied; data {"allowed", "reason", "path"}."""
+    file = _need(ns, "--file", "--can-edit")
+    project = project_of(ns)
+    if ns.loop is not None:
+        from automaton.commands.loops import can_edit_loop
+
+        decision = can_edit_loop(project, ns.loop, file, loop_worktree=ns.loop_worktree, task=ns.task)
+    else:
+        if ns.loop_worktree:
+            raise UsageError("--loop-worktree needs --loop NAME")
+        from automaton.commands.can_edit import decide
+
+        decision = decide(project, file, cwd=None if ns.project else Path.cwd(), task=ns.task)
+    word = "ALLOWED" if decision.allowed else "DENIED"
+    return Outcome(
+        code=ExitCode.OK if decision.allowed else ExitCode.REFUSED,
+        lines=[f"{word}: {decision.reason}"],
+        data={"allowed": decision.allowed, "reason": decision.reason, "path": decision.path},
+    )

@@ -1,0 +1,1 @@
+"""Use cases: typed arguments in, an Outcome out. No argparse, no print."""

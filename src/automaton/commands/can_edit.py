@@ -1,0 +1,101 @@
+"""`--can-edit`: may the agent write this file now? (DESIGN §4 per-phase scopes, seed 000 R7).
+
+This module sits on the hook path, which runs before every agent edit: keep imports light.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from automaton.core import phases as ph
+from automaton.core.errors import BadInput
+from automaton.core.names import TaskRef
+from automaton.resolve import posix, real, relative_parts
+from automaton.store.layout import DOT, TASKS, Project
+
+TASK_ENV = "AUTOMATON_TASK"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The answer: `allowed`, a one-line `reason`, and the resolved real `path`."""
+
+    allowed: bool
+    reason: str
+    path: str
+
+
+def protected(parts: tuple[str, ...]) -> str | None:
+    """Why a project-relative path is always denied, or None. Case-insensitive on purpose:
+    `.STATE` or `.Automaton` must not slip past on any volume."""
+    lowered = [p.lower() for p in parts]
+    if not parts:
+        return "the project root itself is not a file"
+    if lowered[0] == DOT:
+        return f"{DOT}/ is written only by automaton itself"
+    if ".git" in lowered:
+        return ".git internals are never edited by an agent"
+    if lowered[-1].startswith(".state"):
+        return ".state files are written only by the automaton CLI"
+    return None
+
+
+def task_scope_allows(phase: str, parts: tuple[str, ...], task_parts: tuple[str, ...]) -> bool:
+    """Whether `phase` lets the agent write the project-relative `parts` (DESIGN §4 table)."""
+    in_task = parts[:-1] == task_parts
+    name = parts[-1]
+    if phase in ph.ARTIFACT and in_task and name == ph.ARTIFACT[phase]:
+        return True
+    if phase == "implement":
+        return parts[0] not in (TASKS, DOT)
+    if phase == "doc_review":
+        outside = parts[0] not in (TASKS, DOT)
+        return outside and (name.lower().endswith(".md") or parts[0] == "docs")
+    return False
+
+
+def which_task(project: Project, explicit: str | None) -> TaskRef | None:
+    """--task, else $AUTOMATON_TASK, else the project's focus, else None."""
+    value = explicit or os.environ.get(TASK_ENV) or None
+    if value:
+        return TaskRef.parse(value)
+    from automaton.commands.focus import read_focus
+
+    return read_focus(project)
+
+
+def decide(
+    project: Project,
+    file: str,
+    *,
+    cwd: Path | None = None,
+    task: str | None = None,
+) -> Decision:
+    """Decide one write by the task phase scope. Relative `file` is resolved against `cwd`
+    (default: the project root). Raises BadInput for an unknown task or corrupt `.state`."""
+    from automaton.store import tasks
+
+    root = real(project.root, project.root)
+    path = real(file, cwd or root)
+    parts = relative_parts(path, root)
+    if parts is None:
+        return Decision(False, f"{path} is outside the project {root}", str(path))
+    why = protected(parts)
+    if why:
+        return Decision(False, f"{posix(parts)}: {why}", str(path))
+    ref = which_task(project, task)
+    if ref is None:
+        return Decision(True, "no task in focus: only the always-denied paths apply", str(path))
+    rec = tasks.load(project, ref)
+    if rec.tamper:
+        return Decision(False, f"task {ref} is tampered ({rec.tamper}); nothing may be edited", str(path))
+    if rec.phase is None:
+        return Decision(False, f"task {ref} has no .state: run automaton --phase --task {ref} first", str(path))
+    task_parts = relative_parts(real(rec.dir, root), root)
+    if task_parts is None:
+        raise BadInput(f"task folder {rec.dir} lies outside the project {root}")
+    if task_scope_allows(rec.phase, parts, task_parts):
+        return Decision(True, f"{posix(parts)} is in scope of {ref} at {rec.phase}", str(path))
+    return Decision(False, f"{posix(parts)} is outside the scope of task {ref} at phase {rec.phase!r}", str(path))

@@ -1,0 +1,94 @@
+"""Read-only reports: `--validate-folder` and `--audit` (seed 003 §4, §6; seed 000 R9). They write nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from automaton.core import phases as ph
+from automaton.core.approvals import demotion
+from automaton.core.errors import CorruptState, ExitCode
+from automaton.core.names import TaskRef
+from automaton.core.outcome import Outcome
+from automaton.store import tasks
+from automaton.store.layout import Project
+
+MANUAL = (
+    "Task '{task}' was created manually (no .state file)."
+    " Use 'automaton --create-task {name}' to create tasks properly."
+)
+
+
+def task_findings(ref: TaskRef, folder: Path) -> tuple[str | None, list[str]]:
+    """(phase or None, violations) for one task folder, without writing anything."""
+    try:
+        rec = tasks.load_dir(ref, folder)
+    except CorruptState as exc:
+        return None, [exc.message]
+    if rec.tamper:
+        return rec.phase, [f"TAMPERED: {rec.tamper}"]
+    if rec.phase is None:
+        return None, [MANUAL.format(task=ref, name=ref.name)]
+    found = []
+    bad = ph.forbidden_present(rec.phase, rec.present)
+    if bad:
+        found.append(f"forbidden artifacts for phase {rec.phase!r}: {', '.join(bad)}")
+    dem = demotion(rec.phase, rec.bound(), rec.current_hashes())
+    if dem is not None:
+        found.append(
+            f"approved {dem.artifact} changed after sign-off: next command demotes"
+            f" {dem.from_phase} -> {dem.to_phase}"
+        )
+    return rec.phase, found
+
+
+def validate_folder(project: Project, task: str | None = None) -> Outcome:
+    """Check task folders (one, or all): `.state` present and valid, no forbidden artifacts.
+
+    Exit 1 when any violation is found; data: {"ok": bool, "tasks": [{task, phase, violations}]}.
+    """
+    targets = [(TaskRef.parse(task), tasks.load(project, TaskRef.parse(task)).dir)] if task else list(
+        tasks.iter_tasks(project)
+    )
+    return _report(targets, "validate-folder")
+
+
+def _report(targets: list[tuple[TaskRef, Path]], title: str) -> Outcome:
+    out = Outcome()
+    rows = []
+    for ref, folder in targets:
+        phase, found = task_findings(ref, folder)
+        rows.append({"task": str(ref), "phase": phase, "violations": found})
+        mark = "VIOLATION" if found else "ok"
+        out.lines.append(f"  {mark:9} {ref}: {phase or '-'}")
+        out.lines += [f"            - {v}" for v in found]
+    bad = sum(1 for r in rows if r["violations"])
+    out.lines.insert(0, f"{title}: {len(rows)} task(s), {bad} with violations")
+    out.code = ExitCode.REFUSED if bad else ExitCode.OK
+    out.data = {"ok": not bad, "tasks": rows}
+    return out
+
+
+# The Loops section of --audit comes from the loop store (seed 000 R9); injected to keep
+# this module free of loop imports. Signature: (project) -> (lines, rows, violations).
+LoopSection = Callable[[Project], tuple[list[str], list[dict[str, object]], int]]
+
+
+def audit(project: Project, loop_section: LoopSection | None = None) -> Outcome:
+    """Every task and every loop; exit 1 when anything is flagged.
+
+    data: {"ok": bool, "tasks": [...], "loops": [...]}.
+    """
+    out = _report(list(tasks.iter_tasks(project)), "Tasks")
+    task_bad = 0 if out.ok else 1
+    out.lines.insert(0, f"audit of {project.root}")
+    loops_rows: list[dict[str, object]] = []
+    loop_bad = 0
+    if loop_section is not None:
+        lines, loops_rows, loop_bad = loop_section(project)
+        out.lines += lines
+    assert out.data is not None
+    out.data["loops"] = loops_rows
+    out.data["ok"] = not (task_bad or loop_bad)
+    out.code = ExitCode.OK if out.data["ok"] else ExitCode.REFUSED
+    return out

@@ -1,0 +1,1 @@
+"""Pure domain rules: names, phases, loop model, gates, scopes, verdicts. No I/O."""

@@ -1,0 +1,46 @@
+"""Exit codes and the exceptions that carry them to the CLI edge (DESIGN §2)."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Process exit codes shared by every command (DESIGN §2 table)."""
+
+    OK = 0  # done / allowed / gate ok
+    REFUSED = 1  # refused by a rule: transition refused, edit denied, gate not ok
+    BAD_INPUT = 2  # unknown/untracked task or loop, invalid name, corrupt file, usage error
+    INTERNAL = 3  # a bug: one line on stderr plus the path of a log with the traceback
+
+
+class AutomatonError(Exception):
+    """Base of every expected failure; `code` is the exit code the CLI returns.
+
+    The message is one line that names the file, value or rule and what to do next.
+    """
+
+    code: ExitCode = ExitCode.INTERNAL
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class BadInput(AutomatonError):
+    """Bad input: invalid name, unknown task/loop, corrupt or invalid file (exit 2)."""
+
+    code = ExitCode.BAD_INPUT
+
+
+class CorruptState(BadInput):
+    """A state/config file is empty, truncated, of wrong types or newer schema (exit 2).
+
+    State reads fail closed (DESIGN §3): this is raised, never replaced by defaults.
+    """
+
+
+class Refused(AutomatonError):
+    """A rule refused the request: illegal transition, missing sign-off, tamper (exit 1)."""
+
+    code = ExitCode.REFUSED

@@ -1,0 +1,54 @@
+"""The one path resolver shared by --can-edit, the hooks and the drift gate (DESIGN §7).
+
+Absolute and relative spellings, `..`, symlinks anywhere in the path (a dangling final
+component too) and letter case on case-insensitive volumes all resolve to one real path
+before any scope test; scope tests compare path components, never string prefixes.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path, PurePosixPath
+
+
+def real(path: str | os.PathLike[str], base: Path) -> Path:
+    """`path` (relative to `base` if not absolute, `~` expanded) with every symlink resolved."""
+    raw = os.path.expanduser(os.fspath(path))
+    if os.name == "nt":
+        raw = raw.replace("/", "\\")
+    joined = raw if os.path.isabs(raw) else os.path.join(base, raw)
+    return Path(os.path.realpath(joined))
+
+
+@lru_cache(maxsize=64)
+def case_insensitive(folder: Path) -> bool:
+    """Whether the volume holding `folder` ignores letter case (probed, not assumed by OS)."""
+    if os.name == "nt":
+        return True
+    name = folder.name
+    swapped = folder.with_name(name.swapcase()) if name and name.swapcase() != name else None
+    if swapped is None:
+        return False
+    try:
+        return swapped.exists() and os.path.samefile(folder, swapped)
+    except OSError:
+        return False
+
+
+def relative_parts(path: Path, root: Path) -> tuple[str, ...] | None:
+    """Components of real `path` below real `root`, or None when it lies outside.
+
+    Both must already be real paths. On a case-insensitive volume components are lowercased.
+    """
+    fold = case_insensitive(root)
+    p_parts = [s.lower() if fold else s for s in path.parts]
+    r_parts = [s.lower() if fold else s for s in root.parts]
+    if len(p_parts) < len(r_parts) or p_parts[: len(r_parts)] != r_parts:
+        return None
+    return tuple(path.parts[len(r_parts):])
+
+
+def posix(parts: tuple[str, ...]) -> str:
+    """Components joined with `/`, as scope patterns expect."""
+    return str(PurePosixPath(*parts)) if parts else "."

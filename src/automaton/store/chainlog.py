@@ -1,0 +1,85 @@
+"""State file + hash-chained log written as one unit, and the tamper check (DESIGN §3, §4, §5).
+
+Write order, under the caller's lock: (1) the new state goes to the fsynced temp file,
+(2) the log line naming the new state token is appended, (3) the temp file replaces the state.
+A crash after (2) leaves a temp file whose token matches the log's last line: the next locked
+command rolls it forward. Any other disagreement between the state file and the log means
+someone wrote outside automaton.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from automaton.core.chain import ChainCheck, format_line, verify_text
+from automaton.store.atomic import append_line, publish, tmp_path, write_tmp
+
+
+def utc_now() -> str:
+    """ISO-8601 UTC timestamp with seconds, e.g. `2026-11-30T13:20:00Z`."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def read_chain(log_path: Path) -> ChainCheck:
+    """Verify the whole log at `log_path`; a missing log is an empty, valid chain."""
+    try:
+        text = log_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ChainCheck(True, [])
+    except (OSError, UnicodeDecodeError) as exc:
+        return ChainCheck(False, [], f"cannot read: {exc}")
+    return verify_text(text)
+
+
+def append_event(
+    log_path: Path, event: str, fields: dict[str, object], state: str, chain: ChainCheck | None = None
+) -> str:
+    """Append one chained line recording `state`; returns the line. Caller holds the lock."""
+    chain = chain if chain is not None else read_chain(log_path)
+    line = format_line(utc_now(), event, fields, state, chain.last_hash)
+    append_line(log_path, line)
+    return line
+
+
+def commit(
+    state_path: Path,
+    log_path: Path,
+    data: bytes,
+    token: str,
+    event: str,
+    fields: dict[str, object],
+    chain: ChainCheck | None = None,
+) -> None:
+    """Write `data` to `state_path` and log `event` with state token `token`, crash-safely."""
+    tmp = write_tmp(state_path, data)
+    append_event(log_path, event, fields, token, chain)
+    publish(tmp, state_path)
+
+
+def recover(state_path: Path, log_path: Path, token_of: Callable[[bytes], str | None]) -> None:
+    """Finish or discard an interrupted commit. Caller holds the lock.
+
+    Rolls the temp file forward only when its token is the log's last state and the state
+    file's is not; otherwise removes the temp file (it was never logged).
+    """
+    tmp = tmp_path(state_path)
+    if not tmp.exists():
+        return
+    chain = read_chain(log_path)
+    try:
+        tmp_token = token_of(tmp.read_bytes())
+    except OSError:
+        tmp_token = None
+    current: str | None
+    try:
+        current = token_of(state_path.read_bytes())
+    except OSError:
+        current = None
+    if chain.ok and tmp_token is not None and tmp_token == chain.last_state != current:
+        publish(tmp, state_path)
+        return
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()

@@ -1,0 +1,116 @@
+"""Where things live: project root discovery and the paths of tasks and loops (DESIGN §2, §3)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from automaton.core.errors import BadInput
+from automaton.core.names import LoopName, TaskRef
+
+TASKS = "tasks"
+DOT = ".automaton"
+COMPLETE_DIR = "complete"
+
+
+def framework_home() -> Path:
+    """The framework folder: `$AUTOMATON_HOME` if set, else the packaged resources."""
+    env = os.environ.get("AUTOMATON_HOME")
+    if env:
+        return Path(env)
+    return Path(str(resources.files("automaton") / "resources"))
+
+
+def _git_common_root(start: Path) -> Path | None:
+    """Inside a linked worktree, the main checkout that owns it (`git rev-parse --git-common-dir`)."""
+    if not (start / ".git").is_file():
+        return None
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
+            cwd=start, capture_output=True, text=True, timeout=10, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0 or not out.stdout.strip():
+        return None
+    common = Path(out.stdout.strip())
+    return common.parent if common.name == ".git" else None
+
+
+def find_root(start: Path) -> Path:
+    """Walk up from `start` to the nearest folder holding `.automaton/`, `tasks/` or `.git`.
+
+    A `.git` *file* marks a linked worktree: the project is the main checkout owning it.
+    Falls back to `start` itself when nothing is found.
+    """
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        if (folder / ".git").is_file():
+            owner = _git_common_root(folder)
+            if owner is not None:
+                return owner
+        if (folder / DOT).is_dir() or (folder / TASKS).is_dir() or (folder / ".git").exists():
+            return folder
+    return start
+
+
+@dataclass(frozen=True)
+class Project:
+    """A project root and the paths derived from it. `root` is absolute and resolved."""
+
+    root: Path
+
+    @classmethod
+    def at(cls, project: str | None, cwd: Path | None = None) -> Project:
+        """The project named by `--project DIR` (must exist) or found from `cwd`."""
+        if project is not None:
+            path = Path(project).expanduser()
+            if not path.is_dir():
+                raise BadInput(f"--project {project!r} is not a directory: pass an existing project folder")
+            return cls(path.resolve())
+        return cls(find_root(cwd or Path.cwd()))
+
+    @property
+    def tasks_dir(self) -> Path:
+        return self.root / TASKS
+
+    @property
+    def dot(self) -> Path:
+        return self.root / DOT
+
+    @property
+    def loops_dir(self) -> Path:
+        return self.dot / "loops"
+
+    @property
+    def focus_file(self) -> Path:
+        return self.dot / "focus"
+
+    @property
+    def focus_log(self) -> Path:
+        return self.dot / "focus.log"
+
+    @property
+    def config_file(self) -> Path:
+        return self.dot / "config.json"
+
+    def task_dir(self, ref: TaskRef) -> Path:
+        """The folder of `ref`: `tasks/NAME`, `tasks/complete/NAME` or `tasks/P/SUB`."""
+        if ref.parent is not None:
+            parent = self.task_dir(TaskRef(ref.parent))
+            return parent / ref.name
+        live = self.tasks_dir / ref.name
+        done = self.tasks_dir / COMPLETE_DIR / ref.name
+        if done.is_dir() and not live.exists():
+            return done
+        return live
+
+    def loop_dir(self, name: LoopName) -> Path:
+        return self.loops_dir / name
+
+    def worktree_dir(self, name: LoopName) -> Path:
+        return self.loop_dir(name) / "worktree"

@@ -1,0 +1,126 @@
+"""Test helpers: run the CLI in-process, fake executables on PATH, real git repos."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Test Author",
+    "GIT_AUTHOR_EMAIL": "author@example.com",
+    "GIT_COMMITTER_NAME": "Test Author",
+    "GIT_COMMITTER_EMAIL": "author@example.com",
+    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+@dataclass
+class Result:
+    """What one CLI call did: exit `code`, `out`, `err`, and `json` (last stdout line parsed)."""
+
+    code: int
+    out: str
+    err: str
+
+    @property
+    def json(self) -> Any:
+        lines = [line for line in self.out.splitlines() if line.strip()]
+        assert lines, f"no stdout; stderr: {self.err}"
+        return json.loads(lines[-1])
+
+
+class _Stdin(io.StringIO):
+    def __init__(self, text: str = "", tty: bool = False) -> None:
+        super().__init__(text)
+        self._tty = tty
+
+    def isatty(self) -> bool:
+        return self._tty
+
+
+def run_cli(*args: str, cwd: Path | None = None, tty: bool = False, stdin: str = "",
+            entry: str = "automaton") -> Result:
+    """Run `automaton` (or `automaton-loop` with entry=) in-process; never raises SystemExit."""
+    if entry == "automaton":
+        from automaton.cli.main import main
+    else:
+        from automaton.runner.cli import main  # type: ignore[no-redef]
+    out, err = io.StringIO(), io.StringIO()
+    old_cwd, old_stdin = Path.cwd(), sys.stdin
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        sys.stdin = _Stdin(stdin, tty)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # pragma: no cover - main() should not raise
+                code = int(exc.code or 0)
+    finally:
+        sys.stdin = old_stdin
+        os.chdir(old_cwd)
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+def run_exe(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+            stdin: str = "", timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run the installed console script in a real subprocess (for exit codes and signals)."""
+    bindir = Path(sys.executable).parent
+    return subprocess.run([str(bindir / args[0]), *args[1:]], cwd=cwd, env=env, input=stdin,
+                          capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def fake_exe(bin_dir: Path, name: str, body: str) -> Path:
+    """Write an executable `name` in `bin_dir` running the Python `body`.
+
+    Each call appends its argv (and cwd) as one JSON line to `bin_dir/<name>.calls`.
+    """
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    path = bin_dir / name
+    header = textwrap.dedent(f"""\
+        #!{sys.executable}
+        import json, os, sys
+        with open({str(bin_dir / (name + '.calls'))!r}, "a") as _f:
+            _f.write(json.dumps({{"argv": sys.argv[1:], "cwd": os.getcwd()}}) + "\\n")
+        """)
+    path.write_text(header + textwrap.dedent(body))
+    path.chmod(0o755)
+    return path
+
+
+def calls(bin_dir: Path, name: str) -> list[list[str]]:
+    """argv lists recorded by fake executable `name`."""
+    try:
+        text = (bin_dir / f"{name}.calls").read_text()
+    except FileNotFoundError:
+        return []
+    return [json.loads(line)["argv"] for line in text.splitlines()]
+
+
+def git(repo: Path, *args: str) -> str:
+    """Run git in `repo` with a pinned identity and dates; returns stdout (raises on failure)."""
+    env = {**os.environ, **GIT_ENV}
+    done = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed: {done.stderr}")
+    return done.stdout
+
+
+def init_repo(path: Path, branch: str = "main") -> Path:
+    """A real git repository with one commit on `branch`."""
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", branch)
+    (path / "README.md").write_text("sample\n")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "initial")
+    return path
