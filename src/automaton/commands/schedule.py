@@ -1,0 +1,224 @@
+"""Schedule use cases: install, uninstall, pause (disable) and resume (enable) a loop's OS unit.
+
+Seed 000 R6 and DESIGN §9. The loop folder keeps the tick script and `schedule.json`, the
+record of what was installed (system, interval, interpreter, runner, PATH), so a resume or an
+approval re-installs exactly the same unit, and a loop that never had a schedule is left alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from automaton.core.errors import AutomatonError, BadInput, CorruptState, Refused
+from automaton.core.names import LoopName
+from automaton.core.outcome import Outcome
+from automaton.schedulers import Job, Scheduler, for_system
+from automaton.store import loops as loop_store
+from automaton.store.atomic import atomic_write
+from automaton.store.chainlog import utc_now
+from automaton.store.config import loop_defaults
+from automaton.store.layout import Project, framework_home
+from automaton.store.locks import locked
+
+RECORD_FILE = "schedule.json"
+RECORD_SCHEMA = 1
+RUNNER = ("scripts", "loop-runner.py")
+# Two loops halting in the same minute both rewrite the user's crontab: one lock per user
+# turns those read-modify-writes into a sequence so neither loses the other's change.
+LOCK_TIMEOUT_S = 30.0
+
+
+def parse_interval(text: str | int | None) -> int | None:
+    """`--interval SECONDS` as an int > 0 (None: not given); BadInput (exit 2) otherwise."""
+    if text is None:
+        return None
+    if isinstance(text, bool):
+        raise BadInput("--interval must be a whole number of seconds, e.g. 900")
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        raise BadInput(f"--interval {text!r} is not a whole number of seconds, e.g. 900") from None
+    if value <= 0:
+        raise BadInput(f"--interval {value} must be > 0 seconds, e.g. 900")
+    return value
+
+
+def _lock_path() -> Path:
+    who = str(os.getuid()) if hasattr(os, "getuid") else getpass.getuser()
+    return Path(tempfile.gettempdir()) / f"automaton-schedule-{who}.lock"
+
+
+def record_path(project: Project, loop: LoopName) -> Path:
+    return project.loop_dir(loop) / RECORD_FILE
+
+
+def read_record(project: Project, loop: LoopName) -> dict[str, Any] | None:
+    """The installed-schedule record, None when no schedule is installed; CorruptState if bad."""
+    path = record_path(project, loop)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CorruptState(f"{path}: unreadable schedule record ({exc}); run --install-schedule again") from None
+    keys = {"system": str, "interval_seconds": int, "python": str, "runner": str, "path": str, "enabled": bool}
+    if not isinstance(data, dict) or any(not isinstance(data.get(k), t) for k, t in keys.items()):
+        raise CorruptState(f"{path}: invalid schedule record; run --install-schedule {loop} again")
+    if data.get("schema_version") != RECORD_SCHEMA:
+        raise CorruptState(f"{path}: unknown schema_version {data.get('schema_version')!r}")
+    return data
+
+
+def _write_record(project: Project, loop: LoopName, job: Job, system: str, enabled: bool) -> None:
+    record = {
+        "schema_version": RECORD_SCHEMA, "system": system, "interval_seconds": job.interval_s,
+        "python": job.python, "runner": str(job.runner), "path": job.path_env, "enabled": enabled,
+        "updated_at": utc_now(),
+    }
+    atomic_write(record_path(project, loop), (json.dumps(record, indent=2) + "\n").encode("utf-8"))
+
+
+def _job(project: Project, loop: LoopName, interval_s: int, record: dict[str, Any] | None = None) -> Job:
+    """A Job from the record when given (resume = the same unit), else from this process."""
+    if record is not None:
+        return Job(loop, project.root, project.loop_dir(loop), record["interval_seconds"],
+                   record["python"], Path(record["runner"]), record["path"])
+    return Job(loop, project.root, project.loop_dir(loop), interval_s, sys.executable,
+               Path(framework_home(), *RUNNER).resolve(), os.environ.get("PATH", os.defpath))
+
+
+def _default_interval(project: Project, loop: LoopName) -> int:
+    """loop.json `schedule.interval_seconds`, else config.md's `interval_seconds` (seconds)."""
+    config = loop_store.read_config(project, loop)
+    schedule = getattr(config, "schedule", None)
+    value = getattr(schedule, "interval_seconds", None)
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return int(loop_defaults()["interval_seconds"])
+
+
+def _log(project: Project, loop: LoopName, event: str, fields: dict[str, object], out: Outcome) -> None:
+    try:
+        loop_store.log_event(project, loop, event, fields)
+    except AutomatonError as exc:  # the unit changed already; say so rather than hide it
+        out.warnings.append(f"schedule changed but {event} was not logged: {exc.message}")
+
+
+def install_schedule(project: Project, name: str, interval_s: int | None = None, *,
+                     system: str | None = None) -> Outcome:
+    """`--install-schedule NAME [--interval SECONDS]`: write the tick script, install the unit.
+
+    `system` defaults to `platform.system()` (Linux cron, Darwin launchd, Windows schtasks).
+    Reinstalling replaces the unit. data: {ok, loop, system, scheduler, interval_seconds,
+    tick_script, enabled}. A paused or halted loop gets the unit installed but disabled
+    (enabled: false). Errors: BadInput (exit 2) for an untracked loop, a corrupt state, an
+    interval the scheduler cannot fire exactly, an unsupported OS or a failing scheduler tool;
+    Refused (exit 1) for a complete loop, a tampered state, or a unit name already used by
+    another project's loop.
+    """
+    loop = loop_store.require_tracked(project, name)
+    scheduler = for_system(system)
+    sys_name = system or _platform()
+    if loop_store.read_state(project, loop)["status"] == "complete":
+        raise Refused(f"loop {loop} is complete (terminal): there is nothing to schedule")
+    interval = parse_interval(interval_s) or _default_interval(project, loop)
+    scheduler.check_interval(interval)
+    job = _job(project, loop, interval)
+    out = Outcome()
+    if not job.runner.is_file():
+        out.warnings.append(f"runner {job.runner} does not exist yet: scheduled ticks fail until it does")
+    tick = job.tick_path(scheduler.tick_file)
+    atomic_write(tick, scheduler.render_tick(job).encode("utf-8"))
+    tick.chmod(0o755)
+    out.lines.append(f"wrote {tick}")
+    with locked(_lock_path(), timeout_s=LOCK_TIMEOUT_S):
+        out.lines += scheduler.install(job)
+    _write_record(project, loop, job, sys_name, enabled=True)
+    # Read the status after the record exists: a halt from now on finds the record and
+    # disables the unit itself; a pause or halt before now is handled here.
+    status = loop_store.read_state(project, loop)["status"]
+    enabled = status == "running"
+    if not enabled:
+        with locked(_lock_path(), timeout_s=LOCK_TIMEOUT_S):
+            out.lines += scheduler.disable(job)
+        _write_record(project, loop, job, sys_name, enabled=False)
+        out.lines.append(f"loop {loop} is {status}: the schedule stays disabled until"
+                         " --resume-loop (paused) or --approve --loop (halted)")
+    _log(project, loop, "INSTALLED", {"scheduler": scheduler.kind, "interval_s": interval, "enabled": enabled}, out)
+    out.data = {"ok": True, "loop": str(loop), "system": sys_name, "scheduler": scheduler.kind,
+                "interval_seconds": interval, "tick_script": str(tick), "enabled": enabled}
+    return out
+
+
+def uninstall_schedule(project: Project, name: str, *, system: str | None = None) -> Outcome:
+    """`--uninstall-schedule NAME`: remove the unit, the tick script and the record (idempotent).
+
+    data: {ok, loop, system, scheduler, removed: [paths]}. Errors as install_schedule.
+    """
+    loop = loop_store.require_tracked(project, name)
+    out = Outcome()
+    try:
+        record = read_record(project, loop)
+    except CorruptState as exc:
+        record = None
+        out.warnings.append(f"{exc.message}; removing the unit with this process's values")
+    sys_name = record["system"] if record is not None and system is None else (system or _platform())
+    scheduler = for_system(sys_name)
+    job = _job(project, loop, 0, record)
+    with locked(_lock_path(), timeout_s=LOCK_TIMEOUT_S):
+        out.lines += scheduler.uninstall(job)
+    removed = []
+    for path in (job.tick_path(scheduler.tick_file), record_path(project, loop)):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+            removed.append(str(path))
+    out.lines += [f"removed {p}" for p in removed]
+    _log(project, loop, "UNINSTALLED", {"scheduler": scheduler.kind}, out)
+    out.data = {"ok": True, "loop": str(loop), "system": sys_name, "scheduler": scheduler.kind, "removed": removed}
+    return out
+
+
+def _set_enabled(project: Project, name: str, enabled: bool) -> str | None:
+    word = "enable" if enabled else "disable"
+    try:
+        loop = LoopName.of(name)
+        record = read_record(project, loop)
+        if record is None:
+            return None  # no schedule installed: nothing to do
+        scheduler: Scheduler = for_system(record["system"])
+        job = _job(project, loop, 0, record)
+        with locked(_lock_path(), timeout_s=LOCK_TIMEOUT_S):
+            if enabled:
+                scheduler.enable(job)
+            else:
+                scheduler.disable(job)
+        _write_record(project, loop, job, record["system"], enabled=enabled)
+    except AutomatonError as exc:
+        return f"could not {word} the schedule of loop {name!r}: {exc.message}"
+    except Exception as exc:  # best effort by contract: a halt must never fail on its schedule
+        return f"could not {word} the schedule of loop {name!r}: {type(exc).__name__}: {exc}"
+    return None
+
+
+def disable_best_effort(project: Project, name: str) -> str | None:
+    """Stop the loop's unit firing (pause, halt). Returns a warning line, None when done or
+    when no schedule is installed; never raises. Does not log (callers may hold the state lock)."""
+    return _set_enabled(project, name, False)
+
+
+def enable_best_effort(project: Project, name: str) -> str | None:
+    """Re-install the same unit after a resume or an approval; a warning line or None; never raises."""
+    return _set_enabled(project, name, True)
+
+
+def _platform() -> str:
+    import platform
+
+    return platform.system()
