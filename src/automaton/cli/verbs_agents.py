@@ -1,0 +1,42 @@
+"""Adapters for the agent verbs: `--hook`, `--install-hooks`, `--install-prompts`.
+
+`--hook` is on the path of every agent edit: it imports only the hook registry (stdlib), and
+it owns its exit code (0 allow, 2 deny, never 1 or 3, which the agents treat as "allow").
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from automaton.core.errors import ExitCode
+from automaton.core.outcome import Outcome
+
+
+def hook(ns: argparse.Namespace) -> Outcome:
+    """Read the pre-tool JSON on stdin; allow = exit 0 and no output, deny = exit 2 + one stderr line."""
+    try:
+        from automaton.hooks import run
+
+        text = "" if ns.hook == "git" else sys.stdin.read()
+        answer = run(ns.hook, text, ns.project)
+        code, message = answer.code, answer.message
+    except BaseException as exc:  # fail closed: even a broken install or stdin blocks
+        code, message = 2, f"automaton denied this tool call: the hook failed ({type(exc).__name__}: {exc})"
+    if message:
+        print(message, file=sys.stderr)
+    return Outcome(code=ExitCode.OK if code == 0 else ExitCode.BAD_INPUT)
+
+
+def install_hooks(ns: argparse.Namespace) -> Outcome:
+    from automaton.hooks.install import install
+    from automaton.store.layout import Project
+
+    return install(Project.at(ns.project), ns.install_hooks)
+
+
+def install_prompts(ns: argparse.Namespace) -> Outcome:
+    from automaton.commands.prompts import install_prompts as run
+    from automaton.store.layout import Project
+
+    return run(Project.at(ns.project), ns.install_prompts)

@@ -1,0 +1,144 @@
+"""Agent hook protocols: one module per agent, this registry, and the fail-closed entry `run`.
+
+Every agent here blocks a tool call when its hook exits 2 with the reason on stderr, and lets
+it run when the hook exits 0 with nothing on stdout; every other outcome (exit 1, a crash, a
+missing executable) is *allow* to the agents, so `run` turns any failure into exit 2.
+Sources: Claude Code hooks.md "Exit code output" (PROTOCOLS.md §1.4); Codex hooks
+(developers.openai.com/codex/hooks, PROTOCOLS.md §2.3); Gemini CLI docs/hooks/reference.md
+"Exit codes" and packages/core/src/hooks/hookRunner.ts (exit 2 + non-empty stderr = deny;
+PROTOCOLS.md §3). The hook runs before every edit: this module imports only the standard
+library, and the rest lazily.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# agent -> module with `parse(payload: dict) -> Call`
+AGENTS: dict[str, str] = {
+    "claude": "automaton.hooks.claude",
+    "codex": "automaton.hooks.codex",
+    "gemini": "automaton.hooks.gemini",
+}
+ALLOW_CODE = 0
+DENY_CODE = 2  # the one exit code all three agents treat as "block"
+
+
+@dataclass(frozen=True)
+class Call:
+    """What one tool call would do: write `paths` and/or run shell `command`, in `cwd`.
+
+    `tool` names it in messages. A call with neither writes nothing (allowed).
+    """
+
+    tool: str
+    cwd: Path
+    paths: list[str] = field(default_factory=list)
+    command: str | None = None
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The hook's reply: exit `code` (0 allow, 2 deny) and the one stderr line (empty on allow)."""
+
+    code: int
+    message: str = ""
+
+
+class BadPayload(Exception):
+    """The payload cannot be trusted to say what the call writes (denied)."""
+
+
+def payload_of(text: str) -> dict[str, Any]:
+    """The hook's stdin JSON object; BadPayload when it is not one."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise BadPayload(f"hook input is not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise BadPayload("hook input is not a JSON object")
+    return data
+
+
+def tool_of(payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(`tool_name`, `tool_input`) of a pre-tool payload; BadPayload when either is malformed."""
+    name, given = payload.get("tool_name"), payload.get("tool_input", {})
+    if not isinstance(name, str) or not name:
+        raise BadPayload("hook input has no tool_name")
+    if not isinstance(given, dict):
+        raise BadPayload(f"{name}: tool_input is not an object")
+    return name, given
+
+
+def cwd_of(payload: dict[str, Any]) -> Path:
+    """The payload's absolute `cwd`; the hook process's own directory when absent."""
+    cwd = payload.get("cwd")
+    if cwd is None:
+        return Path(os.getcwd())
+    if not isinstance(cwd, str) or not os.path.isabs(cwd):
+        raise BadPayload(f"hook input cwd {cwd!r} is not an absolute path")
+    return Path(cwd)
+
+
+def text_field(tool: str, given: dict[str, Any], *keys: str) -> str:
+    """The first of `keys` present in `given` as a non-empty string; BadPayload otherwise."""
+    for key in keys:
+        value = given.get(key)
+        if isinstance(value, str) and value:
+            return value
+    raise BadPayload(f"{tool}: tool_input has no {' / '.join(keys)} string")
+
+
+def run(agent: str, stdin_text: str, project_flag: str | None) -> Answer:
+    """Decide one pre-tool call of `agent` (or a commit, for `git`). Never raises."""
+    try:
+        if agent == "git":
+            from automaton.hooks import precommit
+
+            return precommit.check(project_flag, Path(os.getcwd()))
+        if agent not in AGENTS:
+            return deny(f"unknown agent {agent!r}: use one of {', '.join(sorted(AGENTS))}")
+        call: Call = importlib.import_module(AGENTS[agent]).parse(payload_of(stdin_text))
+        return decide(call, project_flag)
+    except BaseException as exc:  # fail closed: a crashing hook must block, never allow
+        return deny(_why(exc))
+
+
+def decide(call: Call, project_flag: str | None) -> Answer:
+    """Ask the shared policy about every path `call` writes (shell targets included)."""
+    if not call.paths and call.command is None:
+        return Answer(ALLOW_CODE)
+    from automaton.hooks import policy
+
+    paths = list(call.paths)
+    if call.command is not None:
+        from automaton.hooks import shell
+
+        try:
+            found = shell.analyze(call.command, call.cwd)
+        except shell.Unsafe as exc:
+            return deny(f"{call.tool}: {exc}")
+        paths += [os.path.join(base, os.path.expanduser(t)) for t, base in found.targets]
+    project = policy.project_for(project_flag, call.cwd)
+    verdict = policy.check(project, call.cwd, paths)
+    return Answer(ALLOW_CODE) if verdict.allowed else deny(f"{call.tool}: {verdict.reason}")
+
+
+def deny(reason: str) -> Answer:
+    """A denial with one line (Gemini ignores an exit 2 whose stderr is empty)."""
+    line = " ".join(reason.split()) or "denied"
+    return Answer(DENY_CODE, f"automaton denied this tool call: {line}")
+
+
+def _why(exc: BaseException) -> str:
+    from_automaton = getattr(exc, "message", None)
+    if isinstance(from_automaton, str):
+        return from_automaton
+    if type(exc).__name__ in ("BadPayload", "Unsafe"):
+        return str(exc)
+    return f"the hook failed ({type(exc).__name__}: {exc}); denied to stay safe — fix automaton or its files"

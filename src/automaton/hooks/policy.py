@@ -1,0 +1,159 @@
+"""The one decision every agent hook and the git pre-commit hook share (DESIGN §4, §7).
+
+Given the project, the directory the tool call runs in (`cwd`) and the paths it would write,
+answer allowed or denied with one line. Three layers, all of which must allow:
+
+1. Always denied: anything `commands.can_edit.protected` names (`.state*`, `.automaton/`,
+   `.git`), anything outside the project, and the agents' own hook configuration (an agent
+   that could edit `.claude/settings.json` could switch its brake off).
+2. The task phase scope (`commands.can_edit`). Which task: `$AUTOMATON_TASK`; else, inside a
+   loop worktree, the loop's `current_task`; else the project's focus; else none (only layer
+   1 applies).
+3. Inside a loop worktree `<project>/.automaton/loops/<name>/worktree`: the path must stay in
+   that worktree and `commands.loops.can_edit_loop(..., loop_worktree=True)` must allow it (the
+   loop's `file_scope`). The task scope is then anchored at the worktree (the agent edits the
+   worktree's copy of the tree) while the phase itself is read from the main checkout's
+   `tasks/<task>/.state`, the only authoritative one: the worktree's copy may be absent (state
+   files need not be committed) or stale.
+
+Errors (corrupt `.state`, unknown task, a loop store that cannot be read) propagate as
+exceptions; the hook entry turns every exception into a denial (fail closed).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from automaton.commands import can_edit
+from automaton.core.names import LoopName, TaskRef
+from automaton.resolve import posix, real, relative_parts
+from automaton.store.layout import DOT, Project
+
+# Agent hook configuration files (project-relative, lowercased): an edit there could remove
+# the hook itself, so no phase ever allows it. Humans edit them (or run --install-hooks).
+HOOK_CONFIG: frozenset[tuple[str, ...]] = frozenset({
+    (".claude", "settings.json"),
+    (".claude", "settings.local.json"),
+    (".codex", "hooks.json"),
+    (".codex", "config.toml"),
+    (".gemini", "settings.json"),
+})
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """`allowed`, and a one-line `reason` (for a denial: the path, the rule, what to do)."""
+
+    allowed: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class Worktree:
+    """A loop worktree: the loop's `name` and the worktree's real `root`."""
+
+    name: LoopName
+    root: Path
+
+
+def project_for(project_flag: str | None, cwd: Path) -> Project:
+    """`--project DIR` when given, else the project found from the tool call's `cwd`
+    (inside a loop worktree: the main checkout owning it, DESIGN §2)."""
+    return Project.at(project_flag, cwd)
+
+
+def worktree_of(project: Project, path: Path) -> Worktree | None:
+    """The loop worktree holding real `path`, or None. A malformed loop name raises BadInput."""
+    root = real(project.root, project.root)
+    parts = relative_parts(path, root)
+    if parts is None or len(parts) < 4:
+        return None
+    head = [p.lower() for p in parts[:4]]
+    if head[0] != DOT or head[1] != "loops" or head[3] != "worktree":
+        return None
+    name = LoopName.of(parts[2])
+    return Worktree(name, real(project.worktree_dir(name), root))
+
+
+def check(project: Project, cwd: Path, paths: list[str]) -> Verdict:
+    """Decide a tool call that writes every one of `paths` (relative ones against `cwd`).
+
+    The first denial wins; an empty `paths` is allowed (the call writes nothing).
+    """
+    home = worktree_of(project, real(cwd, project.root))
+    for raw in paths:
+        verdict = check_one(project, cwd, raw, home)
+        if not verdict.allowed:
+            return verdict
+    return Verdict(True, "every path is in scope")
+
+
+def check_one(project: Project, cwd: Path, raw: str, home: Worktree | None) -> Verdict:
+    """Decide one path. `home` is the loop worktree the call runs in, if any."""
+    root = real(project.root, project.root)
+    path = real(raw, cwd)
+    parts = relative_parts(path, root)
+    if parts is not None and tuple(p.lower() for p in parts) in HOOK_CONFIG:
+        return Verdict(False, f"{posix(parts)}: agent hook configuration is changed only by a human")
+    tree = worktree_of(project, path)
+    if home is not None and (tree is None or tree.name != home.name):
+        return Verdict(False, f"{path}: an agent in loop {home.name!r} writes only inside its worktree {home.root}")
+    if tree is None:
+        decision = can_edit.decide(project, str(path), cwd=cwd)
+        return Verdict(decision.allowed, decision.reason)
+    return _in_worktree(project, cwd, path, tree)
+
+
+def _in_worktree(project: Project, cwd: Path, path: Path, tree: Worktree) -> Verdict:
+    parts = relative_parts(path, tree.root)
+    if parts is None:  # pragma: no cover - worktree_of found it inside
+        return Verdict(False, f"{path} is outside the worktree of loop {tree.name!r}")
+    if tuple(p.lower() for p in parts) in HOOK_CONFIG:
+        return Verdict(False, f"{posix(parts)}: agent hook configuration is changed only by a human")
+    why = can_edit.protected(parts)
+    if why:
+        return Verdict(False, f"{posix(parts)} (loop {tree.name} worktree): {why}")
+    ref = _loop_task(project, tree.name)
+    if ref is not None:
+        verdict = _phase_scope(project, ref, parts)
+        if not verdict.allowed:
+            return verdict
+    from automaton.commands.loops import can_edit_loop  # written by the loop store; lazy: hook path
+
+    decision = can_edit_loop(project, tree.name, str(path), loop_worktree=True,
+                             task=str(ref) if ref else None, cwd=cwd)
+    return Verdict(decision.allowed, decision.reason)
+
+
+def _loop_task(project: Project, name: LoopName) -> TaskRef | None:
+    """$AUTOMATON_TASK, else the loop's `current_task`, else the project's focus (DESIGN §7)."""
+    value = os.environ.get(can_edit.TASK_ENV) or None
+    if value:
+        return TaskRef.parse(value)
+    from automaton.store import loops
+
+    current = loops.read_state(project, name).get("current_task")
+    if isinstance(current, str) and current:
+        return TaskRef.parse(current)
+    from automaton.commands.focus import read_focus
+
+    return read_focus(project)
+
+
+def _phase_scope(project: Project, ref: TaskRef, parts: tuple[str, ...]) -> Verdict:
+    """The task phase scope of worktree-relative `parts`, phase read from the main checkout."""
+    from automaton.store import tasks
+
+    rec = tasks.load(project, ref)
+    where = posix(parts)
+    if rec.tamper:
+        return Verdict(False, f"task {ref} is tampered ({rec.tamper}); nothing may be edited")
+    if rec.phase is None:
+        return Verdict(False, f"task {ref} has no .state: run automaton --phase --task {ref} first")
+    root = real(project.root, project.root)
+    task_parts = relative_parts(real(rec.dir, root), root)
+    if task_parts is not None and can_edit.task_scope_allows(rec.phase, parts, task_parts):
+        return Verdict(True, f"{where} is in scope of {ref} at {rec.phase}")
+    return Verdict(False, f"{where} is outside the scope of task {ref} at phase {rec.phase!r}")

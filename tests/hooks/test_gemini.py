@@ -1,0 +1,51 @@
+"""`automaton --hook gemini`: BeforeTool payloads for write_file, replace and run_shell_command."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tests.hooks.conftest import assert_allowed, assert_denied
+
+
+def payload(project: Path, tool: str, tool_input: dict[str, Any]) -> dict[str, Any]:
+    """A Gemini CLI BeforeTool payload (docs/hooks/reference.md "Base input schema", "BeforeTool")."""
+    return {"session_id": "s", "transcript_path": "/tmp/t.json", "cwd": str(project),
+            "hook_event_name": "BeforeTool", "timestamp": "2026-01-01T00:00:00Z",
+            "tool_name": tool, "tool_input": tool_input}
+
+
+def test_write_file(project: Path, make_task: Callable[..., Path], hook: Any) -> None:
+    make_task("demo", "research")
+    spec = {"file_path": str(project / "tasks/demo/SPEC.md"), "content": "# spec"}
+    assert_allowed(hook("gemini", payload(project, "write_file", spec)))
+    result = hook("gemini", payload(project, "write_file", {"file_path": "src/main.py", "content": "x"}))
+    assert_denied(result)
+    assert result.err == ("automaton denied this tool call: write_file: src/main.py is outside the scope of"
+                          " task demo at phase 'research'\n")
+
+
+def test_replace(project: Path, make_task: Callable[..., Path], hook: Any) -> None:
+    make_task("demo", "implement")
+    edit = {"file_path": str(project / "src/main.py"), "old_string": "a", "new_string": "b"}
+    assert_allowed(hook("gemini", payload(project, "replace", edit)))
+    edit["file_path"] = str(project / "tasks/demo/SPEC.md")
+    assert_denied(hook("gemini", payload(project, "replace", edit)), "replace:", "tasks/demo/SPEC.md")
+
+
+def test_run_shell_command_in_dir_path(project: Path, make_task: Callable[..., Path], hook: Any) -> None:
+    make_task("demo", "research")
+    (project / "tasks/demo").mkdir(exist_ok=True)
+    into_spec = {"command": "echo draft > SPEC.md", "dir_path": "tasks/demo"}
+    assert_allowed(hook("gemini", payload(project, "run_shell_command", into_spec)))
+    into_src = {"command": "echo x > SPEC.md", "dir_path": "src"}
+    assert_denied(hook("gemini", payload(project, "run_shell_command", into_src)), "src/SPEC.md")
+    approve = {"command": "npx automaton --approve --task demo"}
+    assert_denied(hook("gemini", payload(project, "run_shell_command", approve)), "run_shell_command:")
+
+
+def test_read_only_and_unknown_tools(project: Path, hook: Any) -> None:
+    assert_allowed(hook("gemini", payload(project, "read_file", {"file_path": "tasks/demo/.state"})))
+    assert_denied(hook("gemini", payload(project, "write_everything", {})), "unknown tool 'write_everything'")
+    assert_denied(hook("gemini", payload(project, "write_file", {"content": "x"})), "no file_path")

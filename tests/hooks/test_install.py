@@ -1,0 +1,134 @@
+"""`--install-hooks`: merged settings, idempotence, absolute commands, git pre-commit, loop settings."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from automaton.hooks.install import loop_settings
+from automaton.store.layout import Project
+from tests.helpers import GIT_ENV, git, run_cli
+
+FILES = {"claude": (".claude/settings.json", "PreToolUse"), "codex": (".codex/hooks.json", "PreToolUse"),
+         "gemini": (".gemini/settings.json", "BeforeTool")}
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex", "gemini"])
+def test_install_merges_and_is_idempotent(project: Path, agent: str) -> None:
+    rel, event = FILES[agent]
+    path = project / rel
+    path.parent.mkdir()
+    foreign = {"type": "command", "command": "/usr/bin/lint-hook"}
+    path.write_text(json.dumps({"model": "x", "hooks": {event: [{"matcher": "Bash", "hooks": [foreign]}],
+                                                        "Stop": [{"hooks": [foreign]}]}}))
+    first = run_cli("--install-hooks", agent, "--project", str(project), "--json")
+    assert first.code == 0 and first.json["changed"] is True
+    after_one = path.read_text()
+    second = run_cli("--install-hooks", agent, "--project", str(project), "--json")
+    assert second.code == 0 and second.json["changed"] is False
+    assert path.read_text() == after_one
+    doc = json.loads(after_one)
+    assert doc["model"] == "x" and doc["hooks"]["Stop"] == [{"hooks": [foreign]}]
+    groups = doc["hooks"][event]
+    assert groups[0] == {"matcher": "Bash", "hooks": [foreign]}
+    ours = groups[1]["hooks"][0]
+    assert len(groups) == 2 and ours["type"] == "command"
+    argv = shlex.split(ours["command"].removesuffix(" || exit 2"))
+    assert os.path.isabs(argv[0]) and os.path.exists(argv[0])
+    assert argv[-4:] == ["--hook", agent, "--project", str(project.resolve())]
+
+
+def test_installed_command_runs_and_fails_closed(project: Path, tmp_path: Path) -> None:
+    run_cli("--install-hooks", "claude", "--project", str(project))
+    doc = json.loads((project / ".claude/settings.json").read_text())
+    command = doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    write = json.dumps({"cwd": str(project), "tool_name": "Write",
+                        "tool_input": {"file_path": str(project / ".automaton/focus"), "content": "x"}})
+    done = subprocess.run(["/bin/sh", "-c", command], input=write, capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stdout) == (2, "") and ".automaton/" in done.stderr
+    broken = command.replace("--hook claude", "--no-such-flag --hook claude")  # exits with usage error
+    done = subprocess.run(["/bin/sh", "-c", broken], input=write, capture_output=True, text=True, check=False)
+    assert done.returncode == 2
+
+
+def test_invalid_settings_are_never_overwritten(project: Path) -> None:
+    path = project / ".claude/settings.json"
+    path.parent.mkdir()
+    path.write_text("{ not json")
+    result = run_cli("--install-hooks", "claude", "--project", str(project))
+    assert result.code == 2 and "not valid JSON" in result.err
+    assert path.read_text() == "{ not json"
+
+
+def test_unknown_agent(project: Path) -> None:
+    result = run_cli("--install-hooks", "cursor", "--project", str(project))
+    assert result.code == 2 and "claude, codex, gemini or git" in result.err
+
+
+def test_loop_settings_file(project: Path) -> None:
+    (project / ".automaton/loops/nightly").mkdir(parents=True)
+    path = loop_settings(Project(project.resolve()), "nightly")
+    assert path == project.resolve() / ".automaton/loops/nightly/claude-settings.json"
+    handler = json.loads(path.read_text())["hooks"]["PreToolUse"][0]["hooks"][0]
+    assert "--hook claude --project" in handler["command"]
+    assert loop_settings(Project(project.resolve()), "nightly") == path  # rewriting is harmless
+
+
+def _commit(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "commit", "-q", *args], cwd=repo, env={**os.environ, **GIT_ENV},
+                          capture_output=True, text=True, check=False)
+
+
+def test_git_pre_commit_refuses_out_of_scope(project: Path, make_task: Callable[..., Path]) -> None:
+    make_task("demo", "research")
+    result = run_cli("--install-hooks", "git", "--project", str(project), "--json")
+    assert result.code == 0 and result.json["changed"] is True
+    hook_file = Path(result.json["path"])
+    assert hook_file == project / ".git/hooks/pre-commit" and os.access(hook_file, os.X_OK)
+    (project / "src").mkdir()
+    (project / "src/app.py").write_text("x\n")
+    git(project, "add", "src/app.py")
+    done = _commit(project, "-m", "out of scope")
+    assert done.returncode != 0 and "src/app.py is outside the scope of task demo" in done.stderr
+    git(project, "reset", "-q")
+    (project / "tasks/demo/SPEC.md").write_text("# spec\n")
+    git(project, "add", "tasks/demo")
+    done = _commit(project, "-m", "spec and state")
+    assert done.returncode == 0, done.stderr
+
+
+def test_git_pre_commit_refuses_unexplained_state(project: Path, make_task: Callable[..., Path]) -> None:
+    folder = make_task("demo", "research")
+    run_cli("--install-hooks", "git", "--project", str(project))
+    (folder / ".state").write_text("complete\n")
+    git(project, "add", "tasks")
+    done = _commit(project, "-m", "skip ahead")
+    assert done.returncode != 0
+    assert done.stderr.startswith("automaton: commit refused: ")
+    assert "tasks/demo/.state: " in done.stderr and "edited outside automaton" in done.stderr
+    assert "a runtime lock/temp file" in done.stderr  # tasks/.state.lock-demo was staged by `add tasks`
+
+
+def test_git_hook_never_replaces_a_foreign_hook(project: Path) -> None:
+    hook_file = project / ".git/hooks/pre-commit"
+    hook_file.write_text("#!/bin/sh\nrun-linters\n")
+    result = run_cli("--install-hooks", "git", "--project", str(project))
+    assert result.code == 1 and "will not overwrite" in result.err and "--hook git" in result.err
+    assert hook_file.read_text() == "#!/bin/sh\nrun-linters\n"
+    again = run_cli("--install-hooks", "git", "--project", str(project))
+    assert again.code == 1
+
+
+def test_git_pre_commit_lets_a_human_commit_hook_settings(project: Path, make_task: Callable[..., Path]) -> None:
+    make_task("demo", "research")
+    run_cli("--install-hooks", "claude", "--project", str(project))
+    run_cli("--install-hooks", "git", "--project", str(project))
+    git(project, "add", ".claude/settings.json")
+    done = _commit(project, "-m", "install the hook")
+    assert done.returncode == 0, done.stderr

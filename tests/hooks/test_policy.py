@@ -1,0 +1,122 @@
+"""The shared policy inside loop worktrees: worktree-anchored task scope + can_edit_loop."""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import automaton.store.loops
+from automaton.commands.can_edit import Decision
+from automaton.hooks import policy
+from automaton.store.layout import Project
+from tests.helpers import run_cli
+from tests.hooks.conftest import assert_allowed, assert_denied
+
+
+@pytest.fixture
+def loop(project: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """A loop 'nightly' with a worktree folder, a fake loop state and a recording can_edit_loop."""
+    tree = project / ".automaton/loops/nightly/worktree"
+    (tree / "src").mkdir(parents=True)
+    (tree / "tasks/demo").mkdir(parents=True)
+    seen: dict[str, Any] = {"calls": [], "allow": True, "state": {"current_task": "demo"}}
+
+    def can_edit_loop(project: Project, name: str, file: str, *, loop_worktree: bool,
+                      task: str | None = None, cwd: Path | None = None) -> Decision:
+        seen["calls"].append({"name": name, "file": file, "loop_worktree": loop_worktree, "task": task})
+        return Decision(seen["allow"], "in file_scope" if seen["allow"] else f"{file} is outside file_scope", file)
+
+    fake = types.ModuleType("automaton.commands.loops")
+    fake.can_edit_loop = can_edit_loop  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "automaton.commands.loops", fake)
+    monkeypatch.setattr(automaton.store.loops, "read_state", lambda p, n: seen["state"], raising=False)
+    seen["tree"] = tree
+    return seen
+
+
+def write(path: Path, cwd: Path) -> dict[str, Any]:
+    return {"cwd": str(cwd), "tool_name": "Write", "tool_input": {"file_path": str(path), "content": "x"}}
+
+
+def test_task_scope_is_anchored_at_the_worktree(project: Path, make_task: Callable[..., Path], hook: Any,
+                                                loop: dict[str, Any]) -> None:
+    make_task("demo", "research", focus=False)
+    tree = loop["tree"]
+    assert_allowed(hook("claude", write(tree / "tasks/demo/SPEC.md", tree)))
+    assert loop["calls"] == [{"name": "nightly", "file": str((tree / "tasks/demo/SPEC.md").resolve()),
+                              "loop_worktree": True, "task": "demo"}]
+    assert_denied(hook("claude", write(tree / "src/app.py", tree)),
+                  "src/app.py is outside the scope of task demo at phase 'research'")
+
+
+def test_phase_comes_from_the_main_checkout(project: Path, make_task: Callable[..., Path], hook: Any,
+                                            loop: dict[str, Any]) -> None:
+    make_task("demo", "implement", focus=False)
+    tree = loop["tree"]
+    (tree / "tasks/demo/.state").write_text("research\n")  # a stale copy in the worktree is ignored
+    assert_allowed(hook("claude", write(tree / "src/app.py", tree / "src")))
+
+
+def test_can_edit_loop_denial_wins(project: Path, make_task: Callable[..., Path], hook: Any,
+                                   loop: dict[str, Any]) -> None:
+    make_task("demo", "implement", focus=False)
+    loop["allow"] = False
+    tree = loop["tree"]
+    assert_denied(hook("claude", write(tree / "docs/x.md", tree)), "outside file_scope")
+
+
+def test_agent_in_worktree_cannot_write_the_main_checkout(project: Path, make_task: Callable[..., Path],
+                                                          hook: Any, loop: dict[str, Any]) -> None:
+    make_task("demo", "implement", focus=False)
+    tree = loop["tree"]
+    assert_denied(hook("claude", write(project / "src/app.py", tree)), "writes only inside its worktree")
+    bash = {"cwd": str(tree), "tool_name": "Bash", "tool_input": {"command": "echo x > ../../../../src/app.py"}}
+    assert_denied(hook("claude", bash), "writes only inside its worktree")
+
+
+def test_protected_paths_inside_the_worktree(project: Path, make_task: Callable[..., Path], hook: Any,
+                                             loop: dict[str, Any]) -> None:
+    make_task("demo", "implement", focus=False)
+    tree = loop["tree"]
+    assert_denied(hook("claude", write(tree / "tasks/demo/.state", tree)), ".state files")
+    assert_denied(hook("claude", write(tree / ".claude/settings.json", tree)), "hook configuration")
+    assert loop["calls"] == []
+
+
+def test_no_task_leaves_only_the_loop_check(project: Path, hook: Any, loop: dict[str, Any]) -> None:
+    loop["state"] = {"current_task": None}
+    tree = loop["tree"]
+    assert_allowed(hook("claude", write(tree / "src/app.py", tree)))
+    assert loop["calls"][0]["task"] is None
+
+
+def test_missing_loop_module_fails_closed(project: Path, hook: Any, loop: dict[str, Any],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    loop["state"] = {"current_task": None}
+    monkeypatch.setitem(sys.modules, "automaton.commands.loops", None)
+    tree = loop["tree"]
+    assert_denied(hook("claude", write(tree / "src/app.py", tree)), "the hook failed")
+
+
+def test_worktree_of(project: Path) -> None:
+    proj = Project(project.resolve())
+    inside = proj.root / ".automaton/loops/nightly/worktree/src/a.py"
+    found = policy.worktree_of(proj, inside)
+    assert found is not None and found.name == "nightly"
+    assert policy.worktree_of(proj, proj.root / ".automaton/loops/nightly/loop.json") is None
+    assert policy.worktree_of(proj, proj.root / "src/a.py") is None
+
+
+def test_real_loop_file_scope(project: Path, approver: str, hook: Any) -> None:
+    """With the real loop store: the ci-triage file_scope (src/**, tests/**) is enforced in the worktree."""
+    created = run_cli("--create-loop", "nightly", "--from-template", "ci-triage", "--project", str(project))
+    assert created.code == 0, created.err
+    tree = project / ".automaton/loops/nightly/worktree"
+    (tree / "src").mkdir(parents=True)
+    assert_allowed(hook("claude", write(Path("src/x.py"), tree)))
+    assert_denied(hook("claude", write(Path("README.md"), tree)), "outside the file_scope of loop nightly")
