@@ -74,14 +74,10 @@ def validate_folder(ns: argparse.Namespace) -> Outcome:
 
 
 def audit(ns: argparse.Namespace) -> Outcome:
+    from automaton.commands.loops import audit_section
     from automaton.commands.reports import audit as run
 
-    section = None
-    try:
-        from automaton.commands.loops import audit_section as section
-    except ImportError:  # the loop store is optional until it lands
-        section = None
-    return run(project_of(ns), section)
+    return run(project_of(ns), audit_section)
 
 
 def can_edit(ns: argparse.Namespace) -> Outcome:

@@ -1,25 +1,369 @@
-"""Loop folders on disk (seed 000 R1, R2). PLACEHOLDER until the loop store lands (issue 3)."""
+"""Loop folders on disk: `.state.loop` (fail closed, tamper-checked), its chained log, loop.json.
+
+Layout (seed 000 R1, DESIGN §3): `.automaton/loops/<name>/` holds loop.json, `.state.loop`,
+`.state.log`, `.state.lock` (short read-modify-write lock), `.lock` (held for a whole tick),
+`worktree/`, `runs/`. Invariants: only automaton writes `.state.loop`; each write appends one
+chained log line whose `state=sha256:<hex>` token is the SHA-256 of the bytes written and which
+also carries the counters (`iterations`, `spent_usd`, `iterations_at_approval`,
+`spent_usd_at_approval`, `resumed`), so the log can rebuild them; counters never decrease.
+"""
 
 from __future__ import annotations
 
-from automaton.core.names import LoopName, TaskRef
+import copy
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from automaton.core.chain import ChainCheck, LogLine
+from automaton.core.errors import BadInput, CorruptState, Refused
+from automaton.core.loopconfig import DEATHS, LoopConfig, loads_strict, parse_config, validate_state
+from automaton.core.names import NAME_RE, LoopName, TaskRef
+from automaton.store import chainlog
+from automaton.store.atomic import append_line, atomic_write, tmp_path
+from automaton.store.config import loop_defaults
 from automaton.store.layout import Project
+from automaton.store.locks import locked
+
+STATE_FILE = ".state.loop"
+LOG_FILE = ".state.log"
+TICK_LOCK = ".lock"
+STATE_LOCK = ".state.lock"
+CONFIG_FILE = "loop.json"
+# state key -> log field: written on every state line so the log can rebuild the counters.
+COUNTERS = {"iteration_count": "iterations", "spent_usd": "spent_usd", "iterations_at_approval":
+            "iterations_at_approval", "spent_usd_at_approval": "spent_usd_at_approval", "resumed_count": "resumed"}
+_GROWING = ("iteration_count", "spent_usd", "resumed_count", "iterations_at_approval", "spent_usd_at_approval")
 
 
-def halted_owners(project: Project, ref: TaskRef) -> list[tuple[LoopName, str]]:
-    """Loops whose `current_task` is `ref` and whose status is `halted` with one of the five
-    deaths: [(loop name, halt_reason)]. Used by seed 000 R8 to refuse task transitions."""
-    return []
+class StateTampered(Refused):
+    """`.state.loop` disagrees with its log: it was written outside automaton (exit 1)."""
+
+
+def state_token(data: bytes) -> str:
+    """The log token of `.state.loop` bytes: `sha256:<hex>`."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def encode_state(state: dict[str, Any]) -> bytes:
+    return (json.dumps(state, indent=2, allow_nan=False) + "\n").encode("utf-8")
 
 
 def require_tracked(project: Project, name: str) -> LoopName:
     """The validated name of a tracked loop (one with `.state.loop`); BadInput otherwise (R1)."""
-    from automaton.core.errors import BadInput
-
     loop = LoopName.of(name)
     folder = project.loop_dir(loop)
     if not folder.is_dir():
         raise BadInput(f"unknown loop {loop!r}: no folder {folder}; create it with automaton --create-loop")
-    if not (folder / ".state.loop").is_file():
-        raise BadInput(f"loop {loop!r} is UNTRACKED (no .state.loop): Run --upgrade-loops to bootstrap")
+    state = folder / STATE_FILE
+    if not state.is_file() and not (tmp_path(state).is_file() and (folder / LOG_FILE).is_file()):
+        raise BadInput(f"loop {loop!r} is UNTRACKED (no {STATE_FILE}): Run --upgrade-loops to bootstrap")
     return loop
+
+
+def list_loops(project: Project) -> list[LoopName]:
+    """Every loop folder (tracked or not) with a valid name, sorted."""
+    try:
+        entries = sorted(project.loops_dir.iterdir())
+    except OSError:
+        return []
+    return [LoopName(p.name) for p in entries if p.is_dir() and NAME_RE.match(p.name) and p.name != "complete"]
+
+
+def tick_lock_path(project: Project, name: str) -> Path:
+    return project.loop_dir(LoopName.of(name)) / TICK_LOCK
+
+
+def config_sha256(project: Project, name: LoopName) -> str:
+    """SHA-256 hex of loop.json now; "" when it is missing or unreadable (never equal to a seal)."""
+    try:
+        return hashlib.sha256((project.loop_dir(name) / CONFIG_FILE).read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def parse_config_bytes(data: bytes, source: str) -> LoopConfig:
+    """Validate loop.json bytes (BadInput naming `source` and the key)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadInput(f"{source}: not UTF-8 text") from None
+    return parse_config(loads_strict(text, source), source, loop_defaults(), hashlib.sha256(data).hexdigest())
+
+
+def read_config(project: Project, name: str) -> LoopConfig:
+    """loop.json of a tracked loop, validated on every read (fail closed, DESIGN §5)."""
+    loop = require_tracked(project, name)
+    path = project.loop_dir(loop) / CONFIG_FILE
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read ({exc.strerror}); restore it or re-create the loop") from None
+    config = parse_config_bytes(data, str(path))
+    if config.name != loop:
+        raise BadInput(f"{path}: name {config.name!r} does not match the loop folder {loop!r}")
+    return config
+
+
+@dataclass
+class LoopRecord:
+    """A loop's state as found. `tamper` is empty when `.state.loop` is the one its log sealed."""
+
+    name: LoopName
+    dir: Path
+    state: dict[str, Any]
+    chain: ChainCheck
+    tamper: str = ""
+
+    @property
+    def state_file(self) -> Path:
+        return self.dir / STATE_FILE
+
+    @property
+    def log_file(self) -> Path:
+        return self.dir / LOG_FILE
+
+
+def _token_of(data: bytes) -> str | None:
+    return state_token(data)
+
+
+def _load(project: Project, loop: LoopName, *, under_lock: bool) -> LoopRecord | None:
+    """Read state + log. Without the lock, None means "looks mid-commit: re-read under the lock"."""
+    folder = project.loop_dir(loop)
+    state_file, log_file = folder / STATE_FILE, folder / LOG_FILE
+    if under_lock:
+        chainlog.recover(state_file, log_file, _token_of)
+    chain = chainlog.read_chain(log_file)
+    try:
+        data = state_file.read_bytes()
+    except FileNotFoundError:
+        if not under_lock:
+            return None
+        raise BadInput(f"loop {loop!r} is UNTRACKED (no {STATE_FILE}): Run --upgrade-loops to bootstrap") from None
+    except OSError as exc:
+        raise CorruptState(f"{state_file}: cannot read ({exc.strerror}); fix permissions") from None
+    tamper = ""
+    if not chain.ok:
+        tamper = f"{log_file}: {chain.error}"
+    elif not chain.lines:
+        tamper = f"{state_file} has no {LOG_FILE}: it was written outside automaton"
+    elif chain.last_state != state_token(data):
+        if not under_lock:
+            return None
+        tamper = f"{state_file} is not the state its log sealed (sha256 differs): it was edited outside automaton"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CorruptState(f"{state_file}: not UTF-8 text; it was written outside automaton") from None
+    if not text.strip():
+        raise CorruptState(f"{state_file}: empty; it was written outside automaton (counters are never reset)")
+    state = validate_state(loads_strict(text, str(state_file), CorruptState), str(state_file))
+    if state["name"] != loop:
+        raise CorruptState(f"{state_file}: name {state['name']!r} does not match the loop folder {loop!r}")
+    return LoopRecord(loop, folder, state, chain, tamper)
+
+
+def inspect(project: Project, name: str) -> LoopRecord:
+    """Read a tracked loop, tamper finding included (CorruptState for an unreadable state)."""
+    loop = require_tracked(project, name)
+    found = _load(project, loop, under_lock=False)
+    if found is not None:
+        return found
+    with locked(project.loop_dir(loop) / STATE_LOCK):  # a writer was mid-commit: settle it
+        found = _load(project, loop, under_lock=True)
+    assert found is not None
+    return found
+
+
+def read_state(project: Project, name: str) -> dict[str, Any]:
+    """The validated state; CorruptState (exit 2) naming the file; StateTampered (exit 1)."""
+    rec = inspect(project, name)
+    if rec.tamper:
+        raise StateTampered(f"{rec.tamper}; a human clears it with: automaton --approve --loop {rec.name}")
+    return rec.state
+
+
+def _fields(state: dict[str, Any], fields: dict[str, object]) -> dict[str, object]:
+    out = dict(fields)
+    out.update({log_key: state[key] for key, log_key in COUNTERS.items()})
+    return out
+
+
+class Session:
+    """One locked read-modify-write of a loop (see `session`)."""
+
+    def __init__(self, rec: LoopRecord) -> None:
+        self.rec = rec
+
+    def commit(self, event: str, fields: dict[str, object], new: dict[str, Any]) -> dict[str, Any]:
+        """Write `new` and log `event` (with the counters) as one crash-safe unit; returns `new`."""
+        old = self.rec.state
+        if new["name"] != old["name"] or new["schema_version"] != old["schema_version"]:
+            raise ValueError("a loop's name and schema_version never change")
+        for key in _GROWING:
+            if new[key] < old[key]:
+                raise ValueError(f"{key} may not decrease ({old[key]} -> {new[key]}): counters are never reset")
+        try:
+            validate_state(new, f"new state of loop {self.rec.name}")
+        except CorruptState as exc:
+            raise ValueError(f"refusing to write an invalid loop state: {exc.message}") from None
+        data = encode_state(new)
+        chainlog.commit(self.rec.state_file, self.rec.log_file, data, state_token(data), event,
+                        _fields(new, fields), self.rec.chain)
+        self.rec = LoopRecord(self.rec.name, self.rec.dir, new, chainlog.read_chain(self.rec.log_file))
+        return new
+
+    def log(self, event: str, fields: dict[str, object]) -> None:
+        """A chained line that leaves the state as the log last sealed it (never the file's token)."""
+        token = self.rec.chain.last_state or "none"
+        chainlog.append_event(self.rec.log_file, event, fields, token, self.rec.chain)
+        self.rec.chain = chainlog.read_chain(self.rec.log_file)
+
+    def reseal_tampered(self, event: str, fields: dict[str, object], mutate: Callable[[dict[str, Any]], None]) -> \
+            dict[str, Any]:
+        """Write a state for a tampered loop without trusting its counters (see `untampered_counters`)
+        or its accepted_drift (emptied: a forged list could hide drift; a human re-accepts).
+
+        A broken chain is moved aside to `.state.log.broken[-n]` and a fresh chain starts here.
+        """
+        rec = self.rec
+        new = copy.deepcopy(rec.state)
+        new.update(untampered_counters(rec.state, rec.chain.lines), accepted_drift=[])
+        mutate(new)
+        if not rec.chain.ok:
+            aside = rec.log_file.with_name(LOG_FILE + ".broken")
+            n = 1
+            while aside.exists():
+                aside, n = rec.log_file.with_name(f"{LOG_FILE}.broken-{n}"), n + 1
+            os.replace(rec.log_file, aside)
+            fields = {**fields, "broken_log": aside.name}
+        data = encode_state(new)
+        chain = chainlog.read_chain(rec.log_file)
+        chainlog.commit(rec.state_file, rec.log_file, data, state_token(data), event,
+                        _fields(new, {**fields, "tamper": rec.tamper}), chain)
+        self.rec = LoopRecord(rec.name, rec.dir, new, chainlog.read_chain(rec.log_file))
+        return new
+
+
+def untampered_counters(state: dict[str, Any], lines: list[LogLine]) -> dict[str, Any]:
+    """Counters no tampered file can lower: the growing counters are the largest of the file and
+    every logged value; the approval marks the smallest of the file and the last logged value."""
+    out = {key: state[key] for key in COUNTERS}
+    last: dict[str, float] = {}
+    for line in lines:
+        for key, log_key in COUNTERS.items():
+            try:
+                value = float(line.fields[log_key])
+            except (KeyError, ValueError):
+                continue
+            last[key] = value
+            if key in ("iteration_count", "spent_usd", "resumed_count"):
+                out[key] = max(out[key], int(value) if key != "spent_usd" else value)
+    for key in ("iterations_at_approval", "spent_usd_at_approval"):
+        if key in last:
+            out[key] = min(out[key], int(last[key]) if key == "iterations_at_approval" else last[key])
+    return out
+
+
+@contextmanager
+def session(project: Project, name: str) -> Iterator[Session]:
+    """Hold the loop's state lock and yield its freshly read record (interrupted commits finished)."""
+    loop = require_tracked(project, name)
+    with locked(project.loop_dir(loop) / STATE_LOCK):
+        rec = _load(project, loop, under_lock=True)
+        assert rec is not None
+        yield Session(rec)
+
+
+def update_state(project: Project, name: str, event: str, fields: dict[str, object],
+                 mutate: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """ONE locked read-modify-write plus its chained log line (R10 event names); returns the new state.
+
+    `mutate` edits a copy in place. Raises StateTampered for a tampered state, CorruptState for
+    an unreadable one, ValueError (a bug) when the result is invalid or a counter would decrease.
+    """
+    with session(project, name) as s:
+        if s.rec.tamper:
+            raise StateTampered(f"{s.rec.tamper}; a human clears it with: automaton --approve --loop {s.rec.name}")
+        new = copy.deepcopy(s.rec.state)
+        mutate(new)
+        return s.commit(event, fields, new)
+
+
+def log_event(project: Project, name: str, event: str, fields: dict[str, object]) -> None:
+    """A chained log line that leaves the state unchanged (e.g. `SKIPPED reason=busy`, `WARNING`)."""
+    with session(project, name) as s:
+        s.log(event, fields)
+
+
+def create(project: Project, loop: LoopName, files: dict[str, bytes], state: dict[str, Any],
+           fields: dict[str, object]) -> Path:
+    """Make the loop folder (never an existing one), write `files`, then seal `state` with CREATED.
+
+    BadInput when the folder exists; on any failure the new folder is removed again.
+    """
+    folder = project.loop_dir(loop)
+    project.loops_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir()
+    except FileExistsError:
+        tracked = (folder / STATE_FILE).exists()
+        raise BadInput(f"loop {loop!r} already exists at {folder}" + ("" if tracked else
+                       " (untracked; nothing was changed)")) from None
+    try:
+        for rel, data in files.items():
+            target = folder / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(target, data)
+        data = encode_state(state)
+        with locked(folder / STATE_LOCK):
+            chainlog.commit(folder / STATE_FILE, folder / LOG_FILE, data, state_token(data), "CREATED",
+                            _fields(state, fields), chainlog.read_chain(folder / LOG_FILE))
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)  # nothing half-created
+        raise
+    return folder
+
+
+def add_excludes(exclude_file: Path, patterns: list[str], header: str) -> list[str]:
+    """Append the `patterns` missing from a git exclude file (one write per line); returns those added."""
+    try:
+        present = set(exclude_file.read_text(encoding="utf-8").splitlines())
+    except FileNotFoundError:
+        present = set()
+    missing = [p for p in patterns if p not in present]
+    if missing:
+        exclude_file.parent.mkdir(parents=True, exist_ok=True)
+        text = exclude_file.read_bytes() if exclude_file.exists() else b""
+        if text and not text.endswith(b"\n"):
+            append_line(exclude_file, "")
+        for line in ([header] if header not in present else []) + missing:
+            append_line(exclude_file, line)
+    return missing
+
+
+def halted_owners(project: Project, ref: TaskRef) -> list[tuple[LoopName, str]]:
+    """Loops whose `current_task` is `ref` and whose status is `halted` with one of the five
+    deaths: [(loop name, halt_reason)] (seed 000 R8). A loop whose state cannot be read raises
+    CorruptState: fail closed, it might own the task."""
+    owners: list[tuple[LoopName, str]] = []
+    for loop in list_loops(project):
+        folder = project.loop_dir(loop)
+        if not (folder / STATE_FILE).is_file():
+            continue
+        state = inspect(project, loop).state
+        task = state["current_task"]
+        try:
+            bound = task is not None and TaskRef.parse(task) == ref
+        except BadInput:
+            bound = False
+        if bound and state["status"] == "halted" and state["halt_reason"] in DEATHS:
+            owners.append((loop, str(state["halt_reason"])))
+    return owners

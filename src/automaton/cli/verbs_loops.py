@@ -1,0 +1,72 @@
+"""Adapters from the parsed namespace to the loop use cases (typed arguments in, Outcome out)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from typing import Any
+
+from automaton.cli.parser import UsageError
+from automaton.cli.verbs_tasks import project_of
+from automaton.core.outcome import Outcome
+
+
+def _call(module: str, func: str, *args: Any, **kwargs: Any) -> Outcome:
+    """Import a use case lazily (keeps the hook path fast) and run it."""
+    result: Outcome = getattr(importlib.import_module(module), func)(*args, **kwargs)
+    return result
+
+
+def create_loop(ns: argparse.Namespace) -> Outcome:
+    if not ns.from_template:
+        raise UsageError("--create-loop needs --from-template T")
+    return _call("automaton.commands.loops", "create_loop", project_of(ns), ns.create_loop, ns.from_template,
+                 task=ns.task)
+
+
+def install_schedule(ns: argparse.Namespace) -> Outcome:
+    interval: int | None = None
+    if ns.interval is not None:
+        try:
+            interval = int(ns.interval)
+        except ValueError:
+            raise UsageError(f"--interval {ns.interval!r} is not a whole number of seconds") from None
+    return _call("automaton.commands.schedule", "install_schedule", project_of(ns), ns.install_schedule, interval)
+
+
+def uninstall_schedule(ns: argparse.Namespace) -> Outcome:
+    return _call("automaton.commands.schedule", "uninstall_schedule", project_of(ns), ns.uninstall_schedule)
+
+
+def pause_loop(ns: argparse.Namespace) -> Outcome:
+    return _call("automaton.commands.loops", "pause_loop", project_of(ns), ns.pause_loop)
+
+
+def resume_loop(ns: argparse.Namespace) -> Outcome:
+    return _call("automaton.commands.loops", "resume_loop", project_of(ns), ns.resume_loop)
+
+
+def approve_loop(ns: argparse.Namespace) -> Outcome:
+    """`--approve --loop NAME` (called by cli.verbs_tasks.approve)."""
+    if ns.to is not None:
+        raise UsageError("--to is for --approve --task; --approve --loop takes no phase")
+    return _call("automaton.commands.loops", "approve_loop", project_of(ns), ns.loop)
+
+
+def can_continue(ns: argparse.Namespace) -> Outcome:
+    return _call("automaton.commands.loops", "can_continue", project_of(ns), ns.can_continue)
+
+
+def check_gate(ns: argparse.Namespace) -> Outcome:
+    return _call("automaton.commands.loops", "check_gate", project_of(ns), ns.check_gate, ns.task)
+
+
+def loop_list(ns: argparse.Namespace) -> Outcome:
+    return _call("automaton.commands.loops", "loop_list", project_of(ns))
+
+
+def vram(ns: argparse.Namespace) -> Outcome:
+    """`--vram [--json]`: the probe of automaton.vram (DESIGN §8); data is its dict."""
+    found: dict[str, Any] = importlib.import_module("automaton.vram").probe()
+    lines = [f"{key}: {value}" for key, value in found.items()]
+    return Outcome(lines=lines, data=dict(found))

@@ -1,0 +1,220 @@
+"""The six pre-tick gates (seed 000 R4 order, DESIGN §5): pure rules, facts in, GateResult out.
+
+Order: status -> (config seal) -> iterations -> budget -> task phase -> drift -> plateau.
+The first gate that says no decides. Facts that cost I/O (task phase, git drift, VRAM probe)
+are asked for lazily through `GateFacts`, so a loop halted at gate 2 never runs git.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+import pathspec
+
+from automaton.core.loopconfig import Brakes, LoopConfig
+
+WAITING = "waiting:approval"
+CONFIG_CHANGED = "config_changed"
+STATE_TAMPERED = "state_tampered"
+_SHOWN_FILES = 10  # out-of-scope files named in halt_detail (all are in out_of_scope_files)
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """The verdict. `halt` is a NEW halt to apply (one of the five deaths) or None.
+
+    `reason`: "ok", "halted:<death>", "paused", "complete", "waiting:approval",
+    "task_tampered", "task_untracked" or "budget_unknown". `detail` becomes halt_detail.
+    """
+
+    ok: bool
+    reason: str
+    gate: str
+    halt: str | None = None
+    detail: str | None = None
+    out_of_scope_files: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TaskFacts:
+    """The bound task: its phase (None: legacy folder without `.state`) and tamper finding."""
+
+    task: str
+    phase: str | None
+    tamper: str = ""
+
+
+@dataclass(frozen=True)
+class DriftFacts:
+    """Changed files of the worktree, or why they are unknown.
+
+    `skipped`: no worktree / no git (gate skipped with this warning, seed 000 R4).
+    `error`: git is there but the diff failed (the gate halts, never "0 files").
+    """
+
+    files: tuple[str, ...] = ()
+    skipped: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class VramFacts:
+    """The VRAM probe's answer for a local harness (DESIGN §8); `error` when it could not run."""
+
+    eligible: bool = False
+    context_tokens: int | None = None
+    error: str | None = None
+
+
+class GateFacts(Protocol):
+    """Lazy facts the gates ask for, in gate order; each is asked at most once."""
+
+    def config_sha256(self) -> str: ...  # SHA-256 hex of loop.json now ("" when missing)
+    def config(self) -> LoopConfig: ...
+    def vram(self, kv_kib_per_token: float | None) -> VramFacts: ...
+    def task(self) -> TaskFacts | None: ...
+    def drift(self) -> DriftFacts: ...
+
+
+def _halt(gate: str, death: str, detail: str, files: Iterable[str] = ()) -> GateResult:
+    return GateResult(False, f"halted:{death}", gate, death, detail, tuple(files))
+
+
+def gate_status(state: dict[str, Any]) -> GateResult | None:
+    """Gate 1: a loop that is not `running` is not ok; no new halt is written."""
+    status = state["status"]
+    if status == "running":
+        return None
+    if status == "halted":
+        return GateResult(False, f"halted:{state['halt_reason']}", "status", detail=state.get("halt_detail"))
+    return GateResult(False, str(status), "status")
+
+
+def gate_config_seal(state: dict[str, Any], current_sha256: str) -> GateResult | None:
+    """Right after gate 1: loop.json must still be the sealed one (DESIGN §5)."""
+    if current_sha256 == state["config_sha256"]:
+        return None
+    return _halt("config", "human_intervention", CONFIG_CHANGED)
+
+
+def used(state: dict[str, Any]) -> tuple[int, float]:
+    """(iterations, USD) spent since the last approval."""
+    return (state["iteration_count"] - state["iterations_at_approval"],
+            float(state["spent_usd"]) - float(state["spent_usd_at_approval"]))
+
+
+def remaining(state: dict[str, Any], brakes: Brakes) -> tuple[int, float | None]:
+    """(iterations left, USD left or None when the budget is not in USD), floored at 0."""
+    iters, usd = used(state)
+    left_usd = None if brakes.max_budget_usd is None else round(max(0.0, brakes.max_budget_usd - usd), 6)
+    return max(0, brakes.max_iterations - iters), left_usd
+
+
+def gate_iterations(state: dict[str, Any], brakes: Brakes) -> GateResult | None:
+    """Gate 2: iteration_count - iterations_at_approval >= max_iterations -> iterations_exhausted."""
+    iters, _ = used(state)
+    if iters < brakes.max_iterations:
+        return None
+    return _halt("iterations", "iterations_exhausted", f"{iters} of {brakes.max_iterations} iterations used")
+
+
+def gate_budget(state: dict[str, Any], brakes: Brakes, vram: VramFacts | None) -> GateResult | None:
+    """Gate 3: USD spent since approval >= max_budget_usd -> budget_exhausted; for a local
+    harness (`vram` given) a probe that says not loop-mode eligible -> budget_exhausted, and a
+    probe that could not run -> not ok without a halt ("budget_unknown")."""
+    _, usd = used(state)
+    if brakes.max_budget_usd is not None and usd >= brakes.max_budget_usd:
+        return _halt("budget", "budget_exhausted", f"spent ${usd:.4f} of ${brakes.max_budget_usd:.2f}")
+    if vram is None:
+        return None
+    if vram.error is not None:
+        return GateResult(False, "budget_unknown", "budget", detail=f"VRAM probe failed: {vram.error}")
+    if not vram.eligible:
+        return _halt("budget", "budget_exhausted",
+                     f"local model context {vram.context_tokens} tokens < 16000 (VRAM probe)")
+    return None
+
+
+def gate_task_phase(task: TaskFacts | None) -> GateResult | None:
+    """Gate 4: task in human_intervention -> halt; at :awaiting_approval -> not ok, no halt."""
+    if task is None:
+        return None
+    if task.tamper:
+        return GateResult(False, "task_tampered", "task", detail=f"task {task.task}: {task.tamper}")
+    if task.phase is None:
+        return GateResult(False, "task_untracked", "task",
+                          detail=f"task {task.task} has no .state: run automaton --phase --task {task.task}")
+    if task.phase == "human_intervention":
+        return _halt("task", "human_intervention", f"task {task.task} is at human_intervention")
+    if task.phase.endswith(":awaiting_approval"):
+        return GateResult(False, WAITING, "task", detail=f"task {task.task} is at {task.phase}")
+    return None
+
+
+def scope_spec(file_scope: Iterable[str]) -> pathspec.GitIgnoreSpec:
+    """gitignore-style patterns (`src/**`, `!src/secret.py`), as `pathspec` reads them."""
+    return pathspec.GitIgnoreSpec.from_lines(list(file_scope))
+
+
+def out_of_scope(files: Iterable[str], file_scope: Iterable[str], accepted: Iterable[str]) -> list[str]:
+    """Sorted `files` (posix, relative to the worktree root) not matched by `file_scope`, minus `accepted`."""
+    spec, ok = scope_spec(file_scope), set(accepted)
+    return sorted({f for f in files if f not in ok and not spec.match_file(f)})
+
+
+def gate_drift(drift: DriftFacts, config: LoopConfig, accepted: Iterable[str]) -> GateResult | None:
+    """Gate 5: changed files outside file_scope (minus accepted_drift) -> drift_detected."""
+    if drift.skipped is not None:
+        return None
+    if drift.error is not None:
+        return _halt("drift", "drift_detected", f"drift could not be computed: {drift.error}")
+    bad = out_of_scope(drift.files, config.blast_radius.file_scope, accepted)
+    if not bad:
+        return None
+    shown = ", ".join(bad[:_SHOWN_FILES]) + (f" (+{len(bad) - _SHOWN_FILES} more)" if len(bad) > _SHOWN_FILES else "")
+    return _halt("drift", "drift_detected", f"out of scope: {shown}", bad)
+
+
+def gate_score_plateau(history: list[float], brakes: Brakes) -> GateResult | None:
+    """Gate 6: a full window whose max - min <= epsilon and whose last score < target -> verifier_failed."""
+    window = history[-brakes.score_plateau_window:]
+    if len(window) < brakes.score_plateau_window:
+        return None
+    spread = max(window) - min(window)
+    if spread > brakes.plateau_epsilon or window[-1] >= brakes.target_score:
+        return None
+    return _halt("plateau", "verifier_failed",
+                 f"last {len(window)} scores flat (spread {spread:g} <= {brakes.plateau_epsilon:g})"
+                 f" below target {brakes.target_score:g}")
+
+
+def run_gates(state: dict[str, Any], facts: GateFacts) -> tuple[GateResult, LoopConfig | None]:
+    """Run every gate in order; returns (first failure or an ok result, the config if it was read).
+
+    Warnings (a skipped drift gate) are carried on the result either way.
+    """
+    warnings: list[str] = []
+    first = gate_status(state) or gate_config_seal(state, facts.config_sha256())
+    if first is not None:
+        return first, None
+    config = facts.config()
+    brakes = config.brakes
+    result = gate_iterations(state, brakes)
+    if result is None:
+        vram = facts.vram(config.harness.kv_kib_per_token) if config.harness.local else None
+        result = gate_budget(state, brakes, vram)
+    if result is None:
+        result = gate_task_phase(facts.task())
+    if result is None:
+        drift = facts.drift()
+        if drift.skipped is not None:
+            warnings.append(f"drift gate skipped: {drift.skipped}")
+        result = gate_drift(drift, config, state["accepted_drift"])
+    if result is None:
+        result = gate_score_plateau([float(s) for s in state["score_history"]], brakes)
+    if result is None:
+        result = GateResult(True, "ok", "all")
+    return replace(result, warnings=(*result.warnings, *warnings)), config

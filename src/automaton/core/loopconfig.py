@@ -1,0 +1,371 @@
+"""The loop model: `loop.json` (LoopConfig) and `.state.loop` validation (seed 000 R1, R2; DESIGN §5).
+
+Pure: bytes/objects in, validated values or BadInput/CorruptState out. Every message names the
+file and the key, because a brake that silently takes a wrong value is a brake that leaks.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from automaton.core.errors import BadInput, CorruptState
+from automaton.core.names import LoopName, TaskRef
+
+SCHEMA_VERSION = 1
+STATUSES = ("running", "halted", "paused", "complete")
+DEATHS = ("iterations_exhausted", "budget_exhausted", "human_intervention", "drift_detected", "verifier_failed")
+SCORERS = ("junit", "summary", "agent")
+_HARNESS_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+
+
+@dataclass(frozen=True)
+class HarnessConfig:
+    name: str
+    model: str | None
+    args: list[str]
+    timeout_s: int  # seconds, per role run
+    command: list[str] | None  # argv of the `command` harness
+    local: bool  # no USD cost: the budget gate asks the VRAM probe (DESIGN §8)
+    kv_kib_per_token: float | None  # KiB of KV cache per token of the local model
+
+
+@dataclass(frozen=True)
+class RolePrompt:
+    prompt: str  # file name relative to the loop folder
+
+
+@dataclass(frozen=True)
+class VerifyRole:
+    command: list[str] | None
+    prompt: str | None
+    score: str  # "junit" | "summary" | "agent"
+
+
+@dataclass(frozen=True)
+class OrchestrateRole:
+    builtin: bool
+    prompt: str | None
+
+
+@dataclass(frozen=True)
+class Roles:
+    implement: RolePrompt
+    verify: VerifyRole
+    orchestrate: OrchestrateRole
+
+
+@dataclass(frozen=True)
+class Brakes:
+    max_iterations: int  # iterations per approval, >= 1
+    max_budget_usd: float | None  # USD per approval, > 0; None only for a local harness
+    max_tick_usd: float  # USD cap of one tick, > 0; also the cost of a tick whose cost is unknown
+    score_plateau_window: int  # scores compared by the plateau gate, >= 1
+    plateau_epsilon: float  # max - min at or under this is flat, >= 0
+    target_score: float  # 0..1; a plateau at or above it is not a failure
+
+
+@dataclass(frozen=True)
+class BlastRadius:
+    use_worktree: bool
+    file_scope: list[str]  # gitignore-style patterns relative to the worktree root, non-empty
+    base_branch: str | None
+
+
+@dataclass(frozen=True)
+class Schedule:
+    interval_seconds: int  # seconds between scheduled ticks
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    schema_version: int
+    name: str
+    template: str
+    description: str
+    task: str | None
+    harness: HarnessConfig
+    roles: Roles
+    brakes: Brakes
+    blast_radius: BlastRadius
+    schedule: Schedule
+    sha256: str  # SHA-256 hex of the loop.json bytes as read (the seal, DESIGN §5)
+
+
+class _Reader:
+    """Typed access to one JSON object; every error names `source` and the dotted key."""
+
+    def __init__(self, data: object, source: str, where: str, allowed: tuple[str, ...], exc: type[BadInput]):
+        self.source, self.where, self.exc = source, where, exc
+        if not isinstance(data, dict):
+            raise exc(f"{source}: {where or 'the file'} must be a JSON object, got {_kind(data)}")
+        unknown = sorted(set(data) - set(allowed))
+        if unknown:
+            raise exc(f"{source}: unknown key {self._key(unknown[0])!r} (allowed here: {', '.join(allowed)})")
+        self.data: dict[str, Any] = data
+
+    def _key(self, key: str) -> str:
+        return f"{self.where}.{key}" if self.where else key
+
+    def fail(self, key: str, want: str) -> BadInput:
+        got = self.data.get(key)
+        return self.exc(f"{self.source}: {self._key(key)} must be {want}, got {json.dumps(got)[:60]}")
+
+    def has(self, key: str) -> bool:
+        return key in self.data
+
+    def sub(self, key: str, allowed: tuple[str, ...], default: object = None) -> _Reader:
+        value = self.data.get(key, {} if default is None else default)
+        return _Reader(value, self.source, self._key(key), allowed, self.exc)
+
+    def string(self, key: str, default: str | None = None, *, null: bool = False) -> Any:
+        if key not in self.data:
+            if default is None and not null:
+                raise self.exc(f"{self.source}: missing key {self._key(key)!r}")
+            return default
+        value = self.data[key]
+        if value is None and null:
+            return None
+        if not isinstance(value, str):
+            raise self.fail(key, "a string" + (" or null" if null else ""))
+        return value
+
+    def boolean(self, key: str, default: bool) -> bool:
+        value = self.data.get(key, default)
+        if not isinstance(value, bool):
+            raise self.fail(key, "true or false")
+        return value
+
+    def integer(self, key: str, default: object, *, minimum: int) -> int:
+        value = self.data.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise self.fail(key, f"an integer >= {minimum}")
+        return value
+
+    def number(self, key: str, default: object, *, low: float, strict: bool = False,
+               high: float | None = None, null: bool = False) -> Any:
+        value = self.data.get(key, default)
+        if value is None and null:
+            return None
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        if ok:
+            ok = (value > low if strict else value >= low) and (high is None or value <= high)
+        if not ok:
+            bound = f"> {low:g}" if strict else f">= {low:g}"
+            if high is not None:
+                bound += f" and <= {high:g}"
+            raise self.fail(key, f"a finite number {bound}" + (" or null" if null else ""))
+        return float(value)
+
+    def strings(self, key: str, default: list[str] | None = None, *, null: bool = False,
+                nonempty: bool = False) -> Any:
+        if key not in self.data:
+            if default is None and not null:
+                raise self.exc(f"{self.source}: missing key {self._key(key)!r}")
+            return None if default is None else list(default)
+        value = self.data[key]
+        if value is None and null:
+            return None
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value) or (nonempty and not value):
+            raise self.fail(key, ("a non-empty" if nonempty else "a") + " list of strings")
+        return list(value)
+
+
+def _kind(value: object) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _prompt_name(r: _Reader, key: str, *, null: bool) -> Any:
+    """A prompt file name relative to the loop folder: no absolute path, no `..`."""
+    value = r.string(key, null=null)
+    if value is None:
+        return None
+    parts = value.replace("\\", "/").split("/")
+    if not value or value.startswith(("/", "\\")) or ":" in value or any(p in ("", ".", "..") for p in parts):
+        raise r.fail(key, "a file name relative to the loop folder (no absolute path, no '..')")
+    return value
+
+
+def loads_strict(text: str, source: str, exc: type[BadInput] = BadInput) -> object:
+    """json.loads that refuses duplicate keys and NaN/Infinity (both could hide a brake)."""
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in items:
+            if key in out:
+                raise exc(f"{source}: duplicate key {key!r}")
+            out[key] = value
+        return out
+
+    def constant(name: str) -> Any:
+        raise exc(f"{source}: {name} is not a number JSON allows")
+
+    try:
+        return json.loads(text, object_pairs_hook=pairs, parse_constant=constant)
+    except json.JSONDecodeError as err:
+        raise exc(f"{source}: not valid JSON ({err.msg} at line {err.lineno}); fix or restore it") from None
+
+
+def parse_config(data: object, source: str, defaults: dict[str, Any], sha256: str = "") -> LoopConfig:
+    """Validate a loop.json object (DESIGN §5). Raises BadInput naming `source` and the key.
+
+    Unknown keys anywhere are errors; a missing brake takes `defaults` (store.config.loop_defaults());
+    brakes are never unbounded; booleans and strings are never numbers.
+    """
+    top = _Reader(data, source, "", ("schema_version", "name", "template", "description", "task", "harness",
+                                     "roles", "brakes", "blast_radius", "schedule"), BadInput)
+    version = top.integer("schema_version", None, minimum=1)
+    if version > SCHEMA_VERSION:
+        raise BadInput(f"{source}: schema_version {version} is newer than this automaton ({SCHEMA_VERSION}); upgrade")
+    name = top.string("name")
+    try:
+        LoopName.of(name)
+    except BadInput as err:
+        raise BadInput(f"{source}: name: {err.message}") from None
+    task = top.string("task", null=True)
+    if task is not None:
+        try:
+            TaskRef.parse(task)
+        except BadInput as err:
+            raise BadInput(f"{source}: task: {err.message}") from None
+    harness = _harness(top.sub("harness", ("name", "model", "args", "timeout_s", "command", "local",
+                                           "kv_kib_per_token")), defaults)
+    roles = _roles(top.sub("roles", ("implement", "verify", "orchestrate")))
+    brakes = _brakes(top.sub("brakes", ("max_iterations", "max_budget_usd", "max_tick_usd", "score_plateau_window",
+                                        "plateau_epsilon", "target_score")), defaults, harness.local)
+    br = top.sub("blast_radius", ("use_worktree", "file_scope", "base_branch"))
+    blast = BlastRadius(br.boolean("use_worktree", True), br.strings("file_scope", nonempty=True),
+                        br.string("base_branch", null=True))
+    sched = top.sub("schedule", ("interval_seconds",))
+    schedule = Schedule(sched.integer("interval_seconds", defaults["interval_seconds"], minimum=1))
+    return LoopConfig(version, name, top.string("template", ""), top.string("description", ""), task, harness,
+                      roles, brakes, blast, schedule, sha256)
+
+
+def _harness(h: _Reader, defaults: dict[str, Any]) -> HarnessConfig:
+    name = h.string("name")
+    if not _HARNESS_NAME.match(name):
+        raise h.fail("name", "a harness name like 'claude' or 'command'")
+    command = h.strings("command", null=True)
+    if command is not None and not command:
+        raise h.fail("command", "a non-empty argv list or null")
+    if name == "command" and command is None:
+        raise h.exc(f"{h.source}: harness.command is required when harness.name is 'command'")
+    return HarnessConfig(
+        name=name, model=h.string("model", null=True), args=h.strings("args", []),
+        timeout_s=h.integer("timeout_s", defaults["timeout_s"], minimum=1), command=command,
+        local=h.boolean("local", False),
+        kv_kib_per_token=h.number("kv_kib_per_token", None, low=0, strict=True, null=True),
+    )
+
+
+def _roles(r: _Reader) -> Roles:
+    if not r.has("implement"):
+        raise r.exc(f"{r.source}: missing key 'roles.implement'")
+    impl = r.sub("implement", ("prompt",))
+    ver = r.sub("verify", ("command", "prompt", "score"))
+    command = ver.strings("command", null=True)
+    prompt = _prompt_name(ver, "prompt", null=True)
+    if command is None and prompt is None:
+        raise r.exc(f"{r.source}: roles.verify needs a command or a prompt (a loop without a verifier never stops)")
+    score = ver.string("score", "junit" if command is not None else "agent")
+    if score not in SCORERS:
+        raise ver.fail("score", " | ".join(f'"{s}"' for s in SCORERS))
+    orch = r.sub("orchestrate", ("builtin", "prompt"))
+    builtin = orch.boolean("builtin", True)
+    oprompt = _prompt_name(orch, "prompt", null=True)
+    if not builtin and oprompt is None:
+        raise r.exc(f"{r.source}: roles.orchestrate needs builtin true or a prompt")
+    return Roles(RolePrompt(_prompt_name(impl, "prompt", null=False)), VerifyRole(command, prompt, score),
+                 OrchestrateRole(builtin, oprompt))
+
+
+def _brakes(b: _Reader, d: dict[str, Any], local: bool) -> Brakes:
+    budget = b.number("max_budget_usd", d["max_budget_usd"], low=0, strict=True, null=local)
+    return Brakes(
+        max_iterations=b.integer("max_iterations", d["max_iterations"], minimum=1),
+        max_budget_usd=budget,
+        max_tick_usd=b.number("max_tick_usd", d["max_tick_usd"], low=0, strict=True),
+        score_plateau_window=b.integer("score_plateau_window", d["score_plateau_window"], minimum=1),
+        plateau_epsilon=b.number("plateau_epsilon", d["plateau_epsilon"], low=0),
+        target_score=b.number("target_score", d["target_score"], low=0, high=1),
+    )
+
+
+# ---- .state.loop ---------------------------------------------------------------------------
+
+STATE_KEYS = (
+    "schema_version", "name", "status", "halt_reason", "iteration_count", "resumed_count", "last_tick_at",
+    "last_verdict", "score_history", "current_task", "worktree_branch", "worktree_path", "started_at",
+    "spent_usd", "iterations_at_approval", "spent_usd_at_approval", "accepted_drift", "base_commit",
+    "config_sha256", "worktree_fallback", "halt_detail",
+)
+_HEX = re.compile(r"^[0-9a-f]{7,64}$")
+
+
+def initial_state(name: str, task: str | None, config_sha256: str, started_at: str) -> dict[str, Any]:
+    """A new loop's `.state.loop`: every R2 field plus the DESIGN §5 ones, status `running`."""
+    return {
+        "schema_version": SCHEMA_VERSION, "name": name, "status": "running", "halt_reason": None,
+        "iteration_count": 0, "resumed_count": 0, "last_tick_at": None, "last_verdict": None,
+        "score_history": [], "current_task": task, "worktree_branch": None, "worktree_path": None,
+        "started_at": started_at, "spent_usd": 0.0, "iterations_at_approval": 0, "spent_usd_at_approval": 0.0,
+        "accepted_drift": [], "base_commit": None, "config_sha256": config_sha256, "worktree_fallback": None,
+        "halt_detail": None,
+    }
+
+
+def validate_state(data: object, source: str) -> dict[str, Any]:
+    """Check a parsed `.state.loop` (fail closed, DESIGN §3); raises CorruptState naming `source`.
+
+    Invariants: every key of STATE_KEYS present and no other; status `halted` exactly when
+    halt_reason is one of DEATHS; counters are non-negative and the approval marks never exceed them.
+    """
+    if isinstance(data, dict) and isinstance(data.get("schema_version"), int) and not isinstance(
+            data["schema_version"], bool) and data["schema_version"] > SCHEMA_VERSION:
+        raise CorruptState(f"{source}: schema_version {data['schema_version']} is newer than this automaton"
+                           f" ({SCHEMA_VERSION}); upgrade automaton")
+    r = _Reader(data, source, "", STATE_KEYS, CorruptState)
+    missing = [k for k in STATE_KEYS if k not in r.data]
+    if missing:
+        raise CorruptState(f"{source}: missing key {missing[0]!r}; it was not written by automaton")
+    if r.integer("schema_version", None, minimum=SCHEMA_VERSION) != SCHEMA_VERSION:
+        raise r.fail("schema_version", str(SCHEMA_VERSION))
+    if r.string("status") not in STATUSES:
+        raise r.fail("status", " | ".join(STATUSES))
+    reason = r.string("halt_reason", null=True)
+    if reason is not None and reason not in DEATHS:
+        raise r.fail("halt_reason", "null or one of " + ", ".join(DEATHS))
+    if (r.data["status"] == "halted") != (reason is not None):
+        raise r.fail("halt_reason", "set exactly when status is 'halted'")
+    for key in ("iteration_count", "resumed_count", "iterations_at_approval"):
+        r.integer(key, None, minimum=0)
+    for key in ("spent_usd", "spent_usd_at_approval"):
+        r.number(key, None, low=0)
+    if r.data["iterations_at_approval"] > r.data["iteration_count"]:
+        raise r.fail("iterations_at_approval", "at most iteration_count")
+    if r.data["spent_usd_at_approval"] > r.data["spent_usd"] + 1e-9:
+        raise r.fail("spent_usd_at_approval", "at most spent_usd")
+    for key in ("name", "started_at", "config_sha256"):
+        r.string(key)
+    for key in ("last_tick_at", "current_task", "worktree_branch", "worktree_path", "base_commit",
+                "worktree_fallback", "halt_detail"):
+        r.string(key, null=True)
+    if r.data["last_verdict"] is not None and not isinstance(r.data["last_verdict"], dict):
+        raise r.fail("last_verdict", "a verdict object or null")
+    history = r.data["score_history"]
+    if not isinstance(history, list) or not all(
+            isinstance(s, int | float) and not isinstance(s, bool) and math.isfinite(s) for s in history):
+        raise r.fail("score_history", "a list of numbers")
+    r.strings("accepted_drift")
+    if r.data["current_task"] is not None:
+        try:
+            TaskRef.parse(r.data["current_task"])
+        except BadInput:
+            raise r.fail("current_task", "a task name or null") from None
+    if r.data["base_commit"] is not None and not _HEX.match(r.data["base_commit"]):
+        raise r.fail("base_commit", "a commit id (hex) or null")
+    return r.data

@@ -1,0 +1,91 @@
+"""What a loop's worktree changed since its base commit (DESIGN §5 gate 5: drift).
+
+"Changed" = committed since `base_commit` (`git diff --name-only -z base...HEAD`, never a bare
+branch name: a repo whose only branch is `master` must work) + staged + unstaged + untracked
+(`git status --porcelain=v1 -z --untracked-files=all`). Renames count on both sides, so a file
+moved from outside the scope into it is still drift.
+Sources: git-diff(1) "git diff A...B" (changes on B since the merge base of A and B);
+git-status(1) "Porcelain Format Version 1" and "-z" (NUL-terminated, unquoted paths; a rename
+or copy entry carries a second NUL-terminated path).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from automaton.git import run_git
+
+_COMMIT = re.compile(r"^[0-9a-fA-F]{7,64}$")
+
+
+class GitMissing(Exception):
+    """git is not installed: the drift gate is skipped with a warning (seed 000 R4)."""
+
+
+class DriftError(Exception):
+    """git is installed but the changes cannot be computed: the drift gate halts, never "0 files"."""
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else "no message"
+
+
+def _git(worktree: Path, args: list[str]) -> str:
+    done = run_git(worktree, args)
+    if done.code == 127:
+        raise GitMissing(f"git is not installed ({_first_line(done.err)})")
+    if done.code != 0:
+        raise DriftError(f"git {' '.join(args[:2])} failed in {worktree} (exit {done.code}): {_first_line(done.err)}")
+    return done.out
+
+
+def _nul_fields(text: str) -> list[str]:
+    return [f for f in text.split("\0") if f]
+
+
+def parse_status_z(text: str) -> list[str]:
+    """Paths of `git status --porcelain=v1 -z` output; both paths of a rename/copy entry."""
+    fields = text.split("\0")
+    paths: list[str] = []
+    i = 0
+    while i < len(fields):
+        entry = fields[i]
+        i += 1
+        if not entry:
+            continue
+        if len(entry) < 4 or entry[2] != " ":
+            raise DriftError(f"unexpected git status entry {entry[:40]!r}")
+        xy, path = entry[:2], entry[3:]
+        paths.append(path)
+        if "R" in xy or "C" in xy:  # the other side of the rename follows as its own field
+            if i >= len(fields) or not fields[i]:
+                raise DriftError(f"git status rename entry {entry[:40]!r} lacks its source path")
+            paths.append(fields[i])
+            i += 1
+    return paths
+
+
+def changed_paths(worktree: Path, base_commit: str) -> list[str]:
+    """Sorted posix paths, relative to the worktree root, changed since `base_commit`.
+
+    Raises GitMissing when git is not installed; DriftError when the worktree is not the top
+    of a git work tree (a deleted `.git` file would make git answer for the enclosing
+    checkout), `base_commit` is not a commit, or any git call fails.
+    """
+    if not _COMMIT.match(base_commit or ""):
+        raise DriftError(f"base_commit {base_commit!r} is not a commit id")
+    if not worktree.is_dir():
+        raise DriftError(f"worktree {worktree} does not exist")
+    top = _git(worktree, ["rev-parse", "--show-toplevel"]).strip()
+    if not top or os.path.realpath(top) != os.path.realpath(worktree):
+        raise DriftError(f"{worktree} is not the top of a git worktree (git answers for {top or 'nothing'})")
+    try:
+        _git(worktree, ["rev-parse", "--verify", "--quiet", f"{base_commit}^{{commit}}"])
+    except DriftError:
+        raise DriftError(f"base_commit {base_commit} is not a commit of the worktree {worktree}") from None
+    committed = _nul_fields(_git(worktree, ["diff", "--name-only", "-z", "--no-renames", f"{base_commit}...HEAD"]))
+    status = parse_status_z(_git(worktree, ["status", "--porcelain=v1", "-z", "--untracked-files=all"]))
+    return sorted(set(committed) | set(status))

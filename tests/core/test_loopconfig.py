@@ -1,0 +1,175 @@
+"""loop.json and .state.loop validation: unknown keys, types, unbounded brakes, fail closed."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+
+from automaton.core.errors import BadInput, CorruptState
+from automaton.core.loopconfig import (
+    STATE_KEYS,
+    initial_state,
+    loads_strict,
+    parse_config,
+    validate_state,
+)
+
+DEFAULTS: dict[str, Any] = {
+    "max_iterations": 25, "max_budget_usd": 10.0, "max_tick_usd": 2.0, "score_plateau_window": 5,
+    "plateau_epsilon": 0.0, "target_score": 1.0, "interval_seconds": 900, "timeout_s": 1800,
+}
+DESIGN_EXAMPLE: dict[str, Any] = {
+    "schema_version": 1, "name": "nightly-ci", "template": "ci-triage", "description": "d", "task": None,
+    "harness": {"name": "claude", "model": None, "args": [], "timeout_s": 1800},
+    "roles": {"implement": {"prompt": "implement.md"},
+              "verify": {"command": ["python", "-m", "pytest", "-q"], "score": "junit"},
+              "orchestrate": {"builtin": True}},
+    "brakes": {"max_iterations": 25, "max_budget_usd": 10.0, "max_tick_usd": 2.0,
+               "score_plateau_window": 5, "plateau_epsilon": 0.0, "target_score": 1.0},
+    "blast_radius": {"use_worktree": True, "file_scope": ["src/**", "tests/**"], "base_branch": None},
+    "schedule": {"interval_seconds": 900},
+}
+
+
+def cfg(**patch: Any) -> dict[str, Any]:
+    """The DESIGN example with dotted-key patches; a value of ... deletes the key."""
+    data = copy.deepcopy(DESIGN_EXAMPLE)
+    for dotted, value in patch.items():
+        *path, last = dotted.split("__")
+        node = data
+        for key in path:
+            node = node[key]
+        if value is ...:
+            node.pop(last, None)
+        else:
+            node[last] = value
+    return data
+
+
+def test_design_example_parses_with_every_field() -> None:
+    c = parse_config(cfg(), "loop.json", DEFAULTS, "ab" * 32)
+    assert c.name == "nightly-ci" and c.sha256 == "ab" * 32
+    assert c.harness.name == "claude" and c.harness.local is False and c.harness.timeout_s == 1800
+    assert c.roles.implement.prompt == "implement.md"
+    assert c.roles.verify.command == ["python", "-m", "pytest", "-q"] and c.roles.verify.score == "junit"
+    assert c.roles.orchestrate.builtin is True
+    assert c.brakes.max_iterations == 25 and c.brakes.max_budget_usd == 10.0
+    assert c.blast_radius.file_scope == ["src/**", "tests/**"] and c.schedule.interval_seconds == 900
+
+
+def test_packaged_template_is_the_design_example() -> None:
+    from automaton.store.layout import framework_home
+
+    data = json.loads((framework_home() / "templates/loops/ci-triage/loop.json").read_text())
+    data["description"] = "d"
+    assert data == DESIGN_EXAMPLE
+
+
+@pytest.mark.parametrize(("patch", "key"), [
+    ({"brakes__max_iteration": 3}, "brakes.max_iteration"),  # the misspelling DESIGN §5 names
+    ({"extra": 1}, "extra"),
+    ({"harness__modle": "x"}, "harness.modle"),
+    ({"roles__verify__scor": "junit"}, "roles.verify.scor"),
+])
+def test_unknown_keys_are_errors_naming_the_key(patch: dict[str, Any], key: str) -> None:
+    with pytest.raises(BadInput, match=rf"loop\.json: unknown key '{key}'"):
+        parse_config(cfg(**patch), "loop.json", DEFAULTS)
+
+
+@pytest.mark.parametrize(("patch", "key"), [
+    ({"brakes__max_iterations": 0}, "brakes.max_iterations"),
+    ({"brakes__max_iterations": True}, "brakes.max_iterations"),  # a bool is not a number
+    ({"brakes__max_iterations": "5"}, "brakes.max_iterations"),  # nor is a string
+    ({"brakes__max_iterations": 2.5}, "brakes.max_iterations"),
+    ({"brakes__max_budget_usd": None}, "brakes.max_budget_usd"),  # null only for local harnesses
+    ({"brakes__max_budget_usd": 0}, "brakes.max_budget_usd"),
+    ({"brakes__max_budget_usd": -1}, "brakes.max_budget_usd"),
+    ({"brakes__max_tick_usd": 0}, "brakes.max_tick_usd"),
+    ({"brakes__score_plateau_window": 0}, "brakes.score_plateau_window"),
+    ({"brakes__plateau_epsilon": -0.1}, "brakes.plateau_epsilon"),
+    ({"brakes__target_score": 1.5}, "brakes.target_score"),
+    ({"harness__local": "yes"}, "harness.local"),
+    ({"harness__timeout_s": 0}, "harness.timeout_s"),
+    ({"blast_radius__file_scope": []}, "blast_radius.file_scope"),
+    ({"blast_radius__file_scope": "src/**"}, "blast_radius.file_scope"),
+    ({"roles__verify__score": "vibes"}, "roles.verify.score"),
+    ({"roles__implement__prompt": "../../etc/passwd"}, "roles.implement.prompt"),
+    ({"roles__implement__prompt": "/abs.md"}, "roles.implement.prompt"),
+    ({"schedule__interval_seconds": 0}, "schedule.interval_seconds"),
+    ({"name": "Bad Name"}, "name"),
+])
+def test_wrong_values_name_the_key(patch: dict[str, Any], key: str) -> None:
+    with pytest.raises(BadInput) as err:
+        parse_config(cfg(**patch), "loop.json", DEFAULTS)
+    assert key in err.value.message and "loop.json" in err.value.message
+
+
+def test_missing_brakes_take_finite_defaults_never_infinite() -> None:
+    c = parse_config(cfg(brakes={}), "loop.json", {**DEFAULTS, "max_iterations": 7}, "")
+    assert c.brakes.max_iterations == 7 and c.brakes.max_budget_usd == 10.0 and c.brakes.max_tick_usd == 2.0
+
+
+def test_local_harness_may_have_a_null_budget_but_nothing_else_unbounded() -> None:
+    c = parse_config(cfg(harness__local=True, brakes__max_budget_usd=None), "loop.json", DEFAULTS)
+    assert c.harness.local and c.brakes.max_budget_usd is None
+    with pytest.raises(BadInput, match="max_iterations"):
+        parse_config(cfg(harness__local=True, brakes__max_iterations=None), "loop.json", DEFAULTS)
+
+
+def test_verify_needs_a_command_or_prompt() -> None:
+    with pytest.raises(BadInput, match=r"roles\.verify"):
+        parse_config(cfg(roles__verify={}), "loop.json", DEFAULTS)
+
+
+def test_newer_schema_version_is_refused() -> None:
+    with pytest.raises(BadInput, match="newer"):
+        parse_config(cfg(schema_version=2), "loop.json", DEFAULTS)
+
+
+@pytest.mark.parametrize("text", ['{"a": 1, "a": 2}', '{"x": NaN}', '{"x": Infinity}', "{", ""])
+def test_loads_strict_refuses_duplicates_nonfinite_and_garbage(text: str) -> None:
+    with pytest.raises(BadInput, match=r"f\.json"):
+        loads_strict(text, "f.json")
+
+
+def test_initial_state_has_every_r2_and_design_field() -> None:
+    state = initial_state("demo", None, "ab" * 32, "2026-01-01T00:00:00Z")
+    r2 = {"schema_version", "name", "status", "halt_reason", "iteration_count", "resumed_count", "last_tick_at",
+          "last_verdict", "score_history", "current_task", "worktree_branch", "worktree_path"}
+    design = {"started_at", "spent_usd", "iterations_at_approval", "spent_usd_at_approval", "accepted_drift",
+              "base_commit", "config_sha256"}
+    assert r2 | design <= set(state) and set(state) == set(STATE_KEYS)
+    assert validate_state(state, "s") == state
+
+
+@pytest.mark.parametrize(("patch", "word"), [
+    ({"status": "dead"}, "status"),
+    ({"status": "halted"}, "halt_reason"),  # halted without a reason
+    ({"halt_reason": "verifier_failed"}, "halt_reason"),  # a reason while running
+    ({"iteration_count": -1}, "iteration_count"),
+    ({"iteration_count": "3"}, "iteration_count"),
+    ({"spent_usd": True}, "spent_usd"),
+    ({"iterations_at_approval": 5}, "iterations_at_approval"),  # more than iteration_count
+    ({"score_history": ["x"]}, "score_history"),
+    ({"base_commit": "HEAD"}, "base_commit"),
+    ({"surprise": 1}, "surprise"),
+    ({"schema_version": 2}, "newer"),
+])
+def test_state_validation_fails_closed(patch: dict[str, Any], word: str) -> None:
+    state = {**initial_state("demo", None, "ab" * 32, "t"), **patch}
+    with pytest.raises(CorruptState, match=word):
+        validate_state(state, "/x/.state.loop")
+
+
+def test_state_missing_key_and_non_object_fail() -> None:
+    state = initial_state("demo", None, "ab" * 32, "t")
+    del state["spent_usd"]
+    with pytest.raises(CorruptState, match="spent_usd"):
+        validate_state(state, "s")
+    with pytest.raises(CorruptState, match="JSON object"):
+        validate_state([], "s")
+    with pytest.raises(CorruptState, match="missing key"):
+        validate_state({}, "s")

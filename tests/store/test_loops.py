@@ -1,0 +1,260 @@
+"""The loop store: fail-closed reads, tamper evidence, crash roll-forward, locked updates, concurrency."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from automaton.core.chain import verify_text
+from automaton.core.errors import AutomatonError, BadInput, CorruptState
+from automaton.core.loopconfig import validate_state
+from automaton.core.names import TaskRef
+from automaton.store import chainlog, loops
+from automaton.store.layout import Project
+from tests.core.test_loopconfig import DESIGN_EXAMPLE
+
+
+def make_loop(root: Path, name: str = "demo", *, task: str | None = None, **patch: Any) -> Project:
+    """Create loop `name` from a project template `t-<name>` whose loop.json is the DESIGN
+    example with `patch` applied per section (e.g. brakes={"max_iterations": 2})."""
+    from automaton.commands.loops import create_loop
+
+    data = json.loads(json.dumps(DESIGN_EXAMPLE))
+    for section, values in patch.items():
+        if isinstance(values, dict):
+            data[section].update(values)
+        else:
+            data[section] = values
+    tdir = root / ".automaton" / "templates" / "loops" / f"t-{name}"
+    tdir.mkdir(parents=True, exist_ok=True)
+    (tdir / "loop.json").write_text(json.dumps(data))
+    (tdir / "implement.md").write_text("do the work\n")
+    project = Project(root.resolve())
+    create_loop(project, name, f"t-{name}", task)
+    return project
+
+
+def state_file(project: Project, name: str = "demo") -> Path:
+    return project.loop_dir(loops.LoopName(name)) / loops.STATE_FILE
+
+
+def log_text(project: Project, name: str = "demo") -> str:
+    return (project.loop_dir(loops.LoopName(name)) / loops.LOG_FILE).read_text()
+
+
+def test_created_state_is_sealed_by_its_log(project: Path) -> None:
+    p = make_loop(project)
+    rec = loops.inspect(p, "demo")
+    assert rec.tamper == "" and rec.state["status"] == "running"
+    assert rec.chain.last_state == loops.state_token(state_file(p).read_bytes())
+    assert rec.chain.lines[0].event == "CREATED" and rec.chain.lines[0].fields["iterations"] == "0"
+
+
+@pytest.mark.parametrize("content", [b"", b"{", b"{}", b'{"schema_version": 1}', b"[]", b"\xff\xfe",
+                                     b'{"schema_version": 99}'])
+def test_every_bad_state_read_fails_closed_naming_the_file(project: Path, content: bytes) -> None:
+    p = make_loop(project)
+    state_file(p).write_bytes(content)
+    with pytest.raises(CorruptState) as err:
+        loops.read_state(p, "demo")
+    assert str(state_file(p)) in err.value.message
+    with pytest.raises(CorruptState):  # a write never replaces it with defaults either
+        loops.update_state(p, "demo", "TICK", {}, lambda s: None)
+    assert state_file(p).read_bytes() == content
+
+
+def test_wrong_types_fail_closed(project: Path) -> None:
+    p = make_loop(project)
+    data = json.loads(state_file(p).read_text())
+    data["iteration_count"] = "3"
+    state_file(p).write_text(json.dumps(data))
+    with pytest.raises(CorruptState, match="iteration_count"):
+        loops.read_state(p, "demo")
+
+
+def test_valid_but_edited_state_is_tampered(project: Path) -> None:
+    p = make_loop(project)
+    data = json.loads(state_file(p).read_text())
+    data["iteration_count"] = 0
+    data["status"] = "running"
+    data["accepted_drift"] = ["README.md"]
+    state_file(p).write_text(json.dumps(data))
+    with pytest.raises(loops.StateTampered, match="edited outside automaton"):
+        loops.read_state(p, "demo")
+    with pytest.raises(loops.StateTampered):
+        loops.update_state(p, "demo", "TICK", {}, lambda s: s.update(iteration_count=1))
+
+
+def test_update_state_is_one_locked_write_plus_one_chained_line(project: Path) -> None:
+    p = make_loop(project)
+
+    def tick(s: dict[str, Any]) -> None:
+        s["iteration_count"] += 1
+        s["spent_usd"] += 0.5
+
+    new = loops.update_state(p, "demo", "TICK", {"n": 1, "score": 0.5}, tick)
+    assert new["iteration_count"] == 1 and loops.read_state(p, "demo") == new
+    check = verify_text(log_text(p))
+    assert check.ok and [line.event for line in check.lines] == ["CREATED", "TICK"]
+    last = check.lines[-1]
+    assert last.fields["iterations"] == "1" and last.fields["spent_usd"] == "0.5" and last.fields["n"] == "1"
+
+
+def test_counters_never_decrease_and_invalid_states_are_never_written(project: Path) -> None:
+    p = make_loop(project)
+    loops.update_state(p, "demo", "TICK", {}, lambda s: s.update(iteration_count=3))
+    before = state_file(p).read_bytes()
+    with pytest.raises(ValueError, match="may not decrease"):
+        loops.update_state(p, "demo", "TICK", {}, lambda s: s.update(iteration_count=0))
+    with pytest.raises(ValueError, match="invalid loop state"):
+        loops.update_state(p, "demo", "TICK", {}, lambda s: s.update(status="exploded"))
+    assert state_file(p).read_bytes() == before and len(verify_text(log_text(p)).lines) == 2
+
+
+def test_interrupted_commit_rolls_forward(project: Path) -> None:
+    p = make_loop(project)
+    folder = p.loop_dir(loops.LoopName("demo"))
+    new = {**loops.read_state(p, "demo"), "iteration_count": 7}
+    data = loops.encode_state(new)
+    from automaton.store.atomic import write_tmp
+
+    write_tmp(folder / loops.STATE_FILE, data)  # crash after steps 1 and 2 of chainlog.commit
+    chainlog.append_event(folder / loops.LOG_FILE, "TICK", {}, loops.state_token(data))
+    assert loops.read_state(p, "demo")["iteration_count"] == 7
+    assert state_file(p).read_bytes() == data and not (folder / ".state.loop.tmp").exists()
+
+
+def test_unlogged_temp_file_is_discarded(project: Path) -> None:
+    p = make_loop(project)
+    folder = p.loop_dir(loops.LoopName("demo"))
+    (folder / ".state.loop.tmp").write_text("{}")  # crash before the log line: never happened
+    loops.update_state(p, "demo", "TICK", {}, lambda s: s.update(iteration_count=1))
+    assert loops.read_state(p, "demo")["iteration_count"] == 1 and not (folder / ".state.loop.tmp").exists()
+
+
+def test_log_event_keeps_the_sealed_token(project: Path) -> None:
+    p = make_loop(project)
+    loops.log_event(p, "demo", "SKIPPED", {"reason": "busy"})
+    check = verify_text(log_text(p))
+    assert check.ok and check.lines[-1].event == "SKIPPED" and check.lines[-1].fields["reason"] == "busy"
+    assert loops.inspect(p, "demo").tamper == ""
+
+
+def test_untampered_counters_take_the_log_when_the_file_lowers_them(project: Path) -> None:
+    p = make_loop(project)
+    loops.update_state(p, "demo", "TICK", {}, lambda s: s.update(iteration_count=9, spent_usd=4.0,
+                                                                   iterations_at_approval=2))
+    rec = loops.inspect(p, "demo")
+    forged = {**rec.state, "iteration_count": 0, "spent_usd": 0.0, "iterations_at_approval": 0}
+    got = loops.untampered_counters(forged, rec.chain.lines)
+    assert (got["iteration_count"], got["spent_usd"], got["iterations_at_approval"]) == (9, 4.0, 0)
+    raised = {**rec.state, "iterations_at_approval": 9, "spent_usd_at_approval": 4.0}
+    got = loops.untampered_counters(raised, rec.chain.lines)
+    assert (got["iterations_at_approval"], got["spent_usd_at_approval"]) == (2, 0.0)
+
+
+def test_require_tracked_untracked_and_unknown(project: Path) -> None:
+    p = Project(project.resolve())
+    with pytest.raises(BadInput, match="unknown loop"):
+        loops.require_tracked(p, "ghost")
+    (p.loops_dir / "bare").mkdir(parents=True)
+    with pytest.raises(BadInput, match="Run --upgrade-loops to bootstrap"):
+        loops.require_tracked(p, "bare")
+    with pytest.raises(BadInput, match="invalid loop name"):
+        loops.require_tracked(p, "../x")
+
+
+def test_read_config_validates_every_read(project: Path) -> None:
+    p = make_loop(project)
+    path = p.loop_dir(loops.LoopName("demo")) / loops.CONFIG_FILE
+    data = json.loads(path.read_text())
+    data["brakes"]["max_iteration"] = 1000
+    path.write_text(json.dumps(data))
+    with pytest.raises(BadInput, match=r"unknown key 'brakes\.max_iteration'"):
+        loops.read_config(p, "demo")
+
+
+def test_halted_owners_lists_only_halted_loops_bound_to_the_task(project: Path) -> None:
+    from automaton.commands.tasks import create_task
+
+    p = Project(project.resolve())
+    create_task(p, "other")
+    create_task(p, "fix-it2")
+    make_loop(project, "a", task="other")
+    make_loop(project, "b", task="fix-it2")
+    loops.update_state(p, "a", "HALT", {}, lambda s: s.update(status="halted", halt_reason="verifier_failed"))
+    assert loops.halted_owners(p, TaskRef.parse("other")) == [("a", "verifier_failed")]
+    assert loops.halted_owners(p, TaskRef.parse("fix-it2")) == []
+
+
+def test_add_excludes_is_idempotent(tmp_path: Path) -> None:
+    f = tmp_path / "info" / "exclude"
+    f.parent.mkdir()
+    f.write_text("*.pyc")  # a foreign line without a newline stays intact
+    assert loops.add_excludes(f, ["/a/", "/b"], "# hdr") == ["/a/", "/b"]
+    assert loops.add_excludes(f, ["/a/", "/b"], "# hdr") == []
+    assert f.read_text() == "*.pyc\n# hdr\n/a/\n/b\n"
+
+
+# ---- concurrency: many processes, one loop --------------------------------------------------
+
+OPS_PER_WORKER = 12
+
+
+def _worker(root: str, seed: int) -> dict[str, int]:
+    """Mixed mutations of loop `demo`; returns how many log lines this worker caused."""
+    os.environ["AUTOMATON_APPROVER"] = f"worker-{seed}"
+    from automaton.commands import loops as uc
+
+    project = Project(Path(root))
+    done = {"lines": 0, "ticks": 0, "approvals": 0}
+    for i in range(OPS_PER_WORKER):
+        loops.update_state(project, "demo", "TICK", {"n": i},
+                           lambda s: s.update(iteration_count=s["iteration_count"] + 1,
+                                              spent_usd=s["spent_usd"] + 0.25))
+        done["lines"] += 1
+        done["ticks"] += 1
+        op = (seed + i) % 4
+        try:
+            if op == 0:
+                out = uc.check_gate(project, "demo")
+                done["lines"] += 1 if out.data and out.data["halted_now"] else 0
+            elif op == 1:
+                out = uc.pause_loop(project, "demo")
+                done["lines"] += 0 if out.lines[0].endswith("already paused") else 1
+            elif op == 2:
+                out = uc.resume_loop(project, "demo")
+                done["lines"] += 0 if out.lines[0].endswith("already running") else 1
+            else:
+                uc.approve_loop(project, "demo")
+                done["lines"] += 1
+                done["approvals"] += 1
+        except AutomatonError:
+            pass  # refused by a rule (e.g. approve while running): nothing written
+        rec = loops.inspect(project, "demo")  # a reader never sees a torn or tampered file
+        assert rec.tamper == ""
+    return done
+
+
+def test_many_processes_lose_no_update_and_keep_the_chain(project: Path) -> None:
+    p = make_loop(project, brakes={"max_iterations": 5, "max_budget_usd": 1000.0})
+    workers = 6
+    ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+    with ctx.Pool(workers) as pool:
+        results = pool.starmap(_worker, [(str(p.root), n) for n in range(workers)])
+    state = loops.read_state(p, "demo")
+    ticks = sum(r["ticks"] for r in results)
+    assert state["iteration_count"] == ticks == workers * OPS_PER_WORKER
+    assert state["spent_usd"] == pytest.approx(0.25 * ticks)
+    assert state["resumed_count"] == sum(r["approvals"] for r in results)
+    check = verify_text(log_text(p))
+    assert check.ok, check.error
+    assert len(check.lines) == 1 + sum(r["lines"] for r in results)
+    assert check.last_state == loops.state_token(state_file(p).read_bytes())
+    validate_state(json.loads(state_file(p).read_text()), "final")
+    assert sum(r["approvals"] for r in results) > 0  # the mix really exercised halt + approve
