@@ -84,16 +84,18 @@ def can_edit(ns: argparse.Namespace) -> Outcome:
     """Exit 0 allowed / 1 denied; data {"allowed", "reason", "path"}."""
     file = _need(ns, "--file", "--can-edit")
     project = project_of(ns)
+    # A relative --file is anchored at the current directory, or at the root given by --project.
+    cwd = None if ns.project else Path.cwd()
     if ns.loop is not None:
         from automaton.commands.loops import can_edit_loop
 
-        decision = can_edit_loop(project, ns.loop, file, loop_worktree=ns.loop_worktree, task=ns.task)
+        decision = can_edit_loop(project, ns.loop, file, loop_worktree=ns.loop_worktree, task=ns.task, cwd=cwd)
     else:
         if ns.loop_worktree:
             raise UsageError("--loop-worktree needs --loop NAME")
         from automaton.commands.can_edit import decide
 
-        decision = decide(project, file, cwd=None if ns.project else Path.cwd(), task=ns.task)
+        decision = decide(project, file, cwd=cwd, task=ns.task)
     word = "ALLOWED" if decision.allowed else "DENIED"
     return Outcome(
         code=ExitCode.OK if decision.allowed else ExitCode.REFUSED,
