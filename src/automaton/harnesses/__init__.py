@@ -1,0 +1,109 @@
+"""Harness adapters: one module per agent CLI, a registry name -> module, and their shapes.
+
+A harness turns a `HarnessRequest` (role, prompt, cwd, timeout …) into an `Invocation`
+(argv, extra env, stdin) and the tool's real output into a `HarnessResult` (DESIGN §7).
+Each adapter module defines `invocation(req)` and `run(req)`; the module itself satisfies
+the `Harness` protocol. Adapters may import `core` and `proc` only (DESIGN §10).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, cast
+
+from automaton.core.errors import BadInput
+
+
+@dataclass(frozen=True)
+class HarnessRequest:
+    """One role invocation.
+
+    role: "implement" | "verify" | "orchestrate"; prompt: the rendered role prompt;
+    cwd: where the agent works (the loop worktree); timeout_s: seconds before the process
+    group is stopped; run_dir: the tick folder `runs/<n>/` (transcripts go there as
+    `<role>.log`); model/args: from loop.json `harness`; max_usd: the USD cap a harness that
+    can stop itself is given (Claude `--max-budget-usd`), None for none; settings_path: the
+    agent settings file carrying the automaton hooks (Claude `--settings`), None for none;
+    command: loop.json `harness.command` (the `command` harness); loop_dir: the loop folder
+    (relative script paths of the `scripted` harness); iteration: the tick number (1-based);
+    env: extra environment variables.
+    """
+
+    role: str
+    prompt: str
+    cwd: Path
+    timeout_s: float
+    run_dir: Path
+    model: str | None = None
+    args: tuple[str, ...] = ()
+    max_usd: float | None = None
+    settings_path: Path | None = None
+    command: tuple[str, ...] | None = None
+    loop_dir: Path | None = None
+    iteration: int = 1
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def transcript(self) -> Path:
+        """The file the harness's stdout is streamed to: `run_dir/<role>.log`."""
+        return self.run_dir / f"{self.role}.log"
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """What would run: `argv`, extra `env` on top of the runner's, `stdin` text (or None)."""
+
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    stdin: str | None = None
+
+
+@dataclass(frozen=True)
+class HarnessResult:
+    """What a role run produced.
+
+    exit_status: the process exit code (-N: killed by signal N); final_text: the agent's
+    last message; cost_usd: USD, None when the tool does not say (the tick then counts
+    max_tick_usd, never $0); tokens: counts by kind (input, output, …); error: one line when
+    the tool reported a failure (even with exit 0), else None; timed_out: the process group
+    was stopped at the timeout; duration_s: seconds.
+    """
+
+    exit_status: int
+    final_text: str
+    cost_usd: float | None
+    tokens: dict[str, int] = field(default_factory=dict)
+    error: str | None = None
+    timed_out: bool = False
+    duration_s: float = 0.0
+
+
+class Harness(Protocol):
+    """An adapter module: `invocation` (for dry-run and for `run`) and `run`."""
+
+    def invocation(self, req: HarnessRequest) -> Invocation: ...
+
+    def run(self, req: HarnessRequest) -> HarnessResult: ...
+
+
+REGISTRY: dict[str, str] = {
+    "claude": "automaton.harnesses.claude",
+    "codex": "automaton.harnesses.codex",
+    "gemini": "automaton.harnesses.gemini",
+    "aider": "automaton.harnesses.aider",
+    "opencode": "automaton.harnesses.opencode",
+    "command": "automaton.harnesses.command",
+    "scripted": "automaton.harnesses.scripted",
+}
+
+
+def get(name: str) -> Harness:
+    """The adapter named `name`; BadInput (exit 2) naming the known ones otherwise."""
+    module = REGISTRY.get(name)
+    if module is None:
+        known = ", ".join(sorted(REGISTRY))
+        raise BadInput(f"unknown harness {name!r} in loop.json harness.name: use one of {known}")
+    return cast(Harness, importlib.import_module(module))

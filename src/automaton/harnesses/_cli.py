@@ -1,0 +1,100 @@
+"""Shared plumbing of the process-backed adapters: environment, streaming run, output reading."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from typing import Any
+
+from automaton.harnesses import HarnessRequest, HarnessResult, Invocation
+from automaton.proc import run_streaming
+
+# Parse (stdout text, stderr text, exit code) into a result; timing fields are added after.
+Parser = Callable[[str, str, int], HarnessResult]
+TAIL_CHARS = 2000
+
+
+def environment(req: HarnessRequest, inv: Invocation) -> dict[str, str]:
+    """The child's environment: ours, the request's extras, the invocation's, and the role."""
+    env = dict(os.environ)
+    env.update(req.env)
+    env.update(inv.env)
+    env["AUTOMATON_ROLE"] = req.role
+    return env
+
+
+def read_text(path: os.PathLike[str] | str) -> str:
+    """A transcript as text (undecodable bytes replaced); empty when missing."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
+def tail(text: str, limit: int = TAIL_CHARS) -> str:
+    """The last `limit` characters of `text`, stripped."""
+    return text[-limit:].strip()
+
+
+def run_cli(req: HarnessRequest, inv: Invocation, parse: Parser) -> HarnessResult:
+    """Run `inv` in `req.cwd` with stdout streamed to `req.transcript` (stderr beside it as
+    `<role>.stderr.log`), then `parse` what it wrote. A timeout is reported, not raised."""
+    req.run_dir.mkdir(parents=True, exist_ok=True)
+    err_path = req.run_dir / f"{req.role}.stderr.log"
+    done = run_streaming(inv.argv, out_path=req.transcript, err_path=err_path, cwd=req.cwd,
+                         stdin=inv.stdin, env=environment(req, inv), timeout_s=req.timeout_s)
+    out, err = read_text(req.transcript), read_text(err_path)
+    parsed = parse(out, err, done.code)
+    error = parsed.error
+    if done.timed_out:
+        error = f"timed out after {req.timeout_s:g} s; process group stopped"
+    elif done.code in (126, 127) and error is None:
+        error = tail(err, 300) or f"{inv.argv[0]}: cannot run (exit {done.code})"
+    return HarnessResult(
+        exit_status=done.code, final_text=parsed.final_text, cost_usd=parsed.cost_usd,
+        tokens=parsed.tokens, error=error, timed_out=done.timed_out, duration_s=done.duration_s,
+    )
+
+
+def number(value: object) -> float | None:
+    """`value` as a float when it is a real JSON number (never a bool), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def count(value: object) -> int:
+    """A token count: an int (not bool) or 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def has_flag(args: tuple[str, ...], *flags: str) -> bool:
+    """Whether the user's `args` already pass one of `flags` (bare or `--flag=value`)."""
+    return any(a == f or a.startswith(f + "=") for a in args for f in flags)
+
+
+def json_lines(stdout: str) -> list[dict[str, Any]]:
+    """The JSON objects of `stdout`, one per line; banners and other lines are skipped."""
+    found = []
+    for line in stdout.splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            found.append(obj)
+    return found
+
+
+def sub(obj: dict[str, Any], key: str) -> dict[str, Any]:
+    """`obj[key]` when it is a JSON object, else an empty dict (tolerate missing/odd fields)."""
+    value = obj.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def text_of(obj: dict[str, Any], key: str) -> str:
+    """`obj[key]` when it is a string, else ""."""
+    value = obj.get(key)
+    return value if isinstance(value, str) else ""

@@ -1,0 +1,91 @@
+"""Claude Code headless: `claude -p --output-format json`.
+
+Sources: Claude Code docs `headless.md` and `cli-reference.md` (code.claude.com/docs/en/…;
+mirror github.com/ericbuess/claude-code-docs), summarised in shared/reference/PROTOCOLS.md
+§1.7: the prompt is read from piped stdin; `--max-budget-usd` stops the run at a client-side
+cost estimate; `--settings <file>` adds hooks (project settings do not follow a worktree);
+the result object has `type:"result"`, `subtype`, `is_error`, `result`, `total_cost_usd`,
+`usage` {input_tokens, output_tokens, cache_creation_input_tokens, cache_read_input_tokens}.
+With verbose on, `--output-format json` prints an ARRAY of all messages whose last
+`type=="result"` element is the result (anthropics/claude-code #84784); stream-json prints
+one object per line, the result last. Both are accepted here.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from automaton.harnesses import HarnessRequest, HarnessResult, Invocation
+from automaton.harnesses._cli import count, has_flag, number, run_cli, sub, tail, text_of
+
+EXECUTABLE = "claude"
+TOKEN_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+def invocation(req: HarnessRequest) -> Invocation:
+    """argv: `claude -p --output-format json [--model M] [--max-budget-usd X] [--settings F]
+    [--permission-mode acceptEdits] ARGS…`; the prompt goes on stdin.
+
+    An unattended tick must be able to edit files: `acceptEdits` is the default unless the
+    user's args choose a permission mode themselves (the hooks still deny out-of-scope edits).
+    """
+    argv = [EXECUTABLE, "-p", "--output-format", "json"]
+    if req.model:
+        argv += ["--model", req.model]
+    if req.max_usd is not None:
+        argv += ["--max-budget-usd", f"{max(req.max_usd, 0.0):.4f}"]
+    if req.settings_path is not None:
+        argv += ["--settings", str(req.settings_path)]
+    if not has_flag(req.args, "--permission-mode", "--dangerously-skip-permissions"):
+        argv += ["--permission-mode", "acceptEdits"]
+    argv += list(req.args)
+    return Invocation(argv=argv, stdin=req.prompt)
+
+
+def result_object(stdout: str) -> dict[str, Any] | None:
+    """The result message in `stdout`: one object, an array (last `type=="result"`), or JSON
+    lines (last `type=="result"` line). None when there is none."""
+    text = stdout.strip()
+    candidates: list[Any] = []
+    try:
+        doc = json.loads(text)
+        candidates = doc if isinstance(doc, list) else [doc]
+    except ValueError:
+        for line in text.splitlines():
+            try:
+                candidates.append(json.loads(line))
+            except ValueError:
+                continue
+    results = [c for c in candidates if isinstance(c, dict) and c.get("type") == "result"]
+    if results:
+        return results[-1]
+    # An old or trimmed single object without `type` still carries `result`.
+    singles = [c for c in candidates if isinstance(c, dict) and "result" in c]
+    return singles[-1] if singles else None
+
+
+def parse(stdout: str, stderr: str, code: int) -> HarnessResult:
+    """Read the result message: final text, cost (None when `total_cost_usd` is missing),
+    tokens from `usage`, and an error when `is_error` is true, the subtype is an error, or
+    no result was printed."""
+    obj = result_object(stdout)
+    if obj is None:
+        why = tail(stderr, 300) or tail(stdout, 300) or f"claude printed no result (exit {code})"
+        return HarnessResult(code, "", None, {}, why.splitlines()[-1])
+    text = text_of(obj, "result")
+    usage = sub(obj, "usage")
+    tokens = {k: count(usage.get(k)) for k in TOKEN_KEYS if k in usage}
+    subtype = text_of(obj, "subtype")
+    error: str | None = None
+    if obj.get("is_error") is True or subtype.startswith("error"):
+        detail = obj.get("errors") or text or obj.get("api_error_status") or ""
+        error = f"claude reported an error ({subtype or 'is_error'}): {detail}".strip().rstrip(":")
+    elif code != 0:
+        error = f"claude exited {code}"
+    return HarnessResult(code, str(text), number(obj.get("total_cost_usd")), tokens, error)
+
+
+def run(req: HarnessRequest) -> HarnessResult:
+    """Run Claude in `req.cwd`; transcript `runs/<n>/<role>.log` is the raw JSON."""
+    return run_cli(req, invocation(req), parse)

@@ -1,0 +1,86 @@
+"""OpenAI Codex CLI: `codex exec --json` (JSON lines on stdout).
+
+Sources: developers.openai.com/codex/noninteractive and /codex/cli/reference;
+github.com/openai/codex `codex-rs/exec/src/exec_events.rs` (events `thread.started`
+{thread_id}, `turn.completed` {usage: input_tokens, cached_input_tokens, output_tokens},
+`turn.failed` {error.message}, `item.completed` {item: {type: "agent_message", text}},
+`error` {message}); openai/codex issue #5276 shows a real `turn.completed` line. Exit code
+reflects session health, not the task: `turn.failed` has been seen with exit 0, so it is
+treated as a failure here (PROTOCOLS.md §2.1). Codex prints no USD cost: cost comes from
+PRICES_PER_MTOK below for a known model, else None (the tick then counts max_tick_usd).
+"""
+
+from __future__ import annotations
+
+from automaton.harnesses import HarnessRequest, HarnessResult, Invocation
+from automaton.harnesses._cli import Parser, count, has_flag, json_lines, run_cli, tail
+
+EXECUTABLE = "codex"
+
+# USD per million tokens: (input, cached input, output), from openai.com/api/pricing
+# (published list prices, 2025). A model not listed gives cost None, never $0.
+PRICES_PER_MTOK: dict[str, tuple[float, float, float]] = {
+    "gpt-5": (1.25, 0.125, 10.0),
+    "gpt-5-codex": (1.25, 0.125, 10.0),
+    "gpt-5-mini": (0.25, 0.025, 2.0),
+    "gpt-5-nano": (0.05, 0.005, 0.4),
+}
+
+
+def invocation(req: HarnessRequest) -> Invocation:
+    """argv: `codex exec --json [-s workspace-write] [-m M] ARGS… -` with the prompt on stdin.
+
+    exec's default sandbox is read-only; a tick must edit, so `workspace-write` is the
+    default unless the user's args pick a sandbox.
+    """
+    argv = [EXECUTABLE, "exec", "--json"]
+    if not has_flag(req.args, "-s", "--sandbox", "--dangerously-bypass-approvals-and-sandbox"):
+        argv += ["--sandbox", "workspace-write"]
+    if req.model:
+        argv += ["--model", req.model]
+    argv += [*req.args, "-"]
+    return Invocation(argv=argv, stdin=req.prompt)
+
+
+def price(model: str | None, tokens: dict[str, int]) -> float | None:
+    """USD for `tokens` under `model`, or None when the model's price is not in the table."""
+    if model is None or model not in PRICES_PER_MTOK:
+        return None
+    p_in, p_cached, p_out = PRICES_PER_MTOK[model]
+    cached = tokens.get("cached_input_tokens", 0)
+    fresh = max(tokens.get("input_tokens", 0) - cached, 0)  # cached is a subset of input
+    return (fresh * p_in + cached * p_cached + tokens.get("output_tokens", 0) * p_out) / 1e6
+
+
+def parse_for(model: str | None) -> Parser:
+    """A parser bound to `model` (for the price table)."""
+
+    def parse(stdout: str, stderr: str, code: int) -> HarnessResult:
+        tokens: dict[str, int] = {}
+        text, error = "", None
+        for ev in json_lines(stdout):
+            kind = ev.get("type")
+            if kind == "turn.completed" and isinstance(ev.get("usage"), dict):
+                for key, value in ev["usage"].items():
+                    tokens[key] = tokens.get(key, 0) + count(value)
+            elif kind == "turn.failed":
+                err = ev.get("error")
+                msg = err.get("message") if isinstance(err, dict) else err
+                error = f"codex turn failed: {msg}"
+            elif kind == "error" and error is None:
+                error = f"codex error: {ev.get('message')}"
+            elif kind == "item.completed" and isinstance(ev.get("item"), dict):
+                item = ev["item"]
+                if item.get("type") == "agent_message" and isinstance(item.get("text"), str):
+                    text = item["text"]
+        if error is None and code != 0:
+            error = f"codex exited {code}: {tail(stderr, 200)}".strip().rstrip(":")
+        cost = price(model, tokens) if tokens else None
+        return HarnessResult(code, text, cost, tokens, error)
+
+    return parse
+
+
+def run(req: HarnessRequest) -> HarnessResult:
+    """Run Codex in `req.cwd`; transcript is the JSONL event stream."""
+    return run_cli(req, invocation(req), parse_for(req.model))

@@ -1,0 +1,67 @@
+"""Gemini CLI headless: `gemini -p PROMPT -o json`.
+
+Sources: github.com/google-gemini/gemini-cli `docs/cli/headless.md`,
+`docs/cli/cli-reference.md`, `packages/core/src/output/types.ts` (PROTOCOLS.md §3): the JSON
+output is one object `{session_id?, response, stats, error?}`; `stats.models[<model>].tokens`
+has `input`, `prompt`, `candidates`, `total`, `cached`, `thoughts`, `tool`. No cost field, so
+cost is None (the tick counts max_tick_usd). Exit codes: 0 ok, 1 general/API error,
+42 input error, 53 turn limit exceeded.
+"""
+
+from __future__ import annotations
+
+import json
+
+from automaton.harnesses import HarnessRequest, HarnessResult, Invocation
+from automaton.harnesses._cli import count, has_flag, run_cli, sub, tail, text_of
+
+EXECUTABLE = "gemini"
+EXIT_MEANING = {1: "general or API error", 42: "input error", 53: "turn limit exceeded"}
+
+
+def invocation(req: HarnessRequest) -> Invocation:
+    """argv: `gemini -o json [--approval-mode auto_edit] [-m M] ARGS… -p PROMPT`.
+
+    Headless edits need an approval mode; `auto_edit` is the default unless the user's args
+    choose one.
+    """
+    argv = [EXECUTABLE, "-o", "json"]
+    if not has_flag(req.args, "--approval-mode", "-y", "--yolo"):
+        argv += ["--approval-mode", "auto_edit"]
+    if req.model:
+        argv += ["-m", req.model]
+    argv += [*req.args, "-p", req.prompt]
+    return Invocation(argv=argv)
+
+
+def parse(stdout: str, stderr: str, code: int) -> HarnessResult:
+    """Read `response`, sum `stats.models[*].tokens`, and report `error` or a known exit code."""
+    try:
+        obj = json.loads(stdout.strip() or "null")
+    except ValueError:
+        obj = None
+    error = None
+    if code in EXIT_MEANING:
+        error = f"gemini exited {code} ({EXIT_MEANING[code]})"
+    elif code != 0:
+        error = f"gemini exited {code}"
+    if not isinstance(obj, dict):
+        return HarnessResult(code, "", None, {}, error or f"gemini printed no JSON: {tail(stderr, 200)}")
+    tokens: dict[str, int] = {}
+    stats = sub(obj, "stats")
+    models = sub(stats, "models")
+    for entry in models.values():
+        if isinstance(entry, dict) and isinstance(entry.get("tokens"), dict):
+            for key, value in entry["tokens"].items():
+                tokens[key] = tokens.get(key, 0) + count(value)
+    if isinstance(obj.get("error"), dict | str) and obj.get("error"):
+        err = obj["error"]
+        msg = err.get("message", err) if isinstance(err, dict) else err
+        error = f"gemini error: {msg}" + (f" ({error})" if error else "")
+    text = text_of(obj, "response")
+    return HarnessResult(code, str(text), None, tokens, error)
+
+
+def run(req: HarnessRequest) -> HarnessResult:
+    """Run Gemini in `req.cwd`; transcript is the JSON object."""
+    return run_cli(req, invocation(req), parse)

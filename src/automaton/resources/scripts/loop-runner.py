@@ -1,0 +1,9 @@
+#!/usr/bin/env python3
+"""Seed path of the loop runner (run-tick.sh calls it): a thin shim onto automaton.runner.cli."""
+
+import sys
+
+from automaton.runner.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

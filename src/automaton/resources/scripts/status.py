@@ -1,0 +1,9 @@
+#!/usr/bin/env python3
+"""Seed path of the `automaton` CLI (status.py): a thin shim onto automaton.cli.main."""
+
+import sys
+
+from automaton.cli.main import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The loop runner: one tick = gates, worktree, implement, commit, verify, orchestrate, record."""

@@ -1,0 +1,128 @@
+"""`automaton-loop`: the loop runner's console script (DESIGN §2, §6).
+
+    automaton-loop --mode tick|run|dry-run --loop NAME [--project DIR] [--max-ticks N]
+                   [--settings FILE] [--json]
+    automaton-loop --demo
+
+Exit codes as everywhere (DESIGN §2): 0 a tick ran or was skipped busy / run stopped
+normally; 1 a gate refused; 2 bad input or a corrupt file (one line on stderr); 3 a bug (one
+line plus the path of a crash log with the traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+from automaton.core.errors import AutomatonError, BadInput, ExitCode
+from automaton.core.outcome import Outcome
+from automaton.runner.progress import Progress
+from automaton.store.layout import Project
+
+
+class _Usage(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _Usage(message)
+
+
+def build() -> argparse.ArgumentParser:
+    p = _Parser(prog="automaton-loop", description="Run ticks of an automaton loop.")
+    p.add_argument("--mode", choices=("tick", "run", "dry-run"),
+                   help="one tick, ticks until a gate says no, or a dry run")
+    p.add_argument("--loop", metavar="NAME", help="the loop (a folder under .automaton/loops/)")
+    p.add_argument("--project", metavar="DIR", help="project root (default: found from the current directory)")
+    p.add_argument("--max-ticks", type=int, metavar="N", help="with --mode run: stop after N ticks")
+    p.add_argument("--settings", metavar="FILE", help="agent settings with the automaton hooks (Claude --settings)")
+    p.add_argument("--json", action="store_true", help="print one JSON object as the last stdout line")
+    p.add_argument("--quiet", action="store_true", help="no progress display on stderr")
+    p.add_argument("--demo", action="store_true", help="run the offline demo in a temporary project")
+    return p
+
+
+def crash_log(exc: BaseException) -> str:
+    """The traceback goes to a log file, never the screen; returns its path."""
+    fd, path = tempfile.mkstemp(prefix=f"automaton-loop-crash-{int(time.time())}-", suffix=".log")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write("".join(traceback.format_exception(exc)))
+    return path
+
+
+def _error(message: str, code: int, as_json: bool) -> int:
+    print(f"automaton-loop: {message}", file=sys.stderr)
+    if as_json:
+        print(json.dumps({"ok": False, "error": message, "exit_code": code}))
+    return code
+
+
+def _emit(out: Outcome, as_json: bool) -> None:
+    for warning in out.warnings:
+        print(f"automaton-loop: warning: {warning}", file=sys.stderr)
+    if as_json:
+        print(json.dumps(out.data if out.data is not None else {"ok": out.ok, "lines": out.lines}))
+        return
+    for line in out.lines:
+        print(line)
+
+
+def dispatch(ns: argparse.Namespace) -> Outcome:
+    """Validate the flag combination, then run the mode."""
+    if ns.demo:
+        if ns.mode or ns.loop:
+            raise _Usage("--demo takes no --mode or --loop")
+        from automaton.runner.demo import run_demo
+
+        return run_demo()
+    if not ns.mode or not ns.loop:
+        raise _Usage("pass --mode tick|run|dry-run and --loop NAME (or --demo)")
+    if ns.max_ticks is not None and (ns.mode != "run" or ns.max_ticks < 1):
+        raise _Usage("--max-ticks N (N >= 1) goes with --mode run")
+    settings = None
+    if ns.settings is not None:
+        settings = Path(ns.settings).expanduser().resolve()
+        if not settings.is_file():
+            raise BadInput(f"--settings {ns.settings!r} is not a file: pass the agent settings JSON file")
+    from automaton.runner import modes, tick
+
+    project = Project.at(ns.project)
+    opts = tick.TickOptions(settings_path=settings, progress=Progress(enabled=not ns.quiet))
+    if ns.mode == "tick":
+        return tick.tick(project, ns.loop, opts)
+    if ns.mode == "run":
+        return modes.run_loop(project, ns.loop, ns.max_ticks, opts)
+    return modes.dry_run(project, ns.loop, opts)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the runner; returns the exit code (DESIGN §2)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in args
+    try:
+        out = dispatch(build().parse_args(args))
+    except _Usage as exc:
+        return _error(f"usage: {exc} (see automaton-loop --help)", int(ExitCode.BAD_INPUT), as_json)
+    except AutomatonError as exc:
+        return _error(exc.message, int(exc.code), as_json)
+    except KeyboardInterrupt:
+        return _error("interrupted", 130, as_json)
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0) if isinstance(exc.code, int | None) else int(ExitCode.BAD_INPUT)
+    except Exception as exc:  # a bug: one line plus the log
+        return _error(f"internal error: {type(exc).__name__}: {exc}; traceback in {crash_log(exc)}",
+                      int(ExitCode.INTERNAL), as_json)
+    _emit(out, as_json)
+    return int(out.code)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

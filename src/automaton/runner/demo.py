@@ -1,0 +1,205 @@
+"""`automaton-loop --demo`: three loops on a sample project, offline, no API key.
+
+A temporary git repository holds a small Python project whose pytest suite fails. Loops are
+created through the loop commands from project copies of the packaged `ci-triage` template
+whose harness is the `scripted` fake (recorded edits in resources/scripted/). Loop 1 fixes
+the suite tick by tick until it completes; loop 2 edits a file outside its file_scope and is
+halted for drift, then a (demo) human approves it and it finishes; loop 3 makes no progress
+and is halted by the score plateau gate.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from automaton.commands import loops as loop_cmds
+from automaton.core.errors import BadInput
+from automaton.core.outcome import Outcome
+from automaton.git import run_git
+from automaton.runner.modes import run_loop
+from automaton.runner.progress import Progress
+from automaton.runner.tick import TickOptions
+from automaton.store import loops as store
+from automaton.store.layout import Project, framework_home
+
+SAMPLE = {
+    "src/calc.py": (
+        '"""A tiny calculator with three bugs."""\n\n\n'
+        "def add(a, b):\n    return a - b  # bug\n\n\n"
+        "def multiply(a, b):\n    return a + b  # bug\n\n\n"
+        "def divide(a, b):\n    return a * b  # bug\n\n\n"
+        "def negate(a):\n    return -a\n"
+    ),
+    "tests/test_calc.py": (
+        "from calc import add, divide, multiply, negate\n\n\n"
+        "def test_add():\n    assert add(2, 3) == 5\n\n\n"
+        "def test_multiply():\n    assert multiply(3, 4) == 12\n\n\n"
+        "def test_divide():\n    assert divide(6, 3) == 2\n\n\n"
+        "def test_negate():\n    assert negate(4) == -4\n"
+    ),
+    "pyproject.toml": '[tool.pytest.ini_options]\npythonpath = ["src"]\n',
+    ".gitignore": "__pycache__/\n.pytest_cache/\n",
+    "README.md": "# sample\nA project whose CI is red.\n",
+}
+LOOPS = (  # (loop name, template, packaged script, plateau window)
+    ("fix-ci", "ci-triage", "ci-triage-demo", 5),
+    ("drift-check", "ci-triage-drift", "drift-demo", 5),
+    ("stuck-agent", "ci-triage-plateau", "plateau-demo", 3),
+)
+IDENTITY = ["-c", "user.name=automaton demo", "-c", "user.email=demo@localhost"]
+
+
+def _git(root: Path, *args: str) -> str:
+    out = run_git(root, [*IDENTITY, *args])
+    if out.code != 0:
+        raise BadInput(f"demo: git {' '.join(args)} failed: {out.err.strip()}")
+    return out.out
+
+
+def build_sample(root: Path) -> None:
+    """The sample project, committed on `main` in a fresh repository."""
+    for rel, text in SAMPLE.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    _git(root, "-c", "init.defaultBranch=main", "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "sample project with a red test suite")
+
+
+def write_templates(project: Project) -> None:
+    """Project templates derived from the packaged ci-triage: scripted harness, this Python."""
+    packaged = framework_home() / "templates" / "loops" / "ci-triage"
+    base = json.loads((packaged / "loop.json").read_text(encoding="utf-8"))
+    for _, template, script, window in LOOPS:
+        folder = project.dot / "templates" / "loops" / template
+        folder.mkdir(parents=True, exist_ok=True)
+        doc = json.loads(json.dumps(base))
+        doc["description"] = f"{base['description']} (demo: recorded agent {script})"
+        doc["harness"] = {"name": "scripted", "model": None, "args": [f"pkg:{script}"], "timeout_s": 120}
+        doc["roles"]["verify"]["command"] = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+        doc["brakes"]["score_plateau_window"] = window
+        (folder / "loop.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+        for prompt in packaged.glob("*.md"):
+            (folder / prompt.name).write_bytes(prompt.read_bytes())
+
+
+@contextlib.contextmanager
+def _approver(name: str) -> Iterator[None]:
+    old = os.environ.get("AUTOMATON_APPROVER")
+    os.environ["AUTOMATON_APPROVER"] = name
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("AUTOMATON_APPROVER", None)
+        else:
+            os.environ["AUTOMATON_APPROVER"] = old
+
+
+_HIDDEN = ("state=", "prev=", "iterations_at_approval=", "spent_usd_at_approval=", "resumed=", "path=")
+
+
+def _log_tail(project: Project, name: str, n: int = 8) -> list[str]:
+    """The last `n` tick-log lines without their hash-chain fields."""
+    path = project.loop_dir(store.require_tracked(project, name)) / store.LOG_FILE
+    shown = []
+    for line in path.read_text(encoding="utf-8").splitlines()[-n:]:
+        keep = [p for p in line.split(" ") if not p.startswith(_HIDDEN)]
+        shown.append(" ".join(keep))
+    return shown
+
+
+def _say(console: Console, outcome: Outcome, *, warnings: bool = True) -> None:
+    for line in outcome.lines:
+        if not line.startswith("tick "):  # tick lines were already shown as the ticks ran
+            console.print(line, markup=False, highlight=False)
+    for warning in outcome.warnings if warnings else []:
+        console.print(f"warning: {warning}", markup=False, style="yellow")
+
+
+def _show_loop(console: Console, project: Project, name: str) -> None:
+    s = store.read_state(project, name)
+    console.print(f"worktree: {s['worktree_path']} on {s['worktree_branch']} (base {str(s['base_commit'])[:10]})",
+                  markup=False, highlight=False)
+    if s["worktree_path"]:
+        log = _git(project.root, "log", "--oneline", "--no-decorate", f"{s['base_commit']}..{s['worktree_branch']}")
+        for line in log.splitlines():
+            console.print(f"  commit {line}", markup=False, highlight=False)
+    console.print("tick log (.state.log; hash-chain and approval fields hidden):", style="bold")
+    for line in _log_tail(project, name):
+        console.print(f"  {line}", markup=False, highlight=False)
+
+
+def _summary(console: Console, project: Project) -> list[dict[str, Any]]:
+    table = Table(title="automaton demo: loops")
+    for col in ("loop", "status", "halt reason", "ticks", "spent", "score", "approvals"):
+        table.add_column(col)
+    rows = []
+    for name, *_ in LOOPS:
+        s = store.read_state(project, name)
+        last = s["last_verdict"] or {}
+        row = {"loop": name, "status": s["status"], "halt_reason": s["halt_reason"],
+               "iterations": s["iteration_count"], "spent_usd": s["spent_usd"],
+               "last_score": last.get("score"), "resumed_count": s["resumed_count"]}
+        rows.append(row)
+        style = {"complete": "green", "halted": "red"}.get(s["status"], "")
+        table.add_row(name, f"[{style}]{s['status']}[/]" if style else s["status"], s["halt_reason"] or "-",
+                      str(s["iteration_count"]), f"${s['spent_usd']:.4f}",
+                      "-" if last.get("score") is None else f"{last['score']:.2f}", str(s["resumed_count"]))
+    console.print(table)
+    return rows
+
+
+def run_demo(console: Console | None = None) -> Outcome:
+    """Run the demo in a temporary folder (removed afterwards). data: {"loops": [rows]}."""
+    if importlib.util.find_spec("pytest") is None:
+        raise BadInput("the demo's verify step runs pytest, which this Python lacks: pip install pytest"
+                       " (make demo installs it)")
+    console = console or Console(soft_wrap=True)
+    opts = TickOptions(progress=Progress(stream=console.file))
+    with tempfile.TemporaryDirectory(prefix="automaton-demo-") as tmp:
+        root = Path(tmp) / "sample"
+        build_sample(root)
+        project = Project(root.resolve())
+        write_templates(project)
+        console.rule("automaton demo (offline: the agent is the scripted fake harness)")
+        console.print(f"sample project: {root}  (pytest suite: 1 of 4 tests pass)", markup=False, highlight=False)
+
+        console.rule("loop 1: fix-ci — fix the red suite until the loop completes")
+        _say(console, loop_cmds.create_loop(project, "fix-ci", "ci-triage"))
+        _say(console, loop_cmds.check_gate(project, "fix-ci"))
+        run_loop(project, "fix-ci", 10, opts)
+        _show_loop(console, project, "fix-ci")
+
+        console.rule("loop 2: drift-check — an edit outside file_scope halts the loop")
+        _say(console, loop_cmds.create_loop(project, "drift-check", "ci-triage-drift"))
+        _say(console, run_loop(project, "drift-check", 10, opts), warnings=False)
+        console.print("The demo approves this halt itself with AUTOMATON_APPROVER=demo; in real use a human runs "
+                      "`automaton --approve --loop drift-check` at a terminal.", style="yellow", markup=False)
+        with _approver("demo"):
+            _say(console, loop_cmds.approve_loop(project, "drift-check"))
+        run_loop(project, "drift-check", 10, opts)
+        _show_loop(console, project, "drift-check")
+
+        console.rule("loop 3: stuck-agent — a flat score halts the loop (verifier_failed)")
+        _say(console, loop_cmds.create_loop(project, "stuck-agent", "ci-triage-plateau"))
+        _say(console, run_loop(project, "stuck-agent", 10, opts), warnings=False)
+        _show_loop(console, project, "stuck-agent")
+
+        console.rule("summary")
+        rows = _summary(console, project)
+        with contextlib.suppress(BadInput):  # leave no worktree registrations behind in the temp repo
+            _git(project.root, "worktree", "prune")
+    return Outcome(lines=[], data={"loops": rows})

@@ -1,0 +1,98 @@
+"""What a tick shows while it runs: phase, elapsed time, harness output tail (rich on a
+terminal; plain lines when the stream is not a terminal or NO_COLOR is set)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.spinner import Spinner
+from rich.text import Text
+
+TAIL_LINES = 6
+TAIL_BYTES = 8192
+
+
+def tail_lines(path: Path | None, n: int = TAIL_LINES) -> list[str]:
+    """The last `n` lines of `path` (read from its last few KiB); [] when missing."""
+    if path is None:
+        return []
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(size - TAIL_BYTES, 0))
+            text = fh.read().decode("utf-8", errors="replace")
+    except OSError:
+        return []
+    return [line[:200] for line in text.splitlines()[-n:]]
+
+
+def fancy(stream: IO[str]) -> bool:
+    """Rich output only on a terminal and without NO_COLOR (no-color.org: any non-empty value)."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class _PhaseView:
+    """Re-rendered by rich.Live on every refresh: spinner, phase, elapsed seconds, output tail."""
+
+    def __init__(self, label: str, tail: Path | None) -> None:
+        self.label, self.tail, self.started = label, tail, time.monotonic()
+        self.spinner = Spinner("dots")
+
+    def __rich__(self) -> RenderableType:
+        elapsed = time.monotonic() - self.started
+        self.spinner.text = Text.assemble((self.label, "bold"), f"  {elapsed:5.1f}s")
+        lines = [Text(f"  │ {line}", style="dim") for line in tail_lines(self.tail)]
+        return Group(self.spinner, *lines)
+
+
+class Progress:
+    """Progress of one loop's ticks on `stream` (default stderr, so stdout stays for results)."""
+
+    def __init__(self, stream: IO[str] | None = None, *, enabled: bool = True) -> None:
+        self.stream = stream or sys.stderr
+        self.enabled = enabled
+        self.rich = enabled and fancy(self.stream)
+        self.console = Console(file=self.stream, highlight=False) if self.rich else None
+
+    def note(self, text: str) -> None:
+        """One line of information (a phase result, a warning)."""
+        if not self.enabled:
+            return
+        if self.console is not None:
+            self.console.print(text, markup=False)
+        else:
+            print(text, file=self.stream, flush=True)
+
+    @contextmanager
+    def phase(self, label: str, tail: Path | None = None) -> Iterator[None]:
+        """Show `label` while the block runs; on a terminal with a live tail of `tail`."""
+        if not self.enabled:
+            yield
+            return
+        started = time.monotonic()
+        if self.console is None:  # plain lines: a start line only for phases that run a process
+            if tail is not None:
+                print(f"{label} ...", file=self.stream, flush=True)
+            yield
+            print(f"{label}: done ({time.monotonic() - started:.1f}s)", file=self.stream, flush=True)
+            return
+        with Live(_PhaseView(label, tail), console=self.console, refresh_per_second=8, transient=True):
+            yield
+        self.console.print(f"[green]✓[/] {label} [dim]({time.monotonic() - started:.1f}s)[/]")
+
+
+QUIET = Progress(enabled=False)

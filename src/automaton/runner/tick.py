@@ -1,0 +1,224 @@
+"""One tick of a loop (DESIGN §6): lock, gates, worktree, implement, commit, verify,
+orchestrate, and one locked state update. Every artefact lands in `runs/<n>/`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from automaton import harnesses
+from automaton.commands import loops as loop_cmds
+from automaton.core.errors import ExitCode
+from automaton.core.gates import remaining
+from automaton.core.loopconfig import LoopConfig
+from automaton.core.outcome import Outcome
+from automaton.core.verdicts import Verdict, from_agent, from_command, json_objects
+from automaton.git.worktree import commit_all
+from automaton.harnesses import HarnessRequest, HarnessResult
+from automaton.proc import run_streaming
+from automaton.runner import prompts
+from automaton.runner.progress import QUIET, Progress
+from automaton.runner.worktree import ensure_for_tick
+from automaton.store import loops as store
+from automaton.store.chainlog import utc_now
+from automaton.store.layout import Project
+from automaton.store.locks import Busy, locked
+
+RUNS_DIR = "runs"
+
+
+@dataclass(frozen=True)
+class TickOptions:
+    """settings_path: agent settings with the automaton hooks for Claude `--settings`
+    (default: the project's `.claude/settings.json` when it exists, DESIGN §7);
+    progress: where phases are shown."""
+
+    settings_path: Path | None = None
+    progress: Progress = QUIET
+
+
+def run_dir(project: Project, name: str, n: int) -> Path:
+    return project.loop_dir(store.require_tracked(project, name)) / RUNS_DIR / str(n)
+
+
+def default_settings(project: Project) -> Path | None:
+    path = project.root / ".claude" / "settings.json"
+    return path if path.is_file() else None
+
+
+def tick(project: Project, name: str, options: TickOptions | None = None) -> Outcome:
+    """Run one tick of loop `name`.
+
+    Exit codes (Outcome.code): 0 a tick ran (any verdict, also one that completed the loop)
+    or was skipped because another tick holds the loop's lock (logged `SKIPPED reason=busy`);
+    1 a gate refused (data = the gate's seed 000 R4 object + `ran: false`). BadInput /
+    CorruptState (exit 2) propagate. data keys: ran, skipped, iteration, verdict, cost_usd
+    (USD counted against the budget), cost_known, status, worktree, worktree_fallback, run_dir.
+    """
+    opts = options or TickOptions()
+    store.require_tracked(project, name)
+    with ExitStack() as stack:
+        try:
+            stack.enter_context(locked(store.tick_lock_path(project, name), timeout_s=0))
+        except Busy:
+            store.log_event(project, name, "SKIPPED", {"reason": "busy"})
+            opts.progress.note(f"loop {name}: another tick is running; skipped")
+            return Outcome(ExitCode.OK, [f"tick skipped: another tick of loop {name} is running"],
+                           {"ran": False, "skipped": "busy"})
+        return _locked_tick(project, name, opts)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _locked_tick(project: Project, name: str, opts: TickOptions) -> Outcome:
+    show = opts.progress
+    with show.phase(f"loop {name}: gates"):
+        gate = loop_cmds.check_gate(project, name)
+    if gate.code != ExitCode.OK:
+        data = dict(gate.data or {})
+        data["ran"] = False
+        reason = data.get("reason", "refused")
+        show.note(f"loop {name}: gate refused ({reason})")
+        return Outcome(ExitCode.REFUSED, [*gate.lines, f"tick not run: gate says {reason}"], data, gate.warnings)
+    cfg = store.read_config(project, name)
+    state = store.read_state(project, name)
+    with show.phase(f"loop {name}: worktree"):
+        wt = ensure_for_tick(project, name, cfg, state)
+    warnings = list(gate.warnings)
+    if wt.fallback:
+        warnings.append(f"loop {name}: running in the main checkout: {wt.fallback}")
+        show.note(f"warning: {wt.fallback}; running in {wt.path}")
+    state = store.read_state(project, name)
+    n = state["iteration_count"] + 1
+    folder = run_dir(project, name, n)
+    if folder.exists():  # left by a tick that crashed before recording itself
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    loop_dir = project.loop_dir(store.require_tracked(project, name))
+    iters_left, usd_left = remaining(state, cfg.brakes)
+    ctx = prompts.TickContext(cfg.task or state["current_task"], n, iters_left, usd_left,
+                              state["last_verdict"], cfg.blast_radius.file_scope, wt.path)
+    settings = opts.settings_path or default_settings(project)
+    max_usd = cfg.brakes.max_tick_usd if usd_left is None else min(cfg.brakes.max_tick_usd, usd_left)
+
+    def request(role: str, prompt: str) -> HarnessRequest:
+        (folder / f"{role}.prompt.md").write_text(prompt, encoding="utf-8")
+        return HarnessRequest(
+            role=role, prompt=prompt, cwd=wt.path, timeout_s=cfg.harness.timeout_s, run_dir=folder,
+            model=cfg.harness.model, args=tuple(cfg.harness.args), max_usd=max_usd, settings_path=settings,
+            command=tuple(cfg.harness.command) if cfg.harness.command else None, loop_dir=loop_dir,
+            iteration=n, env={"AUTOMATON_LOOP": name, "AUTOMATON_ITERATION": str(n)},
+        )
+
+    adapter = harnesses.get(cfg.harness.name)
+    costs: dict[str, float | None] = {}
+    with show.phase(f"loop {name} tick {n}: implement ({cfg.harness.name})", folder / "implement.log"):
+        impl = adapter.run(request("implement", prompts.implement_prompt(cfg, loop_dir, ctx)))
+    costs["implement"] = impl.cost_usd
+    _note_result(show, "implement", impl)
+    commit_sha, commit_error = (None, None)
+    if wt.in_worktree:
+        commit_sha, commit_error = commit_all(wt.path, f"automaton: tick {n}")
+        if commit_error:
+            warnings.append(f"loop {name}: {commit_error}")
+    with show.phase(f"loop {name} tick {n}: verify", folder / "verify.log"):
+        verdict = _verify(cfg, adapter, request, folder, wt.path, loop_dir, ctx, costs)
+    (folder / "verdict.json").write_text(json.dumps(verdict.to_dict(), indent=2) + "\n", encoding="utf-8")
+    complete, decision = _orchestrate(cfg, adapter, request, loop_dir, ctx, verdict, costs)
+    known = all(c is not None for c in costs.values())
+    # An unknown cost is never $0: the whole tick counts at its cap (DESIGN §5 gate 3).
+    counted = sum(c for c in costs.values() if c is not None) if known else cfg.brakes.max_tick_usd
+    (folder / "cost.json").write_text(json.dumps(
+        {"by_role": costs, "known": known, "counted_usd": counted}, indent=2) + "\n", encoding="utf-8")
+    new = _record(project, name, cfg, n, verdict, counted, known, complete, impl, commit_sha)
+    score = "unscored" if verdict.score is None else f"{verdict.score:.2f}"
+    line = (f"tick {n} of loop {name}: score {score} ({verdict.summary}), cost ${counted:.4f}"
+            f"{'' if known else ' (unknown: counted at max_tick_usd)'}, status {new['status']}")
+    show.note(line)
+    data = {"ran": True, "skipped": None, "iteration": n, "verdict": verdict.to_dict(), "cost_usd": counted,
+            "cost_known": known, "status": new["status"], "decision": decision, "worktree": str(wt.path),
+            "worktree_branch": wt.branch, "worktree_fallback": wt.fallback, "commit": commit_sha,
+            "run_dir": str(folder), "implement": {"exit_status": impl.exit_status, "error": impl.error,
+                                                  "timed_out": impl.timed_out}}
+    (folder / "tick.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    return Outcome(ExitCode.OK, [line], data, warnings)
+
+
+def _note_result(show: Progress, role: str, res: HarnessResult) -> None:
+    if res.timed_out:
+        show.note(f"  {role}: timed out; the iteration still counts")
+    elif res.error:
+        show.note(f"  {role}: {res.error}")
+
+
+def _verify(cfg: LoopConfig, adapter: harnesses.Harness, request: Any, folder: Path, cwd: Path,
+            loop_dir: Path, ctx: prompts.TickContext, costs: dict[str, float | None]) -> Verdict:
+    """Step 6: the verify command (JUnit XML or summary line) or the verify prompt (agent JSON)."""
+    role = cfg.roles.verify
+    if role.command:
+        argv = list(role.command)
+        junit = folder / "junit.xml"
+        if role.score == "junit":
+            argv.append(f"--junitxml={junit}")
+        env = dict(os.environ, AUTOMATON_ROLE="verify", PYTHONDONTWRITEBYTECODE="1")
+        done = run_streaming(argv, out_path=folder / "verify.log", cwd=cwd, env=env,
+                             timeout_s=cfg.harness.timeout_s)
+        output = (folder / "verify.log").read_text(encoding="utf-8", errors="replace")
+        if done.timed_out:
+            return Verdict(None, False, False, f"verify timed out after {cfg.harness.timeout_s} s", "none")
+        if role.score == "agent":
+            return from_agent(output)
+        xml = junit.read_text(encoding="utf-8", errors="replace") if junit.is_file() else None
+        return from_command(done.code, output, xml)
+    res = adapter.run(request("verify", prompts.verify_prompt(cfg, loop_dir, ctx)))
+    costs["verify"] = res.cost_usd
+    if res.timed_out:
+        return Verdict(None, False, False, "verify agent timed out", "agent")
+    return from_agent(res.final_text)
+
+
+def _orchestrate(cfg: LoopConfig, adapter: harnesses.Harness, request: Any, loop_dir: Path,
+                 ctx: prompts.TickContext, verdict: Verdict, costs: dict[str, float | None]) -> tuple[bool, str]:
+    """Step 7. Builtin: complete when the verdict is done or its score reaches target_score.
+    Otherwise the orchestrate prompt's last JSON `{"decision": "complete"|"continue"}`; an
+    unreadable decision continues (the brakes still bound the loop)."""
+    reached = verdict.score is not None and verdict.score >= cfg.brakes.target_score
+    if cfg.roles.orchestrate.builtin:
+        return (verdict.done or reached), ("complete" if (verdict.done or reached) else "continue")
+    res = adapter.run(request("orchestrate", prompts.orchestrate_prompt(cfg, loop_dir, ctx, verdict.to_dict())))
+    costs["orchestrate"] = res.cost_usd
+    decision = "continue"
+    for obj in reversed(json_objects(res.final_text)):
+        if obj.get("decision") in ("complete", "continue"):
+            decision = str(obj["decision"])
+            break
+    return decision == "complete", decision
+
+
+def _record(project: Project, name: str, cfg: LoopConfig, n: int, verdict: Verdict, counted: float, known: bool,
+            complete: bool, impl: HarnessResult, commit_sha: str | None) -> dict[str, Any]:
+    """Step 8: ONE locked read-modify-write of the counters, verdict and score window."""
+    window = cfg.brakes.score_plateau_window
+
+    def mutate(s: dict[str, Any]) -> None:
+        s["iteration_count"] += 1
+        s["spent_usd"] = round(float(s["spent_usd"]) + counted, 6)
+        s["last_tick_at"] = utc_now()
+        s["last_verdict"] = verdict.to_dict()
+        if verdict.score is not None:  # unscored iterations never feed the plateau window
+            s["score_history"] = [*s["score_history"], verdict.score][-window:]
+        if complete and s["status"] == "running":
+            s["status"] = "complete"
+
+    score = "null" if verdict.score is None else f"{verdict.score:.4f}"
+    fields: dict[str, object] = {"n": n, "score": score, "cost": f"{counted:.4f}",
+                                 "cost_known": known, "complete": complete}
+    if impl.timed_out:
+        fields["timed_out"] = True
+    if commit_sha:
+        fields["commit"] = commit_sha[:12]
+    return store.update_state(project, name, "TICK", fields, mutate)

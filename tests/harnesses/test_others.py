@@ -1,0 +1,149 @@
+"""gemini, aider, opencode and command adapters against fakes printing the real shapes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from automaton.core.errors import BadInput
+from automaton.harnesses import HarnessRequest, get
+from tests.helpers import calls
+
+GEMINI = {"session_id": "s", "response": "Done: tests fixed.",
+          "stats": {"models": {"gemini-2.5-pro": {"api": {"totalRequests": 2},
+                                                  "tokens": {"input": 100, "prompt": 120, "candidates": 30,
+                                                             "total": 150, "cached": 20, "thoughts": 5, "tool": 0}},
+                               "gemini-2.5-flash": {"tokens": {"input": 10, "candidates": 3, "total": 13}}}}}
+
+
+def test_gemini_response_and_tokens(fake_bin: Any, make_req: Callable[..., HarnessRequest]) -> None:
+    fake_bin("gemini", f"sys.stdout.write({json.dumps(GEMINI)!r})")
+    res = get("gemini").run(make_req(model="gemini-2.5-pro"))
+    assert res.final_text == "Done: tests fixed." and res.error is None
+    assert res.cost_usd is None  # Gemini prints no cost
+    assert res.tokens["input"] == 110 and res.tokens["total"] == 163
+    argv = calls(fake_bin.dir, "gemini")[0]
+    assert argv[:2] == ["-o", "json"] and argv[-2:] == ["-p", "fix the tests"]
+
+
+@pytest.mark.parametrize(("code", "meaning"), [(42, "input error"), (53, "turn limit exceeded")])
+def test_gemini_exit_codes(fake_bin: Any, make_req: Callable[..., HarnessRequest], code: int, meaning: str) -> None:
+    body = json.dumps({"response": "", "error": {"message": "bad"}})
+    fake_bin("gemini", f"sys.stdout.write({body!r}); sys.exit({code})")
+    res = get("gemini").run(make_req())
+    assert res.exit_status == code
+    assert res.error is not None and meaning in res.error and "bad" in res.error
+
+
+def test_aider_cost_from_analytics_log(fake_bin: Any, make_req: Callable[..., HarnessRequest]) -> None:
+    fake_bin("aider", """
+        log = sys.argv[sys.argv.index("--analytics-log") + 1]
+        with open(log, "a") as fh:
+            fh.write(json.dumps({"event": "launched", "properties": {}}) + "\\n")
+            for cost, total in ((0.01, 0.01), (0.02, 0.03)):
+                fh.write(json.dumps({"event": "message_send", "properties": {
+                    "prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120,
+                    "cost": cost, "total_cost": total}, "user_id": "u", "time": 1}) + "\\n")
+        print("Tokens: 200 sent, 40 received. Cost: $0.02 message, $0.03 session.")
+        """)
+    req = make_req()
+    res = get("aider").run(req)
+    assert res.cost_usd == pytest.approx(0.03)
+    assert res.tokens == {"prompt_tokens": 200, "completion_tokens": 40, "total_tokens": 240}
+    argv = calls(fake_bin.dir, "aider")[0]
+    assert argv[:4] == ["--message", "fix the tests", "--yes-always", "--no-auto-commits"]
+    assert "Cost: $0.02 message" in res.final_text
+
+
+def test_aider_without_log_has_unknown_cost(fake_bin: Any, make_req: Callable[..., HarnessRequest]) -> None:
+    fake_bin("aider", "print('ok')")
+    assert get("aider").run(make_req()).cost_usd is None
+
+
+def test_opencode_sums_step_finish_costs(fake_bin: Any, make_req: Callable[..., HarnessRequest]) -> None:
+    events = [
+        {"type": "step_start", "timestamp": 1, "sessionID": "s", "part": {"type": "step-start"}},
+        {"type": "text", "timestamp": 2, "sessionID": "s", "part": {"type": "text", "text": "Working"}},
+        {"type": "step_finish", "timestamp": 3, "sessionID": "s", "part": {
+            "type": "step-finish", "cost": 0.012, "tokens": {"input": 100, "output": 10, "reasoning": 2,
+                                                            "cache": {"read": 50, "write": 5}}}},
+        {"type": "text", "timestamp": 4, "sessionID": "s", "part": {"type": "text", "text": "All green."}},
+        {"type": "step_finish", "timestamp": 5, "sessionID": "s", "part": {
+            "type": "step-finish", "cost": 0.008, "tokens": {"input": 20, "output": 4, "reasoning": 0,
+                                                            "cache": {"read": 0, "write": 0}}}},
+    ]
+    out = "".join(json.dumps(e) + "\n" for e in events)
+    fake_bin("opencode", f"sys.stdout.write({out!r})")
+    res = get("opencode").run(make_req(model="anthropic/claude-sonnet-4"))
+    assert res.cost_usd == pytest.approx(0.02)
+    assert res.final_text == "All green."
+    assert res.tokens == {"input": 120, "output": 14, "reasoning": 2, "cache_read": 50, "cache_write": 5}
+    argv = calls(fake_bin.dir, "opencode")[0]
+    assert argv[:3] == ["run", "--format", "json"] and argv[-1] == "fix the tests"
+
+
+def test_opencode_error_event(fake_bin: Any, make_req: Callable[..., HarnessRequest]) -> None:
+    ev = {"type": "error", "error": {"name": "APIError", "data": {"message": "rate limited"}}}
+    fake_bin("opencode", f"sys.stdout.write({json.dumps(ev)!r} + '\\n'); sys.exit(1)")
+    res = get("opencode").run(make_req())
+    assert res.error == "opencode error: rate limited" and res.cost_usd is None
+
+
+def test_command_gets_prompt_on_stdin_in_a_file_and_role(fake_bin: Any,
+                                                         make_req: Callable[..., HarnessRequest]) -> None:
+    tool = fake_bin("mytool", """
+        stdin = sys.stdin.read()
+        prompt_file = open(os.environ["AUTOMATON_PROMPT_FILE"]).read()
+        print(json.dumps({"stdin": stdin, "file": prompt_file, "role": os.environ["AUTOMATON_ROLE"],
+                          "argv": sys.argv[1:]}))
+        """)
+    res = get("command").run(make_req(command=(str(tool), "--fast"), args=("x",), role="verify"))
+    seen = json.loads(res.final_text)
+    assert seen == {"stdin": "fix the tests", "file": "fix the tests", "role": "verify", "argv": ["--fast", "x"]}
+    assert res.cost_usd is None and res.error is None
+
+
+def test_command_without_argv_is_bad_input(make_req: Callable[..., HarnessRequest]) -> None:
+    with pytest.raises(BadInput, match=r"harness\.command"):
+        get("command").run(make_req())
+
+
+def test_a_tool_printing_ten_megabytes(fake_bin: Any, make_req: Callable[..., HarnessRequest]) -> None:
+    tool = fake_bin("chatty", """
+        line = "y" * 1023 + "\\n"
+        for _ in range(10 * 1024):
+            sys.stdout.write(line)
+        sys.stdout.write("the end\\n")
+        """)
+    req = make_req(command=(str(tool),))
+    res = get("command").run(req)
+    assert res.exit_status == 0 and not res.timed_out
+    assert res.final_text.endswith("the end")
+    assert req.transcript.stat().st_size == 10 * 1024 * 1024 + len("the end\n")
+
+
+def test_a_tool_that_never_exits_and_leaves_grandchildren(fake_bin: Any, tmp_path: Any,
+                                                          make_req: Callable[..., HarnessRequest]) -> None:
+    from tests.test_proc import all_gone
+
+    pids = tmp_path / "pids"
+    tool = fake_bin("hang", f"""
+        import subprocess, time
+        kid = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        open({str(pids)!r}, "w").write(f"{{os.getpid()}} {{kid.pid}}")
+        print("started", flush=True)
+        while True:
+            time.sleep(1)
+        """)
+    res = get("command").run(make_req(command=(str(tool),), timeout_s=2))
+    assert res.timed_out and res.error is not None and "timed out" in res.error
+    assert res.duration_s < 2 + 5 + 10
+    assert all_gone([int(p) for p in pids.read_text().split()])
+
+
+def test_unknown_harness_name() -> None:
+    with pytest.raises(BadInput, match="unknown harness 'gpt'"):
+        get("gpt")

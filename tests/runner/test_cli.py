@@ -1,0 +1,50 @@
+"""`automaton-loop` entry point: --demo, usage errors, the seed-path shims."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import run_cli
+
+SCRIPTS = Path(__file__).resolve().parents[2] / "src" / "automaton" / "resources" / "scripts"
+
+
+def test_demo_runs_offline_and_exits_0(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    res = run_cli("--demo", "--json", entry="automaton-loop")
+    assert res.code == 0, res.err
+    rows = {r["loop"]: r for r in res.json["loops"]}
+    assert rows["fix-ci"]["status"] == "complete" and rows["fix-ci"]["last_score"] == 1.0
+    assert rows["drift-check"]["status"] == "complete" and rows["drift-check"]["resumed_count"] == 1
+    assert rows["stuck-agent"]["status"] == "halted" and rows["stuck-agent"]["halt_reason"] == "verifier_failed"
+    assert "AUTOMATON_APPROVER=demo" in res.out
+    assert "halted:drift_detected" in res.out and "out of scope: NOTES.md" in res.out
+    for score in ("0.50", "0.75", "1.00"):
+        assert f"score {score}" in res.out
+    assert "counted at max_tick_usd" in res.out
+
+
+def test_usage_errors_exit_2() -> None:
+    for args in (("--mode", "tick"), ("--loop", "x"), ("--mode", "tick", "--loop", "x", "--max-ticks", "2"),
+                 ("--demo", "--mode", "tick"), ("--mode", "bogus", "--loop", "x")):
+        res = run_cli(*args, entry="automaton-loop")
+        assert res.code == 2, args
+        assert res.err.startswith("automaton-loop: usage:") and len(res.err.strip().splitlines()) == 1
+
+
+def test_missing_settings_file_is_bad_input(tmp_path: Path) -> None:
+    res = run_cli("--mode", "tick", "--loop", "x", "--settings", str(tmp_path / "nope.json"), entry="automaton-loop")
+    assert res.code == 2 and "--settings" in res.err
+
+
+def test_seed_path_shims_run_the_package() -> None:
+    runner = subprocess.run([sys.executable, str(SCRIPTS / "loop-runner.py"), "--help"], capture_output=True,
+                            text=True, check=False, timeout=60)
+    assert runner.returncode == 0 and "automaton-loop" in runner.stdout
+    status = subprocess.run([sys.executable, str(SCRIPTS / "status.py"), "--version"], capture_output=True,
+                            text=True, check=False, timeout=60)
+    assert status.returncode == 0 and status.stdout.startswith("automaton ")

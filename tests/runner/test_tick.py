@@ -1,0 +1,194 @@
+"""The tick pipeline end to end: real git, real processes, fake agents (DESIGN §6)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from automaton.commands.loops import pause_loop
+from automaton.runner.tick import tick
+from automaton.store import loops as store
+from automaton.store.layout import Project
+from tests.helpers import calls, run_cli
+from tests.runner.loopkit import make_loop
+
+PY = sys.executable
+
+
+def verify_cmd(code: str, score: str = "summary") -> dict[str, Any]:
+    return {"roles": {"implement": {"prompt": "implement.md"},
+                      "verify": {"command": [PY, "-c", code], "score": score}, "orchestrate": {"builtin": True}}}
+
+
+SCORE_FROM_FILE = verify_cmd("import pathlib; print(pathlib.Path('src/score.txt').read_text())")
+
+
+def st(project: Project, name: str = "demo") -> dict[str, Any]:
+    return store.read_state(project, name)
+
+
+def log_lines(project: Project, name: str = "demo") -> list[str]:
+    return (project.loop_dir(store.require_tracked(project, name)) / ".state.log").read_text().splitlines()
+
+
+def events(project: Project, name: str = "demo") -> list[str]:
+    return [line.split(" ")[1] for line in log_lines(project, name)]
+
+
+def score_step(text: str, cost: float | None = 0.1) -> dict[str, Any]:
+    step: dict[str, Any] = {"actions": [{"write": "src/score.txt", "content": text}], "text": "did it"}
+    if cost is not None:
+        step["cost_usd"] = cost
+    return step
+
+
+def test_two_ticks_at_once_exactly_one_runs(project: Path, tmp_path: Path) -> None:
+    started, release = tmp_path / "started", tmp_path / "release"
+    agent = (f"import pathlib, time\npathlib.Path({str(started)!r}).write_text('x')\n"
+             f"while not pathlib.Path({str(release)!r}).exists(): time.sleep(0.05)\nprint('done')")
+    proj = make_loop(project, harness={"name": "command", "command": [PY, "-c", agent], "args": []},
+                     **verify_cmd("print('1 passed')"))
+    exe = str(Path(PY).parent / "automaton-loop")
+    argv = [exe, "--mode", "tick", "--loop", "demo", "--project", str(project), "--quiet"]
+    first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(1200):  # wait (up to a minute) until the first tick's agent is running
+            if started.exists() or first.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert started.exists(), first.communicate()
+        second = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+        assert second.returncode == 0, second.stderr
+        assert "skipped" in second.stdout
+    finally:
+        release.write_text("go")
+        out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+    assert "tick 1 of loop demo" in out
+    assert events(proj).count("TICK") == 1
+    skipped = [line for line in log_lines(proj) if " SKIPPED " in line]
+    assert len(skipped) == 1 and "reason=busy" in skipped[0]
+    assert st(proj)["iteration_count"] == 1
+
+
+def test_gate_refusal_exits_1_and_runs_nothing(project: Path) -> None:
+    proj = make_loop(project, script={"implement": [score_step("1 passed")]}, **SCORE_FROM_FILE)
+    assert pause_loop(proj, "demo").ok
+    res = run_cli("--mode", "tick", "--loop", "demo", "--project", str(project), "--json", entry="automaton-loop")
+    assert res.code == 1
+    assert res.json["ok"] is False and res.json["ran"] is False and res.json["reason"] == "paused"
+    assert "TICK" not in events(proj) and st(proj)["iteration_count"] == 0
+
+
+def test_bad_input_exits_2_with_one_line(project: Path) -> None:
+    res = run_cli("--mode", "tick", "--loop", "nope", "--project", str(project), entry="automaton-loop")
+    assert res.code == 2 and len(res.err.strip().splitlines()) == 1 and "unknown loop 'nope'" in res.err
+    proj = make_loop(project, script={"implement": []}, **SCORE_FROM_FILE)
+    state_file = proj.loop_dir(store.require_tracked(proj, "demo")) / ".state.loop"
+    state_file.write_text("{not json")
+    res = run_cli("--mode", "tick", "--loop", "demo", "--project", str(project), entry="automaton-loop")
+    assert res.code == 2 and "Traceback" not in res.err and ".state.loop" in res.err
+    res = run_cli("--mode", "tick", entry="automaton-loop")
+    assert res.code == 2 and "usage" in res.err
+
+
+def test_unknown_cost_counts_at_max_tick_usd(project: Path) -> None:
+    proj = make_loop(project, script={"implement": [score_step("1 passed, 1 failed", cost=None)]}, **SCORE_FROM_FILE)
+    out = tick(proj, "demo")
+    assert out.data is not None and out.data["cost_known"] is False
+    assert st(proj)["spent_usd"] == 1.0  # max_tick_usd, never $0
+    assert "cost=1.0000" in log_lines(proj)[-1] and "cost_known=False" in log_lines(proj)[-1]
+
+
+def test_timed_out_iteration_counts(project: Path) -> None:
+    proj = make_loop(project, harness={"name": "command", "command": [PY, "-c", "import time; time.sleep(600)"],
+                                       "args": [], "timeout_s": 1}, **verify_cmd("print('1 failed')"))
+    out = tick(proj, "demo")
+    assert out.code == 0 and out.data is not None and out.data["implement"]["timed_out"]
+    s = st(proj)
+    assert s["iteration_count"] == 1 and s["spent_usd"] == 1.0
+    assert "timed_out=True" in log_lines(proj)[-1]
+
+
+def test_score_window_is_capped_and_unscored_is_not_appended(project: Path) -> None:
+    steps = [score_step("1 passed, 3 failed"), score_step("no counts here"), score_step("2 passed, 2 failed"),
+             score_step("3 passed, 1 failed"), score_step("3 failed, 2 passed in 0.1s")]
+    proj = make_loop(project, script={"implement": steps}, **SCORE_FROM_FILE)
+    histories = []
+    for _ in steps:
+        assert tick(proj, "demo").code == 0
+        histories.append(st(proj)["score_history"])
+    assert histories[0] == [0.25]
+    assert histories[1] == [0.25] and st(proj)["iteration_count"] == 5
+    assert histories[2] == [0.25, 0.5]
+    assert histories[4] == [0.5, 0.75, 0.4]  # FIFO capped at score_plateau_window = 3
+    run = proj.loop_dir(store.require_tracked(proj, "demo")) / "runs" / "2"
+    verdict = json.loads((run / "verdict.json").read_text())
+    assert verdict["score"] is None and verdict["passed"] is False
+    assert {"implement.prompt.md", "implement.log", "verify.log", "verdict.json", "cost.json", "tick.json"} <= {
+        p.name for p in run.iterdir()}
+
+
+def test_target_reached_completes_and_the_next_gate_refuses(project: Path) -> None:
+    proj = make_loop(project, script={"implement": [score_step("4 passed")]}, **SCORE_FROM_FILE)
+    out = tick(proj, "demo")
+    assert out.code == 0 and out.data is not None and out.data["status"] == "complete"
+    assert st(proj)["status"] == "complete"
+    assert tick(proj, "demo").code == 1
+
+
+def test_agent_verdict_from_verify_prompt(project: Path) -> None:
+    script = {"implement": [score_step("x")],
+              "verify": [{"text": 'Checked.\n```json\n{"score": "8/10", "summary": "two left"}\n```', "cost_usd": 0.2}]}
+    proj = make_loop(project, script=script, template_files={"verify.md": "Check the work.\n"},
+                     roles={"implement": {"prompt": "implement.md"},
+                            "verify": {"prompt": "verify.md", "score": "agent"}, "orchestrate": {"builtin": True}})
+    out = tick(proj, "demo")
+    assert out.data is not None and out.data["verdict"]["score"] == 0.8 and out.data["verdict"]["source"] == "agent"
+    assert st(proj)["spent_usd"] == 0.3  # implement 0.1 + verify 0.2
+    prompt = (proj.loop_dir(store.require_tracked(proj, "demo")) / "runs/1/verify.prompt.md").read_text()
+    assert prompt.startswith("Check the work.") and '"score"' in prompt
+
+
+def test_claude_gets_the_budget_cap_and_the_hook_settings(project: Path, fake_bin: Any) -> None:
+    fake_bin("claude", """
+        sys.stdin.read()
+        print(json.dumps({"type": "result", "subtype": "success", "is_error": False, "result": "ok",
+                          "total_cost_usd": 4.8, "usage": {}}))
+        """)
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text("{}")
+    proj = make_loop(project, harness={"name": "claude", "args": []}, **verify_cmd("print('1 failed, 1 passed')"))
+    assert tick(proj, "demo").code == 0
+    assert tick(proj, "demo").code == 0
+    first, second = calls(fake_bin.dir, "claude")
+    assert first[first.index("--max-budget-usd") + 1] == "1.0000"  # min(max_tick_usd 1.0, budget left 5.0)
+    assert second[second.index("--max-budget-usd") + 1] == "0.2000"  # min(1.0, 5.0 - 4.8)
+    assert first[first.index("--settings") + 1] == str(settings)
+    assert st(proj)["spent_usd"] == 9.6
+    assert tick(proj, "demo").code == 1  # budget gate
+
+
+def test_dry_run_changes_nothing(project: Path) -> None:
+    proj = make_loop(project, script={"implement": [score_step("1 passed")]}, **SCORE_FROM_FILE)
+    loop_dir = proj.loop_dir(store.require_tracked(proj, "demo"))
+    before = {p: p.read_bytes() for p in loop_dir.rglob("*") if p.is_file()}
+    res = run_cli("--mode", "dry-run", "--loop", "demo", "--project", str(project), entry="automaton-loop")
+    assert res.code == 0, res.err
+    assert "Make the tests pass." in res.out and "<scripted>" in res.out and "verify argv" in res.out
+    after = {p: p.read_bytes() for p in loop_dir.rglob("*") if p.is_file()}
+    assert after == before and not (loop_dir / "worktree").exists()
+
+
+def test_run_mode_ticks_until_complete(project: Path) -> None:
+    steps = [score_step("1 passed, 1 failed"), score_step("2 passed")]
+    make_loop(project, script={"implement": steps}, **SCORE_FROM_FILE)
+    res = run_cli("--mode", "run", "--loop", "demo", "--project", str(project), "--json", "--quiet",
+                  entry="automaton-loop")
+    assert res.code == 0, res.err
+    assert res.json["stopped"] == "complete" and [t["iteration"] for t in res.json["ticks"]] == [1, 2]
