@@ -165,6 +165,29 @@ def test_changed_loop_json_halts_and_approve_reseals(project: Path, approver: st
     assert gate(p).json["remaining_iterations"] == 500
 
 
+def test_human_reseals_an_edited_config_of_a_running_loop_without_a_halt(project: Path, approver: str) -> None:
+    p = make_loop(project)
+    path = p.loop_dir(loops.LoopName("demo")) / "loop.json"
+    data = json.loads(path.read_text())
+    data["brakes"]["max_iterations"] = 7  # the user tunes the loop right after --create-loop
+    path.write_text(json.dumps(data))
+    r = cli(p, "--approve", "--loop", "demo")
+    assert r.code == 0 and "re-sealed" in r.out
+    assert state(p)["status"] == "running" and state(p)["resumed_count"] == 0
+    assert "RESEALED loop=demo by=tester" in log_text(p)
+    assert gate(p).json["remaining_iterations"] == 7
+    # nothing changed since: a second approve on a running loop is refused again
+    assert cli(p, "--approve", "--loop", "demo").code == 1
+
+
+def test_edited_config_of_a_running_loop_is_not_resealed_without_a_human(project: Path) -> None:
+    p = make_loop(project)
+    path = p.loop_dir(loops.LoopName("demo")) / "loop.json"
+    path.write_text(path.read_text().replace('"max_iterations": 25', '"max_iterations": 999'))
+    assert cli(p, "--approve", "--loop", "demo").code == 1
+    assert gate(p).json["halt_detail"] == "config_changed"
+
+
 def test_approve_refuses_an_invalid_new_config_and_stays_halted(project: Path, approver: str) -> None:
     p = make_loop(project)
     path = p.loop_dir(loops.LoopName("demo")) / "loop.json"

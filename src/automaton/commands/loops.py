@@ -290,13 +290,18 @@ def approve_loop(project: Project, name: str) -> Outcome:
     """The only way out of `halted` (a human act): running again with a fresh allowance
     (iterations/spend marks at their current values, score_history emptied, a drift halt's
     current out-of-scope files accepted), loop.json re-sealed, resumed_count += 1, logged
-    APPROVED, schedule re-enabled best-effort. Also re-seals a tampered state. Exit 1 on any
-    other status or without a human; exit 2 when the new loop.json is invalid (still halted).
+    APPROVED, schedule re-enabled best-effort. Also re-seals a tampered state, and a loop.json a
+    human edited while the loop runs or is paused (logged RESEALED, status unchanged). Exit 1 on
+    any other status or without a human; exit 2 when the new loop.json is invalid (still halted).
     """
     who = require_human("--approve --loop")
     loop = loops.require_tracked(project, name)
     with loops.session(project, loop) as s:
         old, tampered = s.rec.state, bool(s.rec.tamper)
+        if not tampered and old["status"] in ("running", "paused"):
+            resealed = _reseal_config(project, loop, s, old, who)
+            if resealed is not None:
+                return resealed
         if not tampered and old["status"] != "halted":
             raise Refused(f"loop {loop} is {old['status']}: --approve --loop only clears a halt"
                           + (" (use --resume-loop for a paused loop)" if old["status"] == "paused" else ""))
@@ -334,6 +339,19 @@ def approve_loop(project: Project, name: str) -> Outcome:
     if warning:
         out.warnings.append(warning)
     return out
+
+
+def _reseal_config(project: Project, loop: LoopName, s: loops.Session, old: dict[str, Any], who: str) -> Outcome | None:
+    """A human who edited loop.json of a running or paused loop seals the new config without
+    waiting for the gate to halt on it (status and counters unchanged). None: nothing to seal."""
+    config = loops.read_config(project, loop)
+    if config.sha256 == old["config_sha256"]:
+        return None
+    state = copy.deepcopy(old)
+    state["config_sha256"] = config.sha256
+    s.commit("RESEALED", {"loop": loop, "by": who, "config": config.sha256[:12]}, state)
+    return Outcome(lines=[f"{loop}: loop.json re-sealed (approved by {who}); status stays {old['status']}"],
+                   data={"loop": loop, "status": old["status"], "by": who, "resealed": config.sha256})
 
 
 # ---- can-edit, list, audit ------------------------------------------------------------------
