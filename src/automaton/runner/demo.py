@@ -144,8 +144,8 @@ def _show_loop(console: Console, project: Project, name: str) -> None:
 
 def _summary(console: Console, project: Project) -> list[dict[str, Any]]:
     table = Table(title="automaton demo: loops")
-    for col in ("loop", "status", "halt reason", "ticks", "spent", "score", "approvals"):
-        table.add_column(col)
+    for col in ("loop", "status", "halt reason", "ticks", "spent", "score", "approved"):
+        table.add_column(col, no_wrap=True)  # "verifier_failed" must stay readable at 80 columns
     rows = []
     for name, *_ in LOOPS:
         s = store.read_state(project, name)
@@ -156,7 +156,7 @@ def _summary(console: Console, project: Project) -> list[dict[str, Any]]:
         rows.append(row)
         style = {"complete": "green", "halted": "red"}.get(s["status"], "")
         table.add_row(name, f"[{style}]{s['status']}[/]" if style else s["status"], s["halt_reason"] or "-",
-                      str(s["iteration_count"]), f"${s['spent_usd']:.4f}",
+                      str(s["iteration_count"]), f"${s['spent_usd']:.3f}",
                       "-" if last.get("score") is None else f"{last['score']:.2f}", str(s["resumed_count"]))
     console.print(table)
     return rows
