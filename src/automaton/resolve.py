@@ -23,17 +23,23 @@ def real(path: str | os.PathLike[str], base: Path) -> Path:
 
 @lru_cache(maxsize=64)
 def case_insensitive(folder: Path) -> bool:
-    """Whether the volume holding `folder` ignores letter case (probed, not assumed by OS)."""
+    """Whether the volume holding `folder` ignores letter case (probed, not assumed by OS).
+
+    Probes the nearest component (of `folder` or its parents) that has letters: the same
+    path with that component's case swapped names the same file only on such a volume.
+    """
     if os.name == "nt":
         return True
-    name = folder.name
-    swapped = folder.with_name(name.swapcase()) if name and name.swapcase() != name else None
-    if swapped is None:
-        return False
-    try:
-        return swapped.exists() and os.path.samefile(folder, swapped)
-    except OSError:
-        return False
+    for probe in (folder, *folder.parents):
+        name = probe.name
+        if not name or name.swapcase() == name:
+            continue
+        swapped = probe.with_name(name.swapcase())
+        try:
+            return swapped.exists() and os.path.samefile(probe, swapped)
+        except OSError:
+            return False
+    return False
 
 
 def relative_parts(path: Path, root: Path) -> tuple[str, ...] | None:

@@ -85,6 +85,14 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # argparse's own message, but our exception
         raise UsageError(message)
 
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        # With exit_on_error=False argparse raises ArgumentError ("expected one argument")
+        # instead of calling error(): that is a usage error too (exit 2), not a bug.
+        try:
+            return super().parse_known_args(args, namespace)
+        except argparse.ArgumentError as exc:
+            raise UsageError(str(exc)) from None
+
 
 def build() -> argparse.ArgumentParser:
     """The parser. `exit_on_error` is off: usage errors become UsageError (exit 2)."""

@@ -12,7 +12,7 @@ from pathlib import Path
 from automaton.core import phases as ph
 from automaton.core.errors import BadInput
 from automaton.core.names import TaskRef
-from automaton.resolve import posix, real, relative_parts
+from automaton.resolve import case_insensitive, posix, real, relative_parts
 from automaton.store.layout import DOT, TASKS, Project
 
 TASK_ENV = "AUTOMATON_TASK"
@@ -42,17 +42,30 @@ def protected(parts: tuple[str, ...]) -> str | None:
     return None
 
 
-def task_scope_allows(phase: str, parts: tuple[str, ...], task_parts: tuple[str, ...]) -> bool:
-    """Whether `phase` lets the agent write the project-relative `parts` (DESIGN §4 table)."""
-    in_task = parts[:-1] == task_parts
+def task_scope_allows(
+    phase: str, parts: tuple[str, ...], task_parts: tuple[str, ...], *, fold: bool = False
+) -> bool:
+    """Whether `phase` lets the agent write the project-relative `parts` (DESIGN §4 table).
+
+    `fold=True` compares letter case-insensitively (a case-insensitive volume, where
+    `Tasks/T/spec.md` is `tasks/T/SPEC.md`). "Outside tasks/ and .automaton/" is always
+    tested case-insensitively: denying `Tasks/` on a case-sensitive volume errs on the safe side.
+    """
+    if not parts:
+        return False
+
+    def norm(s: str) -> str:
+        return s.lower() if fold else s
+
+    in_task = tuple(map(norm, parts[:-1])) == tuple(map(norm, task_parts))
     name = parts[-1]
-    if phase in ph.ARTIFACT and in_task and name == ph.ARTIFACT[phase]:
+    if phase in ph.ARTIFACT and in_task and norm(name) == norm(ph.ARTIFACT[phase]):
         return True
+    outside = parts[0].lower() not in (TASKS, DOT)
     if phase == "implement":
-        return parts[0] not in (TASKS, DOT)
+        return outside
     if phase == "doc_review":
-        outside = parts[0] not in (TASKS, DOT)
-        return outside and (name.lower().endswith(".md") or parts[0] == "docs")
+        return outside and (name.lower().endswith(".md") or parts[0].lower() == "docs")
     return False
 
 
@@ -66,6 +79,39 @@ def which_task(project: Project, explicit: str | None) -> TaskRef | None:
     return read_focus(project)
 
 
+def phase_scope(project: Project, ref: TaskRef, parts: tuple[str, ...], path: str = "") -> Decision:
+    """The decision of task `ref`'s phase on project-relative `parts` (already past `protected`).
+
+    Denies everything while the task is tampered, legacy (no `.state`), or has a pending
+    demotion (an approved artifact changed: the task is effectively back at a sign-off).
+    Raises BadInput (exit 2) for an unknown task or a corrupt `.state`.
+    """
+    from automaton.core.approvals import demotion
+    from automaton.store import tasks
+
+    where = posix(parts)
+    rec = tasks.load(project, ref)
+    if rec.tamper:
+        return Decision(False, f"task {ref} is tampered ({rec.tamper}); nothing may be edited", path)
+    if rec.phase is None:
+        return Decision(False, f"task {ref} has no .state: run automaton --phase --task {ref} first", path)
+    dem = demotion(rec.phase, rec.bound(), rec.current_hashes())
+    if dem is not None:
+        return Decision(
+            False,
+            f"task {ref}: approved {dem.artifact} changed after sign-off (demotion to {dem.to_phase}"
+            f" pending); nothing may be edited until automaton --phase --task {ref} applies it",
+            path,
+        )
+    root = real(project.root, project.root)
+    task_parts = relative_parts(real(rec.dir, root), root)
+    if task_parts is None:
+        raise BadInput(f"task folder {rec.dir} lies outside the project {root}")
+    if task_scope_allows(rec.phase, parts, task_parts, fold=case_insensitive(root)):
+        return Decision(True, f"{where} is in scope of {ref} at {rec.phase}", path)
+    return Decision(False, f"{where} is outside the scope of task {ref} at phase {rec.phase!r}", path)
+
+
 def decide(
     project: Project,
     file: str,
@@ -75,8 +121,6 @@ def decide(
 ) -> Decision:
     """Decide one write by the task phase scope. Relative `file` is resolved against `cwd`
     (default: the project root). Raises BadInput for an unknown task or corrupt `.state`."""
-    from automaton.store import tasks
-
     root = real(project.root, project.root)
     path = real(file, cwd or root)
     parts = relative_parts(path, root)
@@ -88,14 +132,4 @@ def decide(
     ref = which_task(project, task)
     if ref is None:
         return Decision(True, "no task in focus: only the always-denied paths apply", str(path))
-    rec = tasks.load(project, ref)
-    if rec.tamper:
-        return Decision(False, f"task {ref} is tampered ({rec.tamper}); nothing may be edited", str(path))
-    if rec.phase is None:
-        return Decision(False, f"task {ref} has no .state: run automaton --phase --task {ref} first", str(path))
-    task_parts = relative_parts(real(rec.dir, root), root)
-    if task_parts is None:
-        raise BadInput(f"task folder {rec.dir} lies outside the project {root}")
-    if task_scope_allows(rec.phase, parts, task_parts):
-        return Decision(True, f"{posix(parts)} is in scope of {ref} at {rec.phase}", str(path))
-    return Decision(False, f"{posix(parts)} is outside the scope of task {ref} at phase {rec.phase!r}", str(path))
+    return phase_scope(project, ref, parts, str(path))

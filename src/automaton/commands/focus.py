@@ -1,53 +1,112 @@
-"""`--focus T` / `--focus --clear`: which task the agent hooks enforce (DESIGN §7). A human act."""
+"""`--focus T` / `--focus --clear`: which task the agent hooks enforce (DESIGN §7). A human act.
+
+`.automaton/focus` holds one line: the task (`T` or `P/SUB`), or `-` when cleared. It is
+committed with a chained line in `.automaton/focus.log` (like a task's `.state`), so a focus
+file written outside automaton (an agent widening its own scope) is detected, not obeyed.
+"""
 
 from __future__ import annotations
 
-import contextlib
+from pathlib import Path
 
 from automaton.commands.human import require_human
 from automaton.core.errors import BadInput
 from automaton.core.names import TaskRef
 from automaton.core.outcome import Outcome
-from automaton.store import chainlog, tasks
-from automaton.store.atomic import atomic_write
+from automaton.store import chainlog
+from automaton.store.atomic import tmp_path
 from automaton.store.layout import Project
 from automaton.store.locks import locked
 
+CLEARED = "-"  # not a task name, so it cannot be confused with one
+RESET = "a human resets it with: automaton --focus TASK (or --focus --clear)"
+_READ_TRIES = 20
 
-def read_focus(project: Project) -> TaskRef | None:
-    """The focused task, or None. A corrupt focus file raises BadInput naming it."""
+
+def _token(data: bytes | None) -> str | None:
+    if data is None:
+        return None
     try:
-        text = project.focus_file.read_text(encoding="utf-8").strip()
+        return data.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        return "<not utf-8>"
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise BadInput(f"{path}: unreadable ({exc.strerror}); {RESET}") from None
+
+
+def read_focus(project: Project) -> TaskRef | None:
+    """The focused task, or None (never set, or cleared).
+
+    Raises BadInput (exit 2, which a hook treats as deny) when the focus file is not a task,
+    or disagrees with the last line of an intact focus.log (written outside automaton).
+    """
+    file, log = project.focus_file, project.focus_log
+    for _ in range(_READ_TRIES):  # a lockless read racing set_focus: see store.tasks.load_dir
+        before = _read(file)
+        chain = chainlog.read_chain(log)
+        pending = _token(_read(tmp_path(file)))
+        after = _read(file)
+        if before == after:
+            break
+    if not chain.ok:
+        raise BadInput(f"{log}: {chain.error}; {RESET}")
+    text = _token(after)
+    if text is None and not chain.lines:
+        return None  # focus never set
+    logged = chain.last_state
+    # A temp file matching the log is a set_focus cut before its rename: the log is the truth.
+    if logged is None or (text != logged and pending != logged):
         raise BadInput(
-            f"{project.focus_file}: unreadable ({exc}); a human resets it with automaton --focus --clear"
-        ) from None
+            f"{file} says {text if text is not None else 'nothing'!r} but {log} says {logged!r}:"
+            f" it was changed outside automaton; {RESET}"
+        )
+    value = str(logged)
+    if value == CLEARED:
+        return None
     try:
-        return TaskRef.parse(text)
+        return TaskRef.parse(value)
     except BadInput:
-        raise BadInput(
-            f"{project.focus_file}: {text[:40]!r} is not a task; reset it with automaton --focus --clear"
-        ) from None
+        raise BadInput(f"{file}: {value[:40]!r} is not a task; {RESET}") from None
 
 
 def set_focus(project: Project, task: str | None, clear: bool = False) -> Outcome:
-    """Set (or clear) the focus; logged to `.automaton/focus.log`. Exit 1 without a human."""
+    """Set (or clear) the focus; logged to `.automaton/focus.log` with who did it.
+
+    Exit 1 without a human (no terminal, no AUTOMATON_APPROVER); exit 2 for an unknown task
+    or when neither/both of TASK and --clear are given. data: {"focus": str | None, "by"}.
+    """
     if clear == (task is not None):
         raise BadInput("use --focus TASK or --focus --clear")
     who = require_human("--focus")
-    project.dot.mkdir(parents=True, exist_ok=True)
-    with locked(project.dot / "focus.lock"):
-        if clear:
-            with contextlib.suppress(FileNotFoundError):
-                project.focus_file.unlink()
-            chainlog.append_event(project.focus_log, "FOCUS_CLEARED", {"by": who}, "none")
-            return Outcome(lines=["focus cleared: hooks enforce only the always-denied paths"])
-        assert task is not None
+    ref = None
+    if task is not None:
         ref = TaskRef.parse(task)
-        tasks.load(project, ref)  # must exist
-        atomic_write(project.focus_file, f"{ref}\n".encode())
-        chainlog.append_event(project.focus_log, "FOCUS", {"task": str(ref), "by": who}, str(ref))
+        if not project.task_dir(ref).is_dir():
+            raise BadInput(f"unknown task {task!r}: no folder {project.task_dir(ref)}")
+    project.dot.mkdir(parents=True, exist_ok=True)
+    token = CLEARED if ref is None else str(ref)
+    with locked(project.dot / "focus.lock"):
+        chainlog.recover(project.focus_file, project.focus_log, lambda data: _token(data) or None)
+        chain = chainlog.read_chain(project.focus_log)
+        if not chain.ok:  # the human's reset starts a fresh chain; the broken one is kept
+            project.focus_log.replace(project.focus_log.with_name("focus.log.broken"))
+            chain = chainlog.read_chain(project.focus_log)
+        event = "FOCUS_CLEARED" if ref is None else "FOCUS"
+        fields: dict[str, object] = {"by": who} if ref is None else {"task": token, "by": who}
+        chainlog.commit(project.focus_file, project.focus_log, f"{token}\n".encode(), token, event,
+                        fields, chain)
+    if ref is None:
+        return Outcome(lines=["focus cleared: hooks enforce only the always-denied paths"],
+                       data={"focus": None, "by": who})
     return Outcome(lines=[f"focus: {ref} (agent hooks now enforce its phase scope)"],
-                   data={"focus": str(ref)})
+                   data={"focus": token, "by": who})
+
+
+__all__ = ["CLEARED", "read_focus", "set_focus"]

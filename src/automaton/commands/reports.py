@@ -7,16 +7,20 @@ from pathlib import Path
 
 from automaton.core import phases as ph
 from automaton.core.approvals import demotion
-from automaton.core.errors import CorruptState, ExitCode
+from automaton.core.errors import BadInput, CorruptState, ExitCode
 from automaton.core.names import TaskRef
 from automaton.core.outcome import Outcome
 from automaton.store import tasks
 from automaton.store.layout import Project
 
+# Seed 003 §6, verbatim (its status.py is this CLI; DESIGN §3 ships scripts/status.py as a
+# shim onto it), then the direct command.
 MANUAL = (
     "Task '{task}' was created manually (no .state file)."
-    " Use 'automaton --create-task {name}' to create tasks properly."
+    " Use 'python ~/.automaton/scripts/status.py --create-task' to create tasks properly."
+    " (automaton --create-task {name})"
 )
+STRAY = "folder {folder} is not a task: task names are kebab-case; rename it or move it out of tasks/"
 
 
 def task_findings(ref: TaskRef, folder: Path) -> tuple[str | None, list[str]]:
@@ -45,23 +49,33 @@ def task_findings(ref: TaskRef, folder: Path) -> tuple[str | None, list[str]]:
 def validate_folder(project: Project, task: str | None = None) -> Outcome:
     """Check task folders (one, or all): `.state` present and valid, no forbidden artifacts.
 
-    Exit 1 when any violation is found; data: {"ok": bool, "tasks": [{task, phase, violations}]}.
+    Read-only. Exit 1 when any violation is found (a corrupt `.state` is a violation here, so
+    one bad task never hides the others); exit 2 for an unknown --task.
+    data: {"ok": bool, "tasks": [{"task", "phase", "violations": [str]}]}.
     """
-    targets = [(TaskRef.parse(task), tasks.load(project, TaskRef.parse(task)).dir)] if task else list(
-        tasks.iter_tasks(project)
-    )
-    return _report(targets, "validate-folder")
+    if task is not None:
+        ref = TaskRef.parse(task)
+        folder = project.task_dir(ref)
+        if not folder.is_dir():
+            raise BadInput(f"unknown task {task!r}: no folder {folder}; create it with automaton --create-task")
+        return _report(project, [(ref, folder)], "validate-folder", strays=False)
+    return _report(project, list(tasks.iter_tasks(project)), "validate-folder")
 
 
-def _report(targets: list[tuple[TaskRef, Path]], title: str) -> Outcome:
+def _report(project: Project, targets: list[tuple[TaskRef, Path]], title: str, strays: bool = True) -> Outcome:
     out = Outcome()
-    rows = []
+    rows: list[dict[str, object]] = []
     for ref, folder in targets:
         phase, found = task_findings(ref, folder)
         rows.append({"task": str(ref), "phase": phase, "violations": found})
         mark = "VIOLATION" if found else "ok"
         out.lines.append(f"  {mark:9} {ref}: {phase or '-'}")
         out.lines += [f"            - {v}" for v in found]
+    for folder in tasks.stray_folders(project) if strays else []:
+        rel = folder.relative_to(project.root).as_posix()
+        rows.append({"task": rel, "phase": None, "violations": [STRAY.format(folder=rel)]})
+        out.lines.append(f"  {'VIOLATION':9} {rel}: -")
+        out.lines.append(f"            - {STRAY.format(folder=rel)}")
     bad = sum(1 for r in rows if r["violations"])
     out.lines.insert(0, f"{title}: {len(rows)} task(s), {bad} with violations")
     out.code = ExitCode.REFUSED if bad else ExitCode.OK
@@ -79,7 +93,7 @@ def audit(project: Project, loop_section: LoopSection | None = None) -> Outcome:
 
     data: {"ok": bool, "tasks": [...], "loops": [...]}.
     """
-    out = _report(list(tasks.iter_tasks(project)), "Tasks")
+    out = _report(project, list(tasks.iter_tasks(project)), "Tasks")
     task_bad = 0 if out.ok else 1
     out.lines.insert(0, f"audit of {project.root}")
     loops_rows: list[dict[str, object]] = []

@@ -1,4 +1,9 @@
-"""Task use cases: create, transition, approve, phase (seed 003 §1–§6, DESIGN §4)."""
+"""Task use cases: create, transition, approve, phase (seed 003 §1–§6, DESIGN §4).
+
+Every change to a task happens under its lock (`store.tasks.lock_path`), on a record re-read
+under that lock after finishing any interrupted commit, so concurrent commands never lose an
+update and exactly one of several racing transitions wins.
+"""
 
 from __future__ import annotations
 
@@ -23,15 +28,43 @@ def _commit(rec: tasks.TaskRecord, phase: str, event: str, fields: dict[str, obj
     chainlog.commit(rec.state_file, rec.log_file, f"{phase}\n".encode(), phase, event, fields, rec.chain)
 
 
-def _fresh(project: Project, ref: TaskRef) -> tasks.TaskRecord:
-    """Re-read under the lock, finishing an interrupted commit first."""
-    rec = tasks.load(project, ref)
-    tasks.recover(rec)
-    return tasks.load(project, ref)
+def _require(project: Project, ref: TaskRef) -> None:
+    """BadInput (exit 2) for an unknown task, before any lock file is created for it."""
+    folder = project.task_dir(ref)
+    if not folder.is_dir():
+        raise BadInput(f"unknown task {str(ref)!r}: no folder {folder}; create it with automaton --create-task")
 
 
-def _settle(rec: tasks.TaskRecord, out: Outcome) -> tasks.TaskRecord:
-    """Under the lock: migrate a legacy folder, refuse a tampered one, apply a demotion."""
+def _fresh(project: Project, ref: TaskRef, *, strict: bool = True) -> tasks.TaskRecord:
+    """Under the lock: finish or drop an interrupted commit, then read the task."""
+    folder = project.task_dir(ref)
+    chainlog.recover(folder / tasks.STATE, folder / tasks.LOG, tasks.phase_token)
+    return tasks.load(project, ref, strict=strict)
+
+
+def _place(project: Project, rec: tasks.TaskRecord, out: Outcome) -> tasks.TaskRecord:
+    """Under the lock: a top-level task at `complete` lives in tasks/complete/, any other in tasks/.
+
+    Also finishes a completion whose folder move was interrupted (the phase is logged first).
+    """
+    if rec.ref.parent is not None or rec.phase is None:
+        return rec
+    live = project.tasks_dir / rec.ref.name
+    done = project.tasks_dir / COMPLETE_DIR / rec.ref.name
+    src, dest = (live, done) if rec.phase == ph.COMPLETE else (done, live)
+    if rec.dir != src:
+        return rec
+    if dest.exists():
+        out.warnings.append(f"{rec.ref} is at {rec.phase!r} but {dest} exists: move one of them away")
+        return rec
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(src, dest)
+    out.lines.append(f"{rec.ref}: moved to {dest.relative_to(project.root)}/")
+    return tasks.load_dir(rec.ref, dest)
+
+
+def _settle(project: Project, rec: tasks.TaskRecord, out: Outcome) -> tasks.TaskRecord:
+    """Under the lock: refuse a tampered task, migrate a legacy folder, apply a demotion."""
     if rec.tamper:
         raise Refused(f"{rec.tamper}; {RESEAL_HINT.format(ref=rec.ref)}")
     if rec.phase is None:
@@ -49,7 +82,13 @@ def _settle(rec: tasks.TaskRecord, out: Outcome) -> tasks.TaskRecord:
             f" {dem.from_phase} -> {dem.to_phase}"
         )
         rec = tasks.load_dir(rec.ref, rec.dir)
-    return rec
+    return _place(project, rec, out)
+
+
+def _refusal(out: Outcome, exc: Refused) -> Refused:
+    """A refusal that also says what this command already did (a migration or demotion)."""
+    done = [*out.lines, *out.warnings]
+    return Refused(f"{'; '.join(done)}; then refused: {exc.message}") if done else exc
 
 
 def _verdict(folder: Path) -> str | None:
@@ -63,44 +102,43 @@ def create_task(project: Project, name: str, parent: str | None = None) -> Outco
     """Create `tasks/NAME/` (or `tasks/PARENT/NAME/`) with `.state` = `new`.
 
     Exit 2: invalid name, existing task, unknown parent. Exit 1: parent not at
-    `decomposition:approved` (DESIGN §4 sub-tasks).
+    `decomposition:approved` (DESIGN §4 sub-tasks). data: {"task", "phase", "path"}.
     """
     task = TaskName.of(name)
     if parent is None:
         ref = TaskRef(task)
-        folder = project.tasks_dir / task
         if (project.tasks_dir / COMPLETE_DIR / task).exists():
             raise BadInput(f"task {task!r} already exists in tasks/complete/: choose another name")
         project.tasks_dir.mkdir(parents=True, exist_ok=True)
-        return _make(project, ref, folder, None)
+        return _make(project, ref, project.tasks_dir / task, None)
     pref = TaskRef.parse(parent)
     if pref.parent is not None:
         raise BadInput(f"--parent {parent!r} is a sub-task: sub-tasks cannot have sub-tasks")
-    prec = tasks.load(project, pref)
-    with locked(tasks.lock_path(prec.dir)):
+    _require(project, pref)
+    with locked(tasks.lock_path(project, pref)):
         out = Outcome()
-        prec = _settle(_fresh(project, pref), out)
+        prec = _settle(project, _fresh(project, pref), out)
         if prec.phase != f"decomposition:{ph.APPROVED}":
-            raise Refused(
+            raise _refusal(out, Refused(
                 f"parent {pref} is at {prec.phase!r}: sub-tasks are created only at"
                 " 'decomposition:approved' (approve DECOMPOSITION.md first)"
-            )
+            ))
         made = _make(project, TaskRef(task, pref.name), prec.dir / task, prec.dir / "SPEC.md")
-        made.lines[:0] = out.lines
-        made.warnings[:0] = out.warnings
-        return made
+    made.lines[:0] = out.lines
+    made.warnings[:0] = out.warnings
+    return made
 
 
 def _make(project: Project, ref: TaskRef, folder: Path, parent_spec: Path | None) -> Outcome:
     try:
-        folder.mkdir()
+        folder.mkdir()  # atomic: of two racing creates, exactly one gets here
     except FileExistsError:
         raise BadInput(f"task {str(ref)!r} already exists at {folder}") from None
     try:
         if parent_spec is not None and parent_spec.is_file():
             shutil.copyfile(parent_spec, folder / "PARENT_SPEC.md")
-        rec = tasks.load_dir(ref, folder)
-        with locked(tasks.lock_path(folder)):
+        with locked(tasks.lock_path(project, ref)):
+            rec = tasks.load_dir(ref, folder)
             _commit(rec, ph.NEW, "CREATED", {"task": str(ref)})
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)  # nothing half-written
@@ -114,37 +152,32 @@ def transition(project: Project, task: str, target: str) -> Outcome:
     """Move a task to `target` if every rule allows it (seed 003 §2, §4; seed 000 R8).
 
     Exit 1 with the rule and files when refused; exit 2 for an unknown task/phase or a
-    corrupt `.state`.
+    corrupt `.state`. data: {"task", "from", "to"}.
     """
     ref = TaskRef.parse(task)
     if not ph.is_phase(target):
         raise BadInput(f"unknown phase {target!r}: one of {', '.join(ph.PHASES)}")
-    rec = tasks.load(project, ref)
-    with locked(tasks.lock_path(rec.dir)):
+    _require(project, ref)
+    with locked(tasks.lock_path(project, ref)):
         out = Outcome()
-        rec = _settle(_fresh(project, ref), out)
+        rec = _settle(project, _fresh(project, ref), out)
         current = rec.phase
         assert current is not None
-        for loop_name, reason in loops.halted_owners(project, ref):
-            raise Refused(
-                f"task is bound to halted loop '{loop_name}' (halt_reason={reason})."
-                f" --approve --loop {loop_name} to resume."
-            )
-        _check_edge(rec, current, target)
-        moved = target == ph.COMPLETE and ref.parent is None
-        dest = project.tasks_dir / COMPLETE_DIR / ref.name
-        if moved and dest.exists():
-            raise Refused(f"cannot complete {ref}: {dest} already exists; move it away first")
-        fields: dict[str, object] = {"task": str(ref), "from": current, "to": target}
-        if moved:
-            fields["moved_to"] = f"tasks/{COMPLETE_DIR}/{ref.name}"
-        _commit(rec, target, "TRANSITION", fields)
-    if moved:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(rec.dir, dest)
-        out.lines.append(f"{ref}: {current} -> {target} (moved to tasks/{COMPLETE_DIR}/{ref.name}/)")
-    else:
+        try:
+            for loop_name, reason in loops.halted_owners(project, ref):
+                raise Refused(
+                    f"task is bound to halted loop '{loop_name}' (halt_reason={reason})."
+                    f" --approve --loop {loop_name} to resume."
+                )
+            _check_edge(rec, current, target)
+            dest = project.tasks_dir / COMPLETE_DIR / ref.name
+            if target == ph.COMPLETE and ref.parent is None and dest.exists():
+                raise Refused(f"cannot complete {ref}: {dest} already exists; move it away first")
+        except Refused as exc:
+            raise _refusal(out, exc) from None
+        _commit(rec, target, "TRANSITION", {"task": str(ref), "from": current, "to": target})
         out.lines.append(f"{ref}: {current} -> {target}")
+        _place(project, tasks.load_dir(ref, rec.dir), out)
     out.data = {"task": str(ref), "from": current, "to": target}
     return out
 
@@ -164,12 +197,10 @@ def _check_edge(rec: tasks.TaskRecord, current: str, target: str) -> None:
             )
         allowed = ", ".join(ph.successors(current)) or "none (a human decides with --approve --to)"
         raise Refused(f"no transition {current} -> {target} for {rec.ref}; allowed: {allowed}")
-    if need is not ph.Need.ESCALATION:
-        bad = {f: ph.forbidden_present(current, rec.present) for f in ("current", "target")}
-        bad["target"] = ph.forbidden_present(target, rec.present)
-        for which, files in bad.items():
+    if need is not ph.Need.ESCALATION:  # stopping is always allowed; advancing is guarded
+        for which, phase in (("current", current), ("target", target)):
+            files = ph.forbidden_present(phase, rec.present)
             if files:
-                phase = current if which == "current" else target
                 raise Refused(
                     f"forbidden artifacts for {which} phase {phase!r} in {rec.dir}: {', '.join(files)};"
                     " remove them first (seed 003 §4)"
@@ -196,37 +227,37 @@ def _check_edge(rec: tasks.TaskRecord, current: str, target: str) -> None:
 
 
 def _sub_phase(parent: TaskRef, folder: Path) -> str | None:
-    rec = tasks.load_dir(TaskRef(TaskName(folder.name), parent.name), folder)
+    rec = tasks.load_dir(TaskRef(TaskName(folder.name), parent.name), folder, strict=False)
     return None if rec.tamper else rec.phase
 
 
 def approve(project: Project, task: str, to: str | None = None) -> Outcome:
     """Human sign-off: `X:awaiting_approval` -> `X:approved`, binding X's artifact SHA-256.
 
-    With `to`: the human exit from `human_intervention`, or the re-seal of a tampered task;
-    rebinds every approved artifact to its current content. Exit 1 without a human.
+    With `to`: the human exit from `human_intervention`, or the re-seal of a tampered (also a
+    corrupt) task; rebinds every approved artifact to its current content. Exit 1 without a
+    human (no terminal and no AUTOMATON_APPROVER). data: {"task", "from", "to", "by"}.
     """
     who = require_human("--approve")
     ref = TaskRef.parse(task)
     if to is not None and not ph.is_phase(to):
         raise BadInput(f"unknown phase {to!r}: one of {', '.join(ph.PHASES)}")
-    rec = tasks.load(project, ref)
-    with locked(tasks.lock_path(rec.dir)):
+    _require(project, ref)
+    with locked(tasks.lock_path(project, ref)):
         out = Outcome()
-        rec = _fresh(project, ref)
         if to is not None:
-            return _approve_to(rec, to, who, out)
-        rec = _settle(rec, out)
+            return _approve_to(project, _fresh(project, ref, strict=False), to, who, out)
+        rec = _settle(project, _fresh(project, ref), out)
         current = rec.phase
         assert current is not None
         if not ph.is_awaiting(current):
-            raise Refused(
+            raise _refusal(out, Refused(
                 f"{ref} is at {current!r}: --approve needs an ':awaiting_approval' phase"
                 " (or --to PHASE from human_intervention)"
-            )
+            ))
         art = ph.ARTIFACT[ph.base(current)]
         if art not in rec.present:
-            raise Refused(f"nothing to approve: {rec.dir / art} is missing")
+            raise _refusal(out, Refused(f"nothing to approve: {rec.dir / art} is missing"))
         target = current.replace(ph.AWAITING, ph.APPROVED)
         digest = tasks.sha256_file(rec.dir / art)
         _commit(rec, target, "APPROVED", {"task": str(ref), "from": current, "to": target, "by": who,
@@ -236,7 +267,7 @@ def approve(project: Project, task: str, to: str | None = None) -> Outcome:
     return out
 
 
-def _approve_to(rec: tasks.TaskRecord, to: str, who: str, out: Outcome) -> Outcome:
+def _approve_to(project: Project, rec: tasks.TaskRecord, to: str, who: str, out: Outcome) -> Outcome:
     if not rec.tamper and rec.phase is not None and rec.phase != ph.HUMAN:
         raise Refused(
             f"{rec.ref} is at {rec.phase!r}: --approve --to only leaves human_intervention or"
@@ -245,32 +276,48 @@ def _approve_to(rec: tasks.TaskRecord, to: str, who: str, out: Outcome) -> Outco
     bad = ph.forbidden_present(to, rec.present)
     if bad:
         raise Refused(f"phase {to!r} forbids {', '.join(bad)} in {rec.dir}: remove them first")
+    # The human vouches for the folder as it is now: every sign-off artifact up to `to`
+    # is bound to its current content (MISSING included, so a later one is a change too).
     bind = {ph.ARTIFACT[p]: tasks.sha256_file(rec.dir / ph.ARTIFACT[p]) for p in signoffs_passed(to)}
     event = "RESEALED" if rec.tamper else "APPROVED"
-    previous = rec.phase or "unknown"
+    previous = rec.phase or ("corrupt" if rec.tamper else "none")
     fields: dict[str, object] = {"task": str(rec.ref), "from": previous, "to": to, "by": who}
     if rec.tamper:
         fields["tamper"] = rec.tamper
-        # A broken chain is sealed off: the new line starts a fresh chain after a marker file.
-        if not rec.chain.ok:
-            os.replace(rec.log_file, rec.log_file.with_name(rec.log_file.name + ".broken"))
-            rec = tasks.load_dir(rec.ref, rec.dir) if rec.state_file.exists() else rec
+        if not rec.chain.ok:  # a broken chain is kept as evidence; the new line starts a fresh one
+            aside = _aside(rec.log_file)
+            os.replace(rec.log_file, aside)
+            fields["broken_log"] = aside.name
             rec.chain = chainlog.read_chain(rec.log_file)
     if bind:
         fields["bind"] = format_bind(bind)
     _commit(rec, to, event, fields)
     out.lines.append(f"{rec.ref}: {previous} -> {to} ({event.lower()} by {who})")
+    _place(project, tasks.load_dir(rec.ref, rec.dir), out)
     out.data = {"task": str(rec.ref), "from": previous, "to": to, "by": who, "event": event}
     return out
 
 
+def _aside(log_file: Path) -> Path:
+    """A new name for a broken log: `.state.log.broken`, then `.broken-2`, ... (never overwrites)."""
+    candidate = log_file.with_name(log_file.name + ".broken")
+    n = 1
+    while candidate.exists():
+        n += 1
+        candidate = log_file.with_name(f"{log_file.name}.broken-{n}")
+    return candidate
+
+
 def phase(project: Project, task: str) -> Outcome:
-    """Print the phase; a legacy folder is migrated and a demotion applied (both said)."""
+    """Print the phase; a legacy folder is migrated and a demotion applied (both said).
+
+    data: {"task", "phase"}.
+    """
     ref = TaskRef.parse(task)
-    rec = tasks.load(project, ref)
-    with locked(tasks.lock_path(rec.dir)):
+    _require(project, ref)
+    with locked(tasks.lock_path(project, ref)):
         out = Outcome()
-        rec = _settle(_fresh(project, ref), out)
+        rec = _settle(project, _fresh(project, ref), out)
     out.lines.append(str(rec.phase))
     out.data = {"task": str(ref), "phase": rec.phase}
     return out

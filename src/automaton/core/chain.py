@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 GENESIS = "0" * 64
 _TOKEN = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S*)')
 _BARE = re.compile(r'^[^\s"=]*$')
-_EVENT = re.compile(r"^[A-Z][A-Z_]*$")
+_EVENT = re.compile(r"^[A-Z][A-Z_]*\Z")
+_KEY = re.compile(r"^\w+\Z")
 
 
 def line_hash(line: str) -> str:
@@ -33,6 +34,9 @@ def format_line(ts: str, event: str, fields: dict[str, object], state: str, prev
     """Render one log line (no newline). `event` is UPPER_SNAKE; keys are `\\w+`."""
     if not _EVENT.match(event):
         raise ValueError(f"bad event name {event!r}")
+    bad = [k for k in fields if not _KEY.match(k)]
+    if bad:
+        raise ValueError(f"bad field name(s) {bad!r}: keys are \\w+")
     parts = [ts, event]
     parts += [f"{k}={_quote(v)}" for k, v in fields.items() if k not in ("state", "prev")]
     parts += [f"state={_quote(state)}", f"prev={prev}"]
@@ -93,7 +97,9 @@ def verify_text(text: str) -> ChainCheck:
         return ChainCheck(False, [], "the last line is partial (no newline): the log was cut")
     lines: list[LogLine] = []
     prev = GENESIS
-    for n, raw in enumerate(text.splitlines(), start=1):
+    # Split on "\n" only: str.splitlines() also splits on \r, \x1c, \u2028 ..., which a
+    # line may legitimately hold, and would then mis-hash it.
+    for n, raw in enumerate(text.split("\n")[:-1] if text else [], start=1):
         parsed = parse_line(raw)
         if parsed is None:
             return ChainCheck(False, lines, f"line {n} is not a valid log line")

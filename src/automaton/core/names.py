@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from automaton.core.errors import BadInput
 
-NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+# `\Z`, not `$`: `$` also matches before a trailing newline, and "fix\n" must not pass.
+NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*\Z")
 MAX_NAME = 64
 RESERVED = frozenset({"complete"})
 

@@ -143,8 +143,9 @@ def approval_artifacts(phase: str) -> tuple[str, ...]:
     return (ARTIFACT[base(phase)],)
 
 
+# `[ \t]`, not `\s`: the verdict must sit on one line ("Verdict:\nPASS" is no verdict).
 _VERDICT_RE = re.compile(
-    r"^[\s>#*_-]*verdict[\s*_]*:[\s*_]*(PASS|FAIL|NEEDS[_ ]REVIEW)\b", re.IGNORECASE | re.MULTILINE
+    r"^[ \t>#*_-]*verdict[ \t*_]*:[ \t*_]*(PASS|FAIL|NEEDS[_ ]REVIEW)(?![A-Za-z0-9])", re.IGNORECASE | re.MULTILINE
 )
 
 

@@ -21,6 +21,7 @@ LOG = ".state.log"
 LOCK = ".state.lock"
 # Log events whose `bind` field (re)binds approved artifacts to their SHA-256.
 BINDING_EVENTS = frozenset({"APPROVED", "RESEALED"})
+UNREADABLE = "unreadable"
 
 
 def phase_token(data: bytes) -> str | None:
@@ -37,25 +38,27 @@ def phase_token(data: bytes) -> str | None:
 
 def read_phase(state_file: Path) -> str:
     """Read `.state`; raises CorruptState (exit 2) naming the file. Never defaults to `new`."""
-    try:
-        data = state_file.read_bytes()
-    except OSError as exc:
-        raise CorruptState(f"{state_file}: cannot read ({exc.strerror}); fix permissions") from None
+    data = _read_bytes(state_file)
+    if data is None:
+        raise CorruptState(f"{state_file}: missing; create tasks with automaton --create-task")
     phase = phase_token(data)
     if phase is None:
         shown = data[:40].decode("utf-8", "replace").strip() or "empty"
         raise CorruptState(
             f"{state_file}: not a valid phase ({shown!r}); it was written outside automaton —"
-            " a human can re-seal it with: automaton --approve --task TASK --to PHASE"
+            " a human re-seals it with: automaton --approve --task TASK --to PHASE"
         )
     return phase
 
 
 def sha256_file(path: Path) -> str:
+    """SHA-256 hex of the file; MISSING when absent, UNREADABLE when not a readable file."""
     try:
         return hashlib.sha256(path.read_bytes()).hexdigest()
     except FileNotFoundError:
         return MISSING
+    except OSError:  # a directory or no permission: differs from any hash, so it demotes
+        return UNREADABLE
 
 
 @dataclass
@@ -100,10 +103,7 @@ class TaskRecord:
         """Sub-task folders: child folders with a `.state` or a `.state.log`."""
         if self.ref.parent is not None:
             return []
-        return sorted(
-            p for p in self.dir.iterdir()
-            if p.is_dir() and NAME_RE.match(p.name) and ((p / STATE).exists() or (p / LOG).exists())
-        )
+        return _subs(self.dir)
 
 
 def present_artifacts(folder: Path) -> set[str]:
@@ -115,33 +115,68 @@ def present_artifacts(folder: Path) -> set[str]:
     return names & ARTIFACTS
 
 
-def load(project: Project, ref: TaskRef) -> TaskRecord:
-    """Read a task read-only. Raises BadInput for an unknown task, CorruptState for a bad `.state`."""
+def load(project: Project, ref: TaskRef, *, strict: bool = True) -> TaskRecord:
+    """Read a task read-only. Raises BadInput for an unknown task, CorruptState for a bad `.state`
+    (with `strict=False` a bad `.state` is reported in `tamper` instead, for the human re-seal)."""
     folder = project.task_dir(ref)
     if not folder.is_dir():
         raise BadInput(f"unknown task {str(ref)!r}: no folder {folder}; create it with automaton --create-task")
-    return load_dir(ref, folder)
+    return load_dir(ref, folder, strict=strict)
 
 
-def load_dir(ref: TaskRef, folder: Path) -> TaskRecord:
+def _read_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        return b"<a directory>"
+    except OSError as exc:
+        raise CorruptState(f"{path}: cannot read ({exc.strerror}); fix its permissions") from None
+
+
+# A lockless reader (--can-edit, --audit) can interleave with a writer's three steps (temp file,
+# log line, rename) and see `.state` and the log disagree for a moment. Reading
+# state, log, temp, state again and retrying while `.state` changed under us closes that window:
+# a writer's rename between the two state reads shows up as a difference.
+_READ_TRIES = 20
+
+
+def load_dir(ref: TaskRef, folder: Path, *, strict: bool = True) -> TaskRecord:
+    """Read the task in `folder` (see `load`). Writes nothing; safe without the lock."""
     state_file, log_file = folder / STATE, folder / LOG
-    chain = chainlog.read_chain(log_file)
+    for _ in range(_READ_TRIES):
+        before = _read_bytes(state_file)
+        chain = chainlog.read_chain(log_file)
+        pending = _read_bytes(tmp_path(state_file))
+        after = _read_bytes(state_file)
+        if before == after:
+            break
     present = present_artifacts(folder)
-    if not state_file.exists():
+    pending_phase = phase_token(pending) if pending is not None else None
+    # An interrupted commit (temp file written and logged, rename not done): the logged state
+    # is the truth, and the next locked command rolls the temp file forward.
+    rolled = chain.ok and pending_phase is not None and pending_phase == chain.last_state
+    if after is None:
+        if rolled:
+            return TaskRecord(ref, folder, pending_phase, chain, "", present)
         if log_file.exists():
             return TaskRecord(ref, folder, None, chain, f"{state_file} was deleted but its log exists", present)
         return TaskRecord(ref, folder, None, chain, "", present)
-    phase = read_phase(state_file)
+    phase = phase_token(after)
+    if phase is None:
+        message = _corrupt_message(state_file, after, ref)
+        if strict:
+            raise CorruptState(message)
+        return TaskRecord(ref, folder, None, chain, message, present)
     tamper = ""
     if not chain.ok:
         tamper = f"{log_file}: {chain.error}"
     elif not chain.lines:
         tamper = f"{state_file} has no {LOG}: it was written outside automaton"
     elif chain.last_state != phase:
-        pending = tmp_path(state_file)
-        pending_phase = phase_token(pending.read_bytes()) if pending.exists() else None
-        if pending_phase is not None and pending_phase == chain.last_state:
-            phase = pending_phase  # an interrupted commit: the next locked command rolls it forward
+        if rolled:
+            phase = str(pending_phase)
         else:
             tamper = (
                 f"{state_file} says {phase!r} but its log's last line says {chain.last_state!r}:"
@@ -150,17 +185,43 @@ def load_dir(ref: TaskRef, folder: Path) -> TaskRecord:
     return TaskRecord(ref, folder, phase, chain, tamper, present)
 
 
+def _corrupt_message(state_file: Path, data: bytes, ref: TaskRef) -> str:
+    shown = data[:40].decode("utf-8", "replace").strip() or "empty"
+    return (
+        f"{state_file}: not a valid phase ({shown!r}); it was written outside automaton —"
+        f" a human re-seals it with: automaton --approve --task {ref} --to PHASE"
+    )
+
+
 def recover(record: TaskRecord) -> None:
     """Under the task lock: finish or drop an interrupted `.state` commit."""
     chainlog.recover(record.state_file, record.log_file, phase_token)
 
 
-def lock_path(folder: Path) -> Path:
-    return folder / LOCK
+def lock_path(project: Project, ref: TaskRef) -> Path:
+    """The lock of one task: `tasks/.state.lock-NAME` (`-PARENT.SUB` for a sub-task).
+
+    It lives beside the task folders, not inside: completing a task moves its folder to
+    tasks/complete/, and a waiter opening a lock inside the moved folder would make filelock
+    recreate the old folder (it creates missing parents), which would then read as a new
+    legacy task. The `.state` prefix puts it under the always-denied paths of --can-edit.
+    """
+    key = f"{ref.parent}.{ref.name}" if ref.parent is not None else str(ref.name)
+    return project.tasks_dir / f"{LOCK}-{key}"
+
+
+def _subs(folder: Path) -> list[Path]:
+    return sorted(
+        sub for sub in folder.iterdir()
+        if sub.is_dir() and NAME_RE.match(sub.name) and ((sub / STATE).exists() or (sub / LOG).exists())
+    )
 
 
 def iter_tasks(project: Project) -> Iterator[tuple[TaskRef, Path]]:
-    """Every task folder: `tasks/*`, `tasks/complete/*` and sub-tasks `tasks/P/SUB`."""
+    """Every task folder: `tasks/*`, `tasks/complete/*` and their sub-tasks `.../P/SUB`.
+
+    Folders whose names are not task names are skipped here; `stray_folders` lists them.
+    """
     root = project.tasks_dir
     if not root.is_dir():
         return
@@ -170,12 +231,29 @@ def iter_tasks(project: Project) -> Iterator[tuple[TaskRef, Path]]:
         if folder.name == COMPLETE_DIR:
             for done in sorted(folder.iterdir()):
                 if done.is_dir() and NAME_RE.match(done.name):
-                    yield TaskRef(TaskName(done.name)), done
+                    ref = TaskRef(TaskName(done.name))
+                    yield ref, done
+                    for sub in _subs(done):
+                        yield TaskRef(TaskName(sub.name), ref.name), sub
             continue
         if not NAME_RE.match(folder.name):
             continue
         ref = TaskRef(TaskName(folder.name))
         yield ref, folder
-        for sub in sorted(folder.iterdir()):
-            if sub.is_dir() and NAME_RE.match(sub.name) and ((sub / STATE).exists() or (sub / LOG).exists()):
-                yield TaskRef(TaskName(sub.name), ref.name), sub
+        for sub in _subs(folder):
+            yield TaskRef(TaskName(sub.name), ref.name), sub
+
+
+def stray_folders(project: Project) -> list[Path]:
+    """Folders in `tasks/` (and `tasks/complete/`) whose names are not valid task names."""
+    root = project.tasks_dir
+    if not root.is_dir():
+        return []
+    found = []
+    for parent in (root, root / COMPLETE_DIR):
+        if not parent.is_dir():
+            continue
+        for folder in sorted(parent.iterdir()):
+            if folder.is_dir() and not folder.name.startswith(".") and not NAME_RE.match(folder.name):
+                found.append(folder)
+    return found

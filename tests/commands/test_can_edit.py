@@ -1,0 +1,193 @@
+"""`--can-edit`: the phase scopes of DESIGN §4 and the always-denied paths, via the real CLI."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from automaton.commands import can_edit
+from automaton.core import phases as ph
+from automaton.store import chainlog
+from tests.helpers import Result, run_cli
+
+
+def seed(root: Path, ref: str, phase: str, artifacts: dict[str, str] | None = None) -> Path:
+    folder = root / "tasks" / ref
+    folder.mkdir(parents=True)
+    for name, text in (artifacts or {}).items():
+        (folder / name).write_text(text)
+    chainlog.commit(folder / ".state", folder / ".state.log", f"{phase}\n".encode(), phase, "SEEDED", {"task": ref})
+    return folder
+
+
+def check(root: Path, file: str, *extra: str, cwd: Path | None = None) -> Result:
+    args = ["--can-edit", "--file", file, *extra]
+    if cwd is None:
+        args += ["--project", str(root)]
+    return run_cli(*args, "--json", cwd=cwd)
+
+
+def allowed(root: Path, file: str, task: str | None = "t") -> bool:
+    res = check(root, file, *(("--task", task) if task else ()))
+    assert res.code in (0, 1), res.err
+    assert res.json["allowed"] is (res.code == 0)
+    return res.code == 0
+
+
+# What each phase may write (DESIGN §4); everything else is denied.
+OWN = {p: f"tasks/t/{ph.ARTIFACT[p]}" for p in ph.ARTIFACT}
+PROBES = [*(f"tasks/t/{a}" for a in sorted(ph.ARTIFACTS)), "src/app.py", "README.md", "docs/guide.txt",
+          "docs/x.md", "tasks/other/SPEC.md", "tasks/t/notes.md", "tasks/t/PARENT_SPEC.md"]
+
+
+def expected(phase: str, probe: str) -> bool:
+    if phase in OWN and probe == OWN[phase]:
+        return True
+    outside = not probe.startswith(("tasks/", ".automaton/"))
+    if phase == "implement":
+        return outside
+    if phase == "doc_review":
+        return outside and (probe.endswith(".md") or probe.startswith("docs/"))
+    return False
+
+
+@pytest.mark.parametrize("phase", ph.PHASES)
+def test_phase_scope(tmp_path: Path, phase: str) -> None:
+    seed(tmp_path, "t", phase)
+    (tmp_path / "tasks" / "other").mkdir()
+    got = {probe: allowed(tmp_path, probe) for probe in PROBES}
+    assert got == {probe: expected(phase, probe) for probe in PROBES}
+    if phase in OWN:
+        assert got[OWN[phase]]  # each phase may write its own artifact
+    if ph.is_awaiting(phase) or phase.endswith(":approved") or phase in ("new", "complete", "human_intervention"):
+        assert not any(got.values())
+
+
+ALWAYS_DENIED = [
+    ".state", "tasks/t/.state", "tasks/t/.state.tmp", "tasks/t/.state.log", "tasks/.state.lock-t",
+    "tasks/t/.STATE", "tasks/t/.State.Log", "src/.state", ".automaton/focus", ".automaton/loops/x/loop.json",
+    ".Automaton/x", ".AUTOMATON/config.json", ".git/config", "src/.git/hooks/pre-commit", ".GIT/HEAD",
+    "../outside.py", "src/../../outside.py", "/etc/passwd", "tasks/t/../../../x",
+]
+
+
+@pytest.mark.parametrize("path", ALWAYS_DENIED)
+def test_always_denied_even_at_implement(tmp_path: Path, path: str) -> None:
+    seed(tmp_path, "t", "implement")
+    assert not allowed(tmp_path, path)
+    assert not allowed(tmp_path, path, task=None)  # also with no task in focus
+
+
+def test_dotdot_that_stays_inside_is_resolved(tmp_path: Path) -> None:
+    seed(tmp_path, "t", "implement")
+    assert allowed(tmp_path, "tasks/../src/app.py")
+    assert not allowed(tmp_path, "src/../tasks/t/SPEC.md")
+
+
+def test_symlinks_out_of_the_project_are_denied(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    seed(root, "t", "implement")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / "src").mkdir()
+    os.symlink(outside, root / "src" / "escape")
+    os.symlink(outside / "nothing-here", root / "src" / "dangling.py")
+    os.symlink(root / "tasks" / "t" / ".state", root / "src" / "alias.txt")
+    os.symlink(root / ".automaton", root / "src" / "dot")
+    assert not allowed(root, "src/escape/x.py")
+    assert not allowed(root, "src/dangling.py")
+    assert not allowed(root, str(root / "src" / "dangling.py"))
+    assert not allowed(root, "src/alias.txt")
+    assert not allowed(root, "src/dot/focus")
+    assert allowed(root, "src/app.py")
+
+
+def test_symlinked_project_root_still_resolves(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    seed(root, "t", "implement")
+    os.symlink(root, tmp_path / "link")
+    assert allowed(tmp_path / "link", "src/app.py")
+    assert allowed(root, str(tmp_path / "link" / "src" / "app.py"))
+
+
+def test_relative_path_resolves_against_the_current_directory(tmp_path: Path) -> None:
+    seed(tmp_path, "t", "research")
+    (tmp_path / ".git").mkdir()  # marks the project root for discovery
+    sub = tmp_path / "tasks" / "t"
+    res = check(tmp_path, "SPEC.md", "--task", "t", cwd=sub)
+    assert res.code == 0 and res.json["path"] == str((sub / "SPEC.md").resolve())
+    assert check(tmp_path, "../t/DESIGN.md", "--task", "t", cwd=sub).code == 1
+
+
+def test_case_insensitive_volume_folds_case(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seed(tmp_path, "t", "research")
+    monkeypatch.setattr(can_edit, "case_insensitive", lambda _root: True)
+    assert allowed(tmp_path, "tasks/t/spec.md")
+    assert can_edit.task_scope_allows("research", ("TASKS", "T", "Spec.md"), ("tasks", "t"), fold=True)
+    assert not can_edit.task_scope_allows("research", ("TASKS", "T", "Spec.md"), ("tasks", "t"))
+
+
+@pytest.mark.parametrize("parts", [("Tasks", "t", "SPEC.md"), ("TASKS", "x.py"), (".Automaton", "x")])
+def test_implement_never_reaches_tasks_in_any_case(parts: tuple[str, ...]) -> None:
+    assert not can_edit.task_scope_allows("implement", parts, ("tasks", "t"))
+    assert not can_edit.task_scope_allows("implement", parts, ("tasks", "t"), fold=True)
+
+
+def test_protected_names_in_any_case() -> None:
+    for parts in ((".STATE",), ("a", ".State.tmp"), (".Automaton", "x"), ("x", ".Git", "y"), ()):
+        assert can_edit.protected(parts), parts
+    assert can_edit.protected(("src", "state.py")) is None
+    assert can_edit.protected(("docs", "automaton.md")) is None
+
+
+def test_pending_demotion_denies_everything(tmp_path: Path, approver: str) -> None:
+    folder = seed(tmp_path, "t", "design:awaiting_approval", {"SPEC.md": "s", "DESIGN.md": "d1"})
+    assert run_cli("--approve", "--task", "t", "--project", str(tmp_path)).code == 0
+    assert run_cli("--transition", "implement", "--task", "t", "--project", str(tmp_path)).code == 0
+    assert allowed(tmp_path, "src/app.py")
+    (folder / "DESIGN.md").write_text("d2")  # an approved artifact changed: a sign-off is pending
+    res = check(tmp_path, "src/app.py", "--task", "t")
+    assert res.code == 1 and "DESIGN.md changed" in res.json["reason"]
+    assert not allowed(tmp_path, "tasks/t/IMPLEMENTATION.md")
+
+
+def test_tampered_and_legacy_tasks_deny_everything(tmp_path: Path) -> None:
+    folder = seed(tmp_path, "t", "implement")
+    (folder / ".state").write_text("referee\n")
+    res = check(tmp_path, "src/app.py", "--task", "t")
+    assert res.code == 1 and "tampered" in res.json["reason"]
+    (tmp_path / "tasks" / "old").mkdir()
+    res = check(tmp_path, "src/app.py", "--task", "old")
+    assert res.code == 1 and "no .state" in res.json["reason"]
+    assert not (tmp_path / "tasks" / "old" / ".state").exists()  # --can-edit writes nothing
+
+
+def test_unknown_task_or_corrupt_state_is_exit_2(tmp_path: Path) -> None:
+    folder = seed(tmp_path, "t", "implement")
+    assert check(tmp_path, "src/app.py", "--task", "nope").code == 2
+    (folder / ".state").write_text("")
+    res = check(tmp_path, "src/app.py", "--task", "t")
+    assert res.code == 2 and str(folder / ".state") in res.err
+
+
+def test_which_task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, approver: str) -> None:
+    seed(tmp_path, "t", "research")
+    seed(tmp_path, "u", "implement")
+    assert allowed(tmp_path, "src/app.py", task=None)  # no task: only the always-denied paths
+    monkeypatch.setenv("AUTOMATON_TASK", "t")
+    assert not allowed(tmp_path, "src/app.py", task=None)
+    assert allowed(tmp_path, "src/app.py", task="u")  # --task wins over the environment
+    monkeypatch.delenv("AUTOMATON_TASK")
+    assert run_cli("--focus", "t", "--project", str(tmp_path)).code == 0
+    assert not allowed(tmp_path, "src/app.py", task=None)
+    assert allowed(tmp_path, "tasks/t/SPEC.md", task=None)
+
+
+def test_text_output(tmp_path: Path) -> None:
+    seed(tmp_path, "t", "research")
+    res = run_cli("--can-edit", "--file", "tasks/t/SPEC.md", "--task", "t", "--project", str(tmp_path))
+    assert res.code == 0 and res.out == "ALLOWED: tasks/t/SPEC.md is in scope of t at research\n"
+    res = run_cli("--can-edit", "--file", ".state", "--project", str(tmp_path))
+    assert res.code == 1 and res.out.startswith("DENIED: .state: ")

@@ -1,0 +1,87 @@
+"""`--focus`: a human act, logged, and tamper-evident (DESIGN §7)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from automaton.commands.focus import read_focus
+from automaton.core.chain import verify_text
+from automaton.core.errors import BadInput
+from automaton.core.names import TaskRef
+from automaton.store import chainlog
+from automaton.store.layout import Project
+from tests.helpers import Result, run_cli
+
+
+def cli(root: Path, *args: str, tty: bool = False) -> Result:
+    return run_cli(*args, "--project", str(root), tty=tty)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    folder = tmp_path / "tasks" / "t"
+    folder.mkdir(parents=True)
+    chainlog.commit(folder / ".state", folder / ".state.log", b"research\n", "research", "SEEDED", {})
+    return tmp_path
+
+
+def test_focus_needs_a_human(root: Path) -> None:
+    res = cli(root, "--focus", "t")
+    assert res.code == 1 and "AUTOMATON_APPROVER" in res.err
+    assert not (root / ".automaton" / "focus").exists()
+    assert read_focus(Project(root)) is None
+
+
+def test_focus_from_a_terminal_is_logged(root: Path) -> None:
+    assert cli(root, "--focus", "t", tty=True).code == 0
+    assert read_focus(Project(root)) == TaskRef.parse("t")
+
+
+def test_focus_set_and_clear_are_logged(root: Path, approver: str) -> None:
+    res = cli(root, "--focus", "t", "--json")
+    assert res.code == 0 and res.json == {"focus": "t", "by": approver}
+    assert (root / ".automaton" / "focus").read_text() == "t\n"
+    assert read_focus(Project(root)) == TaskRef.parse("t")
+    assert cli(root, "--focus", "--clear").code == 0
+    assert read_focus(Project(root)) is None
+    check = verify_text((root / ".automaton" / "focus.log").read_text())
+    assert check.ok
+    assert [(x.event, x.fields.get("by"), x.state) for x in check.lines] == [
+        ("FOCUS", approver, "t"), ("FOCUS_CLEARED", approver, "-")]
+    assert not (root / ".automaton" / "focus.tmp").exists()
+
+
+@pytest.mark.parametrize("args", [("--focus",), ("--focus", "t", "--clear"), ("--focus", "nope"),
+                                  ("--focus", "Bad_Name")])
+def test_focus_bad_input(root: Path, approver: str, args: tuple[str, ...]) -> None:
+    res = cli(root, *args)
+    assert res.code == 2 and len(res.err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("edit", ["other", "", "deleted", "no_log"])
+def test_focus_written_outside_automaton_is_detected(root: Path, approver: str, edit: str) -> None:
+    assert cli(root, "--focus", "t").code == 0
+    focus, log = root / ".automaton" / "focus", root / ".automaton" / "focus.log"
+    if edit == "deleted":
+        focus.unlink()
+    elif edit == "no_log":
+        log.unlink()
+        focus.write_text("t\n")
+    else:
+        focus.write_text(f"{edit}\n")
+    with pytest.raises(BadInput) as err:
+        read_focus(Project(root))
+    assert "outside automaton" in err.value.message
+    res = run_cli("--can-edit", "--file", "src/x.py", "--project", str(root))
+    assert res.code == 2  # a hook treats 2 as deny
+    assert cli(root, "--focus", "--clear").code == 0  # the human resets it
+    assert read_focus(Project(root)) is None
+
+
+def test_focus_file_without_log_is_not_obeyed(tmp_path: Path) -> None:
+    (tmp_path / ".automaton").mkdir()
+    (tmp_path / ".automaton" / "focus").write_text("t\n")
+    with pytest.raises(BadInput):
+        read_focus(Project(tmp_path))

@@ -1,0 +1,192 @@
+"""Task records on disk: `.state` read fail-closed, tamper evidence, interrupted commits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from automaton.core.approvals import MISSING
+from automaton.core.errors import BadInput, CorruptState, ExitCode
+from automaton.core.names import TaskName, TaskRef
+from automaton.store import atomic, chainlog, tasks
+from automaton.store.layout import Project
+
+REF = TaskRef(TaskName("t"))
+
+
+def seed(folder: Path, *phases: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for p in phases:
+        chainlog.commit(folder / ".state", folder / ".state.log", f"{p}\n".encode(), p, "SEEDED", {})
+
+
+@pytest.mark.parametrize(("data", "token"), [
+    (b"new\n", "new"), (b"design:approved\n", "design:approved"), (b"research\r\n", "research"),
+    (b"", None), (b"\n", None), (b"new", None), (b"research:app", None), (b"bogus\n", None),
+    (b"new\nnew\n", None), (b"\xff\n", None), (b"NEW\n", None), (b"implement:approved\n", None),
+])
+def test_phase_token(data: bytes, token: str | None) -> None:
+    assert tasks.phase_token(data) == token
+
+
+@pytest.mark.parametrize("data", [b"", b"desi", b"research:awaiting_appro", b"bogus\n", b"new"])
+def test_corrupt_state_raises_naming_the_file_never_new(tmp_path: Path, data: bytes) -> None:
+    folder = tmp_path / "t"
+    seed(folder, "new")
+    (folder / ".state").write_bytes(data)
+    with pytest.raises(CorruptState) as err:
+        tasks.load_dir(REF, folder)
+    assert err.value.code == ExitCode.BAD_INPUT
+    assert str(folder / ".state") in err.value.message and "--approve --task t --to" in err.value.message
+    with pytest.raises(CorruptState):
+        tasks.read_phase(folder / ".state")
+    lenient = tasks.load_dir(REF, folder, strict=False)
+    assert lenient.phase is None and lenient.tamper and not lenient.legacy
+
+
+def test_state_that_is_a_directory_is_corrupt(tmp_path: Path) -> None:
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / ".state").mkdir()
+    with pytest.raises(CorruptState):
+        tasks.load_dir(REF, folder)
+
+
+def test_intact_task(tmp_path: Path) -> None:
+    folder = tmp_path / "t"
+    seed(folder, "new", "research")
+    (folder / "SPEC.md").write_text("x")
+    (folder / "notes.txt").write_text("x")
+    (folder / "PARENT_SPEC.md").write_text("x")
+    rec = tasks.load_dir(REF, folder)
+    assert rec.phase == "research" and rec.tamper == "" and not rec.legacy
+    assert rec.present == {"SPEC.md"}
+
+
+def test_legacy_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / "SPEC.md").write_text("x")
+    rec = tasks.load_dir(REF, folder)
+    assert rec.phase is None and rec.legacy and rec.tamper == ""
+
+
+@pytest.mark.parametrize("damage", ["hand_edit", "no_log", "deleted_state", "broken_chain", "cut_log"])
+def test_tamper_kinds(tmp_path: Path, damage: str) -> None:
+    folder = tmp_path / "t"
+    seed(folder, "new", "research", "research:awaiting_approval")
+    state, log = folder / ".state", folder / ".state.log"
+    if damage == "hand_edit":
+        state.write_text("research:approved\n")
+    elif damage == "no_log":
+        log.unlink()
+    elif damage == "deleted_state":
+        state.unlink()
+    elif damage == "broken_chain":
+        log.write_text(log.read_text().replace("state=research ", "state=design ", 1))
+    else:
+        log.write_text("".join(log.read_text().splitlines(keepends=True)[:-1]))
+    rec = tasks.load_dir(REF, folder)
+    assert rec.tamper and not rec.legacy
+    assert str(folder) in rec.tamper
+
+
+def test_logged_but_unpublished_commit_reads_as_the_logged_phase(tmp_path: Path) -> None:
+    folder = tmp_path / "t"
+    seed(folder, "new")
+    atomic.write_tmp(folder / ".state", b"research\n")
+    chainlog.append_event(folder / ".state.log", "TRANSITION", {}, "research")
+    rec = tasks.load_dir(REF, folder)
+    assert rec.phase == "research" and rec.tamper == ""
+    assert (folder / ".state").read_bytes() == b"new\n"  # reading wrote nothing
+    tasks.recover(rec)
+    assert (folder / ".state").read_bytes() == b"research\n"
+
+
+def test_first_commit_cut_before_rename_is_not_tamper(tmp_path: Path) -> None:
+    folder = tmp_path / "t"
+    folder.mkdir()
+    atomic.write_tmp(folder / ".state", b"new\n")
+    chainlog.append_event(folder / ".state.log", "CREATED", {}, "new")
+    rec = tasks.load_dir(REF, folder)
+    assert rec.phase == "new" and rec.tamper == ""
+
+
+def test_unlogged_temp_keeps_the_old_phase(tmp_path: Path) -> None:
+    folder = tmp_path / "t"
+    seed(folder, "new")
+    atomic.write_tmp(folder / ".state", b"complete\n")
+    rec = tasks.load_dir(REF, folder)
+    assert rec.phase == "new" and rec.tamper == ""
+
+
+def test_lockless_read_racing_a_commit_is_not_tamper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader that reads `.state`, then the log after a whole commit ran, retries."""
+    folder = tmp_path / "t"
+    seed(folder, "new")
+    real_read_chain = chainlog.read_chain
+    fired: list[bool] = []
+
+    def racing(log: Path) -> object:
+        if not fired:
+            fired.append(True)
+            chainlog.commit(folder / ".state", log, b"research\n", "research", "TRANSITION", {})
+        return real_read_chain(log)
+
+    monkeypatch.setattr(chainlog, "read_chain", racing)
+    rec = tasks.load_dir(REF, folder)
+    assert fired and rec.phase == "research" and rec.tamper == ""
+
+
+def test_bound_reads_approvals_later_wins(tmp_path: Path) -> None:
+    folder = tmp_path / "t"
+    folder.mkdir()
+    state, log = folder / ".state", folder / ".state.log"
+    chainlog.commit(state, log, b"research:approved\n", "research:approved", "APPROVED", {"bind": "SPEC.md:aaa"})
+    chainlog.commit(state, log, b"design:approved\n", "design:approved", "APPROVED", {"bind": "DESIGN.md:bbb"})
+    chainlog.commit(state, log, b"design:approved\n", "design:approved", "RESEALED", {"bind": "SPEC.md:ccc"})
+    chainlog.commit(state, log, b"design:approved\n", "design:approved", "TRANSITION", {"bind": "SPEC.md:zzz"})
+    assert tasks.load_dir(REF, folder).bound() == {"SPEC.md": "ccc", "DESIGN.md": "bbb"}
+
+
+def test_sha256_file(tmp_path: Path) -> None:
+    (tmp_path / "a").write_bytes(b"abc")
+    assert tasks.sha256_file(tmp_path / "a") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    assert tasks.sha256_file(tmp_path / "missing") == MISSING
+    (tmp_path / "d").mkdir()
+    assert tasks.sha256_file(tmp_path / "d") == tasks.UNREADABLE
+
+
+def test_load_unknown_task_is_bad_input(tmp_path: Path) -> None:
+    with pytest.raises(BadInput) as err:
+        tasks.load(Project(tmp_path), REF)
+    assert "unknown task" in err.value.message and err.value.code == ExitCode.BAD_INPUT
+
+
+def test_iter_tasks_and_strays(tmp_path: Path) -> None:
+    root = tmp_path / "tasks"
+    seed(root / "alpha", "new")
+    seed(root / "alpha" / "sub-one", "new")
+    (root / "alpha" / "notes").mkdir()  # not a sub-task: no .state
+    seed(root / "complete" / "done", "complete")
+    seed(root / "complete" / "done" / "child", "complete")
+    (root / "legacy").mkdir()
+    (root / "Bad_Name").mkdir()
+    (root / ".hidden").mkdir()
+    (root / "file.md").write_text("x")
+    found = [(str(ref), path.relative_to(root).as_posix()) for ref, path in tasks.iter_tasks(Project(tmp_path))]
+    assert found == [
+        ("alpha", "alpha"), ("alpha/sub-one", "alpha/sub-one"),
+        ("done", "complete/done"), ("done/child", "complete/done/child"),
+        ("legacy", "legacy"),
+    ]
+    assert [p.name for p in tasks.stray_folders(Project(tmp_path))] == ["Bad_Name"]
+    assert list(tasks.iter_tasks(Project(tmp_path / "nothing"))) == []
+
+
+def test_lock_path_is_outside_the_task_folder_and_shared_with_complete(tmp_path: Path) -> None:
+    project = Project(tmp_path)
+    assert tasks.lock_path(project, REF) == tmp_path / "tasks" / ".state.lock-t"
+    assert tasks.lock_path(project, TaskRef.parse("p/s")) == tmp_path / "tasks" / ".state.lock-p.s"
+    assert tasks.lock_path(project, TaskRef.parse("p-s")) != tasks.lock_path(project, TaskRef.parse("p/s"))
