@@ -143,17 +143,8 @@ def _loop_task(project: Project, name: LoopName) -> TaskRef | None:
 
 
 def _phase_scope(project: Project, ref: TaskRef, parts: tuple[str, ...]) -> Verdict:
-    """The task phase scope of worktree-relative `parts`, phase read from the main checkout."""
-    from automaton.store import tasks
+    """The task phase scope of worktree-relative `parts`, phase read from the main checkout.
 
-    rec = tasks.load(project, ref)
-    where = posix(parts)
-    if rec.tamper:
-        return Verdict(False, f"task {ref} is tampered ({rec.tamper}); nothing may be edited")
-    if rec.phase is None:
-        return Verdict(False, f"task {ref} has no .state: run automaton --phase --task {ref} first")
-    root = real(project.root, project.root)
-    task_parts = relative_parts(real(rec.dir, root), root)
-    if task_parts is not None and can_edit.task_scope_allows(rec.phase, parts, task_parts):
-        return Verdict(True, f"{where} is in scope of {ref} at {rec.phase}")
-    return Verdict(False, f"{where} is outside the scope of task {ref} at phase {rec.phase!r}")
+    The one phase-scope rule of `commands.can_edit` (tamper, pending demotion, case folding)."""
+    decision = can_edit.phase_scope(project, ref, parts)
+    return Verdict(decision.allowed, decision.reason)
