@@ -162,14 +162,18 @@ def test_claude_gets_the_budget_cap_and_the_hook_settings(project: Path, fake_bi
         """)
     settings = project / ".claude" / "settings.json"
     settings.parent.mkdir()
-    settings.write_text("{}")
+    settings.write_text('{"env": {"USER_SETTING": "kept"}}')
     proj = make_loop(project, harness={"name": "claude", "args": []}, **verify_cmd("print('1 failed, 1 passed')"))
     assert tick(proj, "demo").code == 0
     assert tick(proj, "demo").code == 0
     first, second = calls(fake_bin.dir, "claude")
     assert first[first.index("--max-budget-usd") + 1] == "1.0000"  # min(max_tick_usd 1.0, budget left 5.0)
     assert second[second.index("--max-budget-usd") + 1] == "0.2000"  # min(1.0, 5.0 - 4.8)
-    assert first[first.index("--settings") + 1] == str(settings)
+    passed = Path(first[first.index("--settings") + 1])
+    assert passed == proj.loop_dir(store.require_tracked(proj, "demo")) / "claude-settings.json"
+    doc = json.loads(passed.read_text())
+    assert doc["env"] == {"USER_SETTING": "kept"}  # the project's own settings travel along
+    assert "--hook claude" in doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
     assert st(proj)["spent_usd"] == 9.6
     assert tick(proj, "demo").code == 1  # budget gate
 

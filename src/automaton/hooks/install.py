@@ -142,13 +142,17 @@ def install(project: Project, agent: str) -> Outcome:
 
 
 def loop_settings(project: Project, loop_name: str) -> Path:
-    """Write `<loop folder>/claude-settings.json` (the Claude hook pinned to this project) and
-    return its path, for the runner's `claude --settings PATH` inside the loop worktree."""
+    """Write `<loop folder>/claude-settings.json` and return its path, for the runner's
+    `claude --settings PATH` inside the loop worktree (project settings do not follow a worktree).
+
+    It holds the project's own `.claude/settings.json` (when there is one) with the automaton
+    hook merged in, pinned to this project. BadInput when the project settings are not JSON.
+    """
     folder = project.loop_dir(LoopName.of(loop_name))
     if not folder.is_dir():
         raise BadInput(f"unknown loop {loop_name!r}: no folder {folder}")
     path = folder / LOOP_SETTINGS
-    doc: dict[str, Any] = {}
+    doc = read_json(project.root / AGENT_TARGETS["claude"][0])
     merge(doc, "PreToolUse", hook_group("claude", project), "claude", path)
     write_json(path, doc)
     return path

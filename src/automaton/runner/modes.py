@@ -66,9 +66,10 @@ def dry_run(project: Project, name: str, options: TickOptions | None = None) -> 
     implement = prompts.implement_prompt(cfg, loop_dir, ctx)
     max_usd = cfg.brakes.max_tick_usd if left_usd is None else min(cfg.brakes.max_tick_usd, left_usd)
     run_dir = loop_dir / RUNS_DIR / str(n)
+    settings = opts.settings_path or default_settings(project, loop, cfg.harness.name, write=False)
     req = HarnessRequest(role="implement", prompt=implement, cwd=cwd, timeout_s=cfg.harness.timeout_s,
                          run_dir=run_dir, model=cfg.harness.model, args=tuple(cfg.harness.args), max_usd=max_usd,
-                         settings_path=opts.settings_path or default_settings(project),
+                         settings_path=settings,
                          command=tuple(cfg.harness.command) if cfg.harness.command else None,
                          loop_dir=loop_dir, iteration=n)
     inv = harnesses.get(cfg.harness.name).invocation(req)

@@ -46,9 +46,17 @@ def run_dir(project: Project, name: str, n: int) -> Path:
     return project.loop_dir(store.require_tracked(project, name)) / RUNS_DIR / str(n)
 
 
-def default_settings(project: Project) -> Path | None:
-    path = project.root / ".claude" / "settings.json"
-    return path if path.is_file() else None
+def default_settings(project: Project, name: str, harness: str, *, write: bool = True) -> Path | None:
+    """Claude's `--settings` for a loop tick: the loop's own hook settings (DESIGN §7), i.e.
+    the project's `.claude/settings.json` plus the automaton hook, written into the loop folder
+    (`write=False`: only the path, for dry-run). None for harnesses that take no settings file."""
+    if harness != "claude":
+        return None
+    from automaton.hooks.install import LOOP_SETTINGS, loop_settings
+
+    if not write:
+        return project.loop_dir(store.require_tracked(project, name)) / LOOP_SETTINGS
+    return loop_settings(project, name)
 
 
 def tick(project: Project, name: str, options: TickOptions | None = None) -> Outcome:
@@ -102,7 +110,7 @@ def _locked_tick(project: Project, name: str, opts: TickOptions) -> Outcome:
     iters_left, usd_left = remaining(state, cfg.brakes)
     ctx = prompts.TickContext(cfg.task or state["current_task"], n, iters_left, usd_left,
                               state["last_verdict"], cfg.blast_radius.file_scope, wt.path)
-    settings = opts.settings_path or default_settings(project)
+    settings = opts.settings_path or default_settings(project, name, cfg.harness.name)
     max_usd = cfg.brakes.max_tick_usd if usd_left is None else min(cfg.brakes.max_tick_usd, usd_left)
 
     def request(role: str, prompt: str) -> HarnessRequest:
