@@ -137,6 +137,11 @@ def _locked_tick(project: Project, name: str, opts: TickOptions) -> Outcome:
         verdict = _verify(cfg, adapter, request, folder, wt.path, loop_dir, ctx, costs)
     (folder / "verdict.json").write_text(json.dumps(verdict.to_dict(), indent=2) + "\n", encoding="utf-8")
     complete, decision = _orchestrate(cfg, adapter, request, loop_dir, ctx, verdict, costs)
+    asked, applied = _apply_transition(project, ctx.task, decision)
+    if asked is not None:
+        show.note(f"  orchestrate: transition {ctx.task} -> {asked}: {applied}")
+        (folder / "transition.json").write_text(json.dumps({"task": ctx.task, "phase": asked, "result": applied})
+                                                + "\n", encoding="utf-8")
     known = all(c is not None for c in costs.values())
     # An unknown cost is never $0: the whole tick counts at its cap (DESIGN §5 gate 3).
     counted = sum(c for c in costs.values() if c is not None) if known else cfg.brakes.max_tick_usd
@@ -148,7 +153,9 @@ def _locked_tick(project: Project, name: str, opts: TickOptions) -> Outcome:
             f"{'' if known else ' (unknown: counted at max_tick_usd)'}, status {new['status']}")
     show.note(line)
     data = {"ran": True, "skipped": None, "iteration": n, "verdict": verdict.to_dict(), "cost_usd": counted,
-            "cost_known": known, "status": new["status"], "decision": decision, "worktree": str(wt.path),
+            "cost_known": known, "status": new["status"], "decision": decision,
+            "transition": None if asked is None else {"task": ctx.task, "phase": asked, "result": applied},
+            "worktree": str(wt.path),
             "worktree_branch": wt.branch, "worktree_fallback": wt.fallback, "commit": commit_sha,
             "run_dir": str(folder), "implement": {"exit_status": impl.exit_status, "error": impl.error,
                                                   "timed_out": impl.timed_out}}
@@ -192,8 +199,10 @@ def _verify(cfg: LoopConfig, adapter: harnesses.Harness, request: Any, folder: P
 def _orchestrate(cfg: LoopConfig, adapter: harnesses.Harness, request: Any, loop_dir: Path,
                  ctx: prompts.TickContext, verdict: Verdict, costs: dict[str, float | None]) -> tuple[bool, str]:
     """Step 7. Builtin: complete when the verdict is done or its score reaches target_score.
-    Otherwise the orchestrate prompt's last JSON `{"decision": "complete"|"continue"}`; an
-    unreadable decision continues (the brakes still bound the loop)."""
+    Otherwise the orchestrate prompt's last JSON object with a `decision` key:
+    `{"decision": "complete"|"continue", "transition": PHASE?}`; an unreadable decision
+    continues (the brakes still bound the loop). A `transition` is applied to the loop's task
+    later, through the enforced task API (see `_apply_transition`)."""
     reached = verdict.score is not None and verdict.score >= cfg.brakes.target_score
     if cfg.roles.orchestrate.builtin:
         return (verdict.done or reached), ("complete" if (verdict.done or reached) else "continue")
@@ -203,8 +212,29 @@ def _orchestrate(cfg: LoopConfig, adapter: harnesses.Harness, request: Any, loop
     for obj in reversed(json_objects(res.final_text)):
         if obj.get("decision") in ("complete", "continue"):
             decision = str(obj["decision"])
+            if isinstance(obj.get("transition"), str):
+                decision += f" transition={obj['transition']}"
             break
-    return decision == "complete", decision
+    return decision.startswith("complete"), decision
+
+
+def _apply_transition(project: Project, task: str | None, decision: str) -> tuple[str | None, str | None]:
+    """Apply an orchestrator's `transition=PHASE` to the loop's task through the same enforced
+    task API a human uses (`commands.tasks.transition`: sign-offs, artifacts, forbidden files,
+    R8 all apply). Returns (phase asked, result line); a refusal is recorded, never forced."""
+    _, _, phase = decision.partition(" transition=")
+    if not phase:
+        return None, None
+    if not task:
+        return phase, "refused: the loop has no task to transition"
+    from automaton.commands.tasks import transition
+    from automaton.core.errors import AutomatonError
+
+    try:
+        out = transition(project, task, phase)
+    except AutomatonError as exc:
+        return phase, f"refused: {exc.message}"
+    return phase, "; ".join(out.lines)
 
 
 def _record(project: Project, name: str, cfg: LoopConfig, n: int, verdict: Verdict, counted: float, known: bool,
