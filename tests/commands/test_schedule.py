@@ -216,3 +216,15 @@ def test_a_halt_disables_the_schedule_and_approval_re_enables_it(project: Path, 
     assert table.read_text() == ""
     assert run_cli("--approve", "--loop", "demo", "--project", str(project)).code == 0
     assert table.read_text() == installed
+
+
+def test_harness_executable_is_resolved_at_install(project: Path, table: Path,
+                                                    fake_bin: Callable[[str, str], Path]) -> None:
+    make_loop(project)  # ci-triage: harness claude
+    res = run_cli("--install-schedule", "demo", "--project", str(project), "--json")
+    assert res.code == 0 and res.json["harness_executable"] is None
+    assert "harness executable 'claude'" in res.err and "not on the PATH" in res.err
+    claude = fake_bin("claude", "print('{}')")
+    res = run_cli("--install-schedule", "demo", "--project", str(project), "--json")
+    assert res.code == 0 and res.json["harness_executable"] == str(claude.resolve())
+    assert "harness executable" not in res.err

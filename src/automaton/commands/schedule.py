@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import getpass
+import importlib
 import json
 import os
 import sys
@@ -134,6 +135,7 @@ def install_schedule(project: Project, name: str, interval_s: int | None = None,
     out = Outcome()
     if not job.runner.is_file():
         out.warnings.append(f"runner {job.runner} does not exist yet: scheduled ticks fail until it does")
+    harness_exe = _resolve_harness(project, loop, job.path_env, out)
     tick = job.tick_path(scheduler.tick_file)
     atomic_write(tick, scheduler.render_tick(job).encode("utf-8"))
     tick.chmod(0o755)
@@ -153,8 +155,36 @@ def install_schedule(project: Project, name: str, interval_s: int | None = None,
                          " --resume-loop (paused) or --approve --loop (halted)")
     _log(project, loop, "INSTALLED", {"scheduler": scheduler.kind, "interval_s": interval, "enabled": enabled}, out)
     out.data = {"ok": True, "loop": str(loop), "system": sys_name, "scheduler": scheduler.kind,
-                "interval_seconds": interval, "tick_script": str(tick), "enabled": enabled}
+                "interval_seconds": interval, "tick_script": str(tick), "enabled": enabled,
+                "harness_executable": harness_exe}
     return out
+
+
+def _resolve_harness(project: Project, loop: LoopName, path_env: str, out: Outcome) -> str | None:
+    """The harness executable resolved to an absolute path on the PATH the tick script exports
+    (DESIGN §7: cron and launchd start jobs with a bare PATH). Not found: a warning now, because
+    every scheduled tick would fail. None for the in-process `scripted` harness."""
+    import shutil
+
+    harness = loop_store.read_config(project, loop).harness
+    if harness.name == "scripted":
+        return None
+    if harness.name == "command":
+        exe = harness.command[0] if harness.command else None
+    else:
+        from automaton.harnesses import REGISTRY
+
+        exe = getattr(importlib.import_module(REGISTRY[harness.name]), "EXECUTABLE", None)
+    if not exe:
+        return None
+    found = shutil.which(exe, path=path_env)
+    if found is None:
+        out.warnings.append(f"harness executable {exe!r} (harness.name {harness.name!r}) is not on the PATH the"
+                            " scheduled tick gets: install it or fix PATH, then run --install-schedule again")
+        return None
+    resolved = str(Path(found).resolve())
+    out.lines.append(f"harness {harness.name}: {resolved}")
+    return resolved
 
 
 def uninstall_schedule(project: Project, name: str, *, system: str | None = None) -> Outcome:
