@@ -43,13 +43,16 @@ def protected(parts: tuple[str, ...]) -> str | None:
 
 
 def task_scope_allows(
-    phase: str, parts: tuple[str, ...], task_parts: tuple[str, ...], *, fold: bool = False
+    phase: str, parts: tuple[str, ...], task_parts: tuple[str, ...], *, fold: bool = False,
+    override: list[str] | None = None,
 ) -> bool:
     """Whether `phase` lets the agent write the project-relative `parts` (DESIGN §4 table).
 
     `fold=True` compares letter case-insensitively (a case-insensitive volume, where
     `Tasks/T/spec.md` is `tasks/T/SPEC.md`). "Outside tasks/ and .automaton/" is always
     tested case-insensitively: denying `Tasks/` on a case-sensitive volume errs on the safe side.
+    `override`: the project's patterns for this phase (`.automaton/config.json`); they replace
+    the built-in rule beyond the phase's own artifact, and never reach into tasks/ or .automaton/.
     """
     if not parts:
         return False
@@ -62,11 +65,24 @@ def task_scope_allows(
     if phase in ph.ARTIFACT and in_task and norm(name) == norm(ph.ARTIFACT[phase]):
         return True
     outside = parts[0].lower() not in (TASKS, DOT)
+    if override is not None:
+        return outside and _matches(override, parts, fold)
     if phase == "implement":
         return outside
     if phase == "doc_review":
         return outside and (name.lower().endswith(".md") or parts[0].lower() == "docs")
     return False
+
+
+def _matches(patterns: list[str], parts: tuple[str, ...], fold: bool) -> bool:
+    """gitignore-style match of project-relative `parts` (pathspec, imported only when a
+    project has overrides: the hook path stays light)."""
+    from pathspec import GitIgnoreSpec
+
+    rel = posix(parts)
+    if fold:
+        return GitIgnoreSpec.from_lines([p.lower() for p in patterns]).match_file(rel.lower())
+    return GitIgnoreSpec.from_lines(patterns).match_file(rel)
 
 
 def which_task(project: Project, explicit: str | None) -> TaskRef | None:
@@ -107,7 +123,10 @@ def phase_scope(project: Project, ref: TaskRef, parts: tuple[str, ...], path: st
     task_parts = relative_parts(real(rec.dir, root), root)
     if task_parts is None:
         raise BadInput(f"task folder {rec.dir} lies outside the project {root}")
-    if task_scope_allows(rec.phase, parts, task_parts, fold=case_insensitive(root)):
+    from automaton.store.project_config import scope_overrides
+
+    override = scope_overrides(project).get(rec.phase)
+    if task_scope_allows(rec.phase, parts, task_parts, fold=case_insensitive(root), override=override):
         return Decision(True, f"{where} is in scope of {ref} at {rec.phase}", path)
     return Decision(False, f"{where} is outside the scope of task {ref} at phase {rec.phase!r}", path)
 
