@@ -67,6 +67,9 @@ def _report(project: Project, targets: list[tuple[TaskRef, Path]], title: str, s
     rows: list[dict[str, object]] = []
     for ref, folder in targets:
         phase, found = task_findings(ref, folder)
+        deleted = tasks.deleted_state(project, ref) if found[:1] == [MANUAL.format(task=ref, name=ref.name)] else ""
+        if deleted:  # not a legacy folder: its state files were deleted (store.tasks.deleted_state)
+            found = [f"TAMPERED: {deleted}"]
         rows.append({"task": str(ref), "phase": phase, "violations": found})
         mark = "VIOLATION" if found else "ok"
         out.lines.append(f"  {mark:9} {ref}: {phase or '-'}")

@@ -28,11 +28,15 @@ def _commit(rec: tasks.TaskRecord, phase: str, event: str, fields: dict[str, obj
     chainlog.commit(rec.state_file, rec.log_file, f"{phase}\n".encode(), phase, event, fields, rec.chain)
 
 
-def _require(project: Project, ref: TaskRef) -> None:
-    """BadInput (exit 2) for an unknown task, before any lock file is created for it."""
+def _require(project: Project, ref: TaskRef) -> str:
+    """BadInput (exit 2) for an unknown task, before any lock file is created for it.
+
+    Returns `tasks.deleted_state` (read before the lock exists): "" or why a folder without
+    `.state` and `.state.log` must not be migrated as legacy."""
     folder = project.task_dir(ref)
     if not folder.is_dir():
         raise BadInput(f"unknown task {str(ref)!r}: no folder {folder}; create it with automaton --create-task")
+    return tasks.deleted_state(project, ref)
 
 
 def _fresh(project: Project, ref: TaskRef, *, strict: bool = True) -> tasks.TaskRecord:
@@ -63,10 +67,14 @@ def _place(project: Project, rec: tasks.TaskRecord, out: Outcome) -> tasks.TaskR
     return tasks.load_dir(rec.ref, dest)
 
 
-def _settle(project: Project, rec: tasks.TaskRecord, out: Outcome) -> tasks.TaskRecord:
-    """Under the lock: refuse a tampered task, migrate a legacy folder, apply a demotion."""
+def _settle(project: Project, rec: tasks.TaskRecord, out: Outcome, deleted: str = "") -> tasks.TaskRecord:
+    """Under the lock: refuse a tampered task, migrate a legacy folder, apply a demotion.
+
+    `deleted` (from `_require`): the folder is not legacy, its state files were deleted."""
     if rec.tamper:
         raise Refused(f"{rec.tamper}; {RESEAL_HINT.format(ref=rec.ref)}")
+    if rec.phase is None and deleted:
+        raise Refused(f"{deleted}; {RESEAL_HINT.format(ref=rec.ref)}")
     if rec.phase is None:
         inferred = ph.infer_phase(rec.present, _verdict(rec.dir))
         _commit(rec, inferred, "MIGRATED", {"task": str(rec.ref), "inferred_from": "artifacts"})
@@ -114,10 +122,10 @@ def create_task(project: Project, name: str, parent: str | None = None) -> Outco
     pref = TaskRef.parse(parent)
     if pref.parent is not None:
         raise BadInput(f"--parent {parent!r} is a sub-task: sub-tasks cannot have sub-tasks")
-    _require(project, pref)
+    deleted = _require(project, pref)
     with locked(tasks.lock_path(project, pref)):
         out = Outcome()
-        prec = _settle(project, _fresh(project, pref), out)
+        prec = _settle(project, _fresh(project, pref), out, deleted)
         if prec.phase != f"decomposition:{ph.APPROVED}":
             raise _refusal(out, Refused(
                 f"parent {pref} is at {prec.phase!r}: sub-tasks are created only at"
@@ -157,10 +165,10 @@ def transition(project: Project, task: str, target: str) -> Outcome:
     ref = TaskRef.parse(task)
     if not ph.is_phase(target):
         raise BadInput(f"unknown phase {target!r}: one of {', '.join(ph.PHASES)}")
-    _require(project, ref)
+    deleted = _require(project, ref)
     with locked(tasks.lock_path(project, ref)):
         out = Outcome()
-        rec = _settle(project, _fresh(project, ref), out)
+        rec = _settle(project, _fresh(project, ref), out, deleted)
         current = rec.phase
         assert current is not None
         try:
@@ -242,12 +250,12 @@ def approve(project: Project, task: str, to: str | None = None) -> Outcome:
     ref = TaskRef.parse(task)
     if to is not None and not ph.is_phase(to):
         raise BadInput(f"unknown phase {to!r}: one of {', '.join(ph.PHASES)}")
-    _require(project, ref)
+    deleted = _require(project, ref)
     with locked(tasks.lock_path(project, ref)):
         out = Outcome()
         if to is not None:
             return _approve_to(project, _fresh(project, ref, strict=False), to, who, out)
-        rec = _settle(project, _fresh(project, ref), out)
+        rec = _settle(project, _fresh(project, ref), out, deleted)
         current = rec.phase
         assert current is not None
         if not ph.is_awaiting(current):
@@ -314,10 +322,10 @@ def phase(project: Project, task: str) -> Outcome:
     data: {"task", "phase"}.
     """
     ref = TaskRef.parse(task)
-    _require(project, ref)
+    deleted = _require(project, ref)
     with locked(tasks.lock_path(project, ref)):
         out = Outcome()
-        rec = _settle(project, _fresh(project, ref), out)
+        rec = _settle(project, _fresh(project, ref), out, deleted)
     out.lines.append(str(rec.phase))
     out.data = {"task": str(ref), "phase": rec.phase}
     return out

@@ -1,10 +1,12 @@
 """What a loop's worktree changed since its base commit (DESIGN §5 gate 5: drift).
 
-"Changed" = committed since `base_commit` (`git diff --name-only -z base...HEAD`, never a bare
-branch name: a repo whose only branch is `master` must work) + staged + unstaged + untracked
+"Changed" = differs between the `base_commit` tree and HEAD's (`git diff --name-only -z base HEAD`,
+never a bare branch name: a repo whose only branch is `master` must work; two trees, not
+`base...HEAD`, because a branch reset below its base reverts files that a merge-base diff
+never shows) + staged + unstaged + untracked
 (`git status --porcelain=v1 -z --untracked-files=all`). Renames count on both sides, so a file
 moved from outside the scope into it is still drift.
-Sources: git-diff(1) "git diff A...B" (changes on B since the merge base of A and B);
+Sources: git-diff(1) "git diff <commit> <commit>" (the changes between two arbitrary commits);
 git-status(1) "Porcelain Format Version 1" and "-z" (NUL-terminated, unquoted paths; a rename
 or copy entry carries a second NUL-terminated path).
 """
@@ -86,6 +88,6 @@ def changed_paths(worktree: Path, base_commit: str) -> list[str]:
         _git(worktree, ["rev-parse", "--verify", "--quiet", f"{base_commit}^{{commit}}"])
     except DriftError:
         raise DriftError(f"base_commit {base_commit} is not a commit of the worktree {worktree}") from None
-    committed = _nul_fields(_git(worktree, ["diff", "--name-only", "-z", "--no-renames", f"{base_commit}...HEAD"]))
+    committed = _nul_fields(_git(worktree, ["diff", "--name-only", "-z", "--no-renames", base_commit, "HEAD"]))
     status = parse_status_z(_git(worktree, ["status", "--porcelain=v1", "-z", "--untracked-files=all"]))
     return sorted(set(committed) | set(status))

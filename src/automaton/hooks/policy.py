@@ -58,6 +58,13 @@ class Worktree:
     root: Path
 
 
+def is_hook_config(parts: tuple[str, ...]) -> bool:
+    """A hook settings file, or a folder holding one (`rm -rf .claude` and `mv .codex x` remove
+    the hook as surely as editing the file does). Case-insensitive, like `protected`."""
+    lowered = tuple(p.lower() for p in parts)
+    return bool(lowered) and any(entry[:len(lowered)] == lowered for entry in HOOK_CONFIG)
+
+
 def project_for(project_flag: str | None, cwd: Path) -> Project:
     """`--project DIR` when given, else the project found from the tool call's `cwd`
     (inside a loop worktree: the main checkout owning it, DESIGN §2)."""
@@ -95,7 +102,7 @@ def check_one(project: Project, cwd: Path, raw: str, home: Worktree | None) -> V
     root = real(project.root, project.root)
     path = real(raw, cwd)
     parts = relative_parts(path, root)
-    if parts is not None and tuple(p.lower() for p in parts) in HOOK_CONFIG:
+    if parts is not None and is_hook_config(parts):
         return Verdict(False, f"{posix(parts)}: agent hook configuration is changed only by a human")
     tree = worktree_of(project, path)
     if home is not None and (tree is None or tree.name != home.name):
@@ -110,7 +117,7 @@ def _in_worktree(project: Project, cwd: Path, path: Path, tree: Worktree) -> Ver
     parts = relative_parts(path, tree.root)
     if parts is None:  # pragma: no cover - worktree_of found it inside
         return Verdict(False, f"{path} is outside the worktree of loop {tree.name!r}")
-    if tuple(p.lower() for p in parts) in HOOK_CONFIG:
+    if is_hook_config(parts):
         return Verdict(False, f"{posix(parts)}: agent hook configuration is changed only by a human")
     why = can_edit.protected(parts)
     if why:

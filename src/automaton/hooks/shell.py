@@ -57,6 +57,11 @@ LAST_ARG = frozenset({"cp", "install", "ln", "rsync", "scp"})
 _APPROVE = re.compile(r"--ap(p(r(o(ve?)?)?)?)?(?![\w-])")
 _FOCUS = re.compile(r"--fo(c(us?)?)?(?![\w-])")
 _AUTOMATON = re.compile(r"automaton|status\.py")
+_STEER_ENV = re.compile(r"(AUTOMATON_(?:TASK|HOME))\b")
+_HOOKS_PATH = re.compile(r"hookspath", re.IGNORECASE)
+_GIT_VALUE_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path",
+                                "--config-env", "--super-prefix", "--list-cmds"})
+_COMMIT_VALUE_FLAGS = frozenset("mFcCtuS")
 _PROTECTED_TEXT = re.compile(r"\.state|\.automaton")
 _HEREDOC = re.compile(r"(?<!<)<<(?!<)(-?)\s*(['\"]?)([A-Za-z0-9_.-]+)\2")
 _UNKNOWN = re.compile(r"[$`]")
@@ -67,12 +72,13 @@ _OPERATORS = sorted(SEPARATORS | REDIRECT_OUT | REDIRECT_IN | {"<<", "<<-"}, key
 
 def analyze(command: str, cwd: Path) -> Analysis:
     """The write targets of `command` run in `cwd`; raises Unsafe with the reason to deny."""
-    if _AUTOMATON.search(command) and (_APPROVE.search(command) or _FOCUS.search(command)):
-        raise Unsafe("sign-offs and focus are human acts: an agent may not run automaton --approve or --focus")
-    if "AUTOMATON_APPROVER" in command:
-        raise Unsafe("AUTOMATON_APPROVER names a human approver: an agent may not set or use it")
-    mentions_protected = bool(_PROTECTED_TEXT.search(command))
+    _human_acts(command)
     tokens = _tokens(_strip_heredocs(command))
+    # The same checks on the words as the shell sees them after quote removal: `--a''pprove`,
+    # `autom"aton"`, `--\\approve` and `AUTOMATON_APP''ROVER=` are plain text to the shell.
+    flat = " ".join(tokens)
+    _human_acts(flat)
+    mentions_protected = bool(_PROTECTED_TEXT.search(command) or _PROTECTED_TEXT.search(flat))
     out = Analysis()
     here: Path | None = cwd
     for words, redirects in _simple_commands(tokens):
@@ -83,14 +89,61 @@ def analyze(command: str, cwd: Path) -> Analysis:
             continue
         if mentions_protected and not _read_only(name, args):
             raise Unsafe(f"{name!r} on a line naming .state or .automaton/: those are written only by automaton")
-        if name == "git" and args[:1] == ["commit"] and ("--no-verify" in args or "-n" in args):
-            raise Unsafe("git commit --no-verify would skip automaton's pre-commit hook")
+        if name == "git":
+            _git_hooks_skipped(args)
         if name == "cd":
             here = _cd(here, args)
             continue
         for target in _targets(name, args):
             _add(out, target, here)
     return out
+
+
+def _human_acts(text: str) -> None:
+    """Deny sign-offs, focus changes and the environment variables that steer the brakes."""
+    if _AUTOMATON.search(text) and (_APPROVE.search(text) or _FOCUS.search(text)):
+        raise Unsafe("sign-offs and focus are human acts: an agent may not run automaton --approve or --focus")
+    if "AUTOMATON_APPROVER" in text:
+        raise Unsafe("AUTOMATON_APPROVER names a human approver: an agent may not set or use it")
+    steer = _STEER_ENV.search(text)
+    if steer:
+        raise Unsafe(f"{steer.group(1)} chooses what automaton enforces: an agent may not set it")
+    if _HOOKS_PATH.search(text):
+        raise Unsafe("core.hooksPath would move git's hooks away from automaton's pre-commit hook")
+
+
+def _git_hooks_skipped(args: list[str]) -> None:
+    """Deny git calls that skip hooks: `--no-verify` (any unambiguous abbreviation, after any
+    global options such as `-C DIR`) and `-n` inside a short-option cluster of `commit` (`-anm`).
+    git-commit(1): `-n, --no-verify`; gitcli(7): long options may be abbreviated."""
+    if any(len(a) >= len("--no-veri") and "--no-verify".startswith(a) for a in args):
+        raise Unsafe("git --no-verify would skip automaton's pre-commit hook")
+    sub = _git_subcommand(args)
+    if sub is None or args[sub] != "commit":
+        return
+    for arg in args[sub + 1:]:
+        if arg == "--":
+            break
+        if arg.startswith("-") and not arg.startswith("--"):
+            for ch in arg[1:]:
+                if ch == "n":
+                    raise Unsafe("git commit -n (--no-verify) would skip automaton's pre-commit hook")
+                if ch in _COMMIT_VALUE_FLAGS:
+                    break  # the rest of the cluster is that option's value (`-mnote`)
+
+
+def _git_subcommand(args: list[str]) -> int | None:
+    """Index of git's subcommand in `args`, past global options (git(1): `-C <path>`, `-c k=v`, …)."""
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in _GIT_VALUE_OPTIONS:
+            i += 2
+        elif arg.startswith("-"):
+            i += 1
+        else:
+            return i
+    return None
 
 
 def _tokens(text: str) -> list[str]:
@@ -242,8 +295,27 @@ def _targets(name: str, args: list[str]) -> list[str]:
         return [a for i, a in enumerate(args) if i not in values and (not a.startswith("-") or a == "-")]
     if name == "dd":
         return [a[3:] for a in args if a.startswith("of=")]
+    if name == "git":
+        return _git_targets(args)
     if name == "find" and not _read_only(name, args):
         return [a for a in args if not a.startswith(("-", "(", "!", ")"))][:1] or ["."]
+    return []
+
+
+def _git_targets(args: list[str]) -> list[str]:
+    """Paths git subcommands remove or move (git-worktree(1), git-rm(1), git-mv(1), git-clean(1)):
+    `git worktree remove --force .` deletes a loop's worktree as surely as `rm -rf .`;
+    `git clean` deletes what the repository ignores, automaton's runtime files included."""
+    sub = _git_subcommand(args)
+    if sub is None:
+        return []
+    rest = [a for a in args[sub + 1:] if not a.startswith("-")]
+    if args[sub] == "worktree":
+        return rest[1:] if rest[:1] in (["remove"], ["move"]) else []
+    if args[sub] in ("rm", "mv"):
+        return rest
+    if args[sub] == "clean":
+        return rest or ["."]
     return []
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from automaton.core.errors import Refused
 from automaton.core.loopconfig import LoopConfig
-from automaton.git.worktree import WorktreeResult, ensure_worktree
+from automaton.git.worktree import WorktreeResult, branch_name, ensure_worktree, list_worktrees
 from automaton.store import loops as store
 from automaton.store.layout import Project
 
@@ -23,6 +25,8 @@ def ensure_for_tick(project: Project, name: str, cfg: LoopConfig, state: dict[st
     )
     if not cfg.blast_radius.use_worktree:
         return result
+    if result.fallback is not None and _lost(project, name, state["worktree_path"]):
+        _halt_lost_worktree(project, name, str(state["worktree_path"]), result.fallback)
     if result.in_worktree:
         want = {"worktree_path": str(result.path), "worktree_branch": result.branch,
                 "base_commit": result.base_commit, "worktree_fallback": None}
@@ -44,3 +48,34 @@ def ensure_for_tick(project: Project, name: str, cfg: LoopConfig, state: dict[st
         fields = {"reason": "worktree_fallback", "detail": result.fallback, "cwd": str(result.path)}
         store.update_state(project, name, "WARNING", fields, record)
     return result
+
+
+def _lost(project: Project, name: str, recorded: str | None) -> bool:
+    """The last tick ran in a worktree that is still there (its branch switched, or replaced),
+    or `loop/<name>` is now checked out somewhere else (the worktree was moved). A recorded
+    worktree that is simply gone keeps seed 002 R5's fallback (cleared, tick in the checkout)."""
+    if recorded is None:
+        return False
+    if Path(recorded).exists():
+        return True
+    ref = f"refs/heads/{branch_name(name)}"
+    return any(entry.get("branch") == ref for entry in list_worktrees(project.root) or [])
+
+
+def _halt_lost_worktree(project: Project, name: str, recorded: str, why: str) -> None:
+    """The last tick ran in the worktree and this one cannot (an agent switched its branch,
+    moved or replaced the worktree): falling back to the main checkout would lift the blast
+    radius and skip the drift gate, so the loop halts with drift_detected instead and keeps the
+    recorded worktree; a human repairs it and approves. Raises Refused (exit 1)."""
+    detail = f"worktree_lost: {why}"
+
+    def halt(s: dict[str, Any]) -> None:
+        s.update(status="halted", halt_reason="drift_detected", halt_detail=detail)
+
+    store.update_state(project, name, "HALT", {"reason": "drift_detected", "detail": detail, "gate": "worktree",
+                                               "recorded": recorded}, halt)
+    from automaton.commands.schedule import disable_best_effort  # best effort, never raises
+
+    disable_best_effort(project, store.require_tracked(project, name))
+    raise Refused(f"loop {name} halted (drift_detected): {detail}; the tick did not run in the main checkout."
+                  f" Repair the worktree, then a human runs: automaton --approve --loop {name}")

@@ -210,6 +210,20 @@ def lock_path(project: Project, ref: TaskRef) -> Path:
     return project.tasks_dir / f"{LOCK}-{key}"
 
 
+def deleted_state(project: Project, ref: TaskRef) -> str:
+    """Why a folder without `.state` and `.state.log` is not legacy, or "" when it may be.
+
+    automaton takes a task's lock (`lock_path`, never deleted) whenever it writes the task, so
+    a lock file beside a folder with neither file means both were deleted after automaton
+    managed it: re-inferring the phase from artifacts would let an agent skip sign-offs by
+    deleting them. Call it before taking the lock (taking it creates the file).
+    """
+    if not lock_path(project, ref).exists():
+        return ""
+    return (f"{project.task_dir(ref) / STATE} and {LOG} were deleted (its lock file"
+            f" {lock_path(project, ref).name} shows automaton managed this task): it was not migrated")
+
+
 def _subs(folder: Path) -> list[Path]:
     return sorted(
         sub for sub in folder.iterdir()
