@@ -46,6 +46,8 @@ def run_capture(
         return Captured(124, "", f"{argv[0]}: timed out after {timeout_s:g} s")
     except OSError as exc:
         return Captured(126, "", f"{argv[0]}: cannot run ({exc.strerror})")
+    except ValueError as exc:  # an argv or cwd no process can take (an embedded NUL)
+        return Captured(126, "", f"{argv[0]!r}: cannot run ({exc})")
     return Captured(done.returncode, done.stdout, done.stderr)
 
 
@@ -102,6 +104,41 @@ def _stop_group(child: subprocess.Popen[bytes], grace_s: float) -> None:
         time.sleep(0.02)
 
 
+def kill_writers(paths: Sequence[Path]) -> list[int]:
+    """SIGKILL every other process that holds one of `paths` open for writing; returns their pids.
+
+    A harness's grandchild that left the process group (`setsid`, a daemonising agent tool)
+    survives the group kill but still writes our transcript through the stdout it inherited:
+    that is how it is found. Readers (a user's `tail -f`) are left alone. Linux `/proc` only;
+    elsewhere (and for processes we may not inspect) nothing is done.
+    """
+    proc = Path("/proc")
+    if not (proc / "self" / "fd").is_dir():
+        return []
+    wanted = {os.path.realpath(p) for p in paths}
+    killed: list[int] = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            fds = list((entry / "fd").iterdir())
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(fd) not in wanted:
+                    continue
+                flags = (entry / "fdinfo" / fd.name).read_text().split("flags:", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if int(flags, 8) & (os.O_WRONLY | os.O_RDWR):
+                with contextlib.suppress(OSError):
+                    os.kill(int(entry.name), signal.SIGKILL)
+                    killed.append(int(entry.name))
+                break
+    return killed
+
+
 def run_streaming(
     argv: Sequence[str],
     *,
@@ -121,7 +158,8 @@ def run_streaming(
     The child starts in its own session and process group (`start_new_session`); after
     `timeout_s` seconds the whole group gets SIGTERM, then SIGKILL after `grace_s` seconds
     (DESIGN §6). Leftover members of the group (background grandchildren) are killed too
-    when the leader exits, so nothing outlives the call. Never raises for the child's own
+    when the leader exits, and so is any process that left the group but still writes the
+    output files (`kill_writers`), so nothing outlives the call. Never raises for the child's own
     failure: a missing executable gives code 127, an unrunnable one 126.
     """
     out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -151,6 +189,9 @@ def run_streaming(
         except OSError as exc:
             err.write(f"{argv[0]}: cannot run ({exc.strerror})\n".encode())
             return Streamed(126, False, time.monotonic() - started)
+        except ValueError as exc:  # an argv or cwd no process can take (an embedded NUL)
+            err.write(f"{argv[0]!r}: cannot run ({exc})\n".encode())
+            return Streamed(126, False, time.monotonic() - started)
         timed_out = False
         try:
             child.wait(timeout=timeout_s)
@@ -162,5 +203,6 @@ def run_streaming(
             raise
         if not timed_out and os.name != "nt":
             _signal_group(child, signal.SIGKILL)  # background grandchildren left in the group
+        kill_writers([out_path] if err_path is None else [out_path, err_path])
         code = child.returncode if child.returncode is not None else -1
     return Streamed(code, timed_out, time.monotonic() - started)

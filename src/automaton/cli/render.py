@@ -6,6 +6,7 @@ import json
 import sys
 from typing import Any, TextIO
 
+from automaton.core.errors import one_line
 from automaton.core.outcome import Outcome
 
 
@@ -14,12 +15,12 @@ def emit(outcome: Outcome, as_json: bool, out: TextIO | None = None, err: TextIO
     out = out or sys.stdout
     err = err or sys.stderr
     for warning in outcome.warnings:
-        print(f"automaton: warning: {warning}", file=err)
+        print(f"automaton: warning: {one_line(warning)}", file=err)
     if as_json and outcome.data is not None:
         print(json.dumps(outcome.data, sort_keys=False), file=out)
         return
-    for line in outcome.lines:
-        print(line, file=out)
+    for line in outcome.lines:  # each line stays one line, whatever user text it quotes
+        print(one_line(line), file=out)
     if as_json:  # a verb without a JSON form still ends with one object
         print(json.dumps({"ok": outcome.ok, "lines": outcome.lines}), file=out)
 
@@ -27,7 +28,7 @@ def emit(outcome: Outcome, as_json: bool, out: TextIO | None = None, err: TextIO
 def emit_error(message: str, code: int, as_json: bool, out: TextIO | None = None,
                err: TextIO | None = None) -> None:
     """One line on stderr; under --json also `{"ok": false, "error": ..., "exit_code": n}`."""
-    print(f"automaton: {message}", file=err or sys.stderr)
+    print(f"automaton: {one_line(message)}", file=err or sys.stderr)
     if as_json:
         payload: dict[str, Any] = {"ok": False, "error": message, "exit_code": code}
         print(json.dumps(payload), file=out or sys.stdout)

@@ -12,6 +12,7 @@ from automaton.commands.can_edit import Decision, protected, task_scope_allows
 from automaton.commands.human import require_human
 from automaton.core.errors import BadInput, CorruptState, ExitCode, Refused
 from automaton.core.gates import (
+    CONFIG_CHANGED,
     STATE_TAMPERED,
     DriftFacts,
     GateResult,
@@ -223,7 +224,7 @@ def check_gate(project: Project, name: str, task: str | None = None, *, drift_cw
     if task_name:
         try:
             in_halt = bool(loops.halted_owners(project, TaskRef.parse(str(task_name))))
-        except BadInput:  # another loop's state is unreadable: report this loop's own binding
+        except (BadInput, loops.StateTampered):  # another loop's state is unreadable or tampered
             in_halt = state["status"] == "halted" and state["current_task"] == task_name
     out.data = {
         "ok": result.ok, "reason": result.reason, "halt_reason": state["halt_reason"],
@@ -234,6 +235,9 @@ def check_gate(project: Project, name: str, task: str | None = None, *, drift_cw
     }
     head = f"{loop}: gate ok" if result.ok else f"{loop}: gate not ok: {result.reason}"
     out.lines.append(head + (f" ({result.detail})" if result.detail and not result.ok else ""))
+    if not result.ok and state["halt_detail"] == CONFIG_CHANGED:
+        out.lines.append(f"  {project.loop_dir(loop) / loops.CONFIG_FILE} is not the sealed loop.json: review it,"
+                         f" then a human runs automaton --approve --loop {loop}")
     out.lines += [f"  out of scope: {f}" for f in result.out_of_scope_files]
     out.lines.append(f"  remaining_iterations={left_iter} remaining_budget_usd={left_usd} task_phase={phase}")
     if state["worktree_fallback"]:
@@ -297,7 +301,7 @@ def approve_loop(project: Project, name: str) -> Outcome:
     who = require_human("--approve --loop")
     loop = loops.require_tracked(project, name)
     with loops.session(project, loop) as s:
-        old, tampered = s.rec.state, bool(s.rec.tamper)
+        old, tampered, tamper = s.rec.state, bool(s.rec.tamper), s.rec.tamper
         if not tampered and old["status"] in ("running", "paused"):
             resealed = _reseal_config(project, loop, s, old, who)
             if resealed is not None:
@@ -335,6 +339,8 @@ def approve_loop(project: Project, name: str) -> Outcome:
                   data={"loop": loop, "status": "running", "by": who, "cleared": fields["cleared"],
                         "resumed_count": state["resumed_count"], "accepted_drift": accepted})
     out.lines += [f"  accepted drift: {f}" for f in accepted]
+    if tampered:  # say what the human vouched for (a broken log is kept as .state.log.broken*)
+        out.lines.append(f"  re-sealed: {tamper}")
     warning = _optional("automaton.commands.schedule", "enable_best_effort", project, loop)
     if warning:
         out.warnings.append(warning)

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from enum import IntEnum
+
+# Line breaks and other control characters (tab kept) that would split or forge an output line.
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f\x85\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """`text` with every line break and control character escaped (`\\n`, `\\x1b` ...), so a
+    message that quotes user input stays the one line it claims to be."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 class ExitCode(IntEnum):

@@ -129,8 +129,8 @@ class _Reader:
         value = self.data[key]
         if value is None and null:
             return None
-        if not isinstance(value, str):
-            raise self.fail(key, "a string" + (" or null" if null else ""))
+        if not isinstance(value, str) or "\x00" in value:  # NUL: no path, argv or name can hold it
+            raise self.fail(key, "a string without NUL" + (" or null" if null else ""))
         return value
 
     def boolean(self, key: str, default: bool) -> bool:
@@ -169,8 +169,9 @@ class _Reader:
         value = self.data[key]
         if value is None and null:
             return None
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value) or (nonempty and not value):
-            raise self.fail(key, ("a non-empty" if nonempty else "a") + " list of strings")
+        if not isinstance(value, list) or not all(isinstance(v, str) and "\x00" not in v for v in value) or (
+                nonempty and not value):
+            raise self.fail(key, ("a non-empty" if nonempty else "a") + " list of strings (without NUL)")
         return list(value)
 
 

@@ -21,7 +21,7 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-from automaton.core.errors import AutomatonError, BadInput, ExitCode
+from automaton.core.errors import AutomatonError, BadInput, ExitCode, one_line
 from automaton.core.outcome import Outcome
 from automaton.runner.progress import Progress
 from automaton.store.layout import Project
@@ -59,7 +59,7 @@ def crash_log(exc: BaseException) -> str:
 
 
 def _error(message: str, code: int, as_json: bool) -> int:
-    print(f"automaton-loop: {message}", file=sys.stderr)
+    print(f"automaton-loop: {one_line(message)}", file=sys.stderr)
     if as_json:
         print(json.dumps({"ok": False, "error": message, "exit_code": code}))
     return code
@@ -67,12 +67,12 @@ def _error(message: str, code: int, as_json: bool) -> int:
 
 def _emit(out: Outcome, as_json: bool) -> None:
     for warning in out.warnings:
-        print(f"automaton-loop: warning: {warning}", file=sys.stderr)
+        print(f"automaton-loop: warning: {one_line(warning)}", file=sys.stderr)
     if as_json:
         print(json.dumps(out.data if out.data is not None else {"ok": out.ok, "lines": out.lines}))
         return
     for line in out.lines:
-        print(line)
+        print(one_line(line))
 
 
 def dispatch(ns: argparse.Namespace) -> Outcome:

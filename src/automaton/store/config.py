@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -56,6 +57,27 @@ def framework_version() -> str | None:
 
 
 _ITEM = re.compile(r"^\s*[-*]\s*`?(\w+)`?\s*[:=]\s*`?([^`\s]+)`?\s*$")
+_ITEM_KEY = re.compile(r"^\s*[-*]\s*`?(\w+)`?\s*[:=]")
+
+
+def _config_text() -> str | None:
+    """config.md as text; None when there is none. BadInput when it is there but unusable."""
+    path = config_path()
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:  # a directory, no permission, a symlink loop ...
+        raise BadInput(f"{path}: cannot read ({exc.strerror}); restore the framework's config.md") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadInput(f"{path}: not UTF-8 text; restore the framework's config.md") from None
+    if not text.strip():
+        raise BadInput(f"{path}: empty; restore the framework's config.md (brake defaults are read from it)")
+    if not text.endswith("\n"):
+        raise BadInput(f"{path}: the last line is partial (no newline): the file was cut; restore it")
+    return text
 
 
 def loop_defaults() -> dict[str, float | int]:
@@ -63,23 +85,41 @@ def loop_defaults() -> dict[str, float | int]:
 
     Keys: max_iterations (int), max_budget_usd (USD), max_tick_usd (USD),
     score_plateau_window (int), plateau_epsilon, target_score (0..1), interval_seconds (s),
-    timeout_s (s). A config.md value that is not a finite positive number raises BadInput.
+    timeout_s (s). No config.md at all: the built-in values (they mirror the packaged file).
+    Fails closed (BadInput, exit 2, naming the file) when config.md is there but unreadable,
+    not UTF-8, empty, cut (no final newline) or without a `## Loop Defaults` section, or when
+    an item there names an unknown key, repeats one, or is not a finite number (> 0, except
+    plateau_epsilon >= 0): a default that silently fell back would loosen the user's brakes.
     """
     values = dict(_BUILTIN_DEFAULTS)
-    try:
-        text = config_path().read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+    text = _config_text()
+    if text is None:
         return values
-    for line in _section(text, "Loop Defaults") or []:
+    section = _section(text, "Loop Defaults")
+    if section is None:
+        raise BadInput(f"{config_path()}: no '## Loop Defaults' section; restore the framework's config.md")
+    seen: set[str] = set()
+    for line in section:
+        named = _ITEM_KEY.match(line)
+        if not named:
+            continue  # prose
+        key = named.group(1)
+        if key not in LOOP_DEFAULT_KEYS:
+            raise BadInput(f"{config_path()}: Loop Defaults has unknown key {key!r}"
+                           f" (known: {', '.join(LOOP_DEFAULT_KEYS)})")
+        if key in seen:
+            raise BadInput(f"{config_path()}: Loop Defaults sets {key} twice")
+        seen.add(key)
         match = _ITEM.match(line)
-        if not match or match.group(1) not in LOOP_DEFAULT_KEYS:
-            continue
-        key, raw = match.group(1), match.group(2)
+        if not match:
+            raise BadInput(f"{config_path()}: Loop Defaults line {line.strip()!r} is not '- {key}: NUMBER'")
+        raw = match.group(2)
         try:
             value = LOOP_DEFAULT_KEYS[key](raw)
         except ValueError:
             raise BadInput(f"{config_path()}: Loop Defaults {key}={raw!r} is not a number") from None
-        if key != "plateau_epsilon" and not value > 0:
-            raise BadInput(f"{config_path()}: Loop Defaults {key} must be > 0, got {raw}")
+        if not math.isfinite(value) or (value < 0 if key == "plateau_epsilon" else not value > 0):
+            raise BadInput(f"{config_path()}: Loop Defaults {key} must be a finite number"
+                           f" {'>= 0' if key == 'plateau_epsilon' else '> 0'}, got {raw}")
         values[key] = value
     return values

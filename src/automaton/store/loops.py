@@ -62,6 +62,9 @@ def require_tracked(project: Project, name: str) -> LoopName:
     if not folder.is_dir():
         raise BadInput(f"unknown loop {loop!r}: no folder {folder}; create it with automaton --create-loop")
     state = folder / STATE_FILE
+    if os.path.lexists(state) and not state.is_file():  # a directory, a dangling or looping link
+        raise CorruptState(f"{state}: not a regular file; it was not written by automaton (counters are never"
+                           f" reset): restore it, or a human clears it with automaton --approve --loop {loop}")
     if not state.is_file() and not (tmp_path(state).is_file() and (folder / LOG_FILE).is_file()):
         raise BadInput(f"loop {loop!r} is UNTRACKED (no {STATE_FILE}): Run --upgrade-loops to bootstrap")
     return loop
@@ -352,18 +355,25 @@ def add_excludes(exclude_file: Path, patterns: list[str], header: str) -> list[s
 def halted_owners(project: Project, ref: TaskRef) -> list[tuple[LoopName, str]]:
     """Loops whose `current_task` is `ref` and whose status is `halted` with one of the five
     deaths: [(loop name, halt_reason)] (seed 000 R8). A loop whose state cannot be read raises
-    CorruptState: fail closed, it might own the task."""
+    CorruptState: fail closed, it might own the task. A tampered loop bound to `ref` raises
+    StateTampered (exit 1): its file's status cannot be trusted (the next gate halts it)."""
     owners: list[tuple[LoopName, str]] = []
     for loop in list_loops(project):
-        folder = project.loop_dir(loop)
-        if not (folder / STATE_FILE).is_file():
-            continue
-        state = inspect(project, loop).state
+        try:
+            rec = inspect(project, loop)
+        except CorruptState:
+            raise
+        except BadInput:
+            continue  # untracked: not a loop automaton runs
+        state = rec.state
         task = state["current_task"]
         try:
             bound = task is not None and TaskRef.parse(task) == ref
         except BadInput:
             bound = False
+        if bound and rec.tamper:
+            raise StateTampered(f"task {ref} is bound to loop {loop!r}, which is tampered ({rec.tamper});"
+                                f" a human clears it with: automaton --approve --loop {loop}")
         if bound and state["status"] == "halted" and state["halt_reason"] in DEATHS:
             owners.append((loop, str(state["halt_reason"])))
     return owners
