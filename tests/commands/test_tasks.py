@@ -457,22 +457,50 @@ def test_create_task(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- legacy folders
 
-def test_legacy_folder_is_migrated_by_phase(tmp_path: Path) -> None:
+def test_legacy_folder_past_a_sign_off_waits_for_a_human(tmp_path: Path, approver: str) -> None:
     folder = tmp_path / "tasks" / "old"
     folder.mkdir(parents=True)
     (folder / "SPEC.md").write_text("s")
     (folder / "DESIGN.md").write_text("d")
     res = cli(tmp_path, "--phase", "--task", "old")
     assert res.code == 0
-    assert "migrated old" in res.out and res.out.strip().splitlines()[-1] == "design"
-    assert log_of(tmp_path, "old") == [("MIGRATED", "design", {"task": "old", "inferred_from": "artifacts"})]
+    assert "artifacts suggest 'design'" in res.out and "--approve --task old --to design" in res.out
+    assert res.out.strip().splitlines()[-1] == "human_intervention"
+    assert log_of(tmp_path, "old") == [("MIGRATED", "human_intervention",
+                                        {"task": "old", "inferred_from": "artifacts", "inferred": "design"})]
+    assert cli(tmp_path, "--approve", "--task", "old", "--to", "design").code == 0
+    assert state_of(tmp_path, "old") == "design"
+
+
+@pytest.mark.parametrize("files, verdict", [
+    (["SPEC.md", "DESIGN.md", "TEST_PLAN.md", "IMPLEMENTATION.md"], None),
+    (["SPEC.md", "IMPLEMENTATION.md", "BUG_REPORT.md", "ADVERSARIAL_BUG_REPORT.md", "DOC_REVIEW.md",
+      "VERDICT.md"], "Verdict: PASS"),
+])
+def test_hand_made_folder_never_reaches_a_late_phase_or_complete(tmp_path: Path, files: list[str],
+                                                                 verdict: str | None) -> None:
+    folder = tmp_path / "tasks" / "forged"
+    folder.mkdir(parents=True)
+    for name in files:
+        (folder / name).write_text(verdict if name == "VERDICT.md" and verdict else "x")
+    res = cli(tmp_path, "--phase", "--task", "forged")
+    assert res.code == 0 and res.out.strip().splitlines()[-1] == "human_intervention"
+    assert (folder / ".state").read_text() == "human_intervention\n"
+    assert not (tmp_path / "tasks" / "complete" / "forged").exists()
+
+
+def test_legacy_folder_in_research_migrates_freely(tmp_path: Path) -> None:
+    folder = tmp_path / "tasks" / "old"
+    folder.mkdir(parents=True)
+    (folder / "SPEC.md").write_text("s")
+    res = cli(tmp_path, "--phase", "--task", "old")
+    assert res.code == 0 and res.out.strip().splitlines()[-1] == "research"
+    assert log_of(tmp_path, "old")[0][:2] == ("MIGRATED", "research")
 
 
 def test_legacy_folder_is_migrated_by_transition(tmp_path: Path) -> None:
-    folder = tmp_path / "tasks" / "old"
-    folder.mkdir(parents=True)
-    (folder / "IMPLEMENTATION.md").write_text("i")
-    res = cli(tmp_path, "--transition", "bug_find", "--task", "old")
+    (tmp_path / "tasks" / "old").mkdir(parents=True)
+    res = cli(tmp_path, "--transition", "research", "--task", "old")
     assert res.code == 0 and "migrated" in res.out
     assert [e for e, _, _ in log_of(tmp_path, "old")] == ["MIGRATED", "TRANSITION"]
 
@@ -614,12 +642,13 @@ def test_parallel_completion_moves_once_and_leaves_no_ghost(tmp_path: Path) -> N
     assert [s for _, s, _ in log_of(tmp_path, "t")] == ["referee", "complete"]
 
 
-def test_legacy_folder_with_a_pass_verdict_migrates_to_complete_and_moves(tmp_path: Path) -> None:
+def test_legacy_folder_with_a_pass_verdict_waits_for_a_human_then_moves(tmp_path: Path, approver: str) -> None:
     folder = tmp_path / "tasks" / "old"
     folder.mkdir(parents=True)
     (folder / "VERDICT.md").write_text("Verdict: PASS\n")
     res = cli(tmp_path, "--phase", "--task", "old", "--json")
-    assert res.code == 0 and res.json == {"task": "old", "phase": "complete"}
+    assert res.code == 0 and res.json == {"task": "old", "phase": "human_intervention"}
+    assert cli(tmp_path, "--approve", "--task", "old", "--to", "complete").code == 0
     assert (tmp_path / "tasks" / "complete" / "old" / ".state").read_text() == "complete\n"
     assert not folder.exists()
 

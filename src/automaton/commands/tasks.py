@@ -21,6 +21,8 @@ from automaton.store import chainlog, loops, tasks
 from automaton.store.layout import COMPLETE_DIR, Project
 from automaton.store.locks import locked
 
+# Inferred phases a legacy folder may take without a human: nothing signed off yet.
+MIGRATE_FREELY = frozenset({ph.NEW, "research"})
 RESEAL_HINT = "a human re-seals it with: automaton --approve --task {ref} --to PHASE"
 
 
@@ -77,8 +79,20 @@ def _settle(project: Project, rec: tasks.TaskRecord, out: Outcome, deleted: str 
         raise Refused(f"{deleted}; {RESEAL_HINT.format(ref=rec.ref)}")
     if rec.phase is None:
         inferred = ph.infer_phase(rec.present, _verdict(rec.dir))
-        _commit(rec, inferred, "MIGRATED", {"task": str(rec.ref), "inferred_from": "artifacts"})
-        out.lines.append(f"migrated {rec.ref}: no .state, phase {inferred!r} inferred from artifacts")
+        # Seed 003 §3 infers the phase from artifacts. Anyone can create files, so a phase past
+        # the first sign-off is not trusted on its own: it goes to the human, who confirms it
+        # with --approve --to (no sign-off is skipped by hand-making a folder).
+        written = inferred if inferred in MIGRATE_FREELY else ph.HUMAN
+        _commit(rec, written, "MIGRATED", {"task": str(rec.ref), "inferred_from": "artifacts",
+                                           "inferred": inferred})
+        if written == inferred:
+            out.lines.append(f"migrated {rec.ref}: no .state, phase {inferred!r} inferred from artifacts")
+        else:
+            out.lines.append(
+                f"migrated {rec.ref}: no .state; artifacts suggest {inferred!r}, which would skip"
+                f" sign-offs, so it waits at human_intervention — a human confirms with:"
+                f" automaton --approve --task {rec.ref} --to {inferred}"
+            )
         rec = tasks.load_dir(rec.ref, rec.dir)
     assert rec.phase is not None
     dem = demotion(rec.phase, rec.bound(), rec.current_hashes())
