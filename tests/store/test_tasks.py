@@ -190,3 +190,16 @@ def test_lock_path_is_outside_the_task_folder_and_shared_with_complete(tmp_path:
     assert tasks.lock_path(project, REF) == tmp_path / "tasks" / ".state.lock-t"
     assert tasks.lock_path(project, TaskRef.parse("p/s")) == tmp_path / "tasks" / ".state.lock-p.s"
     assert tasks.lock_path(project, TaskRef.parse("p-s")) != tasks.lock_path(project, TaskRef.parse("p/s"))
+
+
+def test_state_in_the_wrong_shape_says_so_and_names_the_task(tmp_path: Path) -> None:
+    from automaton.core.errors import CorruptState
+    from automaton.store.tasks import read_phase
+
+    sub = tmp_path / "tasks" / "parent" / "child"
+    sub.mkdir(parents=True)
+    (sub / ".state").write_bytes(b"research")
+    with pytest.raises(CorruptState) as err:
+        read_phase(sub / ".state")
+    assert "not in the exact form automaton writes" in err.value.message
+    assert "--approve --task parent/child --to PHASE" in err.value.message
