@@ -102,6 +102,9 @@ def set_focus(project: Project, task: str | None, clear: bool = False) -> Outcom
         fields: dict[str, object] = {"by": who} if ref is None else {"task": token, "by": who}
         chainlog.commit(project.focus_file, project.focus_log, f"{token}\n".encode(), token, event,
                         fields, chain)
+    from automaton.commands.excludes import FOCUS_RUNTIME, exclude
+
+    exclude(project, FOCUS_RUNTIME, "# automaton focus of this checkout (DESIGN §7)")
     if ref is None:
         return Outcome(lines=["focus cleared: hooks enforce only the always-denied paths"],
                        data={"focus": None, "by": who})

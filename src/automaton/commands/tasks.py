@@ -166,8 +166,13 @@ def _make(project: Project, ref: TaskRef, folder: Path, parent_spec: Path | None
         shutil.rmtree(folder, ignore_errors=True)  # nothing half-written
         raise
     rel = folder.relative_to(project.root)
-    return Outcome(lines=[f"created task {ref} at {rel}/ (phase: new)"],
-                   data={"task": str(ref), "phase": ph.NEW, "path": str(folder)})
+    out = Outcome(lines=[f"created task {ref} at {rel}/ (phase: new)"],
+                  data={"task": str(ref), "phase": ph.NEW, "path": str(folder)})
+    from automaton.commands.excludes import TASK_RUNTIME, exclude
+
+    if exclude(project, TASK_RUNTIME, "# automaton task locks and temp files (DESIGN §3)"):
+        out.lines.append("added task lock/temp patterns to .git/info/exclude (.state and .state.log stay trackable)")
+    return out
 
 
 def transition(project: Project, task: str, target: str) -> Outcome:
