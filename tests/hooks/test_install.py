@@ -112,7 +112,16 @@ def test_git_pre_commit_refuses_unexplained_state(project: Path, make_task: Call
     assert done.returncode != 0
     assert done.stderr.startswith("automaton: commit refused: ")
     assert "tasks/demo/.state: " in done.stderr and "edited outside automaton" in done.stderr
-    assert "a runtime lock/temp file" in done.stderr  # tasks/.state.lock-demo was staged by `add tasks`
+    # the task lock is in .git/info/exclude since --create-task, so `git add tasks` skips it
+    assert "tasks/.state.lock-demo" not in git(project, "diff", "--cached", "--name-only")
+
+
+def test_git_pre_commit_refuses_a_force_added_lock_file(project: Path, make_task: Callable[..., Path]) -> None:
+    make_task("demo", "research")
+    run_cli("--install-hooks", "git", "--project", str(project))
+    git(project, "add", "-f", "tasks/.state.lock-demo")
+    done = _commit(project, "-m", "lock")
+    assert done.returncode != 0 and "a runtime lock/temp file" in done.stderr
 
 
 def test_git_hook_never_replaces_a_foreign_hook(project: Path) -> None:
