@@ -29,13 +29,24 @@ def run_capture(
     stdin: str | None = None,
     env: Mapping[str, str] | None = None,
     timeout_s: float = 60.0,
+    exact_bytes: bool = False,
 ) -> Captured:
     """Run a short command (git, crontab, launchctl …) and capture its output.
 
     Never raises for the command's own failure: a missing executable gives code 127, a
-    timeout code 124 (the conventions of shells and `timeout(1)`).
+    timeout code 124 (the conventions of shells and `timeout(1)`). `exact_bytes=True` keeps
+    every byte of stdin/stdout (no newline translation, undecodable bytes round-trip via
+    surrogateescape): for text automaton writes back, such as a user's crontab.
     """
     try:
+        if exact_bytes:
+            raw = subprocess.run(
+                list(argv), cwd=cwd, env=dict(env) if env is not None else None, capture_output=True,
+                input=None if stdin is None else stdin.encode("utf-8", "surrogateescape"),
+                timeout=timeout_s, check=False,
+            )
+            return Captured(raw.returncode, raw.stdout.decode("utf-8", "surrogateescape"),
+                            raw.stderr.decode("utf-8", "replace"))
         done = subprocess.run(
             list(argv), cwd=cwd, input=stdin, env=dict(env) if env is not None else None,
             capture_output=True, text=True, timeout=timeout_s, check=False,

@@ -228,3 +228,13 @@ def test_harness_executable_is_resolved_at_install(project: Path, table: Path,
     res = run_cli("--install-schedule", "demo", "--project", str(project), "--json")
     assert res.code == 0 and res.json["harness_executable"] == str(claude.resolve())
     assert "harness executable" not in res.err
+
+
+def test_foreign_crlf_and_non_utf8_lines_stay_byte_identical(project: Path, table: Path) -> None:
+    make_loop(project)
+    foreign = b"MAILTO=x\r\n# caf\xe9 in latin-1\n0 1 * * * /bin/true\r\n"
+    table.write_bytes(foreign)
+    assert run_cli("--install-schedule", "demo", "--project", str(project)).code == 0
+    assert table.read_bytes().startswith(foreign)
+    assert run_cli("--uninstall-schedule", "demo", "--project", str(project)).code == 0
+    assert table.read_bytes() == foreign

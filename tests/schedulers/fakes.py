@@ -21,10 +21,10 @@ if args == ["-l"]:
     if not table.exists():
         sys.stderr.write("no crontab for tester\\n")
         sys.exit(1)
-    sys.stdout.write(table.read_text())
+    sys.stdout.buffer.write(table.read_bytes())  # a real crontab -l prints the bytes as stored
     sys.exit(0)
 if args == ["-"]:
-    table.write_text(sys.stdin.read())
+    table.write_bytes(sys.stdin.buffer.read())
     sys.exit(0)
 sys.stderr.write("usage: crontab [-l|-] (fake)\\n")
 sys.exit(2)

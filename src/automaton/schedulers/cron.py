@@ -111,7 +111,7 @@ def add_block(table: str, job: Job) -> str:
 
 def read_table() -> str:
     """The user's crontab text; "" when there is none. BadInput on any other failure."""
-    got = run_capture(["crontab", "-l"])
+    got = run_capture(["crontab", "-l"], exact_bytes=True)  # foreign lines stay byte-identical (CRLF too)
     if got.code == 0:
         return got.out
     if got.code == 1 and "no crontab for" in got.err:
@@ -123,7 +123,7 @@ def read_table() -> str:
 
 def write_table(text: str) -> None:
     """Install `text` with `crontab -` (stdin); BadInput when crontab refuses it."""
-    got = run_capture(["crontab", "-"], stdin=text)
+    got = run_capture(["crontab", "-"], stdin=text, exact_bytes=True)
     if got.code != 0:
         raise BadInput(f"crontab - failed (exit {got.code}): {got.err.strip()}; the crontab was left unchanged")
 
