@@ -85,3 +85,14 @@ def test_focus_file_without_log_is_not_obeyed(tmp_path: Path) -> None:
     (tmp_path / ".automaton" / "focus").write_text("t\n")
     with pytest.raises(BadInput):
         read_focus(Project(tmp_path))
+
+
+@pytest.mark.parametrize("name", ["x\ny", "a\tb", "z" * 200])
+def test_approver_name_must_be_one_printable_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    from tests.helpers import run_cli
+
+    assert run_cli("--create-task", "t", "--project", str(tmp_path)).code == 0
+    monkeypatch.setenv("AUTOMATON_APPROVER", name)
+    res = run_cli("--focus", "t", "--project", str(tmp_path))
+    assert res.code == 2 and "AUTOMATON_APPROVER must be a printable name" in res.err
+    assert not (tmp_path / ".automaton" / "focus").exists()

@@ -6,7 +6,7 @@ import getpass
 import os
 import sys
 
-from automaton.core.errors import Refused
+from automaton.core.errors import BadInput, Refused
 
 APPROVER_ENV = "AUTOMATON_APPROVER"
 
@@ -20,6 +20,9 @@ def require_human(action: str) -> str:
     """
     named = os.environ.get(APPROVER_ENV, "").strip()
     if named:
+        # The name is written into the log and shown on screen: one printable line only.
+        if not named.isprintable() or len(named) > 128:
+            raise BadInput(f"{APPROVER_ENV} must be a printable name of at most 128 characters, got {named[:40]!r}")
         return named
     try:
         tty = sys.stdin is not None and sys.stdin.isatty()
