@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import importlib
-import os
 import sys
-import tempfile
-import time
-import traceback
 from collections.abc import Callable, Sequence
 
+from automaton.cli import fastpath
 from automaton.cli import parser as p
 from automaton.cli.render import emit, emit_error
 from automaton.core.errors import AutomatonError, ExitCode
@@ -18,6 +15,13 @@ from automaton.core.outcome import Outcome
 
 def crash_log(exc: BaseException) -> str:
     """Write the traceback to a log file (never the screen) and return its path."""
+    # Imported here, not at the top: only a crash needs them, and every agent edit starts
+    # this module (the hook path, DESIGN §10).
+    import os
+    import tempfile
+    import time
+    import traceback
+
     fd, path = tempfile.mkstemp(prefix=f"automaton-crash-{int(time.time())}-", suffix=".log")
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write("".join(traceback.format_exception(exc)))
@@ -29,7 +33,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in args
     try:
-        ns = p.build().parse_args(args)
+        # The hook path's plain argv skips building the full parser (cli/fastpath.py).
+        ns = fastpath.plain(args) or p.build().parse_args(args)
         verb = p.verb_of(ns)
         module, _, func = p.VERBS[verb].partition(":")
         adapter: Callable[..., Outcome] = getattr(importlib.import_module(module), func)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 
 from automaton.core.chain import ChainCheck, format_line, verify_text
@@ -20,6 +19,8 @@ from automaton.store.atomic import append_line, publish, tmp_path, write_tmp
 
 def utc_now() -> str:
     """ISO-8601 UTC timestamp with seconds, e.g. `2026-11-30T13:20:00Z`."""
+    from datetime import UTC, datetime  # lazy: read-only hook checks never need a clock
+
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

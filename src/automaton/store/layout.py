@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 from automaton.core.errors import BadInput
@@ -18,6 +16,10 @@ COMPLETE_DIR = "complete"
 
 def framework_home() -> Path:
     """The framework folder: `$AUTOMATON_HOME` if set, else the packaged resources."""
+    # Lazy (here and `subprocess` below): importlib.resources pulls in tempfile and shutil,
+    # which the hook path (run before every agent edit) never needs (bench/bench_hook.py).
+    from importlib import resources
+
     env = os.environ.get("AUTOMATON_HOME")
     if env:
         return Path(env)
@@ -28,6 +30,8 @@ def _git_common_root(start: Path) -> Path | None:
     """Inside a linked worktree, the main checkout that owns it (`git rev-parse --git-common-dir`)."""
     if not (start / ".git").is_file():
         return None
+    import subprocess
+
     try:
         out = subprocess.run(
             ["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],

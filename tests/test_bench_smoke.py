@@ -1,0 +1,29 @@
+"""`make bench` smoke run: every benchmark script runs with --quick and prints its figure line.
+
+Only that they run and report is checked; the figures themselves are timings and are never
+asserted (no timed tests, STYLE/preamble).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_every_benchmark_runs_quick_and_prints_its_figure() -> None:
+    done = subprocess.run([sys.executable, str(BENCH / "run_all.py"), "--quick"],
+                          capture_output=True, text=True, timeout=590, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    summary = done.stdout.split("== summary", 1)[1]
+    figures = re.findall(r"^FIGURE (\d) .*?: (\d+\.\d\d)x", summary, flags=re.MULTILINE)
+    assert [n for n, _ in figures] == ["1", "2", "3", "4", "5"], summary
+    assert all(float(value) > 0 for _, value in figures)
+    assert "ran 1 per race (must be 1: met" in summary
