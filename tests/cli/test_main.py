@@ -143,3 +143,23 @@ def test_version_of_the_installed_script(tmp_path: Path) -> None:
 def test_help_exits_0() -> None:
     res = run_cli("--help")
     assert res.code == 0 and "exit codes" in res.out
+
+
+@pytest.mark.parametrize("blocker, args", [
+    ("tasks", ["--create-task", "a"]),
+    (".automaton", ["--create-loop", "l", "--from-template", "ci-triage"]),
+    (".automaton", ["--focus", "--clear"]),
+])
+def test_a_file_where_a_folder_should_be_is_bad_input_not_a_crash(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, blocker: str, args: list[str]) -> None:
+    monkeypatch.setenv("AUTOMATON_APPROVER", "tester")
+    (tmp_path / blocker).write_text("x")
+    res = run_cli(*args, "--project", str(tmp_path))
+    assert res.code == 2, res.err
+    assert f"cannot use {tmp_path / blocker}" in res.err and "Traceback" not in res.err
+    assert len(res.err.strip().splitlines()) == 1
+
+
+def test_usage_hint_is_not_repeated() -> None:
+    res = run_cli()
+    assert res.code == 2 and res.err.count("--help") == 1

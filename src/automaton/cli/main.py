@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from automaton.cli import fastpath
 from automaton.cli import parser as p
 from automaton.cli.render import emit, emit_error
-from automaton.core.errors import AutomatonError, ExitCode
+from automaton.core.errors import AutomatonError, ExitCode, path_error
 from automaton.core.outcome import Outcome
 
 
@@ -40,11 +40,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         adapter: Callable[..., Outcome] = getattr(importlib.import_module(module), func)
         outcome = adapter(ns)
     except p.UsageError as exc:
-        emit_error(f"usage: {exc} (see automaton --help)", ExitCode.BAD_INPUT, as_json)
+        hint = "" if "--help" in str(exc) else " (see automaton --help)"
+        emit_error(f"usage: {exc}{hint}", ExitCode.BAD_INPUT, as_json)
         return int(ExitCode.BAD_INPUT)
     except AutomatonError as exc:
         emit_error(exc.message, exc.code, as_json)
         return int(exc.code)
+    except OSError as exc:
+        bad = path_error(exc)
+        if bad is None:
+            emit_error(f"internal error: {type(exc).__name__}: {exc}; traceback in {crash_log(exc)}",
+                       ExitCode.INTERNAL, as_json)
+            return int(ExitCode.INTERNAL)
+        emit_error(bad.message, bad.code, as_json)
+        return int(bad.code)
     except KeyboardInterrupt:
         emit_error("interrupted", ExitCode.REFUSED, as_json)
         return 130

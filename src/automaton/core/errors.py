@@ -54,3 +54,14 @@ class Refused(AutomatonError):
     """A rule refused the request: illegal transition, missing sign-off, tamper (exit 1)."""
 
     code = ExitCode.REFUSED
+
+
+def path_error(exc: OSError) -> BadInput | None:
+    """An OS error on a named path (a file where a folder should be, no permission, a full
+    disk) is the environment's fault, not a bug: BadInput (exit 2) naming the path and the
+    fix. None when the error names no path (then it is a bug, exit 3)."""
+    if exc.filename is None:
+        return None
+    what = exc.strerror or type(exc).__name__
+    return BadInput(f"cannot use {exc.filename}: {what}; make it the expected file or folder"
+                    " (or fix its permissions) and run the command again")

@@ -21,7 +21,7 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-from automaton.core.errors import AutomatonError, BadInput, ExitCode, one_line
+from automaton.core.errors import AutomatonError, BadInput, ExitCode, one_line, path_error
 from automaton.core.outcome import Outcome
 from automaton.runner.progress import Progress
 from automaton.store.layout import Project
@@ -110,9 +110,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         out = dispatch(build().parse_args(args))
     except _Usage as exc:
-        return _error(f"usage: {exc} (see automaton-loop --help)", int(ExitCode.BAD_INPUT), as_json)
+        hint = "" if "--help" in str(exc) else " (see automaton-loop --help)"
+        return _error(f"usage: {exc}{hint}", int(ExitCode.BAD_INPUT), as_json)
     except AutomatonError as exc:
         return _error(exc.message, int(exc.code), as_json)
+    except OSError as exc:
+        bad = path_error(exc)
+        if bad is None:
+            return _error(f"internal error: {type(exc).__name__}: {exc}; traceback in {crash_log(exc)}",
+                          int(ExitCode.INTERNAL), as_json)
+        return _error(bad.message, int(bad.code), as_json)
     except KeyboardInterrupt:
         return _error("interrupted", 130, as_json)
     except SystemExit as exc:  # --help
