@@ -36,6 +36,10 @@ def forbid_real_home(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.T
     monkeypatch.delenv("AUTOMATON_APPROVER", raising=False)
     monkeypatch.delenv("AUTOMATON_TASK", raising=False)
     monkeypatch.delenv("AUTOMATON_HOME", raising=False)
+    # Tests may run inside an agent's shell (Claude Code, Gemini CLI, Codex): its marker
+    # variables would make every human sign-off in the suite refuse.
+    for marker in ("CLAUDECODE", "GEMINI_CLI", "CODEX_SANDBOX", "AUTOMATON_LOOP"):
+        monkeypatch.delenv(marker, raising=False)
     real_os_open, real_open = os.open, builtins.open
 
     def guarded_os_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:

@@ -96,3 +96,16 @@ def test_approver_name_must_be_one_printable_line(tmp_path: Path, monkeypatch: p
     res = run_cli("--focus", "t", "--project", str(tmp_path))
     assert res.code == 2 and "AUTOMATON_APPROVER must be a printable name" in res.err
     assert not (tmp_path / ".automaton" / "focus").exists()
+
+
+@pytest.mark.parametrize("marker", ["CLAUDECODE", "GEMINI_CLI", "CODEX_SANDBOX", "AUTOMATON_LOOP"])
+def test_an_agents_shell_is_never_a_human(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, marker: str) -> None:
+    from tests.helpers import run_cli
+
+    assert run_cli("--create-task", "t", "--project", str(tmp_path)).code == 0
+    monkeypatch.setenv("AUTOMATON_APPROVER", "me")  # what an agent would set
+    monkeypatch.setenv(marker, "1")
+    for args in (["--focus", "t"], ["--approve", "--task", "t"]):
+        res = run_cli(*args, "--project", str(tmp_path), tty=True)
+        assert res.code == 1 and f"({marker} is set)" in res.err
+    assert not (tmp_path / ".automaton" / "focus").exists()

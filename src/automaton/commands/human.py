@@ -9,15 +9,28 @@ import sys
 from automaton.core.errors import BadInput, Refused
 
 APPROVER_ENV = "AUTOMATON_APPROVER"
+# Variables an agent's shell carries: Claude Code sets CLAUDECODE=1 in its Bash tool
+# (anthropics/claude-code#531, v0.2.47); Gemini CLI sets GEMINI_CLI=1 for run_shell_command;
+# Codex sets CODEX_SANDBOX inside its sandbox; automaton's runner sets AUTOMATON_LOOP for every
+# process of a tick. Each is a weak signal (a human can have one too, an agent can unset it),
+# but together with the hooks it keeps an agent from signing off its own work.
+AGENT_MARKERS = ("CLAUDECODE", "GEMINI_CLI", "CODEX_SANDBOX", "AUTOMATON_LOOP")
 
 
 def require_human(action: str) -> str:
     """The approver's name, or Refused (exit 1) when no human is at the keyboard.
 
     A human is stdin being a terminal, or `AUTOMATON_APPROVER` naming the approver (CI,
-    dashboards). Agents run commands without a terminal, so they are refused here; the agent
-    hooks also deny any command line that runs `--approve` (DESIGN §7).
+    dashboards). Agents run commands without a terminal, so they are refused here; so is any
+    shell that carries an agent's marker variable (AGENT_MARKERS), whatever else is set. The
+    agent hooks also deny any command line that runs `--approve` (DESIGN §7).
     """
+    marker = next((m for m in AGENT_MARKERS if os.environ.get(m)), None)
+    if marker is not None:
+        raise Refused(
+            f"{action} is a human sign-off and this shell belongs to an agent ({marker} is set):"
+            " run it from your own terminal"
+        )
     named = os.environ.get(APPROVER_ENV, "").strip()
     if named:
         # The name is written into the log and shown on screen: one printable line only.
