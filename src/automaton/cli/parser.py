@@ -95,12 +95,16 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build() -> argparse.ArgumentParser:
-    """The parser. `exit_on_error` is off: usage errors become UsageError (exit 2)."""
+    """The parser. `exit_on_error` is off: usage errors become UsageError (exit 2).
+    `allow_abbrev` is off: long flags must be spelled in full (`--ap` is a usage error)."""
     parser = _Parser(
         prog="automaton",
         description="Enforced brakes for AI coding agents: task phases, sign-offs, bounded loops.",
         epilog="exit codes: 0 done/allowed, 1 refused by a rule, 2 bad input, 3 internal error",
         exit_on_error=False,
+        # Only exact spellings: the agent hooks deny `--approve`/`--focus` by name, and a
+        # unique prefix (`--ap`, `--foc`) would be a spelling they had to guess.
+        allow_abbrev=False,
     )
     for title, table in (("tasks", TASK_FLAGS), ("loops", LOOP_FLAGS), ("agents", AGENT_FLAGS),
                          ("common", COMMON_FLAGS)):

@@ -120,7 +120,7 @@ def decide(call: Call, project_flag: str | None) -> Answer:
         from automaton.hooks import shell
 
         try:
-            found = shell.analyze(call.command, call.cwd)
+            found = shell.analyze(call.command, call.cwd, powershell=call.tool == "PowerShell")
         except shell.Unsafe as exc:
             return deny(f"{call.tool}: {exc}")
         paths += [os.path.join(base, os.path.expanduser(t)) for t, base in found.targets]

@@ -1,0 +1,158 @@
+"""Paths written that are named inside files: patches (`patch`, `git apply`, `git am`) and
+archives (`tar -x`, `unzip`), read from the file the command names (or its heredoc), and the
+targets of links (`ln`, archive link members), which may not reach a protected path.
+
+The hook runs before the command, so the file read is the one the command will read; one that
+cannot be read, or a patch or archive arriving on a pipe, raises `Unsafe`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tarfile
+import zipfile
+from pathlib import Path
+
+from automaton.hooks.shellparse import Simple, Unsafe, operands, option_values
+
+_PATCH_HEADER = re.compile(r"^(?:--- |\+\+\+ |\*\*\* |Index: |rename (?:from|to) |copy (?:from|to) )(.+)$",
+                           re.MULTILINE)
+_PROTECTED_DIRS = frozenset({".git", ".automaton"})
+MAX_READ = 8 * 1024 * 1024
+
+
+def protected_link(source: str, base: Path | None) -> None:
+    """Unsafe when a link to `source` (relative to `base`) would point at a protected path."""
+    raw = os.path.expanduser(source)
+    path = os.path.realpath(raw if os.path.isabs(raw) or base is None else os.path.join(base, raw))
+    parts = [p.lower() for p in Path(path).parts] + [p.lower() for p in Path(raw).parts]
+    from automaton.hooks.policy import is_hook_config
+
+    if (any(p in _PROTECTED_DIRS or p.startswith(".state") for p in parts)
+            or any(is_hook_config(tuple(parts[i:])) for i in range(len(parts)))):
+        raise Unsafe(f"a link to {source!r} would reach a path only automaton or a human writes")
+
+
+def patch(args: list[str], cmd: Simple, here: Path | None) -> list[str]:
+    """patch(1): `patch [OPTIONS] [ORIGFILE [PATCHFILE]]`, `-i PATCHFILE`, `-o OUT`, `-d DIR`."""
+    values = frozenset({"-i", "--input", "-o", "--output", "-d", "--directory", "-p", "--strip", "-r",
+                        "--reject-file", "-B", "--prefix", "-z", "--suffix", "-D", "--ifdef", "-F", "--fuzz",
+                        "-V", "--version-control", "-Y", "--basename-prefix", "--quoting-style"})
+    names = operands(args, values)
+    found = names[:1] + option_values(args, ("-o", "--output", "-r", "--reject-file"))
+    patches = option_values(args, ("-i", "--input")) or names[1:2]
+    directory = (option_values(args, ("-d", "--directory")) or [""])[0]
+    from_text = patch_texts_targets(patches, cmd, here, "patch")
+    return found + [os.path.join(directory, t) if directory else t for t in from_text]
+
+
+def patch_texts_targets(files: list[str], cmd: Simple, here: Path | None, who: str) -> list[str]:
+    """Every path a unified/context/git diff names, with each leading-directory strip (-pN)."""
+    texts = [_read(f, here, who) for f in files]
+    if not files:
+        if cmd.stdin is not None:
+            texts.append(cmd.stdin)
+        elif cmd.reads:
+            texts.extend(_read(f, here, who) for f in cmd.reads)
+        elif cmd.piped:
+            raise Unsafe(f"{who} reads its patch from a pipe: automaton cannot tell which files it writes")
+    found: list[str] = []
+    for text in texts:
+        for match in _PATCH_HEADER.finditer(text):
+            path = match.group(1).split("\t")[0].strip().strip('"')
+            if not path or path == "/dev/null" or path.startswith("*** "):
+                continue
+            parts = path.split("/")
+            found.extend("/".join(parts[i:]) for i in range(len(parts)) if parts[i:] != [""])
+    return found
+
+
+def _read(name: str, here: Path | None, who: str) -> str:
+    path = _local(name, here, who)
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(MAX_READ).decode("utf-8", "replace")
+    except OSError as exc:
+        raise Unsafe(f"{who}: cannot read {name!r} ({exc.strerror}) to tell which files it writes") from None
+
+
+def _local(name: str, here: Path | None, who: str) -> str:
+    if name in ("", "-") or re.search(r"[$`*?\[]", name):
+        raise Unsafe(f"{who}: cannot tell which file {name or 'stdin'!r} is, so not which files it writes")
+    raw = os.path.expanduser(name)
+    if not os.path.isabs(raw):
+        if here is None:
+            raise Unsafe(f"{who}: cannot tell which directory {name!r} is in after an unknown cd")
+        raw = os.path.join(here, raw)
+    return raw
+
+
+def tar(args: list[str], here: Path | None) -> list[str]:
+    """tar(1) in its three spellings (`-xzf A`, `xzf A`, `--extract --file=A`): the archive it
+    creates, or the members it extracts (read from the archive) under `-C DIR`."""
+    flags = ""
+    values: dict[str, list[str]] = {"f": [], "C": []}
+    words = list(args)
+    if words and not words[0].startswith("-") and re.match(r"^[a-zA-Z]+$", words[0]):
+        words[0] = "-" + words[0]  # old-style first cluster
+    i = 0
+    while i < len(words):
+        arg = words[i]
+        if arg.startswith("--"):
+            key, _, val = arg.partition("=")
+            long = {"--file": "f", "--directory": "C"}.get(key)
+            if long:
+                values[long].append(val or (words[i + 1] if i + 1 < len(words) else ""))
+                i += 0 if val else 1
+            flags += {"--extract": "x", "--get": "x", "--create": "c", "--append": "r", "--update": "u",
+                      "--to-stdout": "O", "--list": "t", "--delete": "r", "--concatenate": "A"}.get(key, "")
+        elif arg.startswith("-") and len(arg) > 1:
+            for n, ch in enumerate(arg[1:], 1):
+                if ch in "fC":
+                    attached = arg[n + 1:]
+                    values[ch].append(attached or (words[i + 1] if i + 1 < len(words) else ""))
+                    i += 0 if attached else 1
+                    break
+                flags += ch
+        i += 1
+    directory = values["C"][-1] if values["C"] else ""
+    archives = values["f"]
+    if any(c in flags for c in "crAu"):
+        return archives or ["-"]
+    if "x" not in flags or "O" in flags or "t" in flags:
+        return []
+    if not archives or archives[-1] == "-":
+        raise Unsafe("tar -x reads its archive from standard input: automaton cannot tell which files it writes")
+    path = _local(archives[-1], here, "tar")
+    try:
+        with tarfile.open(path) as archive:
+            members = archive.getmembers()
+    except (OSError, tarfile.TarError) as exc:
+        raise Unsafe(f"tar: cannot read {archives[-1]!r} ({exc}) to tell which files it writes") from None
+    base = Path(os.path.join(here, directory)) if here is not None else None
+    for member in members:
+        if member.issym() or member.islnk():
+            protected_link(member.linkname, base)
+    return [os.path.join(directory, m.name) if directory else m.name for m in members] or [directory or "."]
+
+
+def unzip(args: list[str], here: Path | None) -> list[str]:
+    """unzip(1): `unzip [-opts] ARCHIVE [members] [-d DIR]`; `-l`/`-t`/`-p`/`-Z` only read."""
+    if any(re.match(r"^-[a-zA-Z]*[ltpvZ]", a) for a in args if not a.startswith("--")):
+        return []
+    names = operands(args, frozenset({"-d", "-x", "-P"}))
+    if not names:
+        raise Unsafe("unzip without an archive: automaton cannot tell which files it writes")
+    directory = (option_values(args, ("-d",)) or [""])[0]
+    path = _local(names[0], here, "unzip")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            infos = archive.infolist()
+            base = Path(os.path.join(here, directory)) if here is not None else None
+            for info in infos:
+                if (info.external_attr >> 16) & 0o170000 == 0o120000:  # a symlink member: its target
+                    protected_link(archive.read(info).decode("utf-8", "replace"), base)
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise Unsafe(f"unzip: cannot read {names[0]!r} ({exc}) to tell which files it writes") from None
+    return [os.path.join(directory, i.filename) if directory else i.filename for i in infos] or [directory or "."]
