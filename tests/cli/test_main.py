@@ -163,3 +163,18 @@ def test_a_file_where_a_folder_should_be_is_bad_input_not_a_crash(
 def test_usage_hint_is_not_repeated() -> None:
     res = run_cli()
     assert res.code == 2 and res.err.count("--help") == 1
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--to", "design", "--phase", "--task", "t"], "--to does not go with --phase"),
+    (["--create-loop", "l", "--from-template", "ci-triage", "--interval", "60"], "--interval does not go with"),
+    (["--focus", "t", "--file", "x"], "--file does not go with --focus"),
+    (["--approve", "--loop", "l", "--to", "design"], "--to goes with --approve --task"),
+    (["--can-edit", "--file", "x", "--loop-worktree"], "--loop-worktree needs --loop"),
+    (["--pause-loop", "l", "--task", "t"], "--task does not go with --pause-loop"),
+])
+def test_cross_flag_rules_are_checked_before_any_state_is_touched(tmp_path: Path, args: list[str],
+                                                                 words: str) -> None:
+    res = run_cli(*args, "--project", str(tmp_path))
+    assert res.code == 2 and words in res.err
+    assert list(tmp_path.iterdir()) == []

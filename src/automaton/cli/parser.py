@@ -77,6 +77,25 @@ VERBS: dict[str, str] = {
 }
 
 
+# The modifier flags each verb takes (besides --project and --json). Any other modifier given
+# with a verb is a usage error: a flag that would be silently ignored (`--to` without
+# `--approve`, `--interval` with `--create-loop`) is a mistake the user must hear about.
+MODIFIERS: dict[str, frozenset[str]] = {
+    "create_task": frozenset({"parent"}),
+    "transition": frozenset({"task"}),
+    "approve": frozenset({"task", "loop", "to"}),
+    "focus": frozenset({"clear"}),
+    "phase": frozenset({"task"}),
+    "validate_folder": frozenset({"task"}),
+    "can_edit": frozenset({"task", "file", "loop", "loop_worktree"}),
+    "create_loop": frozenset({"from_template", "task"}),
+    "install_schedule": frozenset({"interval"}),
+    "check_gate": frozenset({"task"}),
+}
+ALL_MODIFIERS = frozenset({"parent", "task", "to", "clear", "file", "from_template", "interval", "loop",
+                           "loop_worktree"})
+
+
 class UsageError(Exception):
     """A cross-flag rule was broken (exit 2, one line)."""
 
@@ -125,7 +144,26 @@ def verb_of(ns: argparse.Namespace) -> str:
     if len(given) > 1:
         flags = ", ".join("--" + g.replace("_", "-") for g in given)
         raise UsageError(f"one action at a time, got {flags}")
+    validate(given[0], ns)
     return given[0]
+
+
+def validate(verb: str, ns: argparse.Namespace) -> None:
+    """Cross-flag rules, checked before any state is touched (UsageError, exit 2)."""
+    if verb == "version":
+        return
+    stray = sorted(m for m in ALL_MODIFIERS - MODIFIERS.get(verb, frozenset()) if _set(ns, m))
+    if stray:
+        given = ", ".join(_flag(m) for m in stray)
+        raise UsageError(f"{given} does not go with {_flag(verb)}")
+    if verb == "approve" and ns.to is not None and ns.loop is not None:
+        raise UsageError("--to goes with --approve --task, not --loop")
+    if verb == "can_edit" and ns.loop_worktree and ns.loop is None:
+        raise UsageError("--loop-worktree needs --loop NAME")
+
+
+def _flag(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
 
 
 def _set(ns: argparse.Namespace, dest: str) -> bool:
