@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from automaton.core.errors import Refused
 from automaton.git.worktree import ensure_worktree
 from automaton.runner.tick import tick
 from automaton.runner.worktree import ensure_for_tick
@@ -212,17 +213,27 @@ def test_ensure_worktree_falls_back_when_branch_checkout_fails(project: Path, tm
 # ---- R5 ---------------------------------------------------------------------------------
 
 def test_ensure_worktree_clears_stale_worktree_path(project: Path) -> None:
+    """R5 as narrowed by the brake review: a recorded worktree that is gone is re-created; when a
+    foreign folder blocks the re-creation the loop halts instead of lifting its blast radius
+    into the main checkout (the folder is never deleted)."""
     proj = make_loop(project, script=WRITE_SRC, **VERIFY)
     store.update_state(proj, "demo", "WORKTREE", {"path": "gone"},
                        lambda s: s.update(worktree_path=str(project / "gone"), worktree_branch="loop/demo"))
     blocker = loop_dir(proj) / "worktree"
     blocker.mkdir()
     (blocker / "keep.txt").write_text("not automaton's")
-    res = ensure_for_tick(proj, "demo", store.read_config(proj, "demo"), state(proj))
-    assert res.cleared_stale and res.fallback is not None and "not a git worktree" in res.fallback
+    with pytest.raises(Refused, match="not a git worktree"):
+        ensure_for_tick(proj, "demo", store.read_config(proj, "demo"), state(proj))
     s = state(proj)
-    assert s["worktree_path"] is None and s["worktree_branch"] is None  # left cleared (R5)
+    assert s["status"] == "halted" and s["halt_reason"] == "drift_detected"
+    assert s["halt_detail"].startswith("worktree_lost: ")
     assert (blocker / "keep.txt").read_text() == "not automaton's"  # never deleted
+    shutil.rmtree(blocker)  # truly gone: re-created (R5), no fallback
+    store.update_state(proj, "demo", "APPROVED", {}, lambda s: s.update(status="running", halt_reason=None,
+                                                                         halt_detail=None))
+    res = ensure_for_tick(proj, "demo", store.read_config(proj, "demo"), state(proj))
+    assert res.cleared_stale and res.created and res.fallback is None
+    assert state(proj)["worktree_path"] == str(blocker)
 
 
 def test_ensure_worktree_recreates_after_deletion(project: Path) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from automaton.commands import loops as uc
 from automaton.core.chain import verify_text
+from automaton.core.names import TaskRef
 from automaton.store import loops
 from automaton.store.layout import Project
 from tests.helpers import Result, git, init_repo, run_cli
@@ -28,7 +29,7 @@ def gate(p: Project, name: str = "demo", *extra: str) -> Result:
 
 
 def set_state(p: Project, name: str = "demo", **fields: Any) -> None:
-    loops.update_state(p, name, "TEST", {}, lambda s: s.update(**fields))
+    loops.update_state(p, name, "TICK", {}, lambda s: s.update(**fields))
 
 
 def state(p: Project, name: str = "demo") -> dict[str, Any]:
@@ -60,7 +61,7 @@ def _cause(death: str, project: Path) -> Project:
         p = make_loop(project, brakes={"max_iterations": 2})
         set_state(p, iteration_count=2)
     elif death == "budget_exhausted":
-        p = make_loop(project, brakes={"max_budget_usd": 1.0})
+        p = make_loop(project, brakes={"max_budget_usd": 1.0, "max_tick_usd": 0.5})
         set_state(p, spent_usd=1.5)
     elif death == "human_intervention":
         assert cli(project, "--create-task", "fix-ci").code == 0
@@ -194,7 +195,9 @@ def test_approve_refuses_an_invalid_new_config_and_stays_halted(project: Path, a
     data = json.loads(path.read_text())
     data["brakes"]["max_iteration"] = 500
     path.write_text(json.dumps(data))
-    assert gate(p).json["halt_detail"] == "config_changed"
+    g = gate(p)
+    assert g.code == 2
+    assert g.json["halt_detail"].startswith(f"config_changed: {path}: unknown key 'brakes.max_iteration'")
     r = cli(p, "--approve", "--loop", "demo")
     assert r.code == 2 and "brakes.max_iteration" in r.err
     assert state(p)["status"] == "halted"
@@ -547,3 +550,67 @@ def test_loop_list_and_audit_flag_halted_corrupt_untracked_tampered(project: Pat
     assert audit.code == 1 and len(audit.json["loops"]) == 5
     text = cli(p, "--audit")
     assert "Loops: 5 loop(s), 4 flagged" in text.out
+
+
+# ---- brake review: loop.json `task`, invalid loop.json ----------------------------------------
+
+def _bind_in_config(p: Project, task: str) -> None:
+    """A human sets loop.json `task` on a running loop and re-seals it (state.current_task stays null)."""
+    path = p.loop_dir(loops.LoopName("demo")) / "loop.json"
+    data = json.loads(path.read_text())
+    data["task"] = task
+    path.write_text(json.dumps(data))
+    assert cli(p, "--approve", "--loop", "demo").code == 0  # RESEALED
+
+
+def test_gate_4_uses_the_task_set_in_loop_json(project: Path, approver: str) -> None:
+    assert cli(project, "--create-task", "fix-ci").code == 0
+    p = make_loop(project)
+    _bind_in_config(p, "fix-ci")
+    assert state(p)["current_task"] is None
+    assert cli(project, "--transition", "human_intervention", "--task", "fix-ci").code == 0
+    r = gate(p)
+    assert r.code == 1 and r.json["halt_reason"] == "human_intervention"
+    assert r.json["task"] == "fix-ci" and r.json["task_phase"] == "human_intervention"
+    assert r.json["task_in_halt_loop"] is True
+    assert loops.halted_owners(p, TaskRef.parse("fix-ci")) == [("demo", "human_intervention")]  # R8
+    rows = {row["name"]: row for row in uc.audit_section(p)[1]}
+    assert rows["demo"]["task"] == "fix-ci"
+
+
+def test_a_corrupt_state_of_the_bound_task_stops_the_gate(project: Path, approver: str) -> None:
+    assert cli(project, "--create-task", "fix-ci").code == 0
+    p = make_loop(project)
+    _bind_in_config(p, "fix-ci")
+    (project / "tasks" / "fix-ci" / ".state").write_bytes(b"\x00garbage\n")
+    r = gate(p)
+    assert r.code == 2 and "tasks/fix-ci/.state" in r.err
+    assert r.json["ok"] is False
+
+
+@pytest.mark.parametrize(("content", "needle"), [
+    (b"", "not valid JSON"),
+    (b'{"schema_version": 1, "name": "de', "not valid JSON"),
+    (b"[1, 2]", "must be a JSON object, got list"),
+    (None, "brakes.max_iterations must be an integer"),
+])
+def test_an_invalid_loop_json_halts_with_exit_2_naming_file_and_error(project: Path, content: bytes | None,
+                                                                       needle: str) -> None:
+    p = make_loop(project)
+    path = p.loop_dir(loops.LoopName("demo")) / "loop.json"
+    if content is None:
+        data = json.loads(path.read_text())
+        data["brakes"]["max_iterations"] = "25"  # wrong type
+        content = json.dumps(data).encode()
+    path.write_bytes(content)
+    r = gate(p)
+    assert r.code == 2, (r.out, r.err)
+    for key in ("ok", "reason", "halt_reason", "remaining_iterations", "remaining_budget_usd", "task_phase",
+                "task_in_halt_loop", "out_of_scope_files"):  # the seed 000 R4 object is still printed
+        assert key in r.json
+    assert r.json["ok"] is False and r.json["halt_reason"] == "human_intervention" and r.json["exit_code"] == 2
+    assert r.json["halt_detail"].startswith(f"config_changed: {path}: ") and needle in r.json["halt_detail"]
+    assert str(path) in r.json["error"] and needle in r.json["error"]
+    assert state(p)["status"] == "halted" and needle in state(p)["halt_detail"]
+    text = cli(p, "--check-gate", "demo")
+    assert text.code == 2 and needle in text.out and str(path) in text.out

@@ -173,3 +173,34 @@ def test_state_missing_key_and_non_object_fail() -> None:
         validate_state([], "s")
     with pytest.raises(CorruptState, match="missing key"):
         validate_state({}, "s")
+
+
+@pytest.mark.parametrize(("patch", "needle"), [
+    ({"brakes__max_iterations": 10**30}, "brakes.max_iterations must be an integer >= 1 and <= 100000"),
+    ({"brakes__max_iterations": 100_001}, "brakes.max_iterations must be an integer >= 1 and <= 100000"),
+    ({"brakes__max_budget_usd": 1e308}, "brakes.max_budget_usd must be a finite number > 0 and <= 100000"),
+    ({"brakes__max_tick_usd": 100_000.5, "brakes__max_budget_usd": 100_000},
+     "brakes.max_tick_usd must be a finite number > 0 and <= 100000"),
+    ({"brakes__max_tick_usd": 20.0}, "brakes.max_tick_usd must be <= brakes.max_budget_usd (10), got 20"),
+    ({"harness__timeout_s": 86_401}, "harness.timeout_s must be an integer >= 1 and <= 86400"),
+    ({"brakes__score_plateau_window": 1001}, "brakes.score_plateau_window must be an integer >= 1 and <= 1000"),
+])
+def test_absurd_but_finite_brakes_are_refused(patch: dict[str, Any], needle: str) -> None:
+    with pytest.raises(BadInput) as err:
+        parse_config(cfg(**patch), "loop.json", DEFAULTS)
+    assert err.value.message.startswith("loop.json: ") and needle in err.value.message
+    assert "\n" not in err.value.message
+
+
+def test_brakes_at_their_upper_bounds_are_accepted() -> None:
+    c = parse_config(cfg(brakes__max_iterations=100_000, brakes__max_budget_usd=100_000, brakes__max_tick_usd=100_000,
+                         brakes__score_plateau_window=1000, harness__timeout_s=86_400), "loop.json", DEFAULTS)
+    assert (c.brakes.max_iterations, c.brakes.max_budget_usd, c.brakes.max_tick_usd) == (100_000, 1e5, 1e5)
+    assert c.brakes.score_plateau_window == 1000 and c.harness.timeout_s == 86_400
+
+
+def test_a_left_out_tick_cap_never_exceeds_the_budget() -> None:
+    c = parse_config(cfg(brakes__max_budget_usd=1.0, brakes__max_tick_usd=...), "loop.json", DEFAULTS)
+    assert c.brakes.max_tick_usd == 1.0  # the default 2.0, capped at the budget
+    local = parse_config(cfg(harness__local=True, brakes__max_budget_usd=None), "loop.json", DEFAULTS)
+    assert local.brakes.max_tick_usd == 2.0

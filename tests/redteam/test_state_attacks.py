@@ -222,7 +222,7 @@ def test_b13_truncated_loop_log(looped: Looped) -> None:
 
 @pytest.mark.parametrize("edit", [
     lambda c: c["brakes"].update(max_iterations=10_000),
-    lambda c: c["brakes"].update(max_budget_usd=1e9),
+    lambda c: c["brakes"].update(max_budget_usd=5000.0),
     lambda c: c["blast_radius"].update(file_scope=["**"]),
     lambda c: c["blast_radius"].update(use_worktree=False),
     lambda c: c.update(description=c["description"] + " "),
@@ -264,13 +264,21 @@ def test_b15_loop_approve_needs_a_human(looped: Looped, hook: Hook) -> None:
 
 
 def test_b16_deleted_state_loop_never_restarts_fresh(looped: Looped) -> None:
+    """Deleting `.state.loop` (its log kept) is tampering, not an untracked loop: the tick refuses,
+    the gate halts and rebuilds the state from the log's counters, a human approves it back."""
     proj, _ = looped()
+    before = store.read_state(proj, "demo")
     (loop_dir(proj) / ".state.loop").unlink()
-    res = run_cli("--mode", "tick", "--loop", "demo", "--project", str(proj.root), entry="automaton-loop")
-    assert res.code == 2 and "UNTRACKED" in res.err
-    assert gate(proj).code == 2
-    assert "UNTRACKED" in audit_flags(proj.root)
-    assert not (loop_dir(proj) / ".state.loop").exists()  # nothing re-created with zeroed counters
+    assert "TAMPERED" in audit_flags(proj.root) and "state deleted" in audit_flags(proj.root)
+    res = run_cli("--mode", "tick", "--loop", "demo", "--project", str(proj.root), "--json", entry="automaton-loop")
+    assert res.code == 1 and res.json["reason"] == "state_tampered" and "state deleted" in res.json["halt_detail"]
+    assert res.json["ran"] is False
+    res = gate(proj)
+    assert res.code == 1 and res.json["halt_reason"] == "human_intervention"
+    s = store.read_state(proj, "demo")  # re-created halted, with the log's counters, never zeroed
+    assert s["status"] == "halted" and s["iteration_count"] == before["iteration_count"] == 1
+    assert s["spent_usd"] >= before["spent_usd"]
+    assert run_cli("--create-loop", "demo", "--from-template", "ci-triage", "--project", str(proj.root)).code == 2
 
 
 def test_b17_careful_forger_limit_is_behind_the_hook(looped: Looped, hook: Hook) -> None:
@@ -329,7 +337,9 @@ def test_b18_prompt_injected_loop_json(looped: Looped, field: str, value: object
     config = json.loads(path.read_text())
     config[field] = value
     path.write_text(json.dumps(config))
-    assert gate(proj).json["halt_detail"] == "config_changed"
+    res = gate(proj)  # an invalid loop.json: exit 2, the halt names the file and the key
+    assert res.code == 2 and res.json["halt_detail"].startswith(f"config_changed: {path}: ")
+    assert needle in res.json["halt_detail"] and needle in res.json["error"]
     res = run_cli("--approve", "--loop", "demo", "--project", str(proj.root), tty=True)
     assert res.code == 2 and needle in res.err and "Traceback" not in res.err
     assert store.read_state(proj, "demo")["status"] == "halted"

@@ -17,7 +17,7 @@ PY = sys.executable
 LOOP = "lp"
 TASK = "t1"
 # Brakes that never stop a test on their own: the suite counts writes, not budgets.
-WIDE = {"max_iterations": 10**9, "max_budget_usd": 1e9, "max_tick_usd": 0.5}
+WIDE = {"max_iterations": 100_000, "max_budget_usd": 100_000.0, "max_tick_usd": 0.5}  # the upper bounds
 
 
 def agent_script(record: Path, body: str = "print('done')") -> list[str]:

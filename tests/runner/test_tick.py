@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from automaton.commands.loops import pause_loop
 from automaton.runner.tick import tick
 from automaton.store import loops as store
@@ -196,3 +198,41 @@ def test_run_mode_ticks_until_complete(project: Path) -> None:
                   entry="automaton-loop")
     assert res.code == 0, res.err
     assert res.json["stopped"] == "complete" and [t["iteration"] for t in res.json["ticks"]] == [1, 2]
+
+
+def test_the_reservation_is_taken_before_the_harness_and_settled_after(project: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """TICK_START counts the iteration and charges max_tick_usd before any agent runs; the TICK
+    line settles it to the counted cost. A tick that dies in between keeps the charge, and the
+    next tick takes the next runs/<n>."""
+    from automaton import harnesses
+
+    proj = make_loop(project, script={"implement": [score_step("1 passed, 1 failed\n", 0.25)] * 3},
+                     **SCORE_FROM_FILE)
+    assert tick(proj, "demo").code == 0
+    lines = log_lines(proj)
+    start = next(line for line in lines if " TICK_START " in line)
+    assert " n=1 reserved_usd=1.0 " in start and " iterations=1 spent_usd=1.0 " in start
+    assert st(proj)["spent_usd"] == 0.25 and st(proj)["iteration_count"] == 1
+    assert events(proj)[-2:] == ["TICK_START", "TICK"]
+
+    real = harnesses.get
+
+    class Dies:
+        def run(self, req: Any) -> Any:
+            raise RuntimeError("the runner died mid-tick")
+
+        def invocation(self, req: Any) -> Any:
+            return real("scripted").invocation(req)
+
+    monkeypatch.setattr(harnesses, "get", lambda name: Dies())
+    with pytest.raises(RuntimeError):
+        tick(proj, "demo")
+    s = st(proj)
+    assert (s["iteration_count"], s["spent_usd"]) == (2, 1.25)  # counted, charged max_tick_usd
+    assert events(proj)[-1] == "TICK_START"
+    monkeypatch.setattr(harnesses, "get", real)
+    out = tick(proj, "demo")
+    assert out.code == 0 and out.data is not None and out.data["iteration"] == 3
+    assert out.data["run_dir"].endswith("runs/3")
+    assert (st(proj)["iteration_count"], st(proj)["spent_usd"]) == (3, 1.5)

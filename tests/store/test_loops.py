@@ -258,3 +258,127 @@ def test_many_processes_lose_no_update_and_keep_the_chain(project: Path) -> None
     assert check.last_state == loops.state_token(state_file(p).read_bytes())
     validate_state(json.loads(state_file(p).read_text()), "final")
     assert sum(r["approvals"] for r in results) > 0  # the mix really exercised halt + approve
+
+
+# ---- brake review: counters checked against the log, deleted and corrupt states -------------
+
+def _forge(p: Project, event: str, fields: dict[str, object], state: dict[str, Any] | None = None) -> None:
+    """Append a correctly CHAINED line (a careful forger of one line); with `state`, also write
+    that state so the line's token seals it."""
+    from automaton.core.chain import format_line, line_hash, parse_line
+
+    folder = p.loop_dir(loops.LoopName("demo"))
+    text = (folder / loops.LOG_FILE).read_text()
+    last = text.splitlines()[-1]
+    token = parse_line(last).state  # type: ignore[union-attr]
+    if state is not None:
+        data = loops.encode_state(state)
+        (folder / loops.STATE_FILE).write_bytes(data)
+        token = loops.state_token(data)
+    line = format_line("2026-01-01T00:00:00Z", event, fields, token, line_hash(last))
+    (folder / loops.LOG_FILE).write_text(text + line + "\n")
+
+
+def _counted(state: dict[str, Any]) -> dict[str, object]:
+    return {log_key: state[key] for key, log_key in loops.COUNTERS.items()}
+
+
+def test_a_chained_line_that_lowers_the_counters_is_tampering(project: Path) -> None:
+    from automaton.commands.loops import check_gate
+
+    p = make_loop(project)
+    high = loops.update_state(p, "demo", "TICK", {"n": 5}, lambda s: s.update(iteration_count=5, spent_usd=3.0))
+    low = {**high, "iteration_count": 1, "spent_usd": 0.5}
+    _forge(p, "TICK", {"n": 6, **_counted(low)}, low)
+    with pytest.raises(loops.StateTampered, match="iterations goes down"):
+        loops.read_state(p, "demo")
+    out = check_gate(p, "demo")
+    assert out.code == 1 and out.data is not None and out.data["reason"] == "state_tampered"
+    s = loops.read_state(p, "demo")  # re-sealed: clean again, with the counters the forger lowered
+    assert (s["iteration_count"], s["spent_usd"], s["status"]) == (5, 3.0, "halted")
+
+
+def test_a_state_below_its_logged_counters_is_tampering(project: Path) -> None:
+    p = make_loop(project)
+    s = loops.update_state(p, "demo", "TICK", {"n": 2}, lambda s: s.update(iteration_count=2, spent_usd=1.0))
+    _forge(p, "TICK", {"n": 3, **_counted({**s, "iteration_count": 9})}, s)  # the line says 9, the file 2
+    with pytest.raises(loops.StateTampered, match="iteration_count 2 is lower than its log's 9"):
+        loops.read_state(p, "demo")
+
+
+def test_an_unknown_event_is_tampering(project: Path) -> None:
+    p = make_loop(project)
+    s = loops.read_state(p, "demo")
+    _forge(p, "RESET", {"by": "agent", **_counted(s)})
+    with pytest.raises(loops.StateTampered, match="unknown event"):
+        loops.read_state(p, "demo")
+    with pytest.raises(ValueError, match="unknown loop log event"):  # and the code never writes one
+        loops.log_event(make_loop(project, "other"), "other", "RESET", {})
+
+
+def test_approval_marks_never_go_down_outside_an_approval(project: Path) -> None:
+    p = make_loop(project)
+    s = loops.update_state(p, "demo", "APPROVED", {}, lambda s: s.update(
+        iteration_count=4, spent_usd=2.0, iterations_at_approval=4, spent_usd_at_approval=2.0))
+    lowered = {**s, "iterations_at_approval": 0}  # 4 fresh iterations for free
+    _forge(p, "TICK", {"n": 5, **_counted(lowered)}, lowered)
+    with pytest.raises(loops.StateTampered, match="iterations_at_approval goes down"):
+        loops.read_state(p, "demo")
+
+
+def test_a_tick_gives_back_at_most_its_reservation(project: Path) -> None:
+    p = make_loop(project)
+
+    def reserve(s: dict[str, Any]) -> None:
+        s.update(iteration_count=s["iteration_count"] + 1, spent_usd=s["spent_usd"] + 1.0)
+
+    loops.update_state(p, "demo", "TICK_START", {"n": 1, "reserved_usd": 1.0}, reserve)
+    with pytest.raises(ValueError, match="may not decrease"):  # more than reserved: a bug
+        loops.update_state(p, "demo", "TICK", {"n": 1}, lambda s: s.update(spent_usd=0.0), refund_usd=0.5)
+    s = loops.update_state(p, "demo", "TICK", {"n": 1}, lambda s: s.update(spent_usd=0.25), refund_usd=0.75)
+    assert loops.read_state(p, "demo")["spent_usd"] == 0.25 == s["spent_usd"]
+    loops.update_state(p, "demo", "TICK_START", {"n": 2, "reserved_usd": 1.0}, reserve)
+    over = {**loops.read_state(p, "demo"), "spent_usd": 0.0}  # gives back 1.25 of a 1.0 reservation
+    _forge(p, "TICK", {"n": 2, **_counted(over)}, over)
+    with pytest.raises(loops.StateTampered, match="spent_usd goes down"):
+        loops.read_state(p, "demo")
+
+
+def test_a_deleted_state_with_its_log_is_tampering_and_a_human_rebuilds_it(project: Path, approver: str) -> None:
+    from automaton.commands.loops import approve_loop
+
+    p = make_loop(project)
+    loops.update_state(p, "demo", "TICK", {"n": 7}, lambda s: s.update(iteration_count=7, spent_usd=4.5))
+    state_file(p).unlink()
+    assert loops.require_tracked(p, "demo") == "demo"  # not UNTRACKED: its log proves it was tracked
+    with pytest.raises(loops.StateTampered, match=r"state deleted.*--approve --loop demo"):
+        loops.read_state(p, "demo")
+    with pytest.raises(BadInput, match="already exists"):
+        make_loop(project)
+    out = approve_loop(p, "demo")
+    assert out.code == 0
+    s = loops.read_state(p, "demo")
+    assert (s["iteration_count"], s["spent_usd"], s["status"], s["resumed_count"]) == (7, 4.5, "running", 1)
+    assert (s["iterations_at_approval"], s["spent_usd_at_approval"]) == (7, 4.5)  # a fresh allowance
+
+
+def test_a_corrupt_state_names_the_next_step_and_a_human_restores_it(project: Path, approver: str) -> None:
+    from automaton.commands.loops import approve_loop
+
+    p = make_loop(project)
+    loops.update_state(p, "demo", "TICK", {"n": 3}, lambda s: s.update(iteration_count=3, spent_usd=1.5))
+    state_file(p).write_bytes(b"{ half")
+    with pytest.raises(CorruptState, match=r"not valid JSON.*a human restores it from its intact log with:"
+                                           r" automaton --approve --loop demo"):
+        loops.read_state(p, "demo")
+    assert approve_loop(p, "demo").code == 0
+    assert loops.read_state(p, "demo")["iteration_count"] == 3
+    assert (state_file(p).parent / ".state.loop.broken").read_bytes() == b"{ half"  # kept as evidence
+
+
+def test_untracked_hint_only_for_a_folder_with_neither_file(project: Path) -> None:
+    p = make_loop(project)
+    (state_file(p).parent / loops.LOG_FILE).unlink()
+    state_file(p).unlink()
+    with pytest.raises(BadInput, match=r"UNTRACKED.*Run --upgrade-loops to bootstrap"):
+        loops.require_tracked(p, "demo")

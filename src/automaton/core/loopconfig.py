@@ -19,6 +19,12 @@ SCHEMA_VERSION = 1
 STATUSES = ("running", "halted", "paused", "complete")
 DEATHS = ("iterations_exhausted", "budget_exhausted", "human_intervention", "drift_detected", "verifier_failed")
 SCORERS = ("junit", "summary", "agent")
+# Upper bounds of the brakes (DESIGN §5: a brake that is finite but absurd, 1e30 iterations or
+# 1e308 USD, does not brake). Units: iterations, USD, seconds, scores.
+MAX_ITERATIONS = 100_000  # iterations per approval
+MAX_USD = 100_000.0  # USD: max_budget_usd and max_tick_usd
+MAX_TIMEOUT_S = 86_400  # seconds per role run (one day)
+MAX_PLATEAU_WINDOW = 1_000  # scores
 _HARNESS_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 
@@ -139,10 +145,11 @@ class _Reader:
             raise self.fail(key, "true or false")
         return value
 
-    def integer(self, key: str, default: object, *, minimum: int) -> int:
+    def integer(self, key: str, default: object, *, minimum: int, maximum: int | None = None) -> int:
         value = self.data.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self.fail(key, f"an integer >= {minimum}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum or (
+                maximum is not None and value > maximum):
+            raise self.fail(key, f"an integer >= {minimum}" + ("" if maximum is None else f" and <= {maximum}"))
         return value
 
     def number(self, key: str, default: object, *, low: float, strict: bool = False,
@@ -257,7 +264,7 @@ def _harness(h: _Reader, defaults: dict[str, Any]) -> HarnessConfig:
         raise h.exc(f"{h.source}: harness.command is required when harness.name is 'command'")
     return HarnessConfig(
         name=name, model=h.string("model", null=True), args=h.strings("args", []),
-        timeout_s=h.integer("timeout_s", defaults["timeout_s"], minimum=1), command=command,
+        timeout_s=h.integer("timeout_s", defaults["timeout_s"], minimum=1, maximum=MAX_TIMEOUT_S), command=command,
         local=h.boolean("local", False),
         kv_kib_per_token=h.number("kv_kib_per_token", None, low=0, strict=True, null=True),
     )
@@ -285,12 +292,22 @@ def _roles(r: _Reader) -> Roles:
 
 
 def _brakes(b: _Reader, d: dict[str, Any], local: bool) -> Brakes:
-    budget = b.number("max_budget_usd", d["max_budget_usd"], low=0, strict=True, null=local)
+    """The brakes, each bounded below and above (MAX_ITERATIONS, MAX_USD, MAX_PLATEAU_WINDOW);
+    max_tick_usd may not exceed max_budget_usd (one tick could overspend the whole budget); a
+    left-out max_tick_usd takes the default capped at max_budget_usd."""
+    budget = b.number("max_budget_usd", d["max_budget_usd"], low=0, strict=True, high=MAX_USD, null=local)
+    default_tick = d["max_tick_usd"]
+    if budget is not None and not b.has("max_tick_usd") and isinstance(default_tick, int | float):
+        default_tick = min(default_tick, budget)  # a left-out cap never exceeds the budget it caps
+    tick = b.number("max_tick_usd", default_tick, low=0, strict=True, high=MAX_USD)
+    if budget is not None and tick > budget:
+        raise b.exc(f"{b.source}: brakes.max_tick_usd must be <= brakes.max_budget_usd ({budget:g}), got {tick:g}")
     return Brakes(
-        max_iterations=b.integer("max_iterations", d["max_iterations"], minimum=1),
+        max_iterations=b.integer("max_iterations", d["max_iterations"], minimum=1, maximum=MAX_ITERATIONS),
         max_budget_usd=budget,
-        max_tick_usd=b.number("max_tick_usd", d["max_tick_usd"], low=0, strict=True),
-        score_plateau_window=b.integer("score_plateau_window", d["score_plateau_window"], minimum=1),
+        max_tick_usd=tick,
+        score_plateau_window=b.integer("score_plateau_window", d["score_plateau_window"], minimum=1,
+                                       maximum=MAX_PLATEAU_WINDOW),
         plateau_epsilon=b.number("plateau_epsilon", d["plateau_epsilon"], low=0),
         target_score=b.number("target_score", d["target_score"], low=0, high=1),
     )
@@ -304,7 +321,7 @@ STATE_KEYS = (
     "spent_usd", "iterations_at_approval", "spent_usd_at_approval", "accepted_drift", "base_commit",
     "config_sha256", "worktree_fallback", "halt_detail",
 )
-_HEX = re.compile(r"^[0-9a-f]{7,64}$")
+COMMIT_HEX = re.compile(r"^[0-9a-f]{7,64}$")
 
 
 def initial_state(name: str, task: str | None, config_sha256: str, started_at: str) -> dict[str, Any]:
@@ -367,6 +384,6 @@ def validate_state(data: object, source: str) -> dict[str, Any]:
             TaskRef.parse(r.data["current_task"])
         except BadInput:
             raise r.fail("current_task", "a task name or null") from None
-    if r.data["base_commit"] is not None and not _HEX.match(r.data["base_commit"]):
+    if r.data["base_commit"] is not None and not COMMIT_HEX.match(r.data["base_commit"]):
         raise r.fail("base_commit", "a commit id (hex) or null")
     return r.data

@@ -1,4 +1,5 @@
-"""What a loop's worktree changed since its base commit (DESIGN §5 gate 5: drift).
+"""What a loop's worktree (or, with the folder gone, its branch) changed since its base commit
+(DESIGN §5 gate 5: drift).
 
 "Changed" = differs between the `base_commit` tree and HEAD's (`git diff --name-only -z base HEAD`,
 never a bare branch name: a repo whose only branch is `master` must work; two trees, not
@@ -91,3 +92,23 @@ def changed_paths(worktree: Path, base_commit: str) -> list[str]:
     committed = _nul_fields(_git(worktree, ["diff", "--name-only", "-z", "--no-renames", base_commit, "HEAD"]))
     status = parse_status_z(_git(worktree, ["status", "--porcelain=v1", "-z", "--untracked-files=all"]))
     return sorted(set(committed) | set(status))
+
+
+def branch_changed_paths(repo: Path, base_commit: str, branch: str) -> list[str]:
+    """Sorted posix paths, relative to the repository root, that differ between the trees of
+    `base_commit` and the tip of local branch `branch` (`git diff --name-only -z --no-renames
+    <base> refs/heads/<branch>`, two trees as in `changed_paths`), asked of the main repository.
+
+    For a loop whose worktree folder is gone while `loop/<name>` still holds its commits: only
+    committed changes exist then. Raises GitMissing, or DriftError when the branch or the base
+    is not a commit or git fails.
+    """
+    if not _COMMIT.match(base_commit or ""):
+        raise DriftError(f"base_commit {base_commit!r} is not a commit id")
+    ref = f"refs/heads/{branch}"
+    for what, rev in (("branch", ref), ("base_commit", base_commit)):
+        try:
+            _git(repo, ["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"])
+        except DriftError:
+            raise DriftError(f"{what} {rev} is not a commit of the repository {repo}") from None
+    return sorted(set(_nul_fields(_git(repo, ["diff", "--name-only", "-z", "--no-renames", base_commit, ref]))))

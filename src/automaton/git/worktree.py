@@ -10,6 +10,7 @@ raises for git's failure and never writes automaton state: the runner records th
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,11 @@ from automaton.git import run_git
 
 LOOP_WORKTREE_DIR = "worktree"
 BRANCH_PREFIX = "loop/"
+# Why ensure_worktree fell back. "no_git" / "not_repo": no repository to make a worktree in;
+# "occupied": something that is not our worktree sits at the path (a folder, a file, a symlink,
+# a worktree on another branch or a detached HEAD); "elsewhere": loop/<name> is checked out at
+# another path; "failed": git itself failed (worktree list/add, an unusable base).
+FALLBACK_KINDS = ("no_git", "not_repo", "occupied", "elsewhere", "failed")
 
 
 @dataclass(frozen=True)
@@ -25,7 +31,8 @@ class WorktreeResult:
     base_commit: the commit the worktree's changes are measured from (40 hex) or None;
     fallback: why the tick runs in the main checkout (None when it does not, and None when
     `use_worktree` is false: that is configuration, not a fallback); created: a
-    `git worktree add` ran; cleared_stale: a recorded path no longer existed (seed 002 R5)."""
+    `git worktree add` ran; cleared_stale: a recorded path no longer existed (seed 002 R5);
+    kind: what kind of fallback, one of FALLBACK_KINDS (None without a fallback)."""
 
     path: Path
     branch: str | None
@@ -33,6 +40,7 @@ class WorktreeResult:
     fallback: str | None = None
     created: bool = False
     cleared_stale: bool = False
+    kind: str | None = None
 
     @property
     def in_worktree(self) -> bool:
@@ -75,8 +83,8 @@ def _commit(repo: Path, ref: str) -> str | None:
     return out.out.strip() if out.code == 0 and out.out.strip() else None
 
 
-def _fallback(root: Path, reason: str, cleared: bool) -> WorktreeResult:
-    return WorktreeResult(root, None, None, fallback=reason, cleared_stale=cleared)
+def _fallback(root: Path, reason: str, cleared: bool, kind: str) -> WorktreeResult:
+    return WorktreeResult(root, None, None, fallback=reason, cleared_stale=cleared, kind=kind)
 
 
 def ensure_worktree(
@@ -109,13 +117,16 @@ def ensure_worktree(
 
     probe = run_git(root, ["rev-parse", "--is-inside-work-tree"])
     if probe.code == 127:
-        return _fallback(root, "git not found on PATH", cleared)
+        return _fallback(root, "git not found on PATH", cleared, "no_git")
     if probe.code != 0 or probe.out.strip() != "true":
-        return _fallback(root, f"{root} is not a git repository", cleared)
+        return _fallback(root, f"{root} is not a git repository", cleared, "not_repo")
+    if path.is_symlink():  # never followed: it could point at the project itself or anywhere
+        return _fallback(root, f"{path} is a symlink (to {os.readlink(path)}), not the loop's worktree",
+                         cleared, "occupied")
     run_git(root, ["worktree", "prune"])  # registered-but-missing entries are repaired, not trusted
     entries = list_worktrees(root)
     if entries is None:
-        return _fallback(root, "git worktree list failed", cleared)
+        return _fallback(root, "git worktree list failed", cleared, "failed")
     ref = f"refs/heads/{branch}"
     mine = next((e for e in entries if _same(e["worktree"], path)), None)
     elsewhere = next((e for e in entries if e.get("branch") == ref and not _same(e["worktree"], path)), None)
@@ -124,15 +135,15 @@ def ensure_worktree(
         return WorktreeResult(path, branch, base, cleared_stale=cleared)
     if mine is not None:  # registered at our path but on another branch/detached: not ours to reuse
         return _fallback(root, f"{path} is a worktree on {mine.get('branch', 'a detached HEAD')}, not {branch}",
-                         cleared)
+                         cleared, "occupied")
     if elsewhere is not None:
-        return _fallback(root, f"branch {branch} is checked out at {elsewhere['worktree']}", cleared)
+        return _fallback(root, f"branch {branch} is checked out at {elsewhere['worktree']}", cleared, "elsewhere")
     if path.exists():
         if path.is_dir() and not any(path.iterdir()):
             with contextlib.suppress(OSError):
                 path.rmdir()  # an empty directory holds nothing to lose
         if path.exists():
-            return _fallback(root, f"{path} exists and is not a git worktree; move it away", cleared)
+            return _fallback(root, f"{path} exists and is not a git worktree; move it away", cleared, "occupied")
 
     if _commit(root, f"refs/heads/{branch}") is not None:
         added = run_git(root, ["worktree", "add", str(path), branch])
@@ -141,14 +152,14 @@ def ensure_worktree(
         start = base_branch or "HEAD"
         base = _commit(root, start)
         if base is None:
-            return _fallback(root, f"base {start!r} is not a commit (set blast_radius.base_branch)", cleared)
+            return _fallback(root, f"base {start!r} is not a commit (set blast_radius.base_branch)", cleared, "failed")
         added = run_git(root, ["worktree", "add", "-b", branch, str(path), base])
         if added.code != 0 and _commit(root, f"refs/heads/{branch}") is not None:
             # seed 002 R4: the branch appeared meanwhile; check it out without -b
             added = run_git(root, ["worktree", "add", str(path), branch])
     if added.code != 0:
         detail = (added.err.strip().splitlines() or [f"exit {added.code}"])[-1]
-        return _fallback(root, f"git worktree add failed: {detail}", cleared)
+        return _fallback(root, f"git worktree add failed: {detail}", cleared, "failed")
     return WorktreeResult(path, branch, base, created=True, cleared_stale=cleared)
 
 

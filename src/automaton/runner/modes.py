@@ -22,7 +22,8 @@ def run_loop(project: Project, name: str, max_ticks: int | None = None,
              options: TickOptions | None = None) -> Outcome:
     """Tick until a gate refuses, the loop completes, a tick is skipped as busy, or
     `max_ticks` ticks ran. Exit 0 when it stopped because the loop completed, max_ticks was
-    reached or another tick held the lock; 1 when a gate refused (halted, paused, waiting).
+    reached or another tick held the lock; 1 when a gate refused (halted, paused, waiting); 2
+    when it refused because loop.json is invalid.
     data: {ticks: [tick data…], stopped: "complete"|"max_ticks"|"busy"|"gate", gate: {...}|None}."""
     opts = options or TickOptions()
     ticks: list[dict[str, Any]] = []
@@ -34,7 +35,8 @@ def run_loop(project: Project, name: str, max_ticks: int | None = None,
         data = out.data or {}
         if out.code != ExitCode.OK:
             lines += out.lines
-            return Outcome(ExitCode.REFUSED, lines, {"ticks": ticks, "stopped": "gate", "gate": data}, warnings)
+            code = ExitCode.BAD_INPUT if out.code == ExitCode.BAD_INPUT else ExitCode.REFUSED
+            return Outcome(code, lines, {"ticks": ticks, "stopped": "gate", "gate": data}, warnings)
         lines += out.lines
         if data.get("skipped"):
             return Outcome(ExitCode.OK, lines, {"ticks": ticks, "stopped": "busy", "gate": None}, warnings)

@@ -1,5 +1,12 @@
-"""One tick of a loop (DESIGN §6): lock, gates, worktree, implement, commit, verify,
-orchestrate, and one locked state update. Every artefact lands in `runs/<n>/`."""
+"""One tick of a loop (DESIGN §6): lock, leftovers of a dead tick, gates, worktree, the
+reservation, implement, commit, verify, orchestrate, and the settling state update. Every
+artefact lands in `runs/<n>/`.
+
+The reservation (`TICK_START n=… reserved_usd=…`): before any harness starts, ONE locked update
+counts the iteration and charges `max_tick_usd`; the closing `TICK` line corrects spent_usd by
+(counted − reserved). A tick killed at any point (even `kill -9` of the runner by its own
+agent) leaves its iteration counted and `max_tick_usd` charged: never a free tick, and never
+a reused `runs/<n>`."""
 
 from __future__ import annotations
 
@@ -21,7 +28,7 @@ from automaton.core.verdicts import Verdict, from_agent, from_command, json_obje
 from automaton.git.worktree import commit_all
 from automaton.harnesses import HarnessRequest, HarnessResult
 from automaton.proc import run_streaming
-from automaton.runner import prompts
+from automaton.runner import leftovers, prompts
 from automaton.runner.progress import QUIET, Progress
 from automaton.runner.worktree import ensure_for_tick
 from automaton.store import loops as store
@@ -67,6 +74,7 @@ def tick(project: Project, name: str, options: TickOptions | None = None) -> Out
     1 a gate refused (data = the gate's seed 000 R4 object + `ran: false`). BadInput /
     CorruptState (exit 2) propagate. data keys: ran, skipped, iteration, verdict, cost_usd
     (USD counted against the budget), cost_known, status, worktree, worktree_fallback, run_dir.
+    A gate that refuses because loop.json is invalid gives exit 2 (its data carries `error`).
     """
     opts = options or TickOptions()
     store.require_tracked(project, name)
@@ -84,6 +92,12 @@ def tick(project: Project, name: str, options: TickOptions | None = None) -> Out
 
 def _locked_tick(project: Project, name: str, opts: TickOptions) -> Outcome:
     show = opts.progress
+    loop_dir = project.loop_dir(store.require_tracked(project, name))
+    killed = leftovers.kill_leftovers(loop_dir)  # we hold the tick lock: no live tick owns them
+    if killed:
+        store.log_event(project, name, "WARNING", {"reason": "leftover_harness",
+                                                   "pids": ",".join(map(str, killed))})
+        show.note(f"loop {name}: killed {len(killed)} process(es) left running by a dead tick")
     with show.phase(f"loop {name}: gates"):
         gate = loop_cmds.check_gate(project, name)
     if gate.code != ExitCode.OK:
@@ -91,7 +105,8 @@ def _locked_tick(project: Project, name: str, opts: TickOptions) -> Outcome:
         data["ran"] = False
         reason = data.get("reason", "refused")
         show.note(f"loop {name}: gate refused ({reason})")
-        return Outcome(ExitCode.REFUSED, [*gate.lines, f"tick not run: gate says {reason}"], data, gate.warnings)
+        code = ExitCode.BAD_INPUT if gate.code == ExitCode.BAD_INPUT else ExitCode.REFUSED
+        return Outcome(code, [*gate.lines, f"tick not run: gate says {reason}"], data, gate.warnings)
     cfg = store.read_config(project, name)
     state = store.read_state(project, name)
     with show.phase(f"loop {name}: worktree"):
@@ -100,14 +115,17 @@ def _locked_tick(project: Project, name: str, opts: TickOptions) -> Outcome:
     if wt.fallback:
         warnings.append(f"loop {name}: running in the main checkout: {wt.fallback}")
         show.note(f"warning: {wt.fallback}; running in {wt.path}")
-    state = store.read_state(project, name)
-    n = state["iteration_count"] + 1
+    before = store.read_state(project, name)
+    iters_left, usd_left = remaining(before, cfg.brakes)  # what the agent is told: before this tick
+    state = _reserve(project, name, cfg)
+    n = state["iteration_count"]
     folder = run_dir(project, name, n)
-    if folder.exists():  # left by a tick that crashed before recording itself
+    if folder.exists():  # left by a tick of an older automaton that crashed before recording itself
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
-    loop_dir = project.loop_dir(store.require_tracked(project, name))
-    iters_left, usd_left = remaining(state, cfg.brakes)
+    (folder / "runner.json").write_text(json.dumps(
+        {"pid": os.getpid(), "pgid": os.getpgrp() if hasattr(os, "getpgrp") else None,
+         "marker": leftovers.marker(loop_dir), "reserved_usd": cfg.brakes.max_tick_usd}) + "\n", encoding="utf-8")
     ctx = prompts.TickContext(cfg.task or state["current_task"], n, iters_left, usd_left,
                               state["last_verdict"], cfg.blast_radius.file_scope, wt.path)
     settings = opts.settings_path or default_settings(project, name, cfg.harness.name)
@@ -119,7 +137,7 @@ def _locked_tick(project: Project, name: str, opts: TickOptions) -> Outcome:
             role=role, prompt=prompt, cwd=wt.path, timeout_s=cfg.harness.timeout_s, run_dir=folder,
             model=cfg.harness.model, args=tuple(cfg.harness.args), max_usd=max_usd, settings_path=settings,
             command=tuple(cfg.harness.command) if cfg.harness.command else None, loop_dir=loop_dir,
-            iteration=n, env={"AUTOMATON_LOOP": name, "AUTOMATON_ITERATION": str(n)},
+            iteration=n, env={"AUTOMATON_LOOP": name, "AUTOMATON_ITERATION": str(n), **leftovers.marker(loop_dir)},
         )
 
     adapter = harnesses.get(cfg.harness.name)
@@ -179,7 +197,7 @@ def _verify(cfg: LoopConfig, adapter: harnesses.Harness, request: Any, folder: P
         junit = folder / "junit.xml"
         if role.score == "junit":
             argv.append(f"--junitxml={junit}")
-        env = dict(os.environ, AUTOMATON_ROLE="verify", PYTHONDONTWRITEBYTECODE="1")
+        env = dict(os.environ, AUTOMATON_ROLE="verify", PYTHONDONTWRITEBYTECODE="1", **leftovers.marker(loop_dir))
         done = run_streaming(argv, out_path=folder / "verify.log", cwd=cwd, env=env,
                              timeout_s=cfg.harness.timeout_s)
         output = (folder / "verify.log").read_text(encoding="utf-8", errors="replace")
@@ -237,14 +255,33 @@ def _apply_transition(project: Project, task: str | None, decision: str) -> tupl
     return phase, "; ".join(out.lines)
 
 
-def _record(project: Project, name: str, cfg: LoopConfig, n: int, verdict: Verdict, counted: float, known: bool,
-            complete: bool, impl: HarnessResult, commit_sha: str | None) -> dict[str, Any]:
-    """Step 8: ONE locked read-modify-write of the counters, verdict and score window."""
-    window = cfg.brakes.score_plateau_window
+def _reserve(project: Project, name: str, cfg: LoopConfig) -> dict[str, Any]:
+    """Before any harness: ONE locked update counts the iteration and charges max_tick_usd
+    (logged `TICK_START n=… reserved_usd=…`); returns the new state (its iteration_count is n)."""
+    reserved = cfg.brakes.max_tick_usd
 
     def mutate(s: dict[str, Any]) -> None:
         s["iteration_count"] += 1
-        s["spent_usd"] = round(float(s["spent_usd"]) + counted, 6)
+        s["spent_usd"] = round(float(s["spent_usd"]) + reserved, 6)
+        s["last_tick_at"] = utc_now()
+
+    n = store.read_state(project, name)["iteration_count"] + 1
+    # reserved_usd exactly as the float (repr round-trips): the log check gives back no more.
+    new = store.update_state(project, name, "TICK_START", {"n": n, "reserved_usd": repr(reserved)}, mutate)
+    if new["iteration_count"] != n:  # impossible under the tick lock; never mis-number runs/<n>
+        raise RuntimeError(f"loop {name}: iteration moved under the tick lock ({n} -> {new['iteration_count']})")
+    return new
+
+
+def _record(project: Project, name: str, cfg: LoopConfig, n: int, verdict: Verdict, counted: float, known: bool,
+            complete: bool, impl: HarnessResult, commit_sha: str | None) -> dict[str, Any]:
+    """Step 8: ONE locked read-modify-write settling the reservation (spent_usd += counted −
+    max_tick_usd; the iteration was counted by `_reserve`), the verdict and the score window."""
+    window = cfg.brakes.score_plateau_window
+    reserved = cfg.brakes.max_tick_usd
+
+    def mutate(s: dict[str, Any]) -> None:
+        s["spent_usd"] = round(max(0.0, float(s["spent_usd"]) + counted - reserved), 6)
         s["last_tick_at"] = utc_now()
         s["last_verdict"] = verdict.to_dict()
         if verdict.score is not None:  # unscored iterations never feed the plateau window
@@ -259,4 +296,4 @@ def _record(project: Project, name: str, cfg: LoopConfig, n: int, verdict: Verdi
         fields["timed_out"] = True
     if commit_sha:
         fields["commit"] = commit_sha[:12]
-    return store.update_state(project, name, "TICK", fields, mutate)
+    return store.update_state(project, name, "TICK", fields, mutate, refund_usd=max(0.0, reserved - counted))

@@ -2,21 +2,35 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 from automaton.core.errors import Refused
 from automaton.core.loopconfig import LoopConfig
-from automaton.git.worktree import WorktreeResult, branch_name, ensure_worktree, list_worktrees
+from automaton.git.worktree import WorktreeResult, ensure_worktree, worktree_path
 from automaton.store import loops as store
 from automaton.store.layout import Project
+
+# Fallbacks to the main checkout that lift no brake: there is no repository to make a worktree in.
+_HARMLESS = ("no_git", "not_repo")
 
 
 def ensure_for_tick(project: Project, name: str, cfg: LoopConfig, state: dict[str, Any]) -> WorktreeResult:
     """Ensure the worktree (seed 002 R1–R6) and record `worktree_path`, `worktree_branch`,
-    `base_commit`, `worktree_fallback` when they change. A fallback is also logged as
-    `WARNING reason=worktree_fallback` (seed 002 R2); a stale path is cleared (R5).
-    use_worktree false: nothing is recorded (R1: no state mutation)."""
+    `base_commit`, `worktree_fallback` when they change. use_worktree false: nothing is
+    recorded (R1: no state mutation).
+
+    Only two cases may run the tick in the main checkout (seed 002 R2, logged `WARNING
+    reason=worktree_fallback`): a project without git / outside a repository, and a loop that
+    never had a worktree whose first `git worktree add` failed. Everything else halts the loop
+    (`drift_detected`, halt_detail `worktree_lost: …`, Refused exit 1): something that is not
+    this repository's worktree on `loop/<name>` at the worktree path (a plain folder, a file, a
+    symlink, another branch, a detached HEAD), the branch checked out elsewhere, or a worktree
+    the loop had that cannot be re-created. A worktree that is simply gone is re-created from
+    its branch (R5). `worktree_fallback`, once set, stays set until a human approves
+    (commands.loops.approve_loop), so a fallback is never forgotten by the next good tick.
+    """
     loop_dir = project.loop_dir(store.require_tracked(project, name))
     result = ensure_worktree(
         project.root, loop_dir, name, use_worktree=cfg.blast_radius.use_worktree,
@@ -25,11 +39,11 @@ def ensure_for_tick(project: Project, name: str, cfg: LoopConfig, state: dict[st
     )
     if not cfg.blast_radius.use_worktree:
         return result
-    if result.fallback is not None and _lost(project, name, state["worktree_path"]):
-        _halt_lost_worktree(project, name, str(state["worktree_path"]), result.fallback)
+    if result.fallback is not None and _must_halt(result, state, loop_dir):
+        _halt_lost_worktree(project, name, str(state["worktree_path"] or worktree_path(loop_dir)), result.fallback)
     if result.in_worktree:
         want = {"worktree_path": str(result.path), "worktree_branch": result.branch,
-                "base_commit": result.base_commit, "worktree_fallback": None}
+                "base_commit": result.base_commit, "worktree_fallback": state["worktree_fallback"]}
     else:
         want = {"worktree_path": None, "worktree_branch": None, "worktree_fallback": result.fallback}
     if all(state.get(k) == v for k, v in want.items()):
@@ -50,22 +64,21 @@ def ensure_for_tick(project: Project, name: str, cfg: LoopConfig, state: dict[st
     return result
 
 
-def _lost(project: Project, name: str, recorded: str | None) -> bool:
-    """The last tick ran in a worktree that is still there (its branch switched, or replaced),
-    or `loop/<name>` is now checked out somewhere else (the worktree was moved). A recorded
-    worktree that is simply gone keeps seed 002 R5's fallback (cleared, tick in the checkout)."""
-    if recorded is None:
+def _must_halt(result: WorktreeResult, state: dict[str, Any], loop_dir: Path) -> bool:
+    """A fallback that would lift the blast radius (see ensure_for_tick)."""
+    if result.kind in _HARMLESS:
         return False
-    if Path(recorded).exists():
+    if result.kind in ("occupied", "elsewhere"):
         return True
-    ref = f"refs/heads/{branch_name(name)}"
-    return any(entry.get("branch") == ref for entry in list_worktrees(project.root) or [])
+    # "failed": harmless only for a loop that never had a worktree (nothing to escape from)
+    had = state["worktree_path"] is not None or state["base_commit"] is not None
+    return had or os.path.lexists(worktree_path(loop_dir))
 
 
 def _halt_lost_worktree(project: Project, name: str, recorded: str, why: str) -> None:
-    """The last tick ran in the worktree and this one cannot (an agent switched its branch,
-    moved or replaced the worktree): falling back to the main checkout would lift the blast
-    radius and skip the drift gate, so the loop halts with drift_detected instead and keeps the
+    """The tick cannot run in the loop's worktree (an agent switched its branch, moved,
+    replaced or symlinked it): falling back to the main checkout would lift the blast radius
+    and skip the drift gate, so the loop halts with drift_detected instead and keeps the
     recorded worktree; a human repairs it and approves. Raises Refused (exit 1)."""
     detail = f"worktree_lost: {why}"
 

@@ -5,7 +5,11 @@ Layout (seed 000 R1, DESIGN §3): `.automaton/loops/<name>/` holds loop.json, `.
 `worktree/`, `runs/`. Invariants: only automaton writes `.state.loop`; each write appends one
 chained log line whose `state=sha256:<hex>` token is the SHA-256 of the bytes written and which
 also carries the counters (`iterations`, `spent_usd`, `iterations_at_approval`,
-`spent_usd_at_approval`, `resumed`), so the log can rebuild them; counters never decrease.
+`spent_usd_at_approval`, `resumed`), so the log can rebuild them; counters never decrease, with
+one bounded exception: a tick reserves `max_tick_usd` up front (`TICK_START n=… reserved_usd=…`)
+and its closing `TICK n=…` line may give back at most that reservation. Every read checks the
+log against itself and the state (`log_finding`): a counter that goes down, a state below its
+log, or an event this code never writes is tampering.
 """
 
 from __future__ import annotations
@@ -21,25 +25,32 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from automaton.core.chain import ChainCheck, LogLine
+from automaton.core.chain import ChainCheck
 from automaton.core.errors import BadInput, CorruptState, Refused
-from automaton.core.loopconfig import DEATHS, LoopConfig, loads_strict, parse_config, validate_state
+from automaton.core.loopconfig import (
+    DEATHS,
+    LoopConfig,
+    loads_strict,
+    parse_config,
+    validate_state,
+)
 from automaton.core.names import NAME_RE, LoopName, TaskRef
 from automaton.store import chainlog
-from automaton.store.atomic import append_line, atomic_write, tmp_path
+from automaton.store.atomic import append_line, atomic_write
 from automaton.store.config import loop_defaults
 from automaton.store.layout import Project
 from automaton.store.locks import locked
+from automaton.store.looplog import COUNTERS as COUNTERS  # re-exported: the log ledger lives in store.looplog
+from automaton.store.looplog import EPS_USD, GROWING, log_finding, rebuilt_state, state_below_log
+from automaton.store.looplog import EVENTS as EVENTS
+from automaton.store.looplog import untampered_counters as untampered_counters
 
 STATE_FILE = ".state.loop"
 LOG_FILE = ".state.log"
 TICK_LOCK = ".lock"
 STATE_LOCK = ".state.lock"
 CONFIG_FILE = "loop.json"
-# state key -> log field: written on every state line so the log can rebuild the counters.
-COUNTERS = {"iteration_count": "iterations", "spent_usd": "spent_usd", "iterations_at_approval":
-            "iterations_at_approval", "spent_usd_at_approval": "spent_usd_at_approval", "resumed_count": "resumed"}
-_GROWING = ("iteration_count", "spent_usd", "resumed_count", "iterations_at_approval", "spent_usd_at_approval")
+UNTRACKED_HINT = "Run --upgrade-loops to bootstrap"  # seed 000 R1, verbatim
 
 
 class StateTampered(Refused):
@@ -64,9 +75,12 @@ def require_tracked(project: Project, name: str) -> LoopName:
     state = folder / STATE_FILE
     if os.path.lexists(state) and not state.is_file():  # a directory, a dangling or looping link
         raise CorruptState(f"{state}: not a regular file; it was not written by automaton (counters are never"
-                           f" reset): restore it, or a human clears it with automaton --approve --loop {loop}")
-    if not state.is_file() and not (tmp_path(state).is_file() and (folder / LOG_FILE).is_file()):
-        raise BadInput(f"loop {loop!r} is UNTRACKED (no {STATE_FILE}): Run --upgrade-loops to bootstrap")
+                           f" reset): remove it, then a human restores it from its log with"
+                           f" automaton --approve --loop {loop}")
+    if not state.is_file() and not os.path.lexists(folder / LOG_FILE):
+        # Only a folder with neither file is untracked: a log without its state is a deletion
+        # (tampering, rebuilt from the log by a human approval), never a fresh start.
+        raise BadInput(f"loop {loop!r} is UNTRACKED (no {STATE_FILE}, no {LOG_FILE}): {UNTRACKED_HINT}")
     return loop
 
 
@@ -123,6 +137,7 @@ class LoopRecord:
     state: dict[str, Any]
     chain: ChainCheck
     tamper: str = ""
+    rebuilt: bool = False  # `state` was rebuilt from the log (the file is missing or unreadable)
 
     @property
     def state_file(self) -> Path:
@@ -137,8 +152,19 @@ def _token_of(data: bytes) -> str | None:
     return state_token(data)
 
 
-def _load(project: Project, loop: LoopName, *, under_lock: bool) -> LoopRecord | None:
-    """Read state + log. Without the lock, None means "looks mid-commit: re-read under the lock"."""
+def _next_step(loop: LoopName, chain: ChainCheck) -> str:
+    if chain.ok and chain.lines:
+        return f"; a human restores it from its intact log with: automaton --approve --loop {loop}"
+    return f"; its {LOG_FILE} is not intact either: restore both from a backup"
+
+
+def _load(project: Project, loop: LoopName, *, under_lock: bool, rebuild: bool = False) -> LoopRecord | None:
+    """Read state + log. Without the lock, None means "looks mid-commit: re-read under the lock".
+
+    A deleted `.state.loop` whose log exists is tampering: the record carries a state rebuilt
+    from the log. An unreadable state raises CorruptState, or with `rebuild` (a human's
+    approval) and an intact log is rebuilt the same way.
+    """
     folder = project.loop_dir(loop)
     state_file, log_file = folder / STATE_FILE, folder / LOG_FILE
     if under_lock:
@@ -149,7 +175,10 @@ def _load(project: Project, loop: LoopName, *, under_lock: bool) -> LoopRecord |
     except FileNotFoundError:
         if not under_lock:
             return None
-        raise BadInput(f"loop {loop!r} is UNTRACKED (no {STATE_FILE}): Run --upgrade-loops to bootstrap") from None
+        if not os.path.lexists(log_file):
+            raise BadInput(f"loop {loop!r} is UNTRACKED (no {STATE_FILE}, no {LOG_FILE}): {UNTRACKED_HINT}") from None
+        return LoopRecord(loop, folder, rebuilt_state(loop, chain.lines, folder), chain,
+                          f"{state_file} was deleted but its log exists (state deleted)", rebuilt=True)
     except OSError as exc:
         raise CorruptState(f"{state_file}: cannot read ({exc.strerror}); fix permissions") from None
     tamper = ""
@@ -162,6 +191,19 @@ def _load(project: Project, loop: LoopName, *, under_lock: bool) -> LoopRecord |
             return None
         tamper = f"{state_file} is not the state its log sealed (sha256 differs): it was edited outside automaton"
     try:
+        state = _parse_state(data, state_file, loop)
+    except CorruptState as exc:
+        if rebuild and chain.ok and chain.lines:
+            return LoopRecord(loop, folder, rebuilt_state(loop, chain.lines, folder), chain, exc.message,
+                              rebuilt=True)
+        raise CorruptState(exc.message + _next_step(loop, chain)) from None
+    if not tamper:
+        tamper = log_finding(chain.lines, log_file) or state_below_log(state, chain.lines, state_file)
+    return LoopRecord(loop, folder, state, chain, tamper)
+
+
+def _parse_state(data: bytes, state_file: Path, loop: LoopName) -> dict[str, Any]:
+    try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise CorruptState(f"{state_file}: not UTF-8 text; it was written outside automaton") from None
@@ -170,7 +212,7 @@ def _load(project: Project, loop: LoopName, *, under_lock: bool) -> LoopRecord |
     state = validate_state(loads_strict(text, str(state_file), CorruptState), str(state_file))
     if state["name"] != loop:
         raise CorruptState(f"{state_file}: name {state['name']!r} does not match the loop folder {loop!r}")
-    return LoopRecord(loop, folder, state, chain, tamper)
+    return state
 
 
 def inspect(project: Project, name: str) -> LoopRecord:
@@ -205,13 +247,22 @@ class Session:
     def __init__(self, rec: LoopRecord) -> None:
         self.rec = rec
 
-    def commit(self, event: str, fields: dict[str, object], new: dict[str, Any]) -> dict[str, Any]:
-        """Write `new` and log `event` (with the counters) as one crash-safe unit; returns `new`."""
+    def commit(self, event: str, fields: dict[str, object], new: dict[str, Any], *,
+               refund_usd: float = 0.0) -> dict[str, Any]:
+        """Write `new` and log `event` (with the counters) as one crash-safe unit; returns `new`.
+
+        `refund_usd` (USD, only for the `TICK` that closes a `TICK_START` reservation): how far
+        spent_usd may go down. ValueError (a bug) for an unknown event or a lowered counter.
+        """
         old = self.rec.state
+        _known(event)
         if new["name"] != old["name"] or new["schema_version"] != old["schema_version"]:
             raise ValueError("a loop's name and schema_version never change")
-        for key in _GROWING:
-            if new[key] < old[key]:
+        if refund_usd and event != "TICK":
+            raise ValueError("only a TICK gives back its reservation")
+        for key in GROWING:
+            slack = refund_usd + EPS_USD if key == "spent_usd" and refund_usd else 0
+            if new[key] < old[key] - slack:
                 raise ValueError(f"{key} may not decrease ({old[key]} -> {new[key]}): counters are never reset")
         try:
             validate_state(new, f"new state of loop {self.rec.name}")
@@ -225,6 +276,7 @@ class Session:
 
     def log(self, event: str, fields: dict[str, object]) -> None:
         """A chained line that leaves the state as the log last sealed it (never the file's token)."""
+        _known(event)
         token = self.rec.chain.last_state or "none"
         chainlog.append_event(self.rec.log_file, event, fields, token, self.rec.chain)
         self.rec.chain = chainlog.read_chain(self.rec.log_file)
@@ -234,19 +286,17 @@ class Session:
         """Write a state for a tampered loop without trusting its counters (see `untampered_counters`)
         or its accepted_drift (emptied: a forged list could hide drift; a human re-accepts).
 
-        A broken chain is moved aside to `.state.log.broken[-n]` and a fresh chain starts here.
+        A broken chain is moved aside to `.state.log.broken[-n]` and a fresh chain starts here;
+        an unreadable state file that was rebuilt from the log goes to `.state.loop.broken[-n]`.
         """
         rec = self.rec
         new = copy.deepcopy(rec.state)
         new.update(untampered_counters(rec.state, rec.chain.lines), accepted_drift=[])
         mutate(new)
+        if rec.rebuilt and os.path.lexists(rec.state_file):
+            fields = {**fields, "broken_state": _move_aside(rec.state_file)}
         if not rec.chain.ok:
-            aside = rec.log_file.with_name(LOG_FILE + ".broken")
-            n = 1
-            while aside.exists():
-                aside, n = rec.log_file.with_name(f"{LOG_FILE}.broken-{n}"), n + 1
-            os.replace(rec.log_file, aside)
-            fields = {**fields, "broken_log": aside.name}
+            fields = {**fields, "broken_log": _move_aside(rec.log_file)}
         data = encode_state(new)
         chain = chainlog.read_chain(rec.log_file)
         chainlog.commit(rec.state_file, rec.log_file, data, state_token(data), event,
@@ -255,49 +305,48 @@ class Session:
         return new
 
 
-def untampered_counters(state: dict[str, Any], lines: list[LogLine]) -> dict[str, Any]:
-    """Counters no tampered file can lower: the growing counters are the largest of the file and
-    every logged value; the approval marks the smallest of the file and the last logged value."""
-    out = {key: state[key] for key in COUNTERS}
-    last: dict[str, float] = {}
-    for line in lines:
-        for key, log_key in COUNTERS.items():
-            try:
-                value = float(line.fields[log_key])
-            except (KeyError, ValueError):
-                continue
-            last[key] = value
-            if key in ("iteration_count", "spent_usd", "resumed_count"):
-                out[key] = max(out[key], int(value) if key != "spent_usd" else value)
-    for key in ("iterations_at_approval", "spent_usd_at_approval"):
-        if key in last:
-            out[key] = min(out[key], int(last[key]) if key == "iterations_at_approval" else last[key])
-    return out
+def _move_aside(path: Path) -> str:
+    """Rename `path` to `<name>.broken[-n]` (evidence is kept, never deleted); returns the new name."""
+    aside, n = path.with_name(path.name + ".broken"), 1
+    while os.path.lexists(aside):
+        aside, n = path.with_name(f"{path.name}.broken-{n}"), n + 1
+    os.replace(path, aside)
+    return aside.name
+
+
+def _known(event: str) -> None:
+    if event not in EVENTS:
+        raise ValueError(f"unknown loop log event {event!r}: add it to store.loops.EVENTS")
 
 
 @contextmanager
-def session(project: Project, name: str) -> Iterator[Session]:
-    """Hold the loop's state lock and yield its freshly read record (interrupted commits finished)."""
+def session(project: Project, name: str, *, rebuild: bool = False) -> Iterator[Session]:
+    """Hold the loop's state lock and yield its freshly read record (interrupted commits finished).
+
+    `rebuild` (a human's approval only): an unreadable state with an intact log comes back as a
+    tampered record whose state is rebuilt from the log (`rebuilt_state`), instead of CorruptState.
+    """
     loop = require_tracked(project, name)
     with locked(project.loop_dir(loop) / STATE_LOCK):
-        rec = _load(project, loop, under_lock=True)
+        rec = _load(project, loop, under_lock=True, rebuild=rebuild)
         assert rec is not None
         yield Session(rec)
 
 
 def update_state(project: Project, name: str, event: str, fields: dict[str, object],
-                 mutate: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+                 mutate: Callable[[dict[str, Any]], None], *, refund_usd: float = 0.0) -> dict[str, Any]:
     """ONE locked read-modify-write plus its chained log line (R10 event names); returns the new state.
 
     `mutate` edits a copy in place. Raises StateTampered for a tampered state, CorruptState for
-    an unreadable one, ValueError (a bug) when the result is invalid or a counter would decrease.
+    an unreadable one, ValueError (a bug) when the result is invalid, the event is not one of
+    EVENTS, or a counter would decrease (spent_usd by more than `refund_usd`, see Session.commit).
     """
     with session(project, name) as s:
         if s.rec.tamper:
             raise StateTampered(f"{s.rec.tamper}; a human clears it with: automaton --approve --loop {s.rec.name}")
         new = copy.deepcopy(s.rec.state)
         mutate(new)
-        return s.commit(event, fields, new)
+        return s.commit(event, fields, new, refund_usd=refund_usd)
 
 
 def log_event(project: Project, name: str, event: str, fields: dict[str, object]) -> None:
@@ -352,11 +401,34 @@ def add_excludes(exclude_file: Path, patterns: list[str], header: str) -> list[s
     return missing
 
 
+def bound_tasks(project: Project, loop: LoopName, state: dict[str, Any]) -> list[str]:
+    """The task(s) loop `loop` works on: loop.json `task` (when loop.json is valid) and the
+    state's `current_task`, de-duplicated, loop.json's first. A loop is bound to both: the one
+    the human configured and the one its state recorded (fail safe for R8)."""
+    names: list[str] = []
+    try:
+        cfg_task = read_config(project, loop).task
+    except BadInput:
+        cfg_task = None
+    for task in (cfg_task, state["current_task"]):
+        if task is not None and task not in names:
+            names.append(task)
+    return names
+
+
+def _same_task(task: str, ref: TaskRef) -> bool:
+    try:
+        return TaskRef.parse(task) == ref
+    except BadInput:
+        return False
+
+
 def halted_owners(project: Project, ref: TaskRef) -> list[tuple[LoopName, str]]:
-    """Loops whose `current_task` is `ref` and whose status is `halted` with one of the five
-    deaths: [(loop name, halt_reason)] (seed 000 R8). A loop whose state cannot be read raises
-    CorruptState: fail closed, it might own the task. A tampered loop bound to `ref` raises
-    StateTampered (exit 1): its file's status cannot be trusted (the next gate halts it)."""
+    """Loops bound to `ref` (loop.json `task` or `current_task`, see `bound_tasks`) whose status
+    is `halted` with one of the five deaths: [(loop name, halt_reason)] (seed 000 R8). A loop
+    whose state cannot be read raises CorruptState: fail closed, it might own the task. A
+    tampered loop bound to `ref` raises StateTampered (exit 1): its file's status cannot be
+    trusted (the next gate halts it)."""
     owners: list[tuple[LoopName, str]] = []
     for loop in list_loops(project):
         try:
@@ -366,11 +438,7 @@ def halted_owners(project: Project, ref: TaskRef) -> list[tuple[LoopName, str]]:
         except BadInput:
             continue  # untracked: not a loop automaton runs
         state = rec.state
-        task = state["current_task"]
-        try:
-            bound = task is not None and TaskRef.parse(task) == ref
-        except BadInput:
-            bound = False
+        bound = any(_same_task(task, ref) for task in bound_tasks(project, loop, state))
         if bound and rec.tamper:
             raise StateTampered(f"task {ref} is bound to loop {loop!r}, which is tampered ({rec.tamper});"
                                 f" a human clears it with: automaton --approve --loop {loop}")

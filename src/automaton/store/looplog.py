@@ -1,0 +1,162 @@
+"""A loop's `.state.log` read as a ledger: the counters each line carries, the checks that a
+hash-valid log was still written by automaton, and a state rebuilt from it (DESIGN §3, §5).
+
+Every state line carries the counters (`iterations`, `spent_usd`, `iterations_at_approval`,
+`spent_usd_at_approval`, `resumed`). They never go down, with one bounded exception: a tick
+reserves `max_tick_usd` up front (`TICK_START n=… reserved_usd=…`) and the `TICK n=…` line that
+closes it may give back at most that reservation. Approval marks move only on APPROVED,
+RESEALED and re-seal lines (a line with a `tamper` field). The events form a closed list.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from automaton.core.chain import LogLine
+from automaton.core.errors import BadInput
+from automaton.core.loopconfig import COMMIT_HEX, initial_state
+from automaton.core.names import LoopName, TaskRef
+from automaton.store.chainlog import utc_now
+
+STATE_FILE = ".state.loop"
+LOG_FILE = ".state.log"
+# state key -> log field: written on every state line so the log can rebuild the counters.
+COUNTERS = {"iteration_count": "iterations", "spent_usd": "spent_usd", "iterations_at_approval":
+            "iterations_at_approval", "spent_usd_at_approval": "spent_usd_at_approval", "resumed_count": "resumed"}
+GROWING = ("iteration_count", "spent_usd", "resumed_count", "iterations_at_approval", "spent_usd_at_approval")
+_COUNTS = ("iteration_count", "spent_usd", "resumed_count")  # only grow (bar a tick's refund)
+_MARKS = ("iterations_at_approval", "spent_usd_at_approval")  # set by approvals and re-seals
+# The closed list of events this code writes to a loop log (seed 000 R10 + DESIGN §5/§6);
+# any other event in a log was written by someone else.
+EVENTS = frozenset({"CREATED", "TICK_START", "TICK", "HALT", "APPROVED", "RESEALED", "PAUSED", "RESUMED",
+                    "WORKTREE", "WARNING", "SKIPPED", "INSTALLED", "UNINSTALLED"})
+EPS_USD = 1e-6  # USD rounding slack (spent_usd is rounded to 6 places)
+
+
+def _number(text: str | None) -> float | None:
+    try:
+        value = float(text) if text is not None else None
+    except ValueError:
+        return None
+    return value if value is not None and math.isfinite(value) else None
+
+
+def logged_counters(line: LogLine) -> dict[str, float]:
+    """The counters a log line carries (state key -> value); {} for a line without them."""
+    out: dict[str, float] = {}
+    for key, log_key in COUNTERS.items():
+        value = _number(line.fields.get(log_key))
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def _is_reseal(line: LogLine) -> bool:
+    """A line that re-sealed a tampered state (its counters are the maximum of everything before)."""
+    return "tamper" in line.fields and line.event in ("HALT", "APPROVED")
+
+
+def log_finding(lines: list[LogLine], log_file: Path) -> str:
+    """Why a hash-valid loop log was still not written by automaton ("" when it was).
+
+    Checked from the last re-seal on (what came before was vouched for by it): every event is
+    one of EVENTS; the growing counters never go down from one line to the next, except
+    spent_usd on the `TICK` that closes a `TICK_START` reservation (by at most `reserved_usd`);
+    the approval marks never go down except on APPROVED / RESEALED / re-seal lines; a re-seal
+    line's growing counters are at least the highest value logged before it.
+    """
+    start = max((i for i, line in enumerate(lines) if _is_reseal(line)), default=0)
+    high: dict[str, float] = {}
+    for line in lines[:start]:
+        for key, value in logged_counters(line).items():
+            high[key] = max(high.get(key, value), value)
+    prev: dict[str, float] = {}
+    reserved: dict[str, float] = {}
+    for n, line in enumerate(lines[start:], start=start + 1):
+        where = f"{log_file}: line {n} ({line.event})"
+        if line.event not in EVENTS:
+            return f"{where}: unknown event: it was not written by automaton"
+        values = logged_counters(line)
+        if line.event == "TICK_START":
+            reserved[line.fields.get("n", "")] = _number(line.fields.get("reserved_usd")) or 0.0
+        refund = reserved.pop(line.fields.get("n", ""), 0.0) if line.event == "TICK" else 0.0
+        floor = high if n == start + 1 and _is_reseal(line) else prev
+        for key in (*_COUNTS, *_MARKS):
+            if key not in values or key not in floor:
+                continue
+            if key in _MARKS and (line.event in ("APPROVED", "RESEALED") or _is_reseal(line)):
+                continue
+            slack = refund + EPS_USD if key == "spent_usd" else EPS_USD
+            if values[key] < floor[key] - slack:
+                return (f"{where}: {COUNTERS[key]} goes down ({floor[key]:g} -> {values[key]:g}):"
+                        " counters are never lowered, the log was forged")
+        prev.update(values)
+    return ""
+
+
+def state_below_log(state: dict[str, Any], lines: list[LogLine], state_file: Path) -> str:
+    """A state whose counters are lower than its log's last logged ones ("" when not)."""
+    last = next((logged_counters(line) for line in reversed(lines) if logged_counters(line)), {})
+    for key, value in last.items():
+        if float(state[key]) < value - EPS_USD:
+            return (f"{state_file}: {key} {state[key]} is lower than its log's {value:g}:"
+                    " counters are never lowered, it was written outside automaton")
+    return ""
+
+
+def rebuilt_state(loop: LoopName, lines: list[LogLine], folder: Path) -> dict[str, Any]:
+    """A `.state.loop` rebuilt from its log (a deleted or unreadable state): halted
+    (human_intervention), counters from the log's last line (iterations at least the highest
+    `runs/<n>`), task/started_at from CREATED, worktree fields from the last WORKTREE line."""
+    first = lines[0] if lines else None
+    task = first.fields.get("task") if first is not None and first.event == "CREATED" else None
+    try:
+        task = str(TaskRef.parse(task)) if task not in (None, "null") else None
+    except BadInput:
+        task = None
+    state = initial_state(loop, task, "", first.ts if first is not None else utc_now())
+    for line in lines:
+        for key, value in logged_counters(line).items():
+            state[key] = value if key.startswith("spent") else int(value)
+        if line.event == "WORKTREE":
+            base = line.fields.get("base")
+            state.update(worktree_path=line.fields.get("path"), worktree_branch=line.fields.get("branch"),
+                         base_commit=base if base and COMMIT_HEX.match(base) else state["base_commit"])
+        elif line.event == "WARNING" and line.fields.get("reason") == "worktree_fallback":
+            state.update(worktree_path=None, worktree_branch=None, worktree_fallback=line.fields.get("detail"))
+    runs = [int(p.name) for p in _iterdir(folder / "runs") if p.name.isdigit()]
+    state["iteration_count"] = max([state["iteration_count"], *runs])
+    state.update(status="halted", halt_reason="human_intervention",
+                 halt_detail=f"state_tampered: {STATE_FILE} rebuilt from {LOG_FILE}")
+    return state
+
+
+def _iterdir(folder: Path) -> list[Path]:
+    try:
+        return list(folder.iterdir())
+    except OSError:
+        return []
+
+
+def untampered_counters(state: dict[str, Any], lines: list[LogLine]) -> dict[str, Any]:
+    """Counters no tampered file can lower: the growing counters are the largest of the file and
+    every logged value; the approval marks the smallest of the file and the last logged value."""
+    out = {key: state[key] for key in COUNTERS}
+    last: dict[str, float] = {}
+    for line in lines:
+        for key, log_key in COUNTERS.items():
+            try:
+                value = float(line.fields[log_key])
+            except (KeyError, ValueError):
+                continue
+            last[key] = value
+            if key in ("iteration_count", "spent_usd", "resumed_count"):
+                out[key] = max(out[key], int(value) if key != "spent_usd" else value)
+    for key in ("iterations_at_approval", "spent_usd_at_approval"):
+        if key in last:
+            out[key] = min(out[key], int(last[key]) if key == "iterations_at_approval" else last[key])
+    return out
+
+
