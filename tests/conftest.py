@@ -38,7 +38,7 @@ def forbid_real_home(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.T
     monkeypatch.delenv("AUTOMATON_HOME", raising=False)
     # Tests may run inside an agent's shell (Claude Code, Gemini CLI, Codex): its marker
     # variables would make every human sign-off in the suite refuse.
-    for marker in ("CLAUDECODE", "GEMINI_CLI", "CODEX_SANDBOX", "AUTOMATON_LOOP"):
+    for marker in ("CLAUDECODE", "GEMINI_CLI", "CODEX_SANDBOX", "AUTOMATON_LOOP", "AUTOMATON_LOOP_DIR"):
         monkeypatch.delenv(marker, raising=False)
     real_os_open, real_open = os.open, builtins.open
 

@@ -98,7 +98,8 @@ def test_approver_name_must_be_one_printable_line(tmp_path: Path, monkeypatch: p
     assert not (tmp_path / ".automaton" / "focus").exists()
 
 
-@pytest.mark.parametrize("marker", ["CLAUDECODE", "GEMINI_CLI", "CODEX_SANDBOX", "AUTOMATON_LOOP"])
+@pytest.mark.parametrize("marker", ["CLAUDECODE", "GEMINI_CLI", "CODEX_SANDBOX", "AUTOMATON_LOOP",
+                                    "AUTOMATON_LOOP_DIR"])
 def test_an_agents_shell_is_never_a_human(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, marker: str) -> None:
     from tests.helpers import run_cli
 

@@ -11,10 +11,10 @@ from automaton.core.errors import BadInput, Refused
 APPROVER_ENV = "AUTOMATON_APPROVER"
 # Variables an agent's shell carries: Claude Code sets CLAUDECODE=1 in its Bash tool
 # (anthropics/claude-code#531, v0.2.47); Gemini CLI sets GEMINI_CLI=1 for run_shell_command;
-# Codex sets CODEX_SANDBOX inside its sandbox; automaton's runner sets AUTOMATON_LOOP for every
+# Codex sets CODEX_SANDBOX inside its sandbox; automaton's runner sets AUTOMATON_LOOP_DIR (and AUTOMATON_LOOP) for every
 # process of a tick. Each is a weak signal (a human can have one too, an agent can unset it),
 # but together with the hooks it keeps an agent from signing off its own work.
-AGENT_MARKERS = ("CLAUDECODE", "GEMINI_CLI", "CODEX_SANDBOX", "AUTOMATON_LOOP")
+AGENT_MARKERS = ("CLAUDECODE", "GEMINI_CLI", "CODEX_SANDBOX", "AUTOMATON_LOOP", "AUTOMATON_LOOP_DIR")
 
 
 def require_human(action: str) -> str:
