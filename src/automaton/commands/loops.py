@@ -111,16 +111,10 @@ def create_loop(project: Project, name: str, template: str, task: str | None = N
 
 def _exclude_runtime(project: Project) -> list[str]:
     """Append the loop runtime patterns to the repo's info/exclude (git repos only)."""
-    top = run_git(project.root, ["rev-parse", "--show-toplevel"])
-    path = run_git(project.root, ["rev-parse", "--path-format=absolute", "--git-path", "info/exclude"])
-    if top.code != 0 or path.code != 0:
-        return []  # not a git repo (or no git): nothing to exclude from
-    parts = relative_parts(real(project.root, project.root), real(top.out.strip(), project.root))
-    if parts is None:
-        return []
-    prefix = "/" + "".join(f"{p}/" for p in parts)
-    patterns = [f"{prefix}.automaton/loops/*/{p}" for p in EXCLUDES]
-    return loops.add_excludes(Path(path.out.strip()), patterns, "# automaton loop runtime files (DESIGN §3)")
+    from automaton.commands.excludes import exclude
+
+    return exclude(project, tuple(f".automaton/loops/*/{p}" for p in EXCLUDES),
+                   "# automaton loop runtime files (DESIGN §3)")
 
 
 # ---- gates ----------------------------------------------------------------------------------
