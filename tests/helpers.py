@@ -124,3 +124,15 @@ def init_repo(path: Path, branch: str = "main") -> Path:
     git(path, "add", "-A")
     git(path, "commit", "-q", "-m", "initial")
     return path
+
+
+def seed_task(root: Path, ref: str, phase: str, artifacts: dict[str, str] | None = None) -> Path:
+    """A task folder `tasks/<ref>` at `phase` with a valid one-line log, as if the CLI had put it there."""
+    from automaton.store import chainlog
+
+    folder = root / "tasks" / ref
+    folder.mkdir(parents=True)
+    for name, text in (artifacts or {}).items():
+        (folder / name).write_text(text)
+    chainlog.commit(folder / ".state", folder / ".state.log", f"{phase}\n".encode(), phase, "SEEDED", {"task": ref})
+    return folder

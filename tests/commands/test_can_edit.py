@@ -9,17 +9,8 @@ import pytest
 
 from automaton.commands import can_edit
 from automaton.core import phases as ph
-from automaton.store import chainlog
 from tests.helpers import Result, run_cli
-
-
-def seed(root: Path, ref: str, phase: str, artifacts: dict[str, str] | None = None) -> Path:
-    folder = root / "tasks" / ref
-    folder.mkdir(parents=True)
-    for name, text in (artifacts or {}).items():
-        (folder / name).write_text(text)
-    chainlog.commit(folder / ".state", folder / ".state.log", f"{phase}\n".encode(), phase, "SEEDED", {"task": ref})
-    return folder
+from tests.helpers import seed_task as seed
 
 
 def check(root: Path, file: str, *extra: str, cwd: Path | None = None) -> Result:

@@ -9,18 +9,12 @@ import pytest
 
 from automaton.store import chainlog
 from tests.helpers import Result, run_cli
+from tests.helpers import seed_task as seed
 
 SEED_WORDING = ("Task '{task}' was created manually (no .state file). Use 'python ~/.automaton/scripts/status.py"
                 " --create-task' to create tasks properly.")
 
 
-def seed(root: Path, ref: str, phase: str, artifacts: dict[str, str] | None = None) -> Path:
-    folder = root / "tasks" / ref
-    folder.mkdir(parents=True)
-    for name, text in (artifacts or {}).items():
-        (folder / name).write_text(text)
-    chainlog.commit(folder / ".state", folder / ".state.log", f"{phase}\n".encode(), phase, "SEEDED", {"task": ref})
-    return folder
 
 
 def cli(root: Path, *args: str) -> Result:

@@ -18,20 +18,13 @@ from automaton.core.names import TaskRef
 from automaton.store import chainlog
 from automaton.store.layout import Project
 from tests.helpers import Result, run_cli
+from tests.helpers import seed_task as seed
 
 
 def cli(root: Path, *args: str, tty: bool = False) -> Result:
     return run_cli(*args, "--project", str(root), tty=tty)
 
 
-def seed(root: Path, ref: str, phase: str, artifacts: dict[str, str] | None = None) -> Path:
-    """A task folder at `phase` with a valid one-line log (as if the CLI had put it there)."""
-    folder = root / "tasks" / ref
-    folder.mkdir(parents=True)
-    for name, text in (artifacts or {}).items():
-        (folder / name).write_text(text)
-    chainlog.commit(folder / ".state", folder / ".state.log", f"{phase}\n".encode(), phase, "SEEDED", {"task": ref})
-    return folder
 
 
 def folder_of(root: Path, ref: str) -> Path:
