@@ -1,0 +1,94 @@
+"""Read-side loop use cases: `--can-edit --loop` (seed 000 R7), `--loop-list` and the Loops
+section of `--audit` (R9)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from automaton.commands.can_edit import Decision, protected, task_scope_allows
+from automaton.core.errors import BadInput, CorruptState
+from automaton.core.gates import (
+    scope_spec,
+)
+from automaton.core.names import LoopName, TaskRef
+from automaton.core.outcome import Outcome
+from automaton.resolve import posix, real, relative_parts
+from automaton.store import loops, tasks
+from automaton.store.layout import Project
+
+# ---- can-edit, list, audit ------------------------------------------------------------------
+
+def can_edit_loop(project: Project, name: str, file: str, *, loop_worktree: bool, task: str | None = None,
+                  cwd: Path | None = None) -> Decision:
+    """R7: `file` must be inside the loop's worktree, match its file_scope (relative to the
+    worktree root) and not be protected; with `task`, also that task's phase scope. A relative
+    `file` is anchored at the worktree (`loop_worktree`) or at `cwd` (default: project root)."""
+    config = loops.read_config(project, name)
+    state = loops.read_state(project, name)
+    root = real(project.root, project.root)
+    worktree = real(state["worktree_path"] or project.worktree_dir(LoopName(config.name)), root)
+    path = real(file, worktree if loop_worktree else (cwd or root))
+    parts = relative_parts(path, worktree)
+    if parts is None:
+        return Decision(False, f"{path} is outside the worktree {worktree} of loop {config.name}", str(path))
+    why = protected(parts)
+    if why:
+        return Decision(False, f"{posix(parts)}: {why}", str(path))
+    if not scope_spec(config.blast_radius.file_scope).match_file(posix(parts)):
+        return Decision(False, f"{posix(parts)} is outside the file_scope of loop {config.name}"
+                        f" ({', '.join(config.blast_radius.file_scope)})", str(path))
+    if task is not None:
+        rec = tasks.load(project, TaskRef.parse(task))
+        task_parts = relative_parts(real(rec.dir, root), root)
+        if rec.tamper or rec.phase is None or task_parts is None or not task_scope_allows(rec.phase, parts, task_parts):
+            return Decision(False, f"{posix(parts)} is outside the scope of task {rec.ref} at {rec.phase}", str(path))
+    return Decision(True, f"{posix(parts)} is in the worktree and file_scope of loop {config.name}", str(path))
+
+
+def _rows(project: Project) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for loop in loops.list_loops(project):
+        row: dict[str, Any] = {"name": loop, "status": None, "halt_reason": None, "iteration_count": None,
+                               "started_at": None, "task": None, "flag": None}
+        try:
+            rec = loops.inspect(project, loop)
+        except CorruptState as exc:
+            row["flag"] = f"CORRUPT: {exc.message}"
+        except BadInput as exc:
+            row["flag"] = f"UNTRACKED: {loops.UNTRACKED_HINT}" if "UNTRACKED" in exc.message else exc.message
+        else:
+            row.update({k: rec.state[k] for k in ("status", "halt_reason", "iteration_count", "started_at")})
+            row["task"] = next(iter(loops.bound_tasks(project, loop, rec.state)), None)
+            if rec.tamper:
+                row["flag"] = f"TAMPERED: {rec.tamper}"
+            elif rec.state["status"] == "halted":
+                row["flag"] = f"HALTED: {rec.state['halt_reason']}; a human runs automaton --approve --loop {loop}"
+        rows.append(row)
+    return rows
+
+
+def _table(rows: list[dict[str, Any]]) -> list[str]:
+    lines = [f"  {'NAME':24} {'STATUS':9} {'HALT_REASON':21} {'ITER':>5} STARTED_AT"]
+    for r in rows:
+        lines.append(f"  {r['name']:24} {r['status'] or '-':9} {r['halt_reason'] or '-':21}"
+                     f" {'-' if r['iteration_count'] is None else r['iteration_count']:>5} {r['started_at'] or '-'}")
+        if r["flag"]:
+            lines.append(f"      ! {r['flag']}")
+    return lines
+
+
+def loop_list(project: Project) -> Outcome:
+    """R9 `--loop-list`: a table; data {"loops": [{name, status, halt_reason, iteration_count, started_at, task,
+    flag}]} (task: loop.json `task`, else current_task)."""
+    rows = _rows(project)
+    return Outcome(lines=_table(rows) if rows else ["no loops"], data={"loops": rows})
+
+
+def audit_section(project: Project) -> tuple[list[str], list[dict[str, object]], int]:
+    """R9: the Loops section of --audit: (text lines, rows, number flagged: halted/corrupt/untracked/tampered)."""
+    rows = _rows(project)
+    flagged = sum(1 for r in rows if r["flag"])
+    lines = [f"Loops: {len(rows)} loop(s), {flagged} flagged", *(_table(rows) if rows else [])]
+    return lines, list(rows), flagged
+
