@@ -110,3 +110,31 @@ def test_an_agents_shell_is_never_a_human(tmp_path: Path, monkeypatch: pytest.Mo
         res = run_cli(*args, "--project", str(tmp_path), tty=True)
         assert res.code == 1 and f"({marker} is set)" in res.err
     assert not (tmp_path / ".automaton" / "focus").exists()
+
+
+def test_a_child_that_drops_the_marker_is_still_an_agents(tmp_path: Path) -> None:
+    """`env -u MARKER automaton …` inside the agent's shell: the shell above still carries it."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.helpers import run_cli
+
+    assert run_cli("--create-task", "t", "--project", str(tmp_path)).code == 0
+    automaton = str(Path(sys.executable).parent / "automaton")
+    line = f"env -u AUTOMATON_LOOP_DIR AUTOMATON_APPROVER=agent {automaton} --focus t --project {tmp_path}"
+    # The agent (like Claude Code's node process) stays alive and runs the line in a shell;
+    # bash execs the single command, so only the agent process above still shows the marker.
+    agent = f"import subprocess, sys; sys.exit(subprocess.run(['bash', '-c', {line!r}]).returncode)"
+    env = dict(os.environ, AUTOMATON_LOOP_DIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", agent], env=env, capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert done.returncode == 1, done.stderr
+    assert "AUTOMATON_LOOP_DIR in the environment of process" in done.stderr
+    assert not (tmp_path / ".automaton" / "focus").exists()
+
+
+def test_agent_ancestor_without_proc_is_no_signal(tmp_path: Path) -> None:
+    from automaton.commands.human import agent_ancestor
+
+    assert agent_ancestor(proc=str(tmp_path / "no-proc")) is None

@@ -25,7 +25,7 @@ def require_human(action: str) -> str:
     shell that carries an agent's marker variable (AGENT_MARKERS), whatever else is set. The
     agent hooks also deny any command line that runs `--approve` (DESIGN §7).
     """
-    marker = next((m for m in AGENT_MARKERS if os.environ.get(m)), None)
+    marker = next((m for m in AGENT_MARKERS if os.environ.get(m)), None) or agent_ancestor()
     if marker is not None:
         raise Refused(
             f"{action} is a human sign-off and this shell belongs to an agent ({marker} is set):"
@@ -50,3 +50,32 @@ def require_human(action: str) -> str:
         return getpass.getuser()
     except (KeyError, OSError):
         return "unknown-user"
+
+
+def agent_ancestor(proc: str = "/proc") -> str | None:
+    """The marker found in the environment of any ancestor process, or None (Linux /proc only).
+
+    `env -u CLAUDECODE automaton --approve` clears the marker for the child alone: the agent's
+    shell above it still carries it (`/proc/<pid>/environ` is the environment it was started
+    with). A process that detached from every marked ancestor is not seen (SECURITY.md).
+    """
+    wanted = {m.encode() for m in AGENT_MARKERS}
+    pid = os.getppid()
+    seen: set[int] = set()
+    while pid > 1 and pid not in seen:
+        seen.add(pid)
+        try:
+            with open(f"{proc}/{pid}/environ", "rb") as fh:
+                names = {item.split(b"=", 1)[0] for item in fh.read().split(b"\0") if b"=" in item}
+            with open(f"{proc}/{pid}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            return None  # no /proc (macOS, Windows) or a process we may not read: no signal
+        found = sorted(wanted & names)
+        if found:
+            return f"{found[0].decode()} in the environment of process {pid}"
+        try:
+            pid = int(stat.rsplit(b")", 1)[1].split()[1])
+        except (IndexError, ValueError):
+            return None
+    return None
