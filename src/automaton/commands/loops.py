@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,14 +20,18 @@ from automaton.commands.loops_common import optional as _optional
 from automaton.core.errors import BadInput, Refused
 from automaton.core.gates import (
     STATE_TAMPERED,
+    accepted_entry,
     out_of_scope,
 )
 from automaton.core.loopconfig import initial_state, loads_strict
 from automaton.core.names import NAME_RE, LoopName, TaskRef
 from automaton.core.outcome import Outcome
+from automaton.git import run_git
+from automaton.git.worktree import branch_name, list_worktrees
 from automaton.store import loops, tasks
 from automaton.store.chainlog import utc_now
 from automaton.store.layout import Project, framework_home
+from automaton.store.locks import Busy, locked
 
 HALTED_MSG = "loop is halted, use --approve --loop to clear halt"  # seed 000 R3, verbatim
 # DESIGN §3: runtime files git must never see; the last three are what --install-schedule writes.
@@ -48,8 +55,10 @@ def create_loop(project: Project, name: str, template: str, task: str | None = N
     """Create `.automaton/loops/NAME/` from a template (R1, R2): loop.json (name/task patched,
     validated, sealed), the role prompts, `.state.loop` and `.state.log` (CREATED).
 
-    Exit 2: invalid name, existing loop, missing/invalid template, unknown task. Nothing is
-    created on any error; nothing existing is overwritten.
+    Exit 2: invalid name, existing loop (or a file where its folder should be), missing/invalid
+    template, unknown task. Exit 1: branch `loop/<name>` or a worktree registration at its
+    worktree path is left from an earlier loop of that name. Nothing is created on any error;
+    nothing existing is overwritten.
     """
     loop = LoopName.of(name)
     src = _template_dir(project, template)
@@ -73,6 +82,8 @@ def create_loop(project: Project, name: str, template: str, task: str | None = N
             files[rel] = (src / rel).read_bytes()
         except OSError:
             raise BadInput(f"{source}: role prompt {rel!r} is missing from the template {src}") from None
+    if not os.path.lexists(project.loop_dir(loop)):  # an existing folder/file: loops.create says what it is
+        _refuse_leftovers(project, loop)
     state = initial_state(loop, config.task, config.sha256, utc_now())
     folder = loops.create(project, loop, files, state, {"loop": loop, "template": src.name,
                                                          "task": config.task})
@@ -82,6 +93,25 @@ def create_loop(project: Project, name: str, template: str, task: str | None = N
     if added:
         out.lines.append(f"added {len(added)} pattern(s) to .git/info/exclude so git never sees loop runtime files")
     return out
+
+
+def _refuse_leftovers(project: Project, loop: LoopName) -> None:
+    """Refused (exit 1) while branch `loop/<name>` exists or a worktree is registered at the
+    loop's worktree path: they belong to an earlier loop of that name whose folder (and
+    counters) was deleted; re-creating it must not hand out a fresh allowance."""
+    branch, wt = branch_name(loop), project.worktree_dir(loop)
+    has_branch = run_git(project.root, ["rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"]).code == 0
+    registered = any(os.path.realpath(e.get("worktree", "")) == os.path.realpath(wt)
+                     for e in list_worktrees(project.root) or [])
+    if not has_branch and not registered:
+        return
+    what = " and ".join(x for x in (f"branch {branch}" if has_branch else "",
+                                    f"a worktree registered at {wt}" if registered else "") if x)
+    steps = "; ".join(x for x in (f"git worktree remove --force {wt}" if registered else "",
+                                  f"git branch -D {branch}" if has_branch else "") if x)
+    raise Refused(f"loop {loop!r} cannot be created: {what} of an earlier loop {loop} still exist(s)"
+                  f" (re-creating the folder would reset its counters): a human reviews it, runs {steps},"
+                  f" then automaton --create-loop {loop} again")
 
 
 def _exclude_runtime(project: Project) -> list[str]:
@@ -138,6 +168,30 @@ def approve_loop(project: Project, name: str) -> Outcome:
     """
     who = require_human("--approve --loop")
     loop = loops.require_tracked(project, name)
+    with between_ticks(project, loop, "--approve --loop"):
+        return _approve(project, loop, who)
+
+
+@contextmanager
+def between_ticks(project: Project, loop: LoopName, action: str) -> Iterator[None]:
+    """Hold the loop's tick lock for a human act: never while a tick runs.
+
+    A process inside a running tick (the agent, or code it wrote that the verify step runs)
+    would otherwise be able to clear its own loop's halt. Refused (exit 1) when a tick holds it.
+    """
+    held = locked(loops.tick_lock_path(project, loop), timeout_s=0)
+    try:
+        held.__enter__()
+    except Busy:
+        raise Refused(f"a tick of loop {loop} is running: {action} only between ticks"
+                      " (wait for it to finish, or stop it, then run the command again)") from None
+    try:
+        yield
+    finally:
+        held.__exit__(None, None, None)
+
+
+def _approve(project: Project, loop: LoopName, who: str) -> Outcome:
     with loops.session(project, loop, rebuild=True) as s:
         old, tampered, tamper = s.rec.state, bool(s.rec.tamper), s.rec.tamper
         if not tampered and old["status"] in ("running", "paused"):
@@ -148,17 +202,22 @@ def approve_loop(project: Project, name: str) -> Outcome:
             raise Refused(f"loop {loop} is {old['status']}: --approve --loop only clears a halt"
                           + (" (use --resume-loop for a paused loop)" if old["status"] == "paused" else ""))
         config = loops.read_config(project, loop)
-        accepted: list[str] = []
+        accepted: list[str] = []  # "path@blob": bound to the content the human saw (a later write is drift)
         if old["halt_reason"] == "drift_detected" and not tampered:
-            drift = _Facts(project, loop, old, None, None).drift()
-            accepted = out_of_scope(drift.files, config.blast_radius.file_scope, old["accepted_drift"])
+            drift = _Facts(project, loop, old, None, None).drift_of(None)
+            blobs = dict(drift.blobs)
+            accepted = [accepted_entry(f, blobs.get(f, "unknown"))
+                        for f in out_of_scope(drift.files, config.blast_radius.file_scope, old["accepted_drift"],
+                                              drift.blobs)]
+        replaced = {e.rpartition("@")[0] for e in accepted}
 
         def fresh(new: dict[str, Any]) -> None:
             new.update(status="running", halt_reason=None, halt_detail=None, resumed_count=new["resumed_count"] + 1,
                        iterations_at_approval=new["iteration_count"], spent_usd_at_approval=new["spent_usd"],
                        score_history=[], config_sha256=config.sha256, worktree_fallback=None,
                        current_task=config.task or new["current_task"],
-                       accepted_drift=sorted({*new["accepted_drift"], *accepted}))
+                       accepted_drift=sorted({*(e for e in new["accepted_drift"]
+                                                 if "@" in e and e.rpartition("@")[0] not in replaced), *accepted}))
 
         fields: dict[str, object] = {"loop": loop, "by": who,
                                      "cleared": STATE_TAMPERED if tampered else old["halt_reason"]}
@@ -177,7 +236,7 @@ def approve_loop(project: Project, name: str) -> Outcome:
                          f" resumed_count={state['resumed_count']})"],
                   data={"loop": loop, "status": "running", "by": who, "cleared": fields["cleared"],
                         "resumed_count": state["resumed_count"], "accepted_drift": accepted})
-    out.lines += [f"  accepted drift: {f}" for f in accepted]
+    out.lines += [f"  accepted drift: {path} at {blob[:12]}" for path, _, blob in (e.rpartition("@") for e in accepted)]
     if tampered:  # say what the human vouched for (a broken log is kept as .state.log.broken*)
         out.lines.append(f"  re-sealed: {tamper}")
     warning = _optional("automaton.commands.schedule", "enable_best_effort", project, loop)

@@ -58,6 +58,7 @@ class DriftFacts:
     files: tuple[str, ...] = ()
     skipped: str | None = None
     error: str | None = None
+    blobs: tuple[tuple[str, str], ...] = ()  # (path, git blob id or "deleted") of accepted-drift paths
 
 
 @dataclass(frozen=True)
@@ -159,10 +160,25 @@ def scope_spec(file_scope: Iterable[str]) -> pathspec.GitIgnoreSpec:
     return pathspec.GitIgnoreSpec.from_lines(list(file_scope))
 
 
-def out_of_scope(files: Iterable[str], file_scope: Iterable[str], accepted: Iterable[str]) -> list[str]:
-    """Sorted `files` (posix, relative to the worktree root) not matched by `file_scope`, minus `accepted`."""
-    spec, ok = scope_spec(file_scope), set(accepted)
-    return sorted({f for f in files if f not in ok and not spec.match_file(f)})
+def accepted_entry(path: str, blob: str) -> str:
+    """An `accepted_drift` entry: `path@<git blob sha1 or "deleted">` (content-bound: a later
+    write to the same path is drift again)."""
+    return f"{path}@{blob}"
+
+
+def out_of_scope(files: Iterable[str], file_scope: Iterable[str], accepted: Iterable[str],
+                 blobs: Iterable[tuple[str, str]] = ()) -> list[str]:
+    """Sorted `files` (posix, relative to the worktree root) not matched by `file_scope`, minus
+    those accepted: `path@blob` in `accepted` where `blobs` gives that path's current blob. A
+    plain-path entry (older states) accepts nothing."""
+    spec, ok, now = scope_spec(file_scope), set(accepted), dict(blobs)
+    return sorted({f for f in files if not spec.match_file(f)
+                   and not (f in now and accepted_entry(f, now[f]) in ok)})
+
+
+def accepted_paths(accepted: Iterable[str]) -> list[str]:
+    """The paths named by `accepted_drift` entries (`path@blob`), sorted, without duplicates."""
+    return sorted({e.rpartition("@")[0] for e in accepted if "@" in e})
 
 
 def gate_drift(drift: DriftFacts, config: LoopConfig, accepted: Iterable[str]) -> GateResult | None:
@@ -171,7 +187,7 @@ def gate_drift(drift: DriftFacts, config: LoopConfig, accepted: Iterable[str]) -
         return None
     if drift.error is not None:
         return _halt("drift", "drift_detected", f"drift could not be computed: {drift.error}")
-    bad = out_of_scope(drift.files, config.blast_radius.file_scope, accepted)
+    bad = out_of_scope(drift.files, config.blast_radius.file_scope, accepted, drift.blobs)
     if not bad:
         return None
     shown = ", ".join(bad[:_SHOWN_FILES]) + (f" (+{len(bad) - _SHOWN_FILES} more)" if len(bad) > _SHOWN_FILES else "")

@@ -5,15 +5,22 @@
 never a bare branch name: a repo whose only branch is `master` must work; two trees, not
 `base...HEAD`, because a branch reset below its base reverts files that a merge-base diff
 never shows) + staged + unstaged + untracked
-(`git status --porcelain=v1 -z --untracked-files=all`). Renames count on both sides, so a file
-moved from outside the scope into it is still drift.
+(`git status --porcelain=v1 -z --untracked-files=all`, plus
+`git ls-files --others -z --exclude-per-directory=.gitignore`: only the project's own
+`.gitignore` files hide a file, never `$GIT_COMMON_DIR/info/exclude` or `core.excludesFile`,
+which an agent can append to without touching the worktree). Renames count on both sides, so a
+file moved from outside the scope into it is still drift.
 Sources: git-diff(1) "git diff <commit> <commit>" (the changes between two arbitrary commits);
 git-status(1) "Porcelain Format Version 1" and "-z" (NUL-terminated, unquoted paths; a rename
-or copy entry carries a second NUL-terminated path).
+or copy entry carries a second NUL-terminated path); git-ls-files(1) "--others",
+"--exclude-per-directory" (without `--exclude-standard` neither info/exclude nor
+core.excludesFile applies); git-hash-object(1) / gitformat-object: a blob id is
+sha1(b"blob <len>\0" + content).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from pathlib import Path
@@ -91,7 +98,51 @@ def changed_paths(worktree: Path, base_commit: str) -> list[str]:
         raise DriftError(f"base_commit {base_commit} is not a commit of the worktree {worktree}") from None
     committed = _nul_fields(_git(worktree, ["diff", "--name-only", "-z", "--no-renames", base_commit, "HEAD"]))
     status = parse_status_z(_git(worktree, ["status", "--porcelain=v1", "-z", "--untracked-files=all"]))
-    return sorted(set(committed) | set(status))
+    others = _nul_fields(_git(worktree, ["ls-files", "--others", "-z", "--exclude-per-directory=.gitignore"]))
+    return sorted(set(committed) | set(status) | set(others))
+
+
+DELETED = "deleted"
+
+
+def blob_id(data: bytes) -> str:
+    """git's blob id of `data`: sha1 hex of b"blob <len>\\0" + data (as `git hash-object`)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def worktree_blobs(worktree: Path, paths: list[str]) -> dict[str, str]:
+    """{path: blob id of the file now in `worktree`, or "deleted"}. A symlink is hashed as git
+    stores it (its target); a folder or unreadable entry gets "unreadable:<kind>" (never equal
+    to a recorded blob, so it is never accepted)."""
+    found: dict[str, str] = {}
+    for rel in paths:
+        full = worktree / rel
+        try:
+            if os.path.islink(full):
+                found[rel] = blob_id(os.fsencode(os.readlink(full)))
+            elif not os.path.lexists(full):
+                found[rel] = DELETED
+            elif full.is_file():
+                found[rel] = blob_id(full.read_bytes())
+            else:
+                found[rel] = "unreadable:not-a-file"
+        except OSError as exc:
+            found[rel] = f"unreadable:{exc.errno}"
+    return found
+
+
+def branch_blobs(repo: Path, branch: str, paths: list[str]) -> dict[str, str]:
+    """{path: blob id at the tip of local branch `branch`, or "deleted"} (`git ls-tree -z`)."""
+    found = {rel: DELETED for rel in paths}
+    if not paths:
+        return found
+    out = _git(repo, ["ls-tree", "-z", "--full-tree", f"refs/heads/{branch}", "--", *paths])
+    for entry in _nul_fields(out):
+        meta, _, rel = entry.partition("\t")
+        parts = meta.split()
+        if rel in found and len(parts) == 3:
+            found[rel] = parts[2] if parts[1] == "blob" else f"unreadable:{parts[1]}"
+    return found
 
 
 def branch_changed_paths(repo: Path, base_commit: str, branch: str) -> list[str]:

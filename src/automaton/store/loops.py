@@ -53,6 +53,22 @@ CONFIG_FILE = "loop.json"
 UNTRACKED_HINT = "Run --upgrade-loops to bootstrap"  # seed 000 R1, verbatim
 
 
+def untracked_hint(loop: str) -> str:
+    """The seed's hint plus a step that exists (there is no --upgrade-loops command yet)."""
+    return (f"{UNTRACKED_HINT} (no such command yet: remove the folder .automaton/loops/{loop}/ and run"
+            f" automaton --create-loop {loop} again)")
+
+
+def not_a_folder(project: Project, loop: str) -> str | None:
+    """One line when something other than a folder sits where the loop folder should be."""
+    folder = project.loop_dir(LoopName(loop))
+    if os.path.lexists(folder) and not folder.is_dir():
+        kind = "a file" if folder.is_file() else "a dangling symlink" if os.path.islink(folder) else "not a folder"
+        return (f"{folder} is {kind} where the folder of loop {loop!r} should be: it is not a loop;"
+                f" a human removes it (then automaton --create-loop {loop} --template …)")
+    return None
+
+
 class StateTampered(Refused):
     """`.state.loop` disagrees with its log: it was written outside automaton (exit 1)."""
 
@@ -70,6 +86,9 @@ def require_tracked(project: Project, name: str) -> LoopName:
     """The validated name of a tracked loop (one with `.state.loop`); BadInput otherwise (R1)."""
     loop = LoopName.of(name)
     folder = project.loop_dir(loop)
+    stray = not_a_folder(project, loop)
+    if stray is not None:
+        raise BadInput(stray)
     if not folder.is_dir():
         raise BadInput(f"unknown loop {loop!r}: no folder {folder}; create it with automaton --create-loop")
     state = folder / STATE_FILE
@@ -80,7 +99,7 @@ def require_tracked(project: Project, name: str) -> LoopName:
     if not state.is_file() and not os.path.lexists(folder / LOG_FILE):
         # Only a folder with neither file is untracked: a log without its state is a deletion
         # (tampering, rebuilt from the log by a human approval), never a fresh start.
-        raise BadInput(f"loop {loop!r} is UNTRACKED (no {STATE_FILE}, no {LOG_FILE}): {UNTRACKED_HINT}")
+        raise BadInput(f"loop {loop!r} is UNTRACKED (no {STATE_FILE}, no {LOG_FILE}): {untracked_hint(loop)}")
     return loop
 
 
@@ -91,6 +110,16 @@ def list_loops(project: Project) -> list[LoopName]:
     except OSError:
         return []
     return [LoopName(p.name) for p in entries if p.is_dir() and NAME_RE.match(p.name) and p.name != "complete"]
+
+
+def stray_entries(project: Project) -> list[LoopName]:
+    """Valid loop names under `.automaton/loops/` that are not folders (a file, a dangling link), sorted."""
+    try:
+        entries = sorted(project.loops_dir.iterdir())
+    except OSError:
+        return []
+    return [LoopName(p.name) for p in entries
+            if NAME_RE.match(p.name) and p.name != "complete" and not_a_folder(project, p.name) is not None]
 
 
 def tick_lock_path(project: Project, name: str) -> Path:
@@ -176,7 +205,8 @@ def _load(project: Project, loop: LoopName, *, under_lock: bool, rebuild: bool =
         if not under_lock:
             return None
         if not os.path.lexists(log_file):
-            raise BadInput(f"loop {loop!r} is UNTRACKED (no {STATE_FILE}, no {LOG_FILE}): {UNTRACKED_HINT}") from None
+            raise BadInput(f"loop {loop!r} is UNTRACKED (no {STATE_FILE}, no {LOG_FILE}):"
+                           f" {untracked_hint(loop)}") from None
         return LoopRecord(loop, folder, rebuilt_state(loop, chain.lines, folder), chain,
                           f"{state_file} was deleted but its log exists (state deleted)", rebuilt=True)
     except OSError as exc:
@@ -363,6 +393,9 @@ def create(project: Project, loop: LoopName, files: dict[str, bytes], state: dic
     """
     folder = project.loop_dir(loop)
     project.loops_dir.mkdir(parents=True, exist_ok=True)
+    stray = not_a_folder(project, loop)
+    if stray is not None:
+        raise BadInput(stray)
     try:
         folder.mkdir()
     except FileExistsError:
