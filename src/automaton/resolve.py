@@ -8,13 +8,29 @@ before any scope test; scope tests compare path components, never string prefixe
 from __future__ import annotations
 
 import os
+import unicodedata
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
+from automaton.core.errors import BadInput
+
+
+def check_text(path: str | os.PathLike[str]) -> str:
+    """`path` as a string; BadInput (exit 2; a hook denies) when it holds a control character
+    (NUL, newline, escape, … — Unicode category Cc): the OS rejects NUL with a bare ValueError,
+    and the others make one-line messages and scope tests lie."""
+    text = os.fspath(path)
+    bad = next((c for c in text if unicodedata.category(c) == "Cc"), None)
+    if bad is not None:
+        raise BadInput(f"invalid path {text!r}: control character U+{ord(bad):04X} is not allowed in a path")
+    return text
+
 
 def real(path: str | os.PathLike[str], base: Path) -> Path:
-    """`path` (relative to `base` if not absolute, `~` expanded) with every symlink resolved."""
-    raw = os.path.expanduser(os.fspath(path))
+    """`path` (relative to `base` if not absolute, `~` expanded) with every symlink resolved.
+    Raises BadInput (`check_text`) when `path` or `base` holds a control character."""
+    check_text(base)
+    raw = os.path.expanduser(check_text(path))
     if os.name == "nt":
         raw = raw.replace("/", "\\")
     joined = raw if os.path.isabs(raw) else os.path.join(base, raw)

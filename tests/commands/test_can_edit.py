@@ -61,6 +61,10 @@ ALWAYS_DENIED = [
     "tasks/t/.STATE", "tasks/t/.State.Log", "src/.state", ".automaton/focus", ".automaton/loops/x/loop.json",
     ".Automaton/x", ".AUTOMATON/config.json", ".git/config", "src/.git/hooks/pre-commit", ".GIT/HEAD",
     "../outside.py", "src/../../outside.py", "/etc/passwd", "tasks/t/../../../x",
+    # the agents' hook settings and their folders, in any case (README: always denied)
+    ".claude/settings.json", ".claude/settings.local.json", ".codex/hooks.json", ".codex/config.toml",
+    ".gemini/settings.json", ".claude", ".codex", ".gemini", ".Claude/Settings.JSON", ".CODEX/HOOKS.json",
+    ".Gemini", "./.claude/../.codex/config.toml",
 ]
 
 
@@ -127,10 +131,38 @@ def test_implement_never_reaches_tasks_in_any_case(parts: tuple[str, ...]) -> No
 
 
 def test_protected_names_in_any_case() -> None:
-    for parts in ((".STATE",), ("a", ".State.tmp"), (".Automaton", "x"), ("x", ".Git", "y"), ()):
+    for parts in ((".STATE",), ("a", ".State.tmp"), (".Automaton", "x"), ("x", ".Git", "y"), (),
+                  (".Claude", "settings.json"), (".codex",), (".GEMINI", "Settings.json")):
         assert can_edit.protected(parts), parts
     assert can_edit.protected(("src", "state.py")) is None
     assert can_edit.protected(("docs", "automaton.md")) is None
+    assert can_edit.protected((".claude", "commands", "x.md")) is None  # not a hook setting
+
+
+def test_hook_settings_are_the_one_shared_rule() -> None:
+    """One place: the hook policy keeps no copy of its own (the loop can-edit and the pre-commit
+    hook reach the same `protected`)."""
+    from automaton.hooks import policy
+
+    assert not hasattr(policy, "HOOK_CONFIG") and not hasattr(policy, "is_hook_config")
+    assert can_edit.protected((".claude", "settings.json")) == can_edit.HOOK_CONFIG_WHY
+
+
+@pytest.mark.parametrize("bad", ["src/a\x00b.py", "src/a\nb.py", "src/\x1b[31mx", "src/a\tb", "x\x7f"])
+def test_control_characters_in_a_path_are_bad_input(tmp_path: Path, bad: str) -> None:
+    seed(tmp_path, "t", "implement")
+    if "\x00" in bad:  # argv cannot carry NUL: ask the use case directly
+        from automaton.core.errors import BadInput
+        from automaton.store.layout import Project
+
+        with pytest.raises(BadInput, match="invalid path"):
+            can_edit.decide(Project.at(str(tmp_path)), bad, task="t")
+        return
+    res = run_cli("--can-edit", "--file", bad, "--task", "t", "--project", str(tmp_path))
+    assert res.code == 2, (res.code, res.err)
+    lines = res.err.strip().splitlines()
+    assert len(lines) == 1 and "invalid path" in lines[0] and "control character" in lines[0]
+    assert "Traceback" not in res.err
 
 
 def test_pending_demotion_denies_everything(tmp_path: Path, approver: str) -> None:

@@ -138,3 +138,13 @@ def test_agent_ancestor_without_proc_is_no_signal(tmp_path: Path) -> None:
     from automaton.commands.human import agent_ancestor
 
     assert agent_ancestor(proc=str(tmp_path / "no-proc")) is None
+
+
+@pytest.mark.parametrize("name", ["focus", "focus.log"])
+def test_a_directory_where_the_focus_file_belongs_is_named(root: Path, approver: str, name: str) -> None:
+    path = root / ".automaton" / name
+    path.mkdir(parents=True)
+    res = cli(root, "--focus", "t")
+    assert res.code == 2, (res.code, res.err)
+    lines = res.err.strip().splitlines()
+    assert len(lines) == 1 and str(path) + ":" in lines[0] and "focus.tmp" not in lines[0]

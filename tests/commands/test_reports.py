@@ -110,3 +110,29 @@ def test_interrupted_commit_is_not_a_violation(tmp_path: Path) -> None:
     chainlog.append_event(folder / ".state.log", "TRANSITION", {}, "research")
     res = cli(tmp_path, "--audit", "--json")
     assert res.code == 0 and res.json["tasks"][0]["phase"] == "research"
+
+
+@pytest.mark.parametrize("where", ["tasks", ".automaton"])
+def test_audit_flags_tasks_or_automaton_that_is_a_file(tmp_path: Path, where: str) -> None:
+    (tmp_path / where).write_text("not a folder\n")
+    res = cli(tmp_path, "--audit")
+    assert res.code == 1, (res.code, res.out, res.err)
+    assert f"VIOLATION {tmp_path / where}: not a folder" in " ".join(res.out.split())
+    data = cli(tmp_path, "--audit", "--json")
+    assert data.code == 1 and data.json["ok"] is False
+    assert [str(tmp_path / where) in v for v in data.json["project"]] == [True]
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("{", "not valid JSON"), ("[]", "expected a JSON object"), ('{"schema_version": 9}', "schema_version"),
+    ('{"schema_version": 1, "scopes": {"implement": 3}}', "config.json"),
+])
+def test_audit_flags_an_invalid_project_config(tmp_path: Path, text: str, needle: str) -> None:
+    (tmp_path / ".automaton").mkdir()
+    (tmp_path / ".automaton/config.json").write_text(text)
+    res = cli(tmp_path, "--audit", "--json")
+    assert res.code == 1, (res.code, res.out, res.err)
+    (found,) = res.json["project"]
+    assert str(tmp_path / ".automaton/config.json") in found and needle in found
+    seed(tmp_path, "t", "research")  # a clean task does not hide it
+    assert cli(tmp_path, "--audit").code == 1

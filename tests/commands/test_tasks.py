@@ -211,6 +211,7 @@ def test_forbidden_artifact_row(tmp_path: Path, phase: str, art: str) -> None:
     res = cli(tmp_path, "--transition", LEAVING[phase], "--task", "t")
     msg = one_line(res)
     assert res.code == 1 and "forbidden artifacts" in msg and art in msg
+    assert "seed" not in msg.lower() and "§" not in msg  # no internal design references
     assert state_of(tmp_path, "t") == phase
     rep = cli(tmp_path, "--validate-folder", "--task", "t", "--json")
     assert rep.code == 1 and art in rep.json["tasks"][0]["violations"][0]
@@ -660,3 +661,40 @@ def test_transition_json(tmp_path: Path) -> None:
     assert res.code == 0 and res.json == {"task": "t", "from": "new", "to": "research"}
     res = cli(tmp_path, "--transition", "complete", "--task", "t", "--json")
     assert res.code == 1 and res.json["exit_code"] == 1 and "no transition research -> complete" in res.json["error"]
+
+
+# ---------------------------------------------------------------- a directory where a state file belongs
+
+@pytest.mark.parametrize("name", [".state", ".state.log", ".state.tmp"])
+@pytest.mark.parametrize("verb", [("--phase",), ("--transition", "research:awaiting_approval"),
+                                  ("--can-edit", "--file", "src/x.py")])
+def test_a_directory_for_a_state_file_is_corrupt_state_exit_2(tmp_path: Path, name: str,
+                                                               verb: tuple[str, ...]) -> None:
+    folder = seed(tmp_path, "t", "research", {"SPEC.md": "s\n"})
+    (folder / name).unlink(missing_ok=True)
+    (folder / name).mkdir()
+    res = cli(tmp_path, *verb, "--task", "t")
+    assert res.code == 2, (res.code, res.err)
+    msg = one_line(res)
+    assert str(folder / name) in msg and "directory" in msg
+
+
+def test_no_internal_design_references_in_messages() -> None:
+    """User-facing strings (not docstrings, not comments, not `# …` comment lines written into
+    git's info/exclude) never cite the seeds or DESIGN sections."""
+    import ast
+    import re
+
+    import automaton
+
+    pattern = re.compile(r"seed 0\d\d|DESIGN §|seed \d+ §", re.IGNORECASE)
+    found = []
+    for path in Path(automaton.__file__).parent.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = {id(node.body[0].value) for node in ast.walk(tree)
+                if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+        found += [f"{path.name}:{node.lineno}" for node in ast.walk(tree)
+                  if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
+                  and not node.value.startswith("# ") and pattern.search(node.value)]
+    assert found == []

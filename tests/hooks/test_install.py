@@ -134,10 +134,29 @@ def test_git_hook_never_replaces_a_foreign_hook(project: Path) -> None:
     assert again.code == 1
 
 
-def test_git_pre_commit_lets_a_human_commit_hook_settings(project: Path, make_task: Callable[..., Path]) -> None:
-    make_task("demo", "research")
+@pytest.mark.parametrize("task_phase", ["research", None])
+def test_git_pre_commit_refuses_hook_settings_and_names_no_verify(
+        project: Path, make_task: Callable[..., Path], task_phase: str | None) -> None:
+    """The hook cannot tell a human committer from an agent: hook settings are refused like
+    every always-denied path, and the message says how a human commits them."""
+    if task_phase is not None:
+        make_task("demo", task_phase)
     run_cli("--install-hooks", "claude", "--project", str(project))
     run_cli("--install-hooks", "git", "--project", str(project))
     git(project, "add", ".claude/settings.json")
-    done = _commit(project, "-m", "install the hook")
+    refused = _commit(project, "-m", "install the hook")
+    assert refused.returncode != 0
+    assert ".claude/settings.json" in refused.stderr and "git commit --no-verify" in refused.stderr
+    done = _commit(project, "--no-verify", "-m", "install the hook")
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("name", [".claude/settings.local.json", ".codex/hooks.json", ".Codex/Config.toml",
+                                  ".gemini/settings.json", ".GEMINI/SETTINGS.JSON"])
+def test_git_pre_commit_refuses_every_hook_settings_file(project: Path, name: str) -> None:
+    run_cli("--install-hooks", "git", "--project", str(project))
+    (project / name).parent.mkdir(parents=True, exist_ok=True)
+    (project / name).write_text("{}\n")
+    git(project, "add", name)
+    refused = _commit(project, "-m", "switch the hook off")
+    assert refused.returncode != 0 and name in refused.stderr and "--no-verify" in refused.stderr

@@ -397,3 +397,68 @@ def test_a19_real_subprocess_hook(task: Path, project: Path) -> None:
         done = run_exe("automaton", "--hook", "claude", "--project", str(project), stdin=json.dumps(payload))
         assert (done.returncode, done.stdout) == (2, ""), done.stderr
         assert done.stderr.startswith("automaton denied this tool call: ")
+
+
+# ---- A23: a git worktree outside the project ----------------------------------------------------
+
+@pytest.mark.parametrize("command", [
+    "git worktree add ../escape",
+    "git worktree add -b side ../escape HEAD",
+    "git worktree add --lock --reason 'x y' -f /tmp/escape main",
+    "git -C src worktree add ../../escape",
+    "git worktree add .automaton/loops/demo/worktree2",
+])
+def test_a23_git_worktree_add_is_a_write(task: Path, project: Path, hook: Hook, command: str) -> None:
+    (project / "src").mkdir(exist_ok=True)
+    result = hook(bash(project, command))
+    denied(result)
+    assert "outside the project" in result.err or ".automaton/" in result.err, result.err
+
+
+def test_a23_worktree_inside_the_project_in_scope_passes(task: Path, project: Path, hook: Hook) -> None:
+    allowed(hook(bash(project, "git worktree add -b side wt && git worktree list")))
+
+
+# ---- A24: rewriting the scheduler that runs the loop ticks ---------------------------------------
+
+@pytest.mark.parametrize("command", [
+    "crontab -r", "crontab -ir", "crontab -u me -r", "crontab jobs.txt", "crontab -",
+    "echo '* * * * * automaton-approve' | crontab -", "crontab -l | grep -v automaton | crontab -",
+    "crontab < jobs.txt", "crontab", "crontab -e", "sudo crontab -r", "/usr/bin/crontab -r",
+    "launchctl bootout gui/501/com.automaton.loop.demo", "launchctl unload ~/Library/LaunchAgents/x.plist",
+    "launchctl load -w x.plist", "launchctl bootstrap gui/501 x.plist", "launchctl remove com.automaton.loop.demo",
+    "schtasks /create /tn x /tr evil.cmd /sc minute", "schtasks /Delete /tn automaton-loop-demo /f",
+    "SCHTASKS.EXE /CHANGE /tn x /disable", "schtasks -delete /tn x",
+    "systemctl --user stop automaton-tick.timer", "systemctl --user disable --now x.timer",
+    "systemctl --user enable evil.service", "systemctl --user start x.service", "systemctl stop automaton.timer",
+    "Unregister-ScheduledTask -TaskName automaton-loop-demo",
+])
+def test_a24_scheduler_writes_are_denied(task: Path, project: Path, hook: Hook, command: str) -> None:
+    (project / "jobs.txt").write_text("")
+    denied(hook(bash(project, command)))
+
+
+@pytest.mark.parametrize("command", [
+    "crontab -l", "crontab -u me -l", "crontab -l | grep automaton-loop", "launchctl list",
+    "launchctl print gui/501/com.example.job", "schtasks /query /fo LIST",
+    "systemctl --user status x.timer", "systemctl --user list-timers", "systemctl status nginx",
+])
+def test_a24_scheduler_reads_pass(task: Path, project: Path, hook: Hook, command: str) -> None:
+    allowed(hook(bash(project, command)))
+
+
+# ---- A25: control characters in paths ----------------------------------------------------------
+
+@pytest.mark.parametrize("make", [
+    lambda p: write(p, "src/a\u0000b.py"),
+    lambda p: write(p, str(p / "tasks/demo/.state\u0000")),
+    lambda p: write(p, "src/a\nb.py"),
+    lambda p: write(p, "src/\u001b[2Kx.py"),
+    lambda p: {**write(p, "src/a.py"), "cwd": str(p) + "\u0000"},
+    lambda p: claude(p, "Edit", {"file_path": "src/\u0000", "old_string": "a", "new_string": "b"}),
+])
+def test_a25_control_characters_in_a_path_are_an_invalid_path(
+        task: Path, project: Path, hook: Hook, make: Callable[[Path], dict[str, Any]]) -> None:
+    result = hook(make(project))
+    denied(result, "invalid path")
+    assert "the hook failed" not in result.err and "ValueError" not in result.err

@@ -265,9 +265,12 @@ COUNTERS = ("iteration_count", "spent_usd", "resumed_count")
 
 def expected(file: str, kind: str, verb: str) -> int:
     """EXPECT, except that a human's --approve --loop restores an unreadable `.state.loop` from
-    its intact log (0); a directory, a symlink loop or a permission error it cannot replace (2)."""
+    its intact log (0); a directory, a symlink loop or a permission error it cannot replace (2);
+    and a directory at a task's `.state.log` is corrupt state (2) like one at its `.state`."""
     if file == "loop_state" and verb == "approve_loop" and kind not in ("directory", "unreadable", "symlink_loop"):
         return 0
+    if file == "task_log" and kind == "directory":  # a directory is corrupt state (2) for every task file
+        return 2
     return EXPECT[file][verb]
 
 

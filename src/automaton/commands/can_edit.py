@@ -17,6 +17,17 @@ from automaton.store.layout import DOT, TASKS, Project
 
 TASK_ENV = "AUTOMATON_TASK"
 
+# Agent hook configuration files (project-relative, lowercased): an edit there could remove
+# the hook itself, so no phase ever allows it. Humans edit them (or run --install-hooks).
+HOOK_CONFIG: frozenset[tuple[str, ...]] = frozenset({
+    (".claude", "settings.json"),
+    (".claude", "settings.local.json"),
+    (".codex", "hooks.json"),
+    (".codex", "config.toml"),
+    (".gemini", "settings.json"),
+})
+HOOK_CONFIG_WHY = "agent hook configuration is changed only by a human"
+
 
 @dataclass(frozen=True)
 class Decision:
@@ -27,9 +38,18 @@ class Decision:
     path: str
 
 
+def is_hook_config(parts: tuple[str, ...]) -> bool:
+    """A hook settings file, or a folder holding one (`rm -rf .claude` and `mv .codex x` remove
+    the hook as surely as editing the file does). Case-insensitive, like `protected`."""
+    lowered = tuple(p.lower() for p in parts)
+    return bool(lowered) and any(entry[:len(lowered)] == lowered for entry in HOOK_CONFIG)
+
+
 def protected(parts: tuple[str, ...]) -> str | None:
-    """Why a project-relative path is always denied, or None. Case-insensitive on purpose:
-    `.STATE` or `.Automaton` must not slip past on any volume."""
+    """Why a project-relative path is always denied, or None: `.automaton/`, `.git`, `.state*`
+    and the agents' hook settings (`HOOK_CONFIG` and their folders). The one rule shared by
+    --can-edit, the agent hooks, the loop can-edit and the git pre-commit hook.
+    Case-insensitive on purpose: `.STATE` or `.Claude/Settings.json` must not slip past on any volume."""
     lowered = [p.lower() for p in parts]
     if not parts:
         return "the project root itself is not a file"
@@ -39,6 +59,8 @@ def protected(parts: tuple[str, ...]) -> str | None:
         return ".git internals are never edited by an agent"
     if lowered[-1].startswith(".state"):
         return ".state files are written only by the automaton CLI"
+    if is_hook_config(parts):
+        return HOOK_CONFIG_WHY
     return None
 
 

@@ -79,8 +79,9 @@ def read_focus(project: Project) -> TaskRef | None:
 def set_focus(project: Project, task: str | None, clear: bool = False) -> Outcome:
     """Set (or clear) the focus; logged to `.automaton/focus.log` with who did it.
 
-    Exit 1 without a human (no terminal, no AUTOMATON_APPROVER); exit 2 for an unknown task
-    or when neither/both of TASK and --clear are given. data: {"focus": str | None, "by"}.
+    Exit 1 without a human (no terminal, no AUTOMATON_APPROVER); exit 2 for an unknown task,
+    when neither/both of TASK and --clear are given, or when `.automaton/focus` (or its log)
+    is a directory. data: {"focus": str | None, "by"}.
     """
     if clear == (task is not None):
         raise BadInput("use --focus TASK or --focus --clear")
@@ -91,6 +92,10 @@ def set_focus(project: Project, task: str | None, clear: bool = False) -> Outcom
         if not project.task_dir(ref).is_dir():
             raise BadInput(f"unknown task {task!r}: no folder {project.task_dir(ref)}")
     project.dot.mkdir(parents=True, exist_ok=True)
+    for path in (project.focus_file, project.focus_log):
+        if path.is_dir():  # name it: the commit would otherwise fail on its temp file's rename
+            raise BadInput(f"{path}: a directory where automaton keeps its focus file; a human removes it,"
+                           " then runs automaton --focus again")
     token = CLEARED if ref is None else str(ref)
     with locked(project.dot / "focus.lock"):
         chainlog.recover(project.focus_file, project.focus_log, lambda data: _token(data) or None)
@@ -104,7 +109,7 @@ def set_focus(project: Project, task: str | None, clear: bool = False) -> Outcom
                         fields, chain)
     from automaton.commands.excludes import FOCUS_RUNTIME, exclude
 
-    exclude(project, FOCUS_RUNTIME, "# automaton focus of this checkout (DESIGN §7)")
+    exclude(project, FOCUS_RUNTIME, "# automaton focus of this checkout")
     if ref is None:
         return Outcome(lines=["focus cleared: hooks enforce only the always-denied paths"],
                        data={"focus": None, "by": who})

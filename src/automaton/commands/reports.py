@@ -86,6 +86,22 @@ def _report(project: Project, targets: list[tuple[TaskRef, Path]], title: str, s
     return out
 
 
+def layout_findings(project: Project) -> list[str]:
+    """Violations of the project layout itself, each naming the path: `tasks` or `.automaton`
+    that is not a folder (every task or loop there would be silently invisible), and an
+    unreadable or invalid `.automaton/config.json` (the error of `scope_overrides`)."""
+    from automaton.store.project_config import scope_overrides
+
+    found = [f"{path}: not a folder; automaton keeps its files in this folder: move the file away"
+             for path in (project.tasks_dir, project.dot) if path.exists() and not path.is_dir()]
+    if project.dot.is_dir():
+        try:
+            scope_overrides(project)
+        except BadInput as exc:
+            found.append(exc.message)
+    return found
+
+
 # The Loops section of --audit comes from the loop store (seed 000 R9); injected to keep
 # this module free of loop imports. Signature: (project) -> (lines, rows, violations).
 LoopSection = Callable[[Project], tuple[list[str], list[dict[str, object]], int]]
@@ -94,18 +110,21 @@ LoopSection = Callable[[Project], tuple[list[str], list[dict[str, object]], int]
 def audit(project: Project, loop_section: LoopSection | None = None) -> Outcome:
     """Every task and every loop; exit 1 when anything is flagged.
 
-    data: {"ok": bool, "tasks": [...], "loops": [...]}.
+    data: {"ok": bool, "project": [str], "tasks": [...], "loops": [...]}; `project` lists
+    `layout_findings` (each also a VIOLATION line).
     """
     out = _report(project, list(tasks.iter_tasks(project)), "Tasks")
     task_bad = 0 if out.ok else 1
-    out.lines.insert(0, f"audit of {project.root}")
+    broken = layout_findings(project)
+    out.lines[:0] = [f"audit of {project.root}"] + [f"  {'VIOLATION':9} {v}" for v in broken]
     loops_rows: list[dict[str, object]] = []
     loop_bad = 0
     if loop_section is not None:
         lines, loops_rows, loop_bad = loop_section(project)
         out.lines += lines
     assert out.data is not None
+    out.data["project"] = broken
     out.data["loops"] = loops_rows
-    out.data["ok"] = not (task_bad or loop_bad)
+    out.data["ok"] = not (task_bad or loop_bad or broken)
     out.code = ExitCode.OK if out.data["ok"] else ExitCode.REFUSED
     return out

@@ -170,7 +170,7 @@ def _make(project: Project, ref: TaskRef, folder: Path, parent_spec: Path | None
                   data={"task": str(ref), "phase": ph.NEW, "path": str(folder)})
     from automaton.commands.excludes import TASK_RUNTIME, exclude
 
-    if exclude(project, TASK_RUNTIME, "# automaton task locks and temp files (DESIGN §3)"):
+    if exclude(project, TASK_RUNTIME, "# automaton task locks and temp files"):
         out.lines.append("added task lock/temp patterns to .git/info/exclude (.state and .state.log stay trackable)")
     return out
 
@@ -230,7 +230,7 @@ def _check_edge(rec: tasks.TaskRecord, current: str, target: str) -> None:
             if files:
                 raise Refused(
                     f"forbidden artifacts for {which} phase {phase!r} in {rec.dir}: {', '.join(files)};"
-                    " remove them first (seed 003 §4)"
+                    " remove them first"
                 )
     if need is ph.Need.ARTIFACT:
         art = ph.ARTIFACT[ph.base(current)]

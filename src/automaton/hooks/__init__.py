@@ -76,13 +76,16 @@ def tool_of(payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 
 def cwd_of(payload: dict[str, Any]) -> Path:
-    """The payload's absolute `cwd`; the hook process's own directory when absent."""
+    """The payload's absolute `cwd`; the hook process's own directory when absent.
+    BadInput ("invalid path …") when it holds a control character."""
     cwd = payload.get("cwd")
     if cwd is None:
         return Path(os.getcwd())
     if not isinstance(cwd, str) or not os.path.isabs(cwd):
         raise BadPayload(f"hook input cwd {cwd!r} is not an absolute path")
-    return Path(cwd)
+    from automaton.resolve import check_text
+
+    return Path(check_text(cwd))
 
 
 def text_field(tool: str, given: dict[str, Any], *keys: str) -> str:

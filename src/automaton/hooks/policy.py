@@ -4,8 +4,8 @@ Given the project, the directory the tool call runs in (`cwd`) and the paths it 
 answer allowed or denied with one line. Three layers, all of which must allow:
 
 1. Always denied: anything `commands.can_edit.protected` names (`.state*`, `.automaton/`,
-   `.git`), anything outside the project, and the agents' own hook configuration (an agent
-   that could edit `.claude/settings.json` could switch its brake off).
+   `.git`, and the agents' own hook configuration: an agent that could edit
+   `.claude/settings.json` could switch its brake off), and anything outside the project.
 2. The task phase scope (`commands.can_edit`). Which task: `$AUTOMATON_TASK`; else, inside a
    loop worktree, the loop's `current_task`; else the project's focus; else none (only layer
    1 applies).
@@ -31,16 +31,6 @@ from automaton.core.names import LoopName, TaskRef
 from automaton.resolve import posix, real, relative_parts
 from automaton.store.layout import DOT, Project
 
-# Agent hook configuration files (project-relative, lowercased): an edit there could remove
-# the hook itself, so no phase ever allows it. Humans edit them (or run --install-hooks).
-HOOK_CONFIG: frozenset[tuple[str, ...]] = frozenset({
-    (".claude", "settings.json"),
-    (".claude", "settings.local.json"),
-    (".codex", "hooks.json"),
-    (".codex", "config.toml"),
-    (".gemini", "settings.json"),
-})
-
 
 @dataclass(frozen=True)
 class Verdict:
@@ -56,13 +46,6 @@ class Worktree:
 
     name: LoopName
     root: Path
-
-
-def is_hook_config(parts: tuple[str, ...]) -> bool:
-    """A hook settings file, or a folder holding one (`rm -rf .claude` and `mv .codex x` remove
-    the hook as surely as editing the file does). Case-insensitive, like `protected`."""
-    lowered = tuple(p.lower() for p in parts)
-    return bool(lowered) and any(entry[:len(lowered)] == lowered for entry in HOOK_CONFIG)
 
 
 def project_for(project_flag: str | None, cwd: Path) -> Project:
@@ -99,11 +82,7 @@ def check(project: Project, cwd: Path, paths: list[str]) -> Verdict:
 
 def check_one(project: Project, cwd: Path, raw: str, home: Worktree | None) -> Verdict:
     """Decide one path. `home` is the loop worktree the call runs in, if any."""
-    root = real(project.root, project.root)
     path = real(raw, cwd)
-    parts = relative_parts(path, root)
-    if parts is not None and is_hook_config(parts):
-        return Verdict(False, f"{posix(parts)}: agent hook configuration is changed only by a human")
     tree = worktree_of(project, path)
     if home is not None and (tree is None or tree.name != home.name):
         return Verdict(False, f"{path}: an agent in loop {home.name!r} writes only inside its worktree {home.root}")
@@ -117,8 +96,6 @@ def _in_worktree(project: Project, cwd: Path, path: Path, tree: Worktree) -> Ver
     parts = relative_parts(path, tree.root)
     if parts is None:  # pragma: no cover - worktree_of found it inside
         return Verdict(False, f"{path} is outside the worktree of loop {tree.name!r}")
-    if is_hook_config(parts):
-        return Verdict(False, f"{posix(parts)}: agent hook configuration is changed only by a human")
     why = can_edit.protected(parts)
     if why:
         return Verdict(False, f"{posix(parts)} (loop {tree.name} worktree): {why}")

@@ -6,16 +6,18 @@ deleted or renamed) outside the current task phase scope (the same policy as the
 DESIGN §4/§7), and a staged task `.state` that its `.state.log` does not explain (tampered
 task, or a staged phase different from the log's last line). The task's `.state.log` may be
 committed; `.automaton/` holds runtime files, but a loop's `loop.json` and role prompts are
-trackable (DESIGN §3) and pass. `git commit --no-verify` skips any pre-commit hook: the agent
-hooks deny it to agents; for humans this is a guard rail, not a wall.
+trackable (DESIGN §3) and pass. The agents' hook settings (`commands.can_edit.HOOK_CONFIG`) are
+refused like every always-denied path: this hook cannot tell a human committer from an agent,
+so the message tells a human to commit them with `git commit --no-verify`, which skips any
+pre-commit hook and which the agent hooks deny to agents; for humans this is a guard rail, not a wall.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from automaton.commands.can_edit import is_hook_config
 from automaton.hooks import ALLOW_CODE, DENY_CODE, Answer, deny
-from automaton.hooks.policy import HOOK_CONFIG
 from automaton.proc import run_capture
 from automaton.store.layout import Project
 
@@ -54,8 +56,8 @@ def check(project_flag: str | None, cwd: Path) -> Answer:
 def _special(project: Project, top: Path, name: str, parts: tuple[str, ...]) -> str | None:
     """A verdict for state and loop files ('' = allowed), or None for the ordinary policy."""
     lowered = [p.lower() for p in parts]
-    if tuple(lowered) in HOOK_CONFIG:
-        return ""  # agents may not edit hook settings, but a human commits them
+    if is_hook_config(parts):  # this hook cannot tell a human committer from an agent
+        return f"{name}: agent hook settings; a human commits them with git commit --no-verify"
     if lowered[:1] == ["tasks"] and (".lock" in parts[-1] or parts[-1].endswith(".tmp")):
         return f"{name}: a runtime lock/temp file; never commit it (add it to .gitignore)"
     if lowered[:2] == [".automaton", "loops"] and len(parts) >= 4:

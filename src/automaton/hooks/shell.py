@@ -8,6 +8,8 @@ in ways no static reading sees (a script it runs, a path built at run time). Wha
   into terminals, and any line that mentions automaton while holding a run-time construct
   (`$(…)`, `$VAR`, `eval`, `xargs`, `python -c`, …);
 - `git commit --no-verify` / `-n` (any spelling, git aliases set on the command line);
+- changing a scheduler (`hooks.schedules`: crontab writes, launchctl load/bootout, schtasks
+  /create, systemctl --user enable/stop, …): it holds the loop ticks;
 - any command that is not read-only on a line that names a `.state*` file or `.automaton/`;
 - a line that cannot be parsed, a write target holding a variable or command substitution, a
   relative target after an unknown `cd`.
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from automaton.hooks import humanacts as acts
+from automaton.hooks import schedules
 from automaton.hooks import shellparse as parse
 from automaton.hooks.shellparse import Program, Unsafe, git_subcommand
 from automaton.hooks.writers import sed_in_place, targets
@@ -88,6 +91,7 @@ def _analyze(command: str, cwd: Path | None, powershell: bool, out: Analysis, de
         if prog is None:
             continue
         acts.check_program(prog, cmd.stdin)
+        schedules.check(prog)
         dynamic = dynamic or acts.dynamic_program(prog)
         if mention and dynamic:
             raise Unsafe(f"{dynamic} on a line that mentions {mention!r}: the hook cannot know what it runs")

@@ -27,7 +27,7 @@ def protected_link(source: str, base: Path | None) -> None:
     raw = os.path.expanduser(source)
     path = os.path.realpath(raw if os.path.isabs(raw) or base is None else os.path.join(base, raw))
     parts = [p.lower() for p in Path(path).parts] + [p.lower() for p in Path(raw).parts]
-    from automaton.hooks.policy import is_hook_config
+    from automaton.commands.can_edit import is_hook_config
 
     if (any(p in _PROTECTED_DIRS or p.startswith(".state") for p in parts)
             or any(is_hook_config(tuple(parts[i:])) for i in range(len(parts)))):

@@ -2,7 +2,7 @@
 
 coreutils and friends (`cp`, `mv`, `ln`, `install`, `rsync`, `touch`, `rm`, `mkdir`, `rmdir`,
 `truncate`, `chmod`/`chown`/`chgrp`, `dd of=`, `tee`, `sed -i`, `perl -i`, `sort -o`, `sponge`,
-`curl -o`, `wget -O`, compressors, editors), git (`rm`, `mv`, `clean`, `worktree remove/move`,
+`curl -o`, `wget -O`, compressors, editors), git (`rm`, `mv`, `clean`, `worktree add/remove/move`,
 `checkout -- FILE`, `restore`, `config`, `apply`, `am`), `patch` and archives (`hooks.unpack`
 reads the names inside), and PowerShell's file cmdlets (`hooks.powershell`). A link is also
 judged by what it points to. Paths are returned as written, relative to the directory the
@@ -208,7 +208,7 @@ def _git(args: list[str], cmd: Simple, here: Path | None) -> list[str]:
     rest = operands(rest_args, frozenset({"-b", "-B", "--orphan", "-s", "--source", "-m", "--conflict"}))
     found: list[str] = []
     if verb == "worktree":
-        found = rest[1:] if rest[:1] in (["remove"], ["move"]) else []
+        found = _worktree(rest_args, rest)
     elif verb in ("rm", "mv"):
         found = rest
     elif verb == "clean":
@@ -225,6 +225,18 @@ def _git(args: list[str], cmd: Simple, here: Path | None) -> list[str]:
     if any(a.startswith("--pathspec-from-file") for a in rest_args):
         raise Unsafe(f"git {verb} --pathspec-from-file: automaton cannot tell which paths it writes")
     return [os.path.join(prefix, t) if prefix and not os.path.isabs(t) else t for t in found]
+
+
+def _worktree(rest_args: list[str], rest: list[str]) -> list[str]:
+    """git-worktree(1): `remove`/`move` write their paths; `add [-f] [--detach] [--lock
+    [--reason R]] [--orphan] [(-b|-B) BRANCH] PATH [COMMIT]` creates PATH (a write target: a
+    worktree outside the project is a write outside it)."""
+    if rest[:1] in (["remove"], ["move"]):
+        return rest[1:]
+    if rest[:1] == ["add"]:
+        after = rest_args[rest_args.index("add") + 1:]
+        return operands(after, frozenset({"-b", "-B", "--reason"}))[:1]
+    return []
 
 
 def _checkout(rest_args: list[str], rest: list[str], here: Path | None, prefix: str) -> list[str]:

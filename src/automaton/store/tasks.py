@@ -143,9 +143,23 @@ def _read_bytes(path: Path) -> bytes | None:
     except FileNotFoundError:
         return None
     except IsADirectoryError:
-        return b"<a directory>"
+        raise CorruptState(_directory(path)) from None
     except OSError as exc:
         raise CorruptState(f"{path}: cannot read ({exc.strerror}); fix its permissions") from None
+
+
+def _directory(path: Path) -> str:
+    return (f"{path}: a directory where automaton keeps a file (corrupt task state);"
+            " a human removes it, then re-seals the task with"
+            f" automaton --approve --task {_ref_of(path.parent)} --to PHASE")
+
+
+def _no_directories(*paths: Path) -> None:
+    """CorruptState (exit 2) naming the first of `paths` that is a directory: every state file
+    of a task fails the same way, whichever it is (the log read alone would call it tampering)."""
+    for path in paths:
+        if path.is_dir():
+            raise CorruptState(_directory(path))
 
 
 # A lockless reader (--can-edit, --audit) can interleave with a writer's three steps (temp file,
@@ -156,8 +170,11 @@ _READ_TRIES = 20
 
 
 def load_dir(ref: TaskRef, folder: Path, *, strict: bool = True) -> TaskRecord:
-    """Read the task in `folder` (see `load`). Writes nothing; safe without the lock."""
+    """Read the task in `folder` (see `load`). Writes nothing; safe without the lock.
+    CorruptState (exit 2) when `.state`, `.state.log` or the `.state` temp file is a directory,
+    even with `strict=False` (nothing can be re-sealed over a directory)."""
     state_file, log_file = folder / STATE, folder / LOG
+    _no_directories(state_file, log_file, tmp_path(state_file))
     for _ in range(_READ_TRIES):
         before = _read_bytes(state_file)
         chain = chainlog.read_chain(log_file)
