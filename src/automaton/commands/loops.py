@@ -119,7 +119,7 @@ def _exclude_runtime(project: Project) -> list[str]:
     from automaton.commands.excludes import exclude
 
     return exclude(project, tuple(f".automaton/loops/*/{p}" for p in EXCLUDES),
-                   "# automaton loop runtime files (DESIGN §3)")
+                   "# automaton loop runtime files")
 
 
 # ---- pause / resume / approve ---------------------------------------------------------------
