@@ -236,3 +236,13 @@ def test_the_reservation_is_taken_before_the_harness_and_settled_after(project: 
     assert out.code == 0 and out.data is not None and out.data["iteration"] == 3
     assert out.data["run_dir"].endswith("runs/3")
     assert (st(proj)["iteration_count"], st(proj)["spent_usd"]) == (3, 1.5)
+
+
+def test_tick_cost_never_counts_an_unknown_role_below_its_cap() -> None:
+    from automaton.runner.tick import tick_cost
+
+    assert tick_cost({"implement": 0.4, "verify": 0.1}, 2.0) == (0.5, True)
+    assert tick_cost({"implement": None}, 2.0) == (2.0, False)
+    # a known expensive role plus an unknown one: never less than what is known + the cap
+    assert tick_cost({"implement": 1.9, "verify": None}, 2.0) == (3.9, False)
+    assert tick_cost({"implement": None, "verify": None}, 2.0) == (4.0, False)

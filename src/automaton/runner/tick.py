@@ -160,15 +160,13 @@ def _locked_tick(project: Project, name: str, opts: TickOptions) -> Outcome:
         show.note(f"  orchestrate: transition {ctx.task} -> {asked}: {applied}")
         (folder / "transition.json").write_text(json.dumps({"task": ctx.task, "phase": asked, "result": applied})
                                                 + "\n", encoding="utf-8")
-    known = all(c is not None for c in costs.values())
-    # An unknown cost is never $0: the whole tick counts at its cap (DESIGN §5 gate 3).
-    counted = sum(c for c in costs.values() if c is not None) if known else cfg.brakes.max_tick_usd
+    counted, known = tick_cost(costs, cfg.brakes.max_tick_usd)
     (folder / "cost.json").write_text(json.dumps(
         {"by_role": costs, "known": known, "counted_usd": counted}, indent=2) + "\n", encoding="utf-8")
     new = _record(project, name, cfg, n, verdict, counted, known, complete, impl, commit_sha)
     score = "unscored" if verdict.score is None else f"{verdict.score:.2f}"
     line = (f"tick {n} of loop {name}: score {score} ({verdict.summary}), cost ${counted:.4f}"
-            f"{'' if known else ' (unknown: counted at max_tick_usd)'}, status {new['status']}")
+            f"{'' if known else ' (unknown costs counted at max_tick_usd)'}, status {new['status']}")
     show.note(line)
     data = {"ran": True, "skipped": None, "iteration": n, "verdict": verdict.to_dict(), "cost_usd": counted,
             "cost_known": known, "status": new["status"], "decision": decision,
@@ -271,6 +269,18 @@ def _reserve(project: Project, name: str, cfg: LoopConfig) -> dict[str, Any]:
     if new["iteration_count"] != n:  # impossible under the tick lock; never mis-number runs/<n>
         raise RuntimeError(f"loop {name}: iteration moved under the tick lock ({n} -> {new['iteration_count']})")
     return new
+
+
+def tick_cost(costs: dict[str, float | None], max_tick_usd: float) -> tuple[float, bool]:
+    """(USD counted against the budget, whether every role's cost was known).
+
+    An unknown cost is never $0 (DESIGN §5 gate 3): each role whose cost could not be read
+    counts at `max_tick_usd`, on top of what the known roles reported, so a tick with a known
+    expensive role and an unknown one is never counted below what it is known to have spent.
+    """
+    unknown = sum(1 for c in costs.values() if c is None)
+    known_sum = sum(c for c in costs.values() if c is not None)
+    return round(known_sum + unknown * max_tick_usd, 6), unknown == 0
 
 
 def _record(project: Project, name: str, cfg: LoopConfig, n: int, verdict: Verdict, counted: float, known: bool,
