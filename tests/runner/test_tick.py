@@ -246,3 +246,19 @@ def test_tick_cost_never_counts_an_unknown_role_below_its_cap() -> None:
     # a known expensive role plus an unknown one: never less than what is known + the cap
     assert tick_cost({"implement": 1.9, "verify": None}, 2.0) == (3.9, False)
     assert tick_cost({"implement": None, "verify": None}, 2.0) == (4.0, False)
+
+
+def test_the_tick_cap_is_shared_by_its_roles(project: Path, fake_bin: Any) -> None:
+    fake_bin("claude", """
+        sys.stdin.read()
+        print(json.dumps({"type": "result", "subtype": "success", "is_error": False,
+                          "result": '{"score": 0.5}', "total_cost_usd": 0.8, "usage": {}}))
+        """)
+    proj = make_loop(project, harness={"name": "claude", "args": []}, template_files={"verify.md": "Check.\n"},
+                     roles={"implement": {"prompt": "implement.md"},
+                            "verify": {"prompt": "verify.md", "score": "agent"}, "orchestrate": {"builtin": True}})
+    assert tick(proj, "demo").code == 0
+    implement, verify = calls(fake_bin.dir, "claude")
+    assert implement[implement.index("--max-budget-usd") + 1] == "1.0000"  # max_tick_usd 1.0
+    assert verify[verify.index("--max-budget-usd") + 1] == "0.2000"  # what implement left of it
+    assert st(proj)["spent_usd"] == 1.6

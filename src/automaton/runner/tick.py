@@ -135,7 +135,11 @@ def _locked_tick(project: Project, name: str, opts: TickOptions) -> Outcome:
         (folder / f"{role}.prompt.md").write_text(prompt, encoding="utf-8")
         return HarnessRequest(
             role=role, prompt=prompt, cwd=wt.path, timeout_s=cfg.harness.timeout_s, run_dir=folder,
-            model=cfg.harness.model, args=tuple(cfg.harness.args), max_usd=max_usd, settings_path=settings,
+            model=cfg.harness.model, args=tuple(cfg.harness.args),
+            # The cap covers the whole tick: a later role gets what earlier roles left of it
+            # (an unknown cost used all of its cap), so a tick never overshoots by more than it.
+            max_usd=round(max(0.0, max_usd - tick_cost(costs, cfg.brakes.max_tick_usd)[0]), 6),
+            settings_path=settings,
             command=tuple(cfg.harness.command) if cfg.harness.command else None, loop_dir=loop_dir,
             iteration=n, env={"AUTOMATON_LOOP": name, "AUTOMATON_ITERATION": str(n), **leftovers.marker(loop_dir)},
         )
