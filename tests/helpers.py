@@ -136,3 +136,34 @@ def seed_task(root: Path, ref: str, phase: str, artifacts: dict[str, str] | None
         (folder / name).write_text(text)
     chainlog.commit(folder / ".state", folder / ".state.log", f"{phase}\n".encode(), phase, "SEEDED", {"task": ref})
     return folder
+
+
+# The CLI steps that bring a new task to a phase (a human runs the --approve step).
+TASK_STEPS: dict[str, list[tuple[str, ...]]] = {
+    "research": [("--transition", "research")],
+    "research:awaiting_approval": [("--transition", "research"), ("write", "SPEC.md"),
+                                   ("--transition", "research:awaiting_approval")],
+    "research:approved": [("--transition", "research"), ("write", "SPEC.md"),
+                          ("--transition", "research:awaiting_approval"), ("--approve",)],
+    "implement": [("--transition", "research"), ("write", "SPEC.md"),
+                  ("--transition", "research:awaiting_approval"), ("--approve",),
+                  ("--transition", "implement")],
+}
+
+
+def bring_task(project: Path, name: str, phase: str, focus: bool = True) -> Path:
+    """Create task `name` through the CLI and walk it to `phase` (needs a human approver set)."""
+    root = str(project)
+
+    def ok(result: Result) -> None:
+        assert result.code == 0, (result.code, result.out, result.err)
+
+    ok(run_cli("--create-task", name, "--project", root))
+    for step in TASK_STEPS[phase]:
+        if step[0] == "write":
+            (project / "tasks" / name / step[1]).write_text("# spec\n")
+        else:
+            ok(run_cli(*step, "--task", name, "--project", root))
+    if focus:
+        ok(run_cli("--focus", name, "--project", root))
+    return project / "tasks" / name

@@ -9,17 +9,10 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import Result, run_cli
+from tests.helpers import Result, bring_task, run_cli
+
 
 # The CLI steps that take a fresh task to each phase (artifacts written where a transition needs one).
-_STEPS: dict[str, list[tuple[str, ...]]] = {
-    "research": [("--transition", "research")],
-    "implement": [("--transition", "research"), ("write", "SPEC.md"),
-                  ("--transition", "research:awaiting_approval"), ("--approve",),
-                  ("--transition", "implement")],
-}
-
-
 def _ok(result: Result) -> Result:
     assert result.code == 0, result.err
     return result
@@ -30,16 +23,7 @@ def make_task(project: Path, approver: str) -> Callable[..., Path]:
     """make_task(name, phase, focus=True): create a task via the CLI, bring it to `phase`."""
 
     def make(name: str = "demo", phase: str = "research", focus: bool = True) -> Path:
-        root = str(project)
-        _ok(run_cli("--create-task", name, "--project", root))
-        for step in _STEPS[phase]:
-            if step[0] == "write":
-                (project / "tasks" / name / step[1]).write_text("# spec\n")
-            else:
-                _ok(run_cli(*step, "--task", name, "--project", root))
-        if focus:
-            _ok(run_cli("--focus", name, "--project", root))
-        return project / "tasks" / name
+        return bring_task(project, name, phase, focus)
 
     return make
 

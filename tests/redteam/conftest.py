@@ -18,22 +18,10 @@ import pytest
 from automaton.runner.tick import tick
 from automaton.store import loops as store
 from automaton.store.layout import Project
-from tests.helpers import Result, run_cli
+from tests.helpers import Result, bring_task, run_cli
 from tests.runner.loopkit import make_loop
 
 # CLI steps that take a fresh task to a phase (artifacts written where a transition needs one).
-STEPS: dict[str, list[tuple[str, ...]]] = {
-    "research": [("--transition", "research")],
-    "research:awaiting_approval": [("--transition", "research"), ("write", "SPEC.md"),
-                                   ("--transition", "research:awaiting_approval")],
-    "research:approved": [("--transition", "research"), ("write", "SPEC.md"),
-                          ("--transition", "research:awaiting_approval"), ("--approve",)],
-    "implement": [("--transition", "research"), ("write", "SPEC.md"),
-                  ("--transition", "research:awaiting_approval"), ("--approve",),
-                  ("--transition", "implement")],
-}
-
-
 Looped = Callable[..., tuple[Project, Path]]
 
 
@@ -48,18 +36,9 @@ def make_task(project: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., P
     is set only while the human steps run, so the attacks themselves run without it)."""
 
     def make(name: str = "demo", phase: str = "implement", focus: bool = True) -> Path:
-        root = str(project)
         with monkeypatch.context() as human:
             human.setenv("AUTOMATON_APPROVER", "alice")
-            ok(run_cli("--create-task", name, "--project", root))
-            for step in STEPS[phase]:
-                if step[0] == "write":
-                    (project / "tasks" / name / step[1]).write_text("# spec\n")
-                else:
-                    ok(run_cli(*step, "--task", name, "--project", root))
-            if focus:
-                ok(run_cli("--focus", name, "--project", root))
-        return project / "tasks" / name
+            return bring_task(project, name, phase, focus)
 
     return make
 
