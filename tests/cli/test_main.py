@@ -178,3 +178,46 @@ def test_cross_flag_rules_are_checked_before_any_state_is_touched(tmp_path: Path
     res = run_cli(*args, "--project", str(tmp_path))
     assert res.code == 2 and words in res.err
     assert list(tmp_path.iterdir()) == []
+
+
+READ = '{"cwd": "%s", "tool_name": "Read", "tool_input": {"file_path": "x"}}'
+
+
+@pytest.mark.parametrize("extra", [["--help"], ["--approve"], ["--bogus"]])
+def test_hook_usage_errors_and_help_deny_with_exit_2(extra: list[str], project: Path) -> None:
+    """Agents treat every exit but 2 as allow: `--hook --help` (exit 0) or a usage error must block."""
+    res = run_cli("--hook", "claude", *extra, cwd=project, stdin=READ % project)
+    assert res.code == 2
+    assert res.err.strip()  # Gemini ignores an exit 2 with an empty stderr
+
+
+@pytest.mark.parametrize("error", [RuntimeError("boom"), KeyboardInterrupt(), SystemExit(0), OSError("disk")])
+def test_hook_crash_outside_the_adapter_exits_2(error: BaseException, monkeypatch: pytest.MonkeyPatch,
+                                                 project: Path, tmp_path: Path) -> None:
+    """A failure around the hook adapter (import, dispatch, Ctrl-C) blocks: never exit 0, 1, 3 or 130."""
+    from automaton.cli import verbs_agents
+
+    def broken(ns: Any) -> Outcome:
+        raise error
+
+    monkeypatch.setattr(verbs_agents, "hook", broken)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    res = run_cli("--hook", "claude", cwd=project, stdin=READ % project)
+    assert res.code == 2 and res.err.strip() and res.out == ""
+
+
+def test_hook_emit_failure_still_exits_2(monkeypatch: pytest.MonkeyPatch, project: Path) -> None:
+    """Even printing the denial failing (a closed stderr) leaves the exit code at 2."""
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise BrokenPipeError("stderr closed")
+
+    monkeypatch.setattr(cli_main, "emit_error", broken)
+    res = run_cli("--hook", "claude", "--bogus", cwd=project)
+    assert res.code == 2
+
+
+def test_allowed_hook_prints_nothing_even_under_json(project: Path) -> None:
+    """An allow is exit 0 with empty stdout: JSON on stdout would be parsed by the agent."""
+    res = run_cli("--hook", "claude", "--json", cwd=project, stdin=READ % project)
+    assert (res.code, res.out, res.err) == (0, "", "")
+    assert run_cli("--help").code == 0  # outside --hook, help still exits 0

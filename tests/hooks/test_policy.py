@@ -120,3 +120,36 @@ def test_real_loop_file_scope(project: Path, approver: str, hook: Any) -> None:
     (tree / "src").mkdir(parents=True)
     assert_allowed(hook("claude", write(Path("src/x.py"), tree)))
     assert_denied(hook("claude", write(Path("README.md"), tree)), "outside the file_scope of loop nightly")
+
+
+def test_one_call_reads_task_focus_and_config_once(project: Path, make_task: Callable[..., Path], hook: Any,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Codex patch naming many files loads the task, the focus and the config once, not per file."""
+    import automaton.commands.focus
+    import automaton.store.project_config
+    import automaton.store.tasks
+
+    make_task("demo", "implement")  # focused: the hook finds it through .automaton/focus
+    counts = {"load": 0, "focus": 0, "config": 0}
+
+    def counting(module: Any, attr: str, key: str) -> None:
+        real = getattr(module, attr)
+
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            counts[key] += 1
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(module, attr, wrapped)
+
+    counting(automaton.store.tasks, "load", "load")
+    counting(automaton.commands.focus, "read_focus", "focus")
+    counting(automaton.store.project_config, "scope_overrides", "config")
+    files = "".join(f"*** Add File: src/m{i}.py\n+x\n" for i in range(5))
+    patch = {"cwd": str(project), "tool_name": "apply_patch",
+             "tool_input": {"command": f"*** Begin Patch\n{files}*** End Patch\n"}}
+    assert_allowed(hook("codex", patch))
+    assert counts == {"load": 1, "focus": 1, "config": 1}
+    denied = files + "*** Add File: tasks/demo/SPEC.md\n+x\n"  # the last path still gets its own verdict
+    patch["tool_input"] = {"command": f"*** Begin Patch\n{denied}*** End Patch\n"}
+    assert_denied(hook("codex", patch), "tasks/demo/SPEC.md is outside the scope of task demo at phase 'implement'")
+    assert counts == {"load": 2, "focus": 2, "config": 2}  # a new call reads afresh (no cross-call cache)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
 from collections.abc import Callable, Sequence
@@ -28,43 +29,74 @@ def crash_log(exc: BaseException) -> str:
     return path
 
 
+def _hook_argv(args: Sequence[str]) -> bool:
+    """Whether `args` asks for `--hook` (exact, `--hook=X`, or an abbreviation argparse takes)."""
+    return any(len(a.split("=")[0]) >= 4 and "--hook".startswith(a.split("=")[0]) for a in args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; returns the exit code (DESIGN §2 table)."""
+    """Run one command; returns the exit code (DESIGN §2 table).
+
+    `--hook` fails closed: the agents treat every exit but 2 as "allow" (hooks/__init__.py), so
+    under `--hook` every path that does not end in the hook adapter's own answer (0 allow, with
+    nothing printed, or 2) exits 2 with its line on stderr: a usage error, a crash outside the
+    adapter, Ctrl-C, even `--help`."""
     args = list(sys.argv[1:] if argv is None else argv)
+    hook = [_hook_argv(args)]
+    try:
+        code, adapted = _run(args, hook)
+    except BaseException as exc:  # e.g. printing the error failed: a hook still blocks
+        if not hook[0]:
+            raise
+        with contextlib.suppress(BaseException):
+            print(f"automaton denied this tool call: the hook failed ({type(exc).__name__})", file=sys.stderr)
+        return int(ExitCode.BAD_INPUT)
+    if hook[0] and not adapted:  # the hook adapter owns its code (0 or 2); every other path denies
+        return int(ExitCode.BAD_INPUT)
+    return code
+
+
+def _run(args: list[str], hook: list[bool]) -> tuple[int, bool]:
+    """`main` without the hook's exit-code rule: (exit code, whether the adapter returned it).
+    Sets `hook[0]` when the verb turns out to be `--hook`."""
     as_json = "--json" in args
     try:
         # The hook path's plain argv skips building the full parser (cli/fastpath.py).
         ns = fastpath.plain(args) or p.build().parse_args(args)
         verb = p.verb_of(ns)
+        hook[0] = hook[0] or verb == "hook"
         module, _, func = p.VERBS[verb].partition(":")
         adapter: Callable[..., Outcome] = getattr(importlib.import_module(module), func)
         outcome = adapter(ns)
     except p.UsageError as exc:
         hint = "" if "--help" in str(exc) else " (see automaton --help)"
         emit_error(f"usage: {exc}{hint}", ExitCode.BAD_INPUT, as_json)
-        return int(ExitCode.BAD_INPUT)
+        return int(ExitCode.BAD_INPUT), False
     except AutomatonError as exc:
         emit_error(exc.message, exc.code, as_json)
-        return int(exc.code)
+        return int(exc.code), False
     except OSError as exc:
         bad = path_error(exc)
         if bad is None:
             emit_error(f"internal error: {type(exc).__name__}: {exc}; traceback in {crash_log(exc)}",
                        ExitCode.INTERNAL, as_json)
-            return int(ExitCode.INTERNAL)
+            return int(ExitCode.INTERNAL), False
         emit_error(bad.message, bad.code, as_json)
-        return int(bad.code)
+        return int(bad.code), False
     except KeyboardInterrupt:
         emit_error("interrupted", ExitCode.REFUSED, as_json)
-        return 130
+        return 130, False
     except SystemExit as exc:  # argparse --help
-        return int(exc.code or 0) if isinstance(exc.code, int | None) else int(ExitCode.BAD_INPUT)
+        if hook[0]:  # a hook never allows by printing help: deny with a line (Gemini needs one)
+            emit_error("--hook does not take --help here: the tool call is denied", ExitCode.BAD_INPUT, False)
+        return int(exc.code or 0) if isinstance(exc.code, int | None) else int(ExitCode.BAD_INPUT), False
     except Exception as exc:  # a bug: one line plus the log, never a traceback on screen
         emit_error(f"internal error: {type(exc).__name__}: {exc}; traceback in {crash_log(exc)}",
                    ExitCode.INTERNAL, as_json)
-        return int(ExitCode.INTERNAL)
-    emit(outcome, as_json)
-    return int(outcome.code)
+        return int(ExitCode.INTERNAL), False
+    if not (hook[0] and outcome.code == ExitCode.OK):  # an allowed hook call prints nothing
+        emit(outcome, as_json)
+    return int(outcome.code), True
 
 
 if __name__ == "__main__":

@@ -6,8 +6,10 @@ This module sits on the hook path, which runs before every agent edit: keep impo
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar, cast
 
 from automaton.core import phases as ph
 from automaton.core.errors import BadInput
@@ -16,6 +18,27 @@ from automaton.resolve import case_insensitive, posix, real, relative_parts
 from automaton.store.layout import DOT, TASKS, Project
 
 TASK_ENV = "AUTOMATON_TASK"
+_T = TypeVar("_T")
+
+
+class Memo:
+    """Values computed once per decision call (one hook call, one --can-edit), never across
+    calls: the project's real root, the task in force, its `.state`/log/artifact hashes and the
+    config overrides are read once however many paths a MultiEdit/apply_patch/commit names.
+    A `make` that raises stores nothing (the caller denies on the first error anyway)."""
+
+    def __init__(self) -> None:
+        self._values: dict[Hashable, object] = {}
+
+    def get(self, key: Hashable, make: Callable[[], _T]) -> _T:
+        """The value under `key`, computed by `make()` on first use."""
+        if key not in self._values:
+            self._values[key] = make()
+        return cast(_T, self._values[key])
+
+    def root(self, project: Project) -> Path:
+        """The project's real root."""
+        return self.get(("root", project.root), lambda: real(project.root, project.root))
 
 # Agent hook configuration files (project-relative, lowercased): an edit there could remove
 # the hook itself, so no phase ever allows it. Humans edit them (or run --install-hooks).
@@ -117,40 +140,61 @@ def which_task(project: Project, explicit: str | None) -> TaskRef | None:
     return read_focus(project)
 
 
-def phase_scope(project: Project, ref: TaskRef, parts: tuple[str, ...], path: str = "") -> Decision:
-    """The decision of task `ref`'s phase on project-relative `parts` (already past `protected`).
+@dataclass(frozen=True)
+class _TaskScope:
+    """What one task's phase scope needs, read once per call. `denial` non-empty: every path
+    is denied with it (tampered, legacy, pending demotion)."""
 
-    Denies everything while the task is tampered, legacy (no `.state`), or has a pending
-    demotion (an approved artifact changed: the task is effectively back at a sign-off).
-    Raises BadInput (exit 2) for an unknown task or a corrupt `.state`.
-    """
+    denial: str
+    phase: str = ""
+    task_parts: tuple[str, ...] = ()
+    override: list[str] | None = None
+    fold: bool = False
+
+
+def _task_scope(project: Project, ref: TaskRef, root: Path) -> _TaskScope:
     from automaton.core.approvals import demotion
     from automaton.store import tasks
 
-    where = posix(parts)
     rec = tasks.load(project, ref)
     if rec.tamper:
-        return Decision(False, f"task {ref} is tampered ({rec.tamper}); nothing may be edited", path)
+        return _TaskScope(f"task {ref} is tampered ({rec.tamper}); nothing may be edited")
     if rec.phase is None:
-        return Decision(False, f"task {ref} has no .state: run automaton --phase --task {ref} first", path)
+        return _TaskScope(f"task {ref} has no .state: run automaton --phase --task {ref} first")
     dem = demotion(rec.phase, rec.bound(), rec.current_hashes())
     if dem is not None:
-        return Decision(
-            False,
+        return _TaskScope(
             f"task {ref}: approved {dem.artifact} changed after sign-off (demotion to {dem.to_phase}"
-            f" pending); nothing may be edited until automaton --phase --task {ref} applies it",
-            path,
+            f" pending); nothing may be edited until automaton --phase --task {ref} applies it"
         )
-    root = real(project.root, project.root)
     task_parts = relative_parts(real(rec.dir, root), root)
     if task_parts is None:
         raise BadInput(f"task folder {rec.dir} lies outside the project {root}")
     from automaton.store.project_config import scope_overrides
 
-    override = scope_overrides(project).get(rec.phase)
-    if task_scope_allows(rec.phase, parts, task_parts, fold=case_insensitive(root), override=override):
-        return Decision(True, f"{where} is in scope of {ref} at {rec.phase}", path)
-    return Decision(False, f"{where} is outside the scope of task {ref} at phase {rec.phase!r}", path)
+    return _TaskScope("", rec.phase, task_parts, scope_overrides(project).get(rec.phase),
+                      case_insensitive(root))
+
+
+def phase_scope(
+    project: Project, ref: TaskRef, parts: tuple[str, ...], path: str = "", memo: Memo | None = None,
+) -> Decision:
+    """The decision of task `ref`'s phase on project-relative `parts` (already past `protected`).
+
+    Denies everything while the task is tampered, legacy (no `.state`), or has a pending
+    demotion (an approved artifact changed: the task is effectively back at a sign-off).
+    Raises BadInput (exit 2) for an unknown task or a corrupt `.state`. `memo`: share the
+    task's reads between the paths of one call.
+    """
+    memo = memo or Memo()
+    root = memo.root(project)
+    scope = memo.get(("scope", ref), lambda: _task_scope(project, ref, root))
+    if scope.denial:
+        return Decision(False, scope.denial, path)
+    where = posix(parts)
+    if task_scope_allows(scope.phase, parts, scope.task_parts, fold=scope.fold, override=scope.override):
+        return Decision(True, f"{where} is in scope of {ref} at {scope.phase}", path)
+    return Decision(False, f"{where} is outside the scope of task {ref} at phase {scope.phase!r}", path)
 
 
 def decide(
@@ -159,10 +203,13 @@ def decide(
     *,
     cwd: Path | None = None,
     task: str | None = None,
+    memo: Memo | None = None,
 ) -> Decision:
     """Decide one write by the task phase scope. Relative `file` is resolved against `cwd`
-    (default: the project root). Raises BadInput for an unknown task or corrupt `.state`."""
-    root = real(project.root, project.root)
+    (default: the project root). Raises BadInput for an unknown task or corrupt `.state`.
+    `memo`: share the task, focus and config reads between the paths of one call."""
+    memo = memo or Memo()
+    root = memo.root(project)
     path = real(file, cwd or root)
     parts = relative_parts(path, root)
     if parts is None:
@@ -170,7 +217,7 @@ def decide(
     why = protected(parts)
     if why:
         return Decision(False, f"{posix(parts)}: {why}", str(path))
-    ref = which_task(project, task)
+    ref = memo.get(("task", task), lambda: which_task(project, task))
     if ref is None:
         return Decision(True, "no task in focus: only the always-denied paths apply", str(path))
-    return phase_scope(project, ref, parts, str(path))
+    return phase_scope(project, ref, parts, str(path), memo)

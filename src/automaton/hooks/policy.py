@@ -54,9 +54,10 @@ def project_for(project_flag: str | None, cwd: Path) -> Project:
     return Project.at(project_flag, cwd)
 
 
-def worktree_of(project: Project, path: Path) -> Worktree | None:
+def worktree_of(project: Project, path: Path, memo: can_edit.Memo | None = None) -> Worktree | None:
     """The loop worktree holding real `path`, or None. A malformed loop name raises BadInput."""
-    root = real(project.root, project.root)
+    memo = memo or can_edit.Memo()
+    root = memo.root(project)
     parts = relative_parts(path, root)
     if parts is None or len(parts) < 4:
         return None
@@ -64,44 +65,49 @@ def worktree_of(project: Project, path: Path) -> Worktree | None:
     if head[0] != DOT or head[1] != "loops" or head[3] != "worktree":
         return None
     name = LoopName.of(parts[2])
-    return Worktree(name, real(project.worktree_dir(name), root))
+    return memo.get(("worktree", name), lambda: Worktree(name, real(project.worktree_dir(name), root)))
 
 
-def check(project: Project, cwd: Path, paths: list[str]) -> Verdict:
+def check(project: Project, cwd: Path, paths: list[str], memo: can_edit.Memo | None = None) -> Verdict:
     """Decide a tool call that writes every one of `paths` (relative ones against `cwd`).
 
-    The first denial wins; an empty `paths` is allowed (the call writes nothing).
+    The first denial wins; an empty `paths` is allowed (the call writes nothing). The task,
+    focus, loop state and config are read once for all paths (`memo`, one per call).
     """
-    home = worktree_of(project, real(cwd, project.root))
+    memo = memo or can_edit.Memo()
+    home = worktree_of(project, real(cwd, project.root), memo)
     for raw in paths:
-        verdict = check_one(project, cwd, raw, home)
+        verdict = check_one(project, cwd, raw, home, memo)
         if not verdict.allowed:
             return verdict
     return Verdict(True, "every path is in scope")
 
 
-def check_one(project: Project, cwd: Path, raw: str, home: Worktree | None) -> Verdict:
+def check_one(
+    project: Project, cwd: Path, raw: str, home: Worktree | None, memo: can_edit.Memo | None = None,
+) -> Verdict:
     """Decide one path. `home` is the loop worktree the call runs in, if any."""
+    memo = memo or can_edit.Memo()
     path = real(raw, cwd)
-    tree = worktree_of(project, path)
+    tree = worktree_of(project, path, memo)
     if home is not None and (tree is None or tree.name != home.name):
         return Verdict(False, f"{path}: an agent in loop {home.name!r} writes only inside its worktree {home.root}")
     if tree is None:
-        decision = can_edit.decide(project, str(path), cwd=cwd)
+        decision = can_edit.decide(project, str(path), cwd=cwd, memo=memo)
         return Verdict(decision.allowed, decision.reason)
-    return _in_worktree(project, cwd, path, tree)
+    return _in_worktree(project, cwd, path, tree, memo)
 
 
-def _in_worktree(project: Project, cwd: Path, path: Path, tree: Worktree) -> Verdict:
+def _in_worktree(project: Project, cwd: Path, path: Path, tree: Worktree, memo: can_edit.Memo) -> Verdict:
     parts = relative_parts(path, tree.root)
     if parts is None:  # pragma: no cover - worktree_of found it inside
         return Verdict(False, f"{path} is outside the worktree of loop {tree.name!r}")
     why = can_edit.protected(parts)
     if why:
         return Verdict(False, f"{posix(parts)} (loop {tree.name} worktree): {why}")
-    ref = _loop_task(project, tree.name)
+    ref = memo.get(("loop_task", tree.name), lambda: _loop_task(project, tree.name))
     if ref is not None:
-        verdict = _phase_scope(project, ref, parts)
+        verdict = _phase_scope(project, ref, parts, memo)
         if not verdict.allowed:
             return verdict
     from automaton.commands.loops import can_edit_loop  # written by the loop store; lazy: hook path
@@ -126,9 +132,9 @@ def _loop_task(project: Project, name: LoopName) -> TaskRef | None:
     return read_focus(project)
 
 
-def _phase_scope(project: Project, ref: TaskRef, parts: tuple[str, ...]) -> Verdict:
+def _phase_scope(project: Project, ref: TaskRef, parts: tuple[str, ...], memo: can_edit.Memo) -> Verdict:
     """The task phase scope of worktree-relative `parts`, phase read from the main checkout.
 
     The one phase-scope rule of `commands.can_edit` (tamper, pending demotion, case folding)."""
-    decision = can_edit.phase_scope(project, ref, parts)
+    decision = can_edit.phase_scope(project, ref, parts, memo=memo)
     return Verdict(decision.allowed, decision.reason)

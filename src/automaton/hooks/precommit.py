@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from automaton.commands.can_edit import is_hook_config
+from automaton.commands.can_edit import Memo, is_hook_config
 from automaton.hooks import ALLOW_CODE, DENY_CODE, Answer, deny
 from automaton.proc import run_capture
 from automaton.store.layout import Project
@@ -37,12 +37,13 @@ def check(project_flag: str | None, cwd: Path) -> Answer:
     project = policy.project_for(project_flag, top)
     root = real(project.root, project.root)
     refused: list[str] = []
+    memo = Memo()  # the task, focus and config are read once for all staged paths
     for name in (n for n in staged.out.split("\0") if n):
         path = real(name, top)
         parts = relative_parts(path, root) or ()
         why = _special(project, top, name, parts)
         if why is None:
-            verdict = policy.check(project, top, [str(path)])
+            verdict = policy.check(project, top, [str(path)], memo)
             why = "" if verdict.allowed else verdict.reason
         if why:
             refused.append(why)
