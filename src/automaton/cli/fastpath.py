@@ -15,9 +15,14 @@ the full parser, so every other argv behaves as before):
 
 from __future__ import annotations
 
-import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # argparse stays off the hook path (it runs before every agent edit)
+    import argparse
+
 from collections.abc import Sequence
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 from automaton.cli.parser import AGENT_FLAGS, COMMON_FLAGS, LOOP_FLAGS, TASK_FLAGS, VERBS
 
@@ -70,4 +75,5 @@ def plain(argv: Sequence[str]) -> argparse.Namespace | None:
     given = {dest for dest, value in values.items() if value is not None and value is not False}
     if not given & FAST_VERBS or given & (set(VERBS) - FAST_VERBS):
         return None
-    return argparse.Namespace(**values)
+    # A SimpleNamespace reads like argparse's Namespace to every adapter, without importing argparse.
+    return cast("argparse.Namespace", SimpleNamespace(**values))

@@ -6,7 +6,11 @@ Each action flag is a *verb*; exactly one verb per call. `VERBS` maps a verb to 
 
 from __future__ import annotations
 
-import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # argparse stays off the hook path (it runs before every agent edit)
+    import argparse
+
 from typing import Any
 
 # (flags, argparse keyword arguments). Grouped for --help; order is the help order.
@@ -100,22 +104,23 @@ class UsageError(Exception):
     """A cross-flag rule was broken (exit 2, one line)."""
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> Any:  # argparse's own message, but our exception
-        raise UsageError(message)
-
-    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
-        # With exit_on_error=False argparse raises ArgumentError ("expected one argument")
-        # instead of calling error(): that is a usage error too (exit 2), not a bug.
-        try:
-            return super().parse_known_args(args, namespace)
-        except argparse.ArgumentError as exc:
-            raise UsageError(str(exc)) from None
-
-
 def build() -> argparse.ArgumentParser:
     """The parser. `exit_on_error` is off: usage errors become UsageError (exit 2).
     `allow_abbrev` is off: long flags must be spelled in full (`--ap` is a usage error)."""
+    import argparse  # here, not at the top: the hook path never builds the parser
+
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> Any:  # argparse's own message, but our exception
+            raise UsageError(message)
+
+        def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+            # With exit_on_error=False argparse raises ArgumentError ("expected one argument")
+            # instead of calling error(): that is a usage error too (exit 2), not a bug.
+            try:
+                return super().parse_known_args(args, namespace)
+            except argparse.ArgumentError as exc:
+                raise UsageError(str(exc)) from None
+
     parser = _Parser(
         prog="automaton",
         description="Enforced brakes for AI coding agents: task phases, sign-offs, bounded loops.",

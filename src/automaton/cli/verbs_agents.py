@@ -6,7 +6,11 @@ it owns its exit code (0 allow, 2 deny, never 1 or 3, which the agents treat as 
 
 from __future__ import annotations
 
-import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # argparse stays off the hook path (it runs before every agent edit)
+    import argparse
+
 import sys
 
 from automaton.core.errors import ExitCode

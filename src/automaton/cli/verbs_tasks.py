@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # argparse stays off the hook path (it runs before every agent edit)
+    import argparse
+
 from pathlib import Path
 
 from automaton.cli.parser import UsageError
