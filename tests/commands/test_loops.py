@@ -754,3 +754,15 @@ def test_approve_is_refused_while_a_tick_holds_the_loop(project: Path, approver:
     assert r.code == 1 and "a tick of loop demo is running" in r.err
     assert state(p)["status"] == "halted"
     assert cli(p, "--approve", "--loop", "demo").code == 0  # between ticks: fine
+
+
+def test_gate_reports_task_in_halt_loop_when_another_bound_loop_is_unreadable(project: Path,
+                                                                               approver: str) -> None:
+    """Another loop bound to the same task whose state cannot be read may own it: not False."""
+    assert cli(project, "--create-task", "fix-ci").code == 0
+    p = make_loop(project, task="fix-ci")
+    make_loop(project, "other", task="fix-ci")
+    state_file(p, "other").write_text("{not json")
+    r = gate(p)
+    assert r.json["task"] == "fix-ci" and r.json["status"] == "running"
+    assert r.json["task_in_halt_loop"] is True

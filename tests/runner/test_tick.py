@@ -262,3 +262,12 @@ def test_the_tick_cap_is_shared_by_its_roles(project: Path, fake_bin: Any) -> No
     assert implement[implement.index("--max-budget-usd") + 1] == "1.0000"  # max_tick_usd 1.0
     assert verify[verify.index("--max-budget-usd") + 1] == "0.2000"  # what implement left of it
     assert st(proj)["spent_usd"] == 1.6
+
+
+@pytest.mark.parametrize("bad", [-5.0, float("nan"), float("inf"), float("-inf")])
+def test_tick_cost_counts_a_negative_or_non_finite_cost_at_its_cap(bad: float) -> None:
+    """A harness reporting cost -5 (or NaN/inf) must not refund the budget: unknown, at the cap."""
+    from automaton.runner.tick import tick_cost
+
+    assert tick_cost({"implement": bad}, 2.0) == (2.0, False)
+    assert tick_cost({"implement": 0.5, "verify": bad}, 2.0) == (2.5, False)

@@ -382,3 +382,23 @@ def test_untracked_hint_only_for_a_folder_with_neither_file(project: Path) -> No
     state_file(p).unlink()
     with pytest.raises(BadInput, match=r"UNTRACKED.*Run --upgrade-loops to bootstrap"):
         loops.require_tracked(p, "demo")
+
+
+def test_unlistable_loops_folder_fails_closed_for_task_owners(project: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """An `.automaton/loops/` that exists but cannot be listed is not "no loops" (R8 fail closed)."""
+    p = make_loop(project)
+    real_iterdir = Path.iterdir
+
+    def iterdir(self: Path) -> Any:
+        if self == p.loops_dir:
+            raise PermissionError(13, "Permission denied")
+        return real_iterdir(self)
+
+    monkeypatch.setattr(Path, "iterdir", iterdir)
+    with pytest.raises(CorruptState, match="cannot list loops"):
+        loops.halted_owners(p, TaskRef.parse("fix-ci"))
+
+
+def test_missing_loops_folder_lists_no_loops(project: Path) -> None:
+    assert loops.list_loops(Project.at(str(project))) == []

@@ -223,8 +223,8 @@ def check_gate(project: Project, name: str, task: str | None = None, *, drift_cw
     if task_name:
         try:
             in_halt = bool(loops.halted_owners(project, TaskRef.parse(str(task_name))))
-        except (BadInput, loops.StateTampered):  # another loop's state is unreadable or tampered
-            in_halt = state["status"] == "halted"
+        except (BadInput, loops.StateTampered):  # another loop's state is unreadable or tampered:
+            in_halt = True  # it may own the task (fail closed, as halted_owners says)
     out.data = {
         "ok": result.ok, "reason": result.reason, "halt_reason": state["halt_reason"],
         "remaining_iterations": left_iter, "remaining_budget_usd": left_usd, "task_phase": phase,

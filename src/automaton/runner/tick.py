@@ -11,6 +11,7 @@ a reused `runs/<n>`."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 from contextlib import ExitStack
@@ -281,9 +282,12 @@ def tick_cost(costs: dict[str, float | None], max_tick_usd: float) -> tuple[floa
     An unknown cost is never $0 (DESIGN §5 gate 3): each role whose cost could not be read
     counts at `max_tick_usd`, on top of what the known roles reported, so a tick with a known
     expensive role and an unknown one is never counted below what it is known to have spent.
+    A negative or non-finite reported cost is unknown too.
     """
-    unknown = sum(1 for c in costs.values() if c is None)
-    known_sum = sum(c for c in costs.values() if c is not None)
+    # A negative or non-finite "cost" is not a reading: counted as unknown (a refund would lower spent_usd).
+    readable = [c for c in costs.values() if c is not None and math.isfinite(c) and c >= 0]
+    unknown = len(costs) - len(readable)
+    known_sum = sum(readable)
     return round(known_sum + unknown * max_tick_usd, 6), unknown == 0
 
 

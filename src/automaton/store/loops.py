@@ -104,11 +104,16 @@ def require_tracked(project: Project, name: str) -> LoopName:
 
 
 def list_loops(project: Project) -> list[LoopName]:
-    """Every loop folder (tracked or not) with a valid name, sorted."""
+    """Every loop folder (tracked or not) with a valid name, sorted. [] when `.automaton/loops/`
+    does not exist or is a file (no loop can live there; the audit reports it); CorruptState
+    (exit 2) when it exists but cannot be listed (fail closed: an unreadable folder may hold a
+    halted loop that owns a task, seed 000 R8)."""
     try:
         entries = sorted(project.loops_dir.iterdir())
-    except OSError:
+    except (FileNotFoundError, NotADirectoryError):
         return []
+    except OSError as exc:
+        raise CorruptState(f"{project.loops_dir}: cannot list loops ({exc.strerror}); fix permissions") from None
     return [LoopName(p.name) for p in entries if p.is_dir() and NAME_RE.match(p.name) and p.name != "complete"]
 
 
