@@ -275,3 +275,18 @@ def test_existing_loop_with_worktree_path_ticks_unchanged(project: Path, fake_bi
         assert after[key] == before[key]
     assert after["iteration_count"] == 2
 
+
+
+def test_a_loop_that_had_a_worktree_halts_when_the_repository_disappears(project: Path) -> None:
+    """A broken or moved .git after the first tick is not seed 002 R2's "not a repo": falling
+    back would run the agent in the main checkout with the drift gate skipped."""
+    proj = make_loop(project, script=WRITE_SRC, **VERIFY)
+    assert tick(proj, "demo").code == 0
+    shutil.rmtree(loop_dir(proj) / "worktree")  # nothing left for the drift gate to read
+    (project / ".git").rename(project / ".git-moved")
+    with pytest.raises(Refused, match="the tick did not run in the main checkout"):
+        tick(proj, "demo")
+    s = state(proj)
+    assert s["status"] == "halted" and s["halt_reason"] == "drift_detected"
+    assert s["iteration_count"] == 1  # no second tick ran
+    assert "worktree_lost" in s["halt_detail"]

@@ -12,7 +12,8 @@ from automaton.git.worktree import WorktreeResult, ensure_worktree, worktree_pat
 from automaton.store import loops as store
 from automaton.store.layout import Project
 
-# Fallbacks to the main checkout that lift no brake: there is no repository to make a worktree in.
+# Fallbacks to the main checkout that lift no brake for a loop that never had a worktree:
+# there is no repository to make one in.
 _HARMLESS = ("no_git", "not_repo")
 
 
@@ -66,12 +67,14 @@ def ensure_for_tick(project: Project, name: str, cfg: LoopConfig, state: dict[st
 
 def _must_halt(result: WorktreeResult, state: dict[str, Any], loop_dir: Path) -> bool:
     """A fallback that would lift the blast radius (see ensure_for_tick)."""
-    if result.kind in _HARMLESS:
-        return False
     if result.kind in ("occupied", "elsewhere"):
         return True
-    # "failed": harmless only for a loop that never had a worktree (nothing to escape from)
+    # No git, not a repository, or a failed add: harmless only for a loop that never had a
+    # worktree (seed 002 R2). A loop that had one and now finds no repository (a broken or
+    # moved .git, git gone from PATH) would otherwise run in the main checkout, unwatched.
     had = state["worktree_path"] is not None or state["base_commit"] is not None
+    if result.kind in _HARMLESS:
+        return had
     return had or os.path.lexists(worktree_path(loop_dir))
 
 
