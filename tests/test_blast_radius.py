@@ -282,11 +282,24 @@ def test_a_loop_that_had_a_worktree_halts_when_the_repository_disappears(project
     back would run the agent in the main checkout with the drift gate skipped."""
     proj = make_loop(project, script=WRITE_SRC, **VERIFY)
     assert tick(proj, "demo").code == 0
-    shutil.rmtree(loop_dir(proj) / "worktree")  # nothing left for the drift gate to read
+    shutil.rmtree(loop_dir(proj) / "worktree")  # nothing left in the worktree for the drift gate
     (project / ".git").rename(project / ".git-moved")
+    # the worktree step alone refuses to fall back ...
     with pytest.raises(Refused, match="the tick did not run in the main checkout"):
-        tick(proj, "demo")
-    s = state(proj)
-    assert s["status"] == "halted" and s["halt_reason"] == "drift_detected"
-    assert s["iteration_count"] == 1  # no second tick ran
-    assert "worktree_lost" in s["halt_detail"]
+        ensure_for_tick(proj, "demo", store.read_config(proj, "demo"), state(proj))
+    assert state(proj)["halt_detail"].startswith("worktree_lost")
+
+
+def test_the_gate_halts_when_worktree_and_branch_are_both_gone(project: Path) -> None:
+    """Committed drift on loop/<name> must not vanish with the branch: no "0 files" then."""
+    from automaton.commands.loops import check_gate
+
+    proj = make_loop(project, script=WRITE_SRC, **VERIFY)
+    assert tick(proj, "demo").code == 0
+    shutil.rmtree(loop_dir(proj) / "worktree")
+    git(project, "worktree", "prune")
+    git(project, "branch", "-D", "loop/demo")
+    out = check_gate(proj, "demo")
+    assert out.code == 1 and out.data is not None
+    assert out.data["halt_reason"] == "drift_detected"
+    assert "cannot be read" in state(proj)["halt_detail"]

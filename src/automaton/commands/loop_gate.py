@@ -130,8 +130,11 @@ class _Facts:
         probe = run_git(self.project.root, ["rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}"])
         if probe.code == 127:
             return DriftFacts(skipped="git is not installed")
-        if probe.code != 0:  # no branch (or no repository): nothing committed is left to merge
-            return DriftFacts(skipped=f"{gone}, and branch {branch} does not exist")
+        if probe.code != 0:
+            # base_commit is recorded, so this loop had a worktree on that branch. A missing branch
+            # or a broken repository now hides whatever was committed there: halt, never "0 files".
+            return DriftFacts(error=f"{gone}, and branch {branch} cannot be read in {self.project.root}"
+                              " (deleted, or the repository is broken): its commits cannot be checked")
         try:
             files = branch_changed_paths(self.project.root, base, branch)
             want = [f for f in files if hash_paths is None or f in hash_paths]
