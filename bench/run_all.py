@@ -25,6 +25,7 @@ SCRIPTS = {
     3: "bench_audit.py",
     4: "bench_tick.py",
     5: "bench_race.py",
+    6: "bench_sandbox.py",
 }
 
 

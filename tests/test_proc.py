@@ -1,13 +1,18 @@
-"""proc.run_streaming: process groups, timeouts, streaming to files, stdin."""
+"""proc.run_streaming: process groups, timeouts, output through pipes (capped), stdin, the sandbox,
+and nothing left running afterwards."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
+from automaton.core.sandbox import Policy
 from automaton.proc import run_capture, run_streaming
 
 
@@ -108,3 +113,189 @@ def test_background_grandchild_does_not_outlive_a_normal_exit(tmp_path: Path) ->
     done = run_streaming(argv, out_path=tmp_path / "out.log", timeout_s=30)
     assert done.code == 0 and not done.timed_out
     assert all_gone([int(pids.read_text())])
+
+
+# ---- output through the runner's pipes, capped ------------------------------------------------
+
+def test_the_child_holds_pipes_not_the_transcript(tmp_path: Path) -> None:
+    """It can only append to its own stream: no seek back, no truncation, no reopening the file."""
+    out = tmp_path / "out.log"
+    argv = _script(tmp_path, """
+        import errno, os, sys
+        print("first line", flush=True)
+        for name, fn in [("seek", lambda: os.lseek(1, 0, os.SEEK_SET)), ("truncate", lambda: os.ftruncate(1, 0)),
+                         ("reopen", lambda: os.lseek(os.open("/proc/self/fd/1", os.O_WRONLY), 0, 0))]:
+            try:
+                fn()
+                print(name, "done", flush=True)
+            except OSError as exc:
+                print(name, errno.errorcode[exc.errno], flush=True)
+        """)
+    done = run_streaming(argv, out_path=out, timeout_s=30)
+    assert done.code == 0
+    assert out.read_text().splitlines() == ["first line", "seek ESPIPE", "truncate EINVAL", "reopen ESPIPE"]
+
+
+def test_output_past_the_cap_keeps_the_tail(tmp_path: Path) -> None:
+    argv = _script(tmp_path, """
+        import sys
+        for i in range(10 * 1024):
+            sys.stdout.write("%09d " % i + "x" * 1013 + "\\n")  # 1 KiB per line, numbered
+        sys.stderr.write("e" * 5000)
+        """)
+    out, err = tmp_path / "out.log", tmp_path / "err.log"
+    done = run_streaming(argv, out_path=out, err_path=err, timeout_s=60, max_bytes=1024 * 1024)
+    assert done.code == 0
+    data = out.read_bytes()
+    assert len(data) == 1024 * 1024
+    assert data.startswith(b"%09d " % (9 * 1024)) and data.endswith(b"%09d " % (10 * 1024 - 1) + b"x" * 1013 + b"\n")
+    assert done.truncated_bytes == 9 * 1024 * 1024
+    assert err.read_bytes() == b"e" * 5000
+
+
+def test_empty_command_is_refused(tmp_path: Path) -> None:
+    assert run_streaming([], out_path=tmp_path / "o", timeout_s=5).code == 126
+
+
+# ---- nothing outlives the run ----------------------------------------------------------------
+
+DAEMON = """
+    import os, pathlib, sys, time
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            pathlib.Path({pidfile!r}).write_text(str(os.getpid()))
+            print("daemon up", flush=True)
+            time.sleep(600)
+        os._exit(0)
+    os.wait()
+    while not pathlib.Path({pidfile!r}).exists():
+        time.sleep(0.01)
+    """
+
+
+@pytest.mark.parametrize("confined", [False, True])
+def test_a_setsid_double_forked_daemon_is_dead_when_the_call_returns(tmp_path: Path, confined: bool) -> None:
+    pidfile = tmp_path / "work" / "daemon.pid"
+    pidfile.parent.mkdir()
+    policy = Policy((pidfile.parent,), (), None, "test") if confined else None
+    older = subprocess.Popen(["sleep", "600"])  # a child of the caller from before: it must survive
+    try:
+        done = run_streaming(_script(tmp_path, DAEMON.format(pidfile=str(pidfile))), out_path=tmp_path / "out.log",
+                             timeout_s=30, sandbox=policy)
+        assert done.code == 0 and not done.timed_out
+        assert (tmp_path / "out.log").read_text() == "daemon up\n"  # its stdout was ours: the call still returned
+        daemon = int(pidfile.read_text())
+        assert all_gone([daemon])
+        assert older.poll() is None
+    finally:
+        older.kill()
+        older.wait()
+
+
+# ---- the sandbox -----------------------------------------------------------------------------
+
+ATTEMPT = """
+    import os, sys
+    open("inside.txt", "w").write("ok")
+    try:
+        open({outside!r}, "w").write("pwned")
+        print("outside written")
+    except OSError as exc:
+        print("outside denied", exc.errno)
+    print("tmp", os.environ["TMPDIR"], os.environ["TMP"], os.environ["TEMP"])
+    """
+
+
+def test_a_sandboxed_run_writes_only_inside(tmp_path: Path) -> None:
+    work, outside = tmp_path / "work", tmp_path / "outside.txt"
+    work.mkdir()
+    tmp = work / "tmp"  # created by the call
+    done = run_streaming(_script(tmp_path, ATTEMPT.format(outside=str(outside))), out_path=tmp_path / "out.log",
+                         cwd=work, timeout_s=30, sandbox=Policy((work,), (), tmp, "test"))
+    assert done.code == 0
+    assert (tmp_path / "out.log").read_text() == f"outside denied 13\ntmp {tmp} {tmp} {tmp}\n"
+    assert (work / "inside.txt").read_text() == "ok" and not outside.exists() and tmp.is_dir()
+
+
+def _would_create(tmp_path: Path) -> tuple[list[str], Path]:
+    marker = tmp_path / "work" / "ran"
+    marker.parent.mkdir(exist_ok=True)
+    return [sys.executable, "-c", f"open({str(marker)!r}, 'w').write('ran')"], marker
+
+
+def test_no_sandbox_here_means_the_command_never_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AUTOMATON_SANDBOX_UNAVAILABLE", "1")
+    argv, marker = _would_create(tmp_path)
+    done = run_streaming(argv, out_path=tmp_path / "out.log", err_path=tmp_path / "err.log", timeout_s=30,
+                         sandbox=Policy((marker.parent,), (), None, "test"))
+    assert done.code == 126 and not marker.exists()
+    err = (tmp_path / "err.log").read_text()
+    assert err.startswith("sandbox unavailable: AUTOMATON_SANDBOX_UNAVAILABLE") and err.count("\n") == 1
+    monkeypatch.delenv("AUTOMATON_SANDBOX_UNAVAILABLE")
+    assert run_streaming(argv, out_path=tmp_path / "out.log", timeout_s=30).code == 0 and marker.exists()
+
+
+def test_a_contradictory_policy_means_the_command_never_runs(tmp_path: Path) -> None:
+    argv, marker = _would_create(tmp_path)
+    done = run_streaming(argv, out_path=tmp_path / "out.log", timeout_s=30,
+                         sandbox=Policy((marker.parent,), (marker.parent / "key",), None, "test"))
+    assert done.code == 126 and not marker.exists()
+    assert "sandbox failed: sandbox policy test: the hidden" in (tmp_path / "out.log").read_text()
+
+
+def test_a_kernel_refusal_in_the_child_means_the_command_never_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from automaton.sandbox import _libc, landlock
+
+    real = _libc.syscall
+
+    def refuse_restrict(number: int, *args: object, what: str) -> int:
+        if number == landlock.SYS_RESTRICT_SELF:
+            raise OSError(1, f"{what}: Operation not permitted")
+        return real(number, *args, what=what)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_libc, "syscall", refuse_restrict)  # the forked child inherits it
+    argv, marker = _would_create(tmp_path)
+    done = run_streaming(argv, out_path=tmp_path / "out.log", err_path=tmp_path / "err.log", timeout_s=30,
+                         sandbox=Policy((marker.parent,), (), None, "loop x tick 1"))
+    assert done.code == 126 and not marker.exists()
+    assert (tmp_path / "err.log").read_text().splitlines() == [
+        "sandbox failed: loop x tick 1: [Errno 1] landlock_restrict_self: Operation not permitted",
+        f"sandbox failed: could not confine {sys.executable}; not run"]
+
+
+RUNNER = """
+    import sys
+    from pathlib import Path
+    from automaton.core.sandbox import Policy
+    from automaton.proc import run_streaming
+    work = Path({work!r})
+    agent = "import errno, os, signal\\ntry:\\n    os.kill(os.getppid(), signal.SIGKILL)\\nexcept OSError as e:\\n" \\
+            "    print('kill denied', errno.errorcode[e.errno])\\n"
+    done = run_streaming([sys.executable, "-c", agent], out_path=work / "agent.log", cwd=work, timeout_s=30,
+                         sandbox=Policy((work,), (), None, "test"))
+    print("runner survived, agent exit", done.code)
+    """
+
+
+def test_the_agent_cannot_kill_its_runner(tmp_path: Path) -> None:
+    """Through a disposable runner process: were the signal not blocked, the test run would die."""
+    work = tmp_path / "work"
+    work.mkdir()
+    done = subprocess.run(_script(tmp_path, RUNNER.format(work=str(work))), capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    assert done.stdout == "runner survived, agent exit 0\n"
+    assert (work / "agent.log").read_text() == "kill denied EPERM\n"
+
+
+def test_sandboxed_runs_leave_no_descriptor_open(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    policy = Policy((work,), (tmp_path / "home" / ".config" / "automaton",), None, "test")
+    run_streaming(["true"], out_path=tmp_path / "out.log", timeout_s=30, sandbox=policy)  # warm up (imports)
+    before = sorted(os.listdir("/proc/self/fd"))
+    for _ in range(3):
+        assert run_streaming(["true"], out_path=tmp_path / "out.log", timeout_s=30, sandbox=policy).code == 0
+    assert sorted(os.listdir("/proc/self/fd")) == before

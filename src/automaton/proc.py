@@ -1,4 +1,4 @@
-"""The one place that starts processes (DESIGN §10): short captured calls, and harness runs."""
+"""The one place that starts processes: short captured calls, and harness (agent) runs."""
 
 from __future__ import annotations
 
@@ -7,10 +7,19 @@ import os
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from automaton.core.errors import one_line
+from automaton.core.sandbox import Policy
+
+if TYPE_CHECKING:
+    from automaton.sandbox import Confinement
+    from automaton.sandbox.pipes import Sink
 
 
 @dataclass(frozen=True)
@@ -66,16 +75,27 @@ def run_capture(
 GRACE_S = 5.0
 # Seconds to wait after SIGKILL for the group to empty (zombies nobody reaps never do).
 KILL_SETTLE_S = 1.0
+# Bytes kept per output stream; past it the oldest output is dropped (the tail is kept).
+MAX_BYTES = 50 * 1024 * 1024
+# Seconds to wait, once every process of the run is dead, for the output pipes to drain.
+DRAIN_S = 2.0
+
+# Child pids of the runs in progress in this process: one run's clean-up spares the others.
+_ACTIVE: set[int] = set()
+_ACTIVE_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
 class Streamed:
-    """A finished streamed run: exit `code` (127 not found, 126 cannot run; a signal N gives
-    -N as Popen reports it), `timed_out` (the group was terminated), `duration_s` (seconds)."""
+    """A finished streamed run: exit `code` (127 not found, 126 cannot run or cannot be
+    confined; a signal N gives -N as Popen reports it), `timed_out` (the group was
+    terminated), `duration_s` (seconds), `truncated_bytes` (output dropped from the front of
+    the files to keep each within its cap, both streams together)."""
 
     code: int
     timed_out: bool
     duration_s: float
+    truncated_bytes: int = 0
 
 
 def _group_alive(pgid: int) -> bool:
@@ -115,41 +135,6 @@ def _stop_group(child: subprocess.Popen[bytes], grace_s: float) -> None:
         time.sleep(0.02)
 
 
-def kill_writers(paths: Sequence[Path]) -> list[int]:
-    """SIGKILL every other process that holds one of `paths` open for writing; returns their pids.
-
-    A harness's grandchild that left the process group (`setsid`, a daemonising agent tool)
-    survives the group kill but still writes our transcript through the stdout it inherited:
-    that is how it is found. Readers (a user's `tail -f`) are left alone. Linux `/proc` only;
-    elsewhere (and for processes we may not inspect) nothing is done.
-    """
-    proc = Path("/proc")
-    if not (proc / "self" / "fd").is_dir():
-        return []
-    wanted = {os.path.realpath(p) for p in paths}
-    killed: list[int] = []
-    for entry in proc.iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            fds = list((entry / "fd").iterdir())
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                if os.readlink(fd) not in wanted:
-                    continue
-                flags = (entry / "fdinfo" / fd.name).read_text().split("flags:", 1)[1].split()[0]
-            except (OSError, IndexError):
-                continue
-            if int(flags, 8) & (os.O_WRONLY | os.O_RDWR):
-                with contextlib.suppress(OSError):
-                    os.kill(int(entry.name), signal.SIGKILL)
-                    killed.append(int(entry.name))
-                break
-    return killed
-
-
 def run_streaming(
     argv: Sequence[str],
     *,
@@ -160,50 +145,103 @@ def run_streaming(
     env: Mapping[str, str] | None = None,
     timeout_s: float,
     grace_s: float = GRACE_S,
+    sandbox: Policy | None = None,
+    max_bytes: int = MAX_BYTES,
 ) -> Streamed:
-    """Run a long child (a harness) with its output streamed straight to files.
+    """Run a long child (a harness) with its output streamed to files through pipes.
 
     stdout goes to `out_path`, stderr to `err_path` (default: the same file); both are
-    truncated first. There are no pipes to fill, so a child that prints 10 MB cannot
-    deadlock. `stdin` text is handed over through a temporary file for the same reason.
-    The child starts in its own session and process group (`start_new_session`); after
-    `timeout_s` seconds the whole group gets SIGTERM, then SIGKILL after `grace_s` seconds
-    (DESIGN §6). Leftover members of the group (background grandchildren) are killed too
-    when the leader exits, and so is any process that left the group but still writes the
-    output files (`kill_writers`), so nothing outlives the call. Never raises for the child's own
-    failure: a missing executable gives code 127, an unrunnable one 126.
+    truncated first. The child writes into pipes that reader threads of this process copy
+    into the files (`sandbox.pipes`), so it never holds the files themselves; 10 MB of
+    output cannot deadlock. Each file keeps its last `max_bytes` bytes (ValueError below 1);
+    what was dropped is `truncated_bytes`. `stdin` text is handed over through a temporary
+    file. With `sandbox`, the child is confined to that policy by the kernel (Landlock on
+    Linux, Seatbelt on macOS) and gets TMPDIR/TMP/TEMP = `policy.tmpdir`; where that cannot
+    be done it is not started at all: code 126 and a line `sandbox unavailable: …` or
+    `sandbox failed: …` in the stderr file.
+
+    The child starts in its own session and process group; after `timeout_s` seconds the
+    group gets SIGTERM, then SIGKILL after `grace_s` seconds. When it ends, everything it
+    left behind is killed: the rest of its group, and (Linux, this process being a child
+    subreaper) every descendant started since the call began, also those that called
+    setsid() or double-forked. Children that other threads of this process start meanwhile
+    by other means than this function count as the run's (one agent at a time per process).
+    Never raises for the child's own failure: a missing executable gives code 127, an
+    unrunnable one 126.
     """
+    argv = list(argv)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
+    from automaton.sandbox import pipes
+
     with contextlib.ExitStack() as stack:
-        out = stack.enter_context(open(out_path, "wb"))
-        err = out if err_path is None or err_path == out_path else stack.enter_context(open(err_path, "wb"))
-        stdin_file = None
-        if stdin is not None:
-            stdin_file = stack.enter_context(tempfile.TemporaryFile())
-            stdin_file.write(stdin.encode("utf-8"))
-            stdin_file.seek(0)
-        extra: dict[str, object] = {}
-        if os.name == "nt":  # pragma: no cover
-            extra["creationflags"] = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
-        else:
-            extra["start_new_session"] = True
-        try:
-            child = subprocess.Popen(
-                list(argv), cwd=cwd, env=dict(env) if env is not None else None,
-                stdin=stdin_file if stdin_file is not None else subprocess.DEVNULL,
-                stdout=out, stderr=err, **extra,  # type: ignore[call-overload]
-            )
-        except FileNotFoundError as exc:
-            err.write(f"{argv[0]}: not found ({exc.strerror})\n".encode())
-            return Streamed(127, False, time.monotonic() - started)
-        except OSError as exc:
-            err.write(f"{argv[0]}: cannot run ({exc.strerror})\n".encode())
-            return Streamed(126, False, time.monotonic() - started)
-        except ValueError as exc:  # an argv or cwd no process can take (an embedded NUL)
-            err.write(f"{argv[0]!r}: cannot run ({exc})\n".encode())
-            return Streamed(126, False, time.monotonic() - started)
-        timed_out = False
+        out = stack.enter_context(pipes.Sink(out_path, max_bytes))
+        err = out if err_path is None or err_path == out_path else stack.enter_context(pipes.Sink(err_path, max_bytes))
+        code, timed_out = _run(argv, out, err, cwd, stdin, env, timeout_s, grace_s, sandbox, stack)
+    dropped = out.dropped + (err.dropped if err is not out else 0)
+    return Streamed(code, timed_out, time.monotonic() - started, dropped)
+
+
+def _spawn(argv: list[str], preexec_fn: Confinement | None, **popen: Any) -> subprocess.Popen[bytes] | tuple[int, str]:
+    """Popen, registered as a run in progress; or (exit code, one-line reason) when it did not start."""
+    try:
+        with _ACTIVE_LOCK:  # no other run's clean-up may take this child for a leftover
+            child = subprocess.Popen(argv, preexec_fn=preexec_fn, **popen)
+            _ACTIVE.add(child.pid)
+        return child
+    except FileNotFoundError as exc:
+        return 127, f"{argv[0]}: not found ({exc.strerror})"
+    except OSError as exc:
+        return 126, f"{argv[0]}: cannot run ({exc.strerror})"
+    except ValueError as exc:  # an argv or cwd no process can take (an embedded NUL)
+        return 126, f"{argv[0]!r}: cannot run ({exc})"
+    except subprocess.SubprocessError:  # preexec_fn raised: the child was not confined, so it never ran
+        return 126, f"sandbox failed: could not confine {argv[0]}; not run"
+    finally:
+        if preexec_fn is not None:
+            preexec_fn.close()  # the rules' paths, held open for the child
+
+
+def _run(argv: list[str], out: Sink, err: Sink, cwd: Path | None, stdin: str | None, env: Mapping[str, str] | None,
+         timeout_s: float, grace_s: float, policy: Policy | None, stack: contextlib.ExitStack) -> tuple[int, bool]:
+    """Start, wait for and clean up after one run; (exit code, timed out)."""
+    from automaton.sandbox import launch, pipes, reaper
+
+    if not argv:
+        err.write(b"cannot run an empty command\n")
+        return 126, False
+    preexec_fn: Confinement | None = None
+    if policy is not None:
+        how = launch.prepare(policy, argv)
+        if isinstance(how, str):
+            err.write(how.encode("utf-8", "backslashreplace") + b"\n")
+            return 126, False
+        argv, preexec_fn = how.argv, how.preexec_fn
+    stdin_file: Any = subprocess.DEVNULL
+    if stdin is not None:
+        stdin_file = stack.enter_context(tempfile.TemporaryFile())  # noqa: SIM115 - closed by the stack
+        stdin_file.write(stdin.encode("utf-8"))
+        stdin_file.seek(0)
+    extra: dict[str, Any] = {"start_new_session": True}
+    if os.name == "nt":  # pragma: no cover
+        extra = {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
+    out_r, out_w = os.pipe()
+    err_r, err_w = (None, out_w) if err is out else os.pipe()
+    reaper.become_subreaper()
+    before = set(reaper.descendants())
+    try:
+        child = _spawn(argv, preexec_fn, cwd=cwd, env=launch.child_env(env, policy), stdin=stdin_file, stdout=out_w,
+                       stderr=err_w, **extra)
+    finally:
+        for fd in {out_w, err_w}:
+            os.close(fd)
+        pumps = [pipes.Pump(fd, sink) for fd, sink in ((out_r, out), (err_r, err)) if fd is not None]
+    if isinstance(child, tuple):
+        pipes.finish(pumps, DRAIN_S)  # the child's own last words (why the sandbox failed) come first
+        err.write(one_line(child[1]).encode("utf-8", "backslashreplace") + b"\n")
+        return child[0], False
+    timed_out = False
+    try:
         try:
             child.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -214,6 +252,9 @@ def run_streaming(
             raise
         if not timed_out and os.name != "nt":
             _signal_group(child, signal.SIGKILL)  # background grandchildren left in the group
-        kill_writers([out_path] if err_path is None else [out_path, err_path])
-        code = child.returncode if child.returncode is not None else -1
-    return Streamed(code, timed_out, time.monotonic() - started)
+    finally:
+        with _ACTIVE_LOCK:
+            _ACTIVE.discard(child.pid)
+            reaper.kill_descendants(before | _ACTIVE)
+        pipes.finish(pumps, DRAIN_S)
+    return (child.returncode if child.returncode is not None else -1), timed_out

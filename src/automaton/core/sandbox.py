@@ -1,0 +1,24 @@
+"""What a sandboxed process may touch: the writable set, the hidden set, its private temp dir.
+
+Pure data: `automaton.sandbox` turns a `Policy` into kernel rules (Landlock on Linux, a
+Seatbelt profile on macOS). Everything not named here is read-only to the sandboxed process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Policy:
+    """writable: absolute paths (directories: everything beneath them; files: that file) the
+    process may create, write, truncate, rename and delete in; hidden: absolute paths it may
+    neither read nor write (e.g. `~/.config/automaton`, where the record key lives); tmpdir:
+    its private temp directory (exported as TMPDIR; must also be in `writable`); label: a
+    short name for messages, e.g. "loop nightly tick 3 implement"."""
+
+    writable: tuple[Path, ...]
+    hidden: tuple[Path, ...] = ()
+    tmpdir: Path | None = None
+    label: str = "sandbox"

@@ -1,0 +1,59 @@
+"""The state an agent CLI writes in the home directory to run at all, never its settings.
+
+A sandboxed agent gets these paths writable besides its working tree. Settings, instructions,
+hooks, skills and plugins stay read-only: an agent that could rewrite them would change the
+rules of its own next run. Sources (public documentation, not verified against the real
+binaries unless said):
+
+- Claude Code: code.claude.com/docs/en/claude-directory ("~/.claude also holds data Claude
+  Code writes as you work: transcripts, prompt history, file snapshots, caches, and logs");
+  transcripts in `projects/`, `history.jsonl`; `todos/`, `shell-snapshots/`, `statsig/`,
+  `session-env/`, `ide/`, `file-history/`, `plans/`, `debug/` as seen in user reports.
+  `~/.claude.json` is written on every start (github.com/anthropics/claude-code issues
+  #34799 and #27691: a read-only one makes it hang). Caution: that file also holds the
+  user-scope `mcpServers`, so an agent can plant a server a later, unconfined claude starts.
+- Codex: `~/.codex/sessions/` (rollouts; openai/codex issue #2288), `history.jsonl` (prompt
+  history, per third-party readers of it), `log/` (not verified). Not covered: the SQLite
+  state (`state_*.sqlite` in `~/.codex` itself, whose journal files would need create
+  rights in `~/.codex`, where `config.toml` and `AGENTS.md` live).
+- Gemini CLI: `~/.gemini/tmp/<project_hash>/` (geminicli.com/docs/cli/commands, chat
+  checkpoints). `~/.gemini/history/` (checkpointing, off by default) is not included.
+- aider: `~/.aider/caches/` (aider/versioncheck.py: VERSION_CHECK_FNAME); its chat and input
+  histories are `.aider*` files in the repository, i.e. in the worktree.
+- opencode: `~/.local/share/opencode/` (sessions, logs, auth; opencode.ai/docs/troubleshooting)
+  and `~/.local/state/opencode/`. Caution: the data folder also holds tools opencode
+  downloads and later runs. `$XDG_DATA_HOME`/`$XDG_STATE_HOME` overrides are not followed.
+- command, scripted, anything else: nothing.
+
+Landlock binds rules to existing files, so `agent_state_dirs` creates the missing folders
+(mode 0700). It creates no file: a missing `~/.claude.json` (claude never logged in here)
+stays uncreatable inside the sandbox.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+# (folders, files) per harness, relative to the home directory.
+STATE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "claude": ((".claude/projects", ".claude/todos", ".claude/shell-snapshots", ".claude/statsig",
+                ".claude/session-env", ".claude/ide", ".claude/file-history", ".claude/plans", ".claude/debug"),
+               (".claude.json", ".claude/history.jsonl")),
+    "codex": ((".codex/sessions", ".codex/log"), (".codex/history.jsonl",)),
+    "gemini": ((".gemini/tmp",), ()),
+    "aider": ((".aider/caches",), ()),
+    "opencode": ((".local/share/opencode", ".local/state/opencode"), ()),
+}
+
+
+def agent_state_dirs(harness: str, home: Path) -> tuple[Path, ...]:
+    """The absolute paths (folders, then files) harness `harness` (a loop.json harness name:
+    claude, codex, gemini, aider, opencode, command, scripted) must be able to write under
+    `home`; () for one with no such state or an unknown name. Missing folders are created
+    (mode 0700, best effort: one that cannot be created simply stays unwritable)."""
+    folders, files = STATE.get(harness, ((), ()))
+    for rel in folders:
+        with contextlib.suppress(OSError):
+            (home / rel).mkdir(mode=0o700, parents=True, exist_ok=True)
+    return tuple(home / rel for rel in (*folders, *files))

@@ -1,0 +1,99 @@
+"""Nothing an agent starts outlives its run: this process adopts orphans and kills them.
+
+A child that calls setsid() and double-forks leaves its process group and loses its parent;
+the kernel hands such orphans to the nearest ancestor marked "child subreaper" instead of
+init (prctl(2) PR_SET_CHILD_SUBREAPER). With this process so marked, every process the run
+started stays a descendant of it, found through the parent links of /proc/<pid>/stat
+(proc(5): field 4, ppid). Linux only; elsewhere nothing is found (a macOS daemon that left
+the group survives).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+from collections.abc import Collection
+
+from automaton.sandbox._libc import PR_SET_CHILD_SUBREAPER, prctl
+
+PROC = "/proc"
+# Upper bound (seconds) on kill_descendants: a process stuck in the kernel (state D) takes
+# its SIGKILL only when it leaves the kernel.
+KILL_BOUND_S = 3.0
+_subreaper = False
+
+
+def become_subreaper() -> bool:
+    """Mark this process as child subreaper (once; Linux). True when it is one."""
+    global _subreaper
+    if not _subreaper and sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError):
+            prctl(PR_SET_CHILD_SUBREAPER, 1, "prctl(PR_SET_CHILD_SUBREAPER)")
+            _subreaper = True
+    return _subreaper
+
+
+def _table() -> dict[int, tuple[int, str]]:
+    """pid -> (ppid, state letter) of every process in /proc; {} without /proc."""
+    out: dict[int, tuple[int, str]] = {}
+    try:
+        names = os.listdir(PROC)
+    except OSError:
+        return out
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"{PROC}/{name}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+            out[int(name)] = (int(fields[1]), fields[0].decode("ascii", "replace"))
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+    return out
+
+
+def descendants(exclude: Collection[int] = ()) -> dict[int, tuple[int, str]]:
+    """Every descendant of this process: pid -> (ppid, state). A pid in `exclude` is left
+    out together with everything beneath it (its children are its own business)."""
+    table = _table()
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found: dict[int, tuple[int, str]] = {}
+    todo = [os.getpid()]
+    while todo:
+        for kid in children.get(todo.pop(), ()):
+            if kid not in exclude and kid not in found:
+                found[kid] = table[kid]
+                todo.append(kid)
+    return found
+
+
+def kill_descendants(exclude: Collection[int]) -> list[int]:
+    """SIGKILL every descendant of this process not in `exclude` (nor beneath one), again
+    and again until none is left or KILL_BOUND_S passed, reaping those that became this
+    process's own children (orphans adopted as subreaper). Returns the pids signalled.
+
+    `exclude` names the descendants that existed before a run started, so that the other
+    children of this process survive it. Processes started meanwhile by another thread
+    (not excluded) are killed too: one agent run at a time per process.
+    """
+    me, killed = os.getpid(), []
+    deadline = time.monotonic() + KILL_BOUND_S
+    while True:
+        found = descendants(exclude)
+        for pid, (ppid, state) in found.items():
+            if state not in "ZX":
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+                    if pid not in killed:
+                        killed.append(pid)
+            if ppid == me:
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
+        if not found or time.monotonic() > deadline:
+            return killed
+        time.sleep(0.005)

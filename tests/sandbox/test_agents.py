@@ -1,0 +1,45 @@
+"""agents: each agent CLI's own state under home, never its settings."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from automaton.sandbox import agent_state_dirs
+
+
+def test_claude_state_but_not_its_settings(tmp_path: Path) -> None:
+    paths = agent_state_dirs("claude", tmp_path)
+    rel = {str(p.relative_to(tmp_path)) for p in paths}
+    assert {".claude/projects", ".claude/todos", ".claude/shell-snapshots", ".claude/statsig", ".claude/session-env",
+            ".claude/ide", ".claude.json"} <= rel
+    for settings in (".claude", ".claude/settings.json", ".claude/settings.local.json", ".claude/CLAUDE.md",
+                     ".claude/hooks", ".claude/agents", ".claude/commands", ".claude/skills", ".claude/plugins"):
+        assert settings not in rel
+    assert (tmp_path / ".claude" / "projects").is_dir()
+    assert stat.S_IMODE((tmp_path / ".claude" / "todos").stat().st_mode) == 0o700
+    assert not (tmp_path / ".claude.json").exists()  # files are never created
+
+
+@pytest.mark.parametrize(("harness", "has", "never"), [
+    ("codex", {".codex/sessions", ".codex/log", ".codex/history.jsonl"}, {".codex", ".codex/config.toml"}),
+    ("gemini", {".gemini/tmp"}, {".gemini", ".gemini/settings.json"}),
+    ("opencode", {".local/share/opencode", ".local/state/opencode"}, {".config/opencode"}),
+    ("aider", {".aider/caches"}, {".aider.conf.yml"}),
+])
+def test_other_agents(tmp_path: Path, harness: str, has: set[str], never: set[str]) -> None:
+    rel = {str(p.relative_to(tmp_path)) for p in agent_state_dirs(harness, tmp_path)}
+    assert rel == has and not rel & never
+
+
+@pytest.mark.parametrize("harness", ["command", "scripted", "no-such-agent"])
+def test_no_state(tmp_path: Path, harness: str) -> None:
+    assert agent_state_dirs(harness, tmp_path) == ()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_uncreatable_folder_is_still_named(tmp_path: Path) -> None:
+    (tmp_path / ".gemini").write_text("a file where a folder should be")
+    assert agent_state_dirs("gemini", tmp_path) == (tmp_path / ".gemini" / "tmp",)

@@ -1,0 +1,63 @@
+"""reaper: orphans are adopted by this process and killed; older children are spared."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from automaton.sandbox import become_subreaper, kill_descendants
+from automaton.sandbox.reaper import descendants
+from tests.test_proc import all_gone
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and subreapers are Linux's")
+
+DAEMON = """
+import os, sys, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        print(os.getpid(), flush=True)
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, 1), os.dup2(null, 2)  # let the starter's caller see end of file
+        time.sleep(600)
+    os._exit(0)
+os.wait()
+"""
+
+
+def _is_subreaper() -> bool:
+    flag = ctypes.c_int(0)
+    ctypes.CDLL(None, use_errno=True).prctl(37, ctypes.byref(flag), 0, 0, 0)  # PR_GET_CHILD_SUBREAPER
+    return flag.value == 1
+
+
+def test_a_double_forked_daemon_is_adopted_then_killed() -> None:
+    assert become_subreaper() and _is_subreaper()
+    older = subprocess.Popen(["sleep", "600"])
+    try:
+        before = set(descendants())
+        assert older.pid in before
+        starter = subprocess.run([sys.executable, "-c", DAEMON], capture_output=True, text=True, timeout=30, check=True)
+        daemon = int(starter.stdout.split()[0])
+        found = descendants(before)
+        assert daemon in found and found[daemon][0] == os.getpid()  # adopted by us, not by init
+        killed = kill_descendants(before)
+        assert daemon in killed and older.pid not in killed
+        assert all_gone([daemon])
+        assert not os.path.exists(f"/proc/{daemon}")  # reaped, not left a zombie
+        assert older.poll() is None
+    finally:
+        older.kill()
+        older.wait()
+
+
+def test_nothing_to_kill_returns_quickly() -> None:
+    become_subreaper()
+    started = time.monotonic()
+    assert kill_descendants(set(descendants())) == []
+    assert time.monotonic() - started < 1
