@@ -6,7 +6,8 @@ process hits both sides alike. Times are wall-clock seconds from `time.perf_coun
 `subprocess.run`, i.e. they include process start, as an agent or a scheduler sees them.
 
 Nothing here touches the real HOME: every child process gets a temporary HOME and a pinned git
-identity (`bench_env`).
+identity (`bench_env`), and this process uses the same HOME (`args`) for what it writes
+in-process, such as the key that seals the logs it builds for its children to read.
 """
 
 from __future__ import annotations
@@ -60,7 +61,9 @@ def args(doc: str | None, extra: Callable[[argparse.ArgumentParser], None] | Non
     p.add_argument("--keep", action="store_true", help="keep the temporary projects (their path is printed)")
     if extra is not None:
         extra(p)
-    return p.parse_args()
+    ns = p.parse_args()
+    os.environ["HOME"] = bench_env()["HOME"]  # in-process writes and the children share one key
+    return ns
 
 
 _HOME: Path | None = None

@@ -275,6 +275,6 @@ def test_tick_log_records_paused_resumed_halt_approved(project: Path, approver: 
     events = [line.split(" ")[1] for line in log_text(p).splitlines()]
     assert events == ["CREATED", "PAUSED", "RESUMED", "TICK", "HALT", "APPROVED"]
     for line in log_text(p).splitlines():
-        assert re.match(rf"^{ISO} [A-Z_]+ .* state=sha256:[0-9a-f]{{64}} prev=[0-9a-f]{{64}}$", line), line
+        assert re.match(rf"^{ISO} [A-Z_]+ .* state=sha256:[0-9a-f]{{64}} prev=[0-9a-f]{{64}} mac=[0-9a-f]{{64}}$", line), line
     assert "HALT reason=iterations_exhausted" in log_text(p)
     assert git(project, "status", "--porcelain").count(".state") == 0

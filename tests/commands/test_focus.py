@@ -11,6 +11,7 @@ from automaton.core.chain import verify_text
 from automaton.core.errors import BadInput
 from automaton.core.names import TaskRef
 from automaton.store import chainlog
+from automaton.store.key import load_key
 from automaton.store.layout import Project
 from tests.helpers import Result, run_cli
 
@@ -46,7 +47,7 @@ def test_focus_set_and_clear_are_logged(root: Path, approver: str) -> None:
     assert read_focus(Project(root)) == TaskRef.parse("t")
     assert cli(root, "--focus", "--clear").code == 0
     assert read_focus(Project(root)) is None
-    check = verify_text((root / ".automaton" / "focus.log").read_text())
+    check = verify_text((root / ".automaton" / "focus.log").read_text(), load_key(create=False))
     assert check.ok
     assert [(x.event, x.fields.get("by"), x.state) for x in check.lines] == [
         ("FOCUS", approver, "t"), ("FOCUS_CLEARED", approver, "-")]
@@ -134,10 +135,11 @@ def test_a_child_that_drops_the_marker_is_still_an_agents(tmp_path: Path) -> Non
     assert not (tmp_path / ".automaton" / "focus").exists()
 
 
-def test_agent_ancestor_without_proc_is_no_signal(tmp_path: Path) -> None:
+def test_agent_ancestor_without_proc_is_not_a_human(tmp_path: Path) -> None:
+    """Fail closed: a process table that cannot be read is no proof that no agent started us."""
     from automaton.commands.human import agent_ancestor
 
-    assert agent_ancestor(proc=str(tmp_path / "no-proc")) is None
+    assert "cannot be read" in (agent_ancestor(proc=str(tmp_path / "no-proc")) or "")
 
 
 @pytest.mark.parametrize("name", ["focus", "focus.log"])
@@ -148,3 +150,59 @@ def test_a_directory_where_the_focus_file_belongs_is_named(root: Path, approver:
     assert res.code == 2, (res.code, res.err)
     lines = res.err.strip().splitlines()
     assert len(lines) == 1 and str(path) + ":" in lines[0] and "focus.tmp" not in lines[0]
+
+
+def _focus_lines(root: Path, *tokens: str) -> str:
+    """focus.log lines for `tokens`, unkeyed, with a correct SHA-256 chain."""
+    from automaton.core.chain import GENESIS, format_line, line_hash
+
+    prev, text = GENESIS, ""
+    for token in tokens:
+        line = format_line("2026-01-01T00:00:00Z", "FOCUS", {"task": token, "by": "x"}, token, prev)
+        text, prev = text + line + "\n", line_hash(line)
+    return text
+
+
+def test_a_forged_focus_line_without_the_key_is_detected(root: Path, approver: str) -> None:
+    from automaton.core.chain import format_line, line_hash
+
+    (root / "tasks" / "other").mkdir()
+    assert cli(root, "--focus", "t").code == 0
+    focus, log = root / ".automaton" / "focus", root / ".automaton" / "focus.log"
+    text = log.read_text()
+    forged = format_line("2026-01-01T00:00:00Z", "FOCUS", {"task": "other", "by": approver}, "other",
+                         line_hash(text.splitlines()[-1]))
+    log.write_text(text + forged + "\n")
+    focus.write_text("other\n")
+    with pytest.raises(BadInput, match="line 2 has no mac"):
+        read_focus(Project(root))
+    assert run_cli("--can-edit", "--file", "tasks/other/SPEC.md", "--project", str(root)).code == 2
+    res = cli(root, "--audit", "--json")
+    assert res.code == 1 and any("TAMPERED" in v and "focus.log" in v for v in res.json["project"])
+    assert cli(root, "--focus", "t").code == 0  # the human's reset starts a keyed chain
+    assert read_focus(Project(root)) == TaskRef.parse("t") and (log.parent / "focus.log.broken").is_file()
+
+
+def test_a_keyed_focus_log_rewritten_without_the_key_is_refused(root: Path, approver: str) -> None:
+    (root / "tasks" / "other").mkdir()
+    assert cli(root, "--focus", "t").code == 0
+    log = root / ".automaton" / "focus.log"
+    log.write_text(_focus_lines(root, "other"))
+    (root / ".automaton" / "focus").write_text("other\n")
+    with pytest.raises(BadInput, match="the whole log was replaced"):
+        read_focus(Project(root))
+
+
+def test_a_legacy_focus_log_reads_is_audited_and_the_next_focus_keys_it(root: Path, approver: str) -> None:
+    (root / ".automaton").mkdir()
+    log = root / ".automaton" / "focus.log"
+    log.write_text(_focus_lines(root, "t"))
+    (root / ".automaton" / "focus").write_text("t\n")
+    assert read_focus(Project(root)) == TaskRef.parse("t")
+    res = cli(root, "--audit", "--json")
+    (finding,) = res.json["project"]
+    assert res.code == 1 and finding.startswith("UNKEYED (legacy)") and "--focus TASK" in finding
+    assert cli(root, "--focus", "t").code == 0
+    check = chainlog.read_chain(log)
+    assert check.ok and [bool(x.mac) for x in check.lines] == [False, True]
+    assert cli(root, "--audit", "--json").json["project"] == []

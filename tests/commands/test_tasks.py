@@ -16,6 +16,7 @@ from automaton.core import phases as ph
 from automaton.core.chain import verify_text
 from automaton.core.names import TaskRef
 from automaton.store import chainlog
+from automaton.store.key import load_key
 from automaton.store.layout import Project
 from tests.helpers import Result, run_cli
 from tests.helpers import seed_task as seed
@@ -36,7 +37,7 @@ def state_of(root: Path, ref: str) -> str:
 
 
 def log_of(root: Path, ref: str) -> list[tuple[str, str, dict[str, str]]]:
-    check = verify_text((folder_of(root, ref) / ".state.log").read_text())
+    check = verify_text((folder_of(root, ref) / ".state.log").read_text(), load_key(create=False))
     assert check.ok, check.error
     return [(line.event, line.state, line.fields) for line in check.lines]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from automaton.core.chain import GENESIS, format_line, line_hash, parse_line, verify_text
+from automaton.core.chain import GENESIS, format_line, line_hash, line_mac, parse_line, verify_text
 
 TS = "2026-01-01T00:00:00Z"
 
@@ -102,3 +102,98 @@ def test_unicode_line_separator_in_a_value_does_not_split_the_line() -> None:
     second = format_line(TS, "EVENT", {}, "research", line_hash(first))
     check = verify_text(f"{first}\n{second}\n")
     assert check.ok and len(check.lines) == 2
+
+
+# ---- keyed lines: a mac under the user's key ---------------------------------------------------
+
+KEY = bytes(range(32))
+
+
+def keyed_text(*states: str, key: bytes | None = KEY, unkeyed_first: int = 0) -> str:
+    """A chain of TRANSITION lines; the first `unkeyed_first` carry no mac (a legacy prefix)."""
+    prev, lines = GENESIS, []
+    for n, state in enumerate(states):
+        line = format_line(TS, "TRANSITION", {"n": n}, state, prev, None if n < unkeyed_first else key)
+        lines.append(line)
+        prev = line_hash(line)
+    return "".join(f"{line}\n" for line in lines)
+
+
+def test_a_keyed_line_ends_in_its_mac_and_round_trips() -> None:
+    line = format_line(TS, "EVENT", {"note": "a b", "mac": "forged"}, "new", GENESIS, KEY)
+    body, _, mac = line.rpartition(" mac=")
+    assert mac == line_mac(KEY, body) and len(mac) == 64
+    parsed = parse_line(line)
+    assert parsed is not None and parsed.mac == mac and parsed.body == body and parsed.raw == line
+    assert parsed.fields == {"note": "a b"} and parsed.state == "new" and parsed.prev == GENESIS
+
+
+def test_an_intact_keyed_chain_verifies_with_its_key_only() -> None:
+    text = keyed_text("new", "research", "implement")
+    check = verify_text(text, KEY)
+    assert check.ok and check.last_state == "implement" and not check.legacy
+    other = verify_text(text, bytes(32))
+    assert not other.ok and "line 1" in other.error and "does not verify" in other.error
+    missing = verify_text(text)
+    assert not missing.ok and missing.needs_key and "no key" in missing.error
+
+
+def test_a_forged_line_with_a_recomputed_chain_but_no_mac_is_caught() -> None:
+    text = keyed_text("new", "research")
+    last = text.split("\n")[-2]
+    forged = format_line(TS, "TRANSITION", {}, "complete", line_hash(last))  # sha chain right, no key
+    check = verify_text(text + forged + "\n", KEY)
+    assert not check.ok and "line 3 has no mac after keyed line 1" in check.error
+    assert [line.state for line in check.lines] == ["new", "research"]
+
+
+def test_a_whole_chain_recomputed_without_the_key_is_legacy_not_keyed() -> None:
+    # The store refuses it where automaton keyed the log before (store.chainlog.read_chain).
+    check = verify_text(keyed_text("new", "complete", key=None), KEY)
+    assert check.ok and check.legacy
+
+
+@pytest.mark.parametrize("mutate", [
+    lambda t: t.replace("state=research ", "state=design ", 1),  # an edited line
+    lambda t: "".join(t.splitlines(keepends=True)[:1] + t.splitlines(keepends=True)[2:]),  # middle line removed
+    lambda t: t[:t.rindex(" mac=") + 10] + "0" * 54 + "\n",  # a wrong mac on the last line
+    lambda t: t[:t.rindex(" mac=") + 5] + "XYZ\n",  # a malformed mac
+    lambda t: t[:t.rindex(" mac=")] + "\n",  # the last line's mac stripped
+    lambda t: t[:-20] + "\n",  # cut inside the last line's mac
+])
+def test_damaged_keyed_chains_fail(mutate: object) -> None:
+    assert callable(mutate)
+    check = verify_text(mutate(keyed_text("new", "research", "implement")), KEY)
+    assert not check.ok and check.error
+
+
+def test_truncation_to_a_keyed_prefix_still_verifies() -> None:
+    # The last line is linked by nothing after it: the state file's comparison catches this one.
+    lines = keyed_text("new", "research", "implement").splitlines(keepends=True)
+    check = verify_text("".join(lines[:2]), KEY)
+    assert check.ok and check.last_state == "research"
+
+
+def test_an_unkeyed_prefix_is_legacy_and_migrates_with_the_first_keyed_line() -> None:
+    legacy = verify_text(keyed_text("new", "research", key=None), None)
+    assert legacy.ok and legacy.legacy  # reads without a key at all
+    migrated = verify_text(keyed_text("new", "research", "implement", unkeyed_first=2), KEY)
+    assert migrated.ok and not migrated.legacy
+    assert [bool(line.mac) for line in migrated.lines] == [False, False, True]
+    assert not verify_text(keyed_text("new", "research", "implement", unkeyed_first=2), None).ok
+
+
+def test_a_mac_anywhere_but_at_the_end_is_malformed() -> None:
+    line = format_line(TS, "EVENT", {}, "new", GENESIS, KEY)
+    body, _, mac = line.rpartition(" mac=")
+    assert parse_line(body.replace(" state=", f" mac={mac} state=")) is None
+    assert parse_line(f"{line} x=1") is None
+
+
+def test_a_reader_without_the_key_may_take_keyed_lines_on_their_chain_alone() -> None:
+    text = keyed_text("new", "research", unkeyed_first=1)
+    check = verify_text(text, None, check_macs=False)
+    assert check.ok and check.unverified and check.last_state == "research"
+    assert not verify_text(keyed_text("new", unkeyed_first=1), None, check_macs=False).unverified  # nothing keyed
+    forged = text + format_line(TS, "TRANSITION", {}, "complete", line_hash(text.split("\n")[-2])) + "\n"
+    assert "no mac after keyed line 2" in verify_text(forged, None, check_macs=False).error

@@ -10,6 +10,7 @@ from typing import Any
 from automaton.commands.tasks import create_task, transition
 from automaton.core.chain import verify_text
 from automaton.store import loops as store
+from automaton.store.key import load_key
 from automaton.store.layout import Project
 from tests.runner.loopkit import make_loop
 
@@ -69,7 +70,7 @@ def leftovers(root: Path) -> list[Path]:
 def chain_ok(log: Path) -> list[str]:
     """The log's lines after asserting the whole chain verifies."""
     text = log.read_text(encoding="utf-8")
-    check = verify_text(text)
+    check = verify_text(text, load_key(create=False))
     assert check.ok, f"{log}: {check.error}"
     return text.splitlines()
 

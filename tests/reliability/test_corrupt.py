@@ -101,6 +101,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
 @pytest.fixture
 def w(world: World, monkeypatch: pytest.MonkeyPatch) -> World:
     monkeypatch.setenv("AUTOMATON_HOME", str(world.home))
+    monkeypatch.setenv("HOME", str(world.root.parent / "home"))  # holds the key that sealed the world's logs
     monkeypatch.setenv("AUTOMATON_APPROVER", "tester")  # so --approve gets past the human check and reads
     world.restore()
     return world

@@ -15,6 +15,7 @@ from automaton.core.errors import AutomatonError, BadInput, CorruptState
 from automaton.core.loopconfig import validate_state
 from automaton.core.names import TaskRef
 from automaton.store import chainlog, loops
+from automaton.store.key import load_key
 from automaton.store.layout import Project
 from tests.core.test_loopconfig import DESIGN_EXAMPLE
 
@@ -99,7 +100,7 @@ def test_update_state_is_one_locked_write_plus_one_chained_line(project: Path) -
 
     new = loops.update_state(p, "demo", "TICK", {"n": 1, "score": 0.5}, tick)
     assert new["iteration_count"] == 1 and loops.read_state(p, "demo") == new
-    check = verify_text(log_text(p))
+    check = verify_text(log_text(p), load_key(create=False))
     assert check.ok and [line.event for line in check.lines] == ["CREATED", "TICK"]
     last = check.lines[-1]
     assert last.fields["iterations"] == "1" and last.fields["spent_usd"] == "0.5" and last.fields["n"] == "1"
@@ -113,7 +114,7 @@ def test_counters_never_decrease_and_invalid_states_are_never_written(project: P
         loops.update_state(p, "demo", "TICK", {}, lambda s: s.update(iteration_count=0))
     with pytest.raises(ValueError, match="invalid loop state"):
         loops.update_state(p, "demo", "TICK", {}, lambda s: s.update(status="exploded"))
-    assert state_file(p).read_bytes() == before and len(verify_text(log_text(p)).lines) == 2
+    assert state_file(p).read_bytes() == before and len(verify_text(log_text(p), load_key(create=False)).lines) == 2
 
 
 def test_interrupted_commit_rolls_forward(project: Path) -> None:
@@ -140,7 +141,7 @@ def test_unlogged_temp_file_is_discarded(project: Path) -> None:
 def test_log_event_keeps_the_sealed_token(project: Path) -> None:
     p = make_loop(project)
     loops.log_event(p, "demo", "SKIPPED", {"reason": "busy"})
-    check = verify_text(log_text(p))
+    check = verify_text(log_text(p), load_key(create=False))
     assert check.ok and check.lines[-1].event == "SKIPPED" and check.lines[-1].fields["reason"] == "busy"
     assert loops.inspect(p, "demo").tamper == ""
 
@@ -252,7 +253,7 @@ def test_many_processes_lose_no_update_and_keep_the_chain(project: Path) -> None
     assert state["iteration_count"] == ticks == workers * OPS_PER_WORKER
     assert state["spent_usd"] == pytest.approx(0.25 * ticks)
     assert state["resumed_count"] == sum(r["approvals"] for r in results)
-    check = verify_text(log_text(p))
+    check = verify_text(log_text(p), load_key(create=False))
     assert check.ok, check.error
     assert len(check.lines) == 1 + sum(r["lines"] for r in results)
     assert check.last_state == loops.state_token(state_file(p).read_bytes())
@@ -263,8 +264,8 @@ def test_many_processes_lose_no_update_and_keep_the_chain(project: Path) -> None
 # ---- brake review: counters checked against the log, deleted and corrupt states -------------
 
 def _forge(p: Project, event: str, fields: dict[str, object], state: dict[str, Any] | None = None) -> None:
-    """Append a correctly CHAINED line (a careful forger of one line); with `state`, also write
-    that state so the line's token seals it."""
+    """Append a correctly CHAINED and KEYED line (a forger who even holds the key: the ledger
+    checks stand on their own); with `state`, also write that state so the line's token seals it."""
     from automaton.core.chain import format_line, line_hash, parse_line
 
     folder = p.loop_dir(loops.LoopName("demo"))
@@ -275,7 +276,7 @@ def _forge(p: Project, event: str, fields: dict[str, object], state: dict[str, A
         data = loops.encode_state(state)
         (folder / loops.STATE_FILE).write_bytes(data)
         token = loops.state_token(data)
-    line = format_line("2026-01-01T00:00:00Z", event, fields, token, line_hash(last))
+    line = format_line("2026-01-01T00:00:00Z", event, fields, token, line_hash(last), load_key(create=False))
     (folder / loops.LOG_FILE).write_text(text + line + "\n")
 
 
@@ -402,3 +403,79 @@ def test_unlistable_loops_folder_fails_closed_for_task_owners(project: Path,
 
 def test_missing_loops_folder_lists_no_loops(project: Path) -> None:
     assert loops.list_loops(Project.at(str(project))) == []
+
+
+# ---- keyed logs ------------------------------------------------------------------------------
+
+def _unkeyed(p: Project, *, forget_marks: bool) -> None:
+    """Rewrite the loop's log as unkeyed lines with a recomputed chain (what automaton wrote
+    before keys existed, or a forger without the key); `forget_marks`: as if automaton had never
+    keyed it either (a project from before keys)."""
+    import shutil
+
+    from automaton.core.chain import GENESIS, line_hash, parse_line
+    from automaton.store import key
+
+    log = p.loop_dir(loops.LoopName("demo")) / loops.LOG_FILE
+    prev, text = GENESIS, ""
+    for raw in log.read_text().splitlines():
+        line = parse_line(raw)
+        assert line is not None
+        body = line.body.replace(f"prev={line.prev}", f"prev={prev}")
+        text, prev = text + body + "\n", line_hash(body)
+    log.write_text(text)
+    if forget_marks:
+        shutil.rmtree(key.key_path().parent / "keyed")
+
+
+def test_a_forged_unkeyed_line_is_tampering_and_the_gate_keeps_the_counters(project: Path) -> None:
+    from automaton.commands.loops import check_gate
+    from automaton.core.chain import format_line, line_hash
+
+    p = make_loop(project)
+    high = loops.update_state(p, "demo", "TICK", {"n": 3}, lambda s: s.update(iteration_count=3, spent_usd=2.0))
+    low = {**high, "iteration_count": 0}
+    data = loops.encode_state(low)
+    text = log_text(p)
+    forged = format_line("2026-01-01T00:00:00Z", "TICK", {"n": 4, **_counted(low)}, loops.state_token(data),
+                         line_hash(text.splitlines()[-1]))
+    (p.loop_dir(loops.LoopName("demo")) / loops.LOG_FILE).write_text(text + forged + "\n")
+    state_file(p).write_bytes(data)
+    with pytest.raises(loops.StateTampered, match="line 3 has no mac"):
+        loops.read_state(p, "demo")
+    out = check_gate(p, "demo")
+    assert out.code == 1 and out.data is not None and out.data["reason"] == "state_tampered"
+    s = loops.read_state(p, "demo")
+    assert (s["iteration_count"], s["status"]) == (3, "halted")
+    assert verify_text(log_text(p), load_key(create=False)).lines[-1].mac  # the re-seal is keyed
+
+
+def test_a_legacy_loop_log_reads_is_flagged_and_the_next_write_keys_it(project: Path) -> None:
+    from automaton.commands.loop_views import audit_section
+
+    p = make_loop(project)
+    _unkeyed(p, forget_marks=True)
+    rec = loops.inspect(p, "demo")
+    assert rec.tamper == "" and rec.chain.legacy
+    (row,) = audit_section(p)[1]
+    assert str(row["flag"]).startswith("UNKEYED (legacy):") and "next tick keys it" in str(row["flag"])
+    loops.update_state(p, "demo", "TICK", {"n": 1}, lambda s: s.update(iteration_count=1))
+    rec = loops.inspect(p, "demo")
+    assert rec.tamper == "" and not rec.chain.legacy and rec.chain.lines[0].mac == ""
+    assert audit_section(p)[1][0]["flag"] is None
+
+
+def test_a_keyed_loop_log_replaced_by_an_unkeyed_one_is_tampering_until_a_human_reseals(
+        project: Path, approver: str) -> None:
+    from automaton.commands.loops import approve_loop
+
+    p = make_loop(project)
+    loops.update_state(p, "demo", "TICK", {"n": 1}, lambda s: s.update(iteration_count=1))
+    _unkeyed(p, forget_marks=False)
+    with pytest.raises(loops.StateTampered, match="the whole log was replaced"):
+        loops.read_state(p, "demo")
+    assert approve_loop(p, "demo").code == 0
+    folder = p.loop_dir(loops.LoopName("demo"))
+    assert (folder / ".state.log.broken").is_file()  # the replaced log is kept as evidence
+    rec = loops.inspect(p, "demo")
+    assert rec.tamper == "" and rec.state["iteration_count"] == 1 and all(line.mac for line in rec.chain.lines)

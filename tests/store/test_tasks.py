@@ -203,3 +203,85 @@ def test_state_in_the_wrong_shape_says_so_and_names_the_task(tmp_path: Path) -> 
         read_phase(sub / ".state")
     assert "not in the exact form automaton writes" in err.value.message
     assert "--approve --task parent/child --to PHASE" in err.value.message
+
+
+# ---- keyed logs ------------------------------------------------------------------------------
+
+def _unkeyed_log(folder: Path, *phases: str) -> None:
+    """A log as automaton wrote it before keys existed (no mac), and `.state` at its last phase."""
+    from automaton.core.chain import GENESIS, format_line, line_hash
+
+    folder.mkdir(parents=True, exist_ok=True)
+    prev, text = GENESIS, ""
+    for p in phases:
+        line = format_line("2026-01-01T00:00:00Z", "TRANSITION", {"task": "t"}, p, prev)
+        text, prev = text + line + "\n", line_hash(line)
+    (folder / ".state.log").write_text(text)
+    (folder / ".state").write_text(f"{phases[-1]}\n")
+
+
+def test_a_forged_line_with_the_sha_chain_recomputed_but_no_key_is_tamper(tmp_path: Path) -> None:
+    from automaton.core.chain import format_line, line_hash
+
+    folder = tmp_path / "t"
+    seed(folder, "new", "implement")
+    log = folder / ".state.log"
+    last = log.read_text().splitlines()[-1]
+    log.write_text(log.read_text() + format_line("2026-01-01T00:00:00Z", "TRANSITION", {"task": "t"}, "complete",
+                                                 line_hash(last)) + "\n")
+    (folder / ".state").write_text("complete\n")
+    rec = tasks.load_dir(REF, folder)
+    assert "line 3 has no mac after keyed line 1" in rec.tamper and str(log) in rec.tamper
+
+
+def test_a_wrong_mac_is_tamper(tmp_path: Path) -> None:
+    folder = tmp_path / "t"
+    seed(folder, "new", "research")
+    log = folder / ".state.log"
+    text = log.read_text()
+    log.write_text(text[:text.rindex(" mac=") + 5] + "0" * 64 + "\n")
+    assert "line 2 has a mac the key does not verify" in tasks.load_dir(REF, folder).tamper
+
+
+def test_a_legacy_log_reads_and_the_next_write_keys_it(tmp_path: Path) -> None:
+    folder = tmp_path / "t"
+    _unkeyed_log(folder, "new", "research")
+    rec = tasks.load_dir(REF, folder)
+    assert rec.tamper == "" and rec.phase == "research" and rec.chain.legacy
+    seed(folder, "research:awaiting_approval")  # any write by automaton appends a keyed line
+    rec = tasks.load_dir(REF, folder)
+    assert rec.tamper == "" and rec.phase == "research:awaiting_approval" and not rec.chain.legacy
+    assert [bool(line.mac) for line in rec.chain.lines] == [False, False, True]
+
+
+def test_a_keyed_log_replaced_by_an_unkeyed_one_is_tamper(tmp_path: Path) -> None:
+    folder = tmp_path / "t"
+    seed(folder, "new", "research")
+    _unkeyed_log(folder, "new", "research", "implement")  # recomputed from line 1, no key
+    rec = tasks.load_dir(REF, folder)
+    assert "the whole log was replaced" in rec.tamper
+
+
+def test_keyed_lines_without_the_key_are_tamper_and_reading_makes_no_key(tmp_path: Path) -> None:
+    from automaton.store import key
+
+    folder = tmp_path / "t"
+    seed(folder, "new", "research")
+    key.key_path().unlink()
+    key.forget()
+    rec = tasks.load_dir(REF, folder)
+    assert "no key to verify it" in rec.tamper and str(key.key_path()) in rec.tamper
+    assert not key.key_path().exists()
+
+
+def test_a_log_copied_from_another_task_is_tamper(tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    seed(other, "new")
+    chainlog.commit(other / ".state", other / ".state.log", b"complete\n", "complete", "TRANSITION",
+                    {"task": "other"})
+    folder = tmp_path / "t"
+    folder.mkdir()
+    for name in (".state", ".state.log"):
+        (folder / name).write_bytes((other / name).read_bytes())
+    rec = tasks.load_dir(REF, folder)
+    assert "line 2 is task 'other''s, not 't''s" in rec.tamper

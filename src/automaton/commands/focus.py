@@ -1,8 +1,9 @@
 """`--focus T` / `--focus --clear`: which task the agent hooks enforce (DESIGN §7). A human act.
 
 `.automaton/focus` holds one line: the task (`T` or `P/SUB`), or `-` when cleared. It is
-committed with a chained line in `.automaton/focus.log` (like a task's `.state`), so a focus
-file written outside automaton (an agent widening its own scope) is detected, not obeyed.
+committed with a chained, keyed line in `.automaton/focus.log` (like a task's `.state`), so a
+focus file or log written outside automaton (an agent widening its own scope) is detected, not
+obeyed. A log from before keys existed reads as before; the next `--focus` keys it.
 """
 
 from __future__ import annotations

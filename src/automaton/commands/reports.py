@@ -7,7 +7,7 @@ from pathlib import Path
 
 from automaton.core import phases as ph
 from automaton.core.approvals import demotion
-from automaton.core.errors import BadInput, CorruptState, ExitCode
+from automaton.core.errors import BadInput, ExitCode
 from automaton.core.names import TaskRef
 from automaton.core.outcome import Outcome
 from automaton.store import tasks
@@ -23,17 +23,21 @@ MANUAL = (
 STRAY = "folder {folder} is not a task: task names are kebab-case; rename it or move it out of tasks/"
 
 
-def task_findings(ref: TaskRef, folder: Path) -> tuple[str | None, list[str]]:
-    """(phase or None, violations) for one task folder, without writing anything."""
+def task_findings(ref: TaskRef, folder: Path, keyed: bool = False) -> tuple[str | None, list[str]]:
+    """(phase or None, violations) for one task folder, without writing anything. With `keyed`
+    (the audit), an intact log without a keyed line is a violation too (`UNKEYED (legacy)`)."""
     try:
         rec = tasks.load_dir(ref, folder)
-    except CorruptState as exc:
+    except BadInput as exc:  # a corrupt `.state`, or a bad key file (store.key)
         return None, [exc.message]
     if rec.tamper:
         return rec.phase, [f"TAMPERED: {rec.tamper}"]
     if rec.phase is None:
         return None, [MANUAL.format(task=ref, name=ref.name)]
     found = []
+    if keyed and rec.chain.legacy:
+        found.append(unkeyed(rec.log_file, f"a human who has checked the task and its log re-keys it:"
+                             f" automaton --approve --task {ref} --to {rec.phase}"))
     bad = ph.forbidden_present(rec.phase, rec.present)
     if bad:
         found.append(f"forbidden artifacts for phase {rec.phase!r}: {', '.join(bad)}")
@@ -62,11 +66,18 @@ def validate_folder(project: Project, task: str | None = None) -> Outcome:
     return _report(project, list(tasks.iter_tasks(project)), "validate-folder")
 
 
-def _report(project: Project, targets: list[tuple[TaskRef, Path]], title: str, strays: bool = True) -> Outcome:
+def unkeyed(log: Path, fix: str) -> str:
+    """The audit's finding for an intact log that has no keyed line, with its `fix`."""
+    return (f"UNKEYED (legacy): {log} has no keyed line: written before automaton keyed its logs, or"
+            f" wholly replaced by someone without the key (the two look the same); {fix}")
+
+
+def _report(project: Project, targets: list[tuple[TaskRef, Path]], title: str, strays: bool = True,
+            keyed: bool = False) -> Outcome:
     out = Outcome()
     rows: list[dict[str, object]] = []
     for ref, folder in targets:
-        phase, found = task_findings(ref, folder)
+        phase, found = task_findings(ref, folder, keyed)
         deleted = tasks.deleted_state(project, ref) if found[:1] == [MANUAL.format(task=ref, name=ref.name)] else ""
         if deleted:  # not a legacy folder: its state files were deleted (store.tasks.deleted_state)
             found = [f"TAMPERED: {deleted}"]
@@ -102,21 +113,48 @@ def layout_findings(project: Project) -> list[str]:
     return found
 
 
+def key_findings(project: Project) -> tuple[str | None, list[str]]:
+    """(the key file, or None when it does not exist yet; violations): a key file that cannot be
+    used, and a focus log that is tampered or unkeyed. Reads only: never creates the key."""
+    from automaton.commands.focus import read_focus
+    from automaton.store import chainlog
+    from automaton.store.key import key_path, load_key
+
+    try:
+        path = str(key_path()) if load_key(create=False) is not None else None
+    except BadInput as exc:
+        return str(key_path()), [exc.message]
+    found: list[str] = []
+    if not project.dot.is_dir():  # no focus can live there (`layout_findings` says why)
+        return path, found
+    try:
+        read_focus(project)
+    except BadInput as exc:
+        found.append(f"TAMPERED: {exc.message}")
+    else:
+        if project.focus_log.is_file() and chainlog.read_chain(project.focus_log).legacy:
+            found.append(unkeyed(project.focus_log, "a human re-keys it: automaton --focus TASK (or --focus --clear)"))
+    return path, found
+
+
 # The Loops section of --audit comes from the loop store (seed 000 R9); injected to keep
 # this module free of loop imports. Signature: (project) -> (lines, rows, violations).
 LoopSection = Callable[[Project], tuple[list[str], list[dict[str, object]], int]]
 
 
 def audit(project: Project, loop_section: LoopSection | None = None) -> Outcome:
-    """Every task and every loop; exit 1 when anything is flagged.
+    """Every task, every loop and the focus; exit 1 when anything is flagged (an unkeyed log too).
 
-    data: {"ok": bool, "project": [str], "tasks": [...], "loops": [...]}; `project` lists
-    `layout_findings` (each also a VIOLATION line).
+    data: {"ok": bool, "key": str | None, "project": [str], "tasks": [...], "loops": [...]};
+    `key` is the key file (None while none exists); `project` lists `layout_findings` and
+    `key_findings` (each also a VIOLATION line). Never creates the key.
     """
-    out = _report(project, list(tasks.iter_tasks(project)), "Tasks")
+    out = _report(project, list(tasks.iter_tasks(project)), "Tasks", keyed=True)
     task_bad = 0 if out.ok else 1
-    broken = layout_findings(project)
-    out.lines[:0] = [f"audit of {project.root}"] + [f"  {'VIOLATION':9} {v}" for v in broken]
+    key, key_found = key_findings(project)
+    broken = layout_findings(project) + key_found
+    out.lines[:0] = [f"audit of {project.root}", f"  key: {key or 'none yet (made by the first write)'}"]
+    out.lines[2:2] = [f"  {'VIOLATION':9} {v}" for v in broken]
     loops_rows: list[dict[str, object]] = []
     loop_bad = 0
     if loop_section is not None:
@@ -124,6 +162,7 @@ def audit(project: Project, loop_section: LoopSection | None = None) -> Outcome:
         out.lines += lines
     assert out.data is not None
     out.data["project"] = broken
+    out.data["key"] = key
     out.data["loops"] = loops_rows
     out.data["ok"] = not (task_bad or loop_bad or broken)
     out.code = ExitCode.OK if out.data["ok"] else ExitCode.REFUSED

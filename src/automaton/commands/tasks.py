@@ -295,10 +295,11 @@ def approve(project: Project, task: str, to: str | None = None) -> Outcome:
 
 
 def _approve_to(project: Project, rec: tasks.TaskRecord, to: str, who: str, out: Outcome) -> Outcome:
-    if not rec.tamper and rec.phase is not None and rec.phase != ph.HUMAN:
+    # An unkeyed (legacy) log is vouched for like a tampered one: the human's line keys it.
+    if not rec.tamper and not rec.chain.legacy and rec.phase is not None and rec.phase != ph.HUMAN:
         raise Refused(
             f"{rec.ref} is at {rec.phase!r}: --approve --to only leaves human_intervention or"
-            " re-seals a tampered task; use --transition, or escalate to human_intervention first"
+            " re-seals a tampered or unkeyed task; use --transition, or escalate to human_intervention first"
         )
     bad = ph.forbidden_present(to, rec.present)
     if bad:
@@ -311,7 +312,9 @@ def _approve_to(project: Project, rec: tasks.TaskRecord, to: str, who: str, out:
     fields: dict[str, object] = {"task": str(rec.ref), "from": previous, "to": to, "by": who}
     if rec.tamper:
         fields["tamper"] = rec.tamper
-        if not rec.chain.ok:  # a broken chain is kept as evidence; the new line starts a fresh one
+        # A broken chain, or one copied from another task, is kept as evidence; the new line
+        # starts a fresh one.
+        if not rec.chain.ok or tasks.foreign_line(rec.chain, rec.ref):
             aside = _aside(rec.log_file)
             os.replace(rec.log_file, aside)
             fields["broken_log"] = aside.name

@@ -1,14 +1,19 @@
-"""Hash-chained log lines shared by task and loop `.state.log` files (DESIGN §4, §5; seed 000 R10).
+"""Hash-chained, keyed log lines shared by task and loop `.state.log` files and the focus log.
 
-One line: `<ISO-8601 UTC> <EVENT> key=value ... state=<token> prev=<sha256 of previous line>`.
-Values that contain spaces, quotes or `=` are JSON-quoted. `state` is the token the write
-left the state file in (a task's phase, or `sha256:<hex>` of a loop's `.state.loop`), so a
-state file that disagrees with its log's last line was written outside automaton.
+One line: `<ISO-8601 UTC> <EVENT> key=value ... state=<token> prev=<sha256 of previous line>
+mac=<HMAC-SHA256(key, the line up to " mac=")>`. Values that contain spaces, quotes or `=` are
+JSON-quoted. `state` is the token the write left the state file in (a task's phase, or
+`sha256:<hex>` of a loop's `.state.loop`), so a state file that disagrees with its log's last
+line was written outside automaton. `prev` chains each line to the whole previous line as
+written (mac included); `mac` binds each line to a per-user key the agent cannot read, so a
+forger who recomputes the SHA-256 chain still cannot write a line that verifies. Lines
+written before keys existed carry no `mac`; they may only form a prefix of a log.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import re
 from dataclasses import dataclass, field
@@ -18,6 +23,8 @@ _TOKEN = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S*)')
 _BARE = re.compile(r'^[^\s"=]*$')
 _EVENT = re.compile(r"^[A-Z][A-Z_]*\Z")
 _KEY = re.compile(r"^\w+\Z")
+_MAC = re.compile(r" mac=([0-9a-f]{64})\Z")
+_CHAIN_FIELDS = ("state", "prev", "mac")  # written by format_line itself, never taken from `fields`
 
 
 def line_hash(line: str) -> str:
@@ -25,27 +32,36 @@ def line_hash(line: str) -> str:
     return hashlib.sha256(line.encode("utf-8")).hexdigest()
 
 
+def line_mac(key: bytes, body: str) -> str:
+    """HMAC-SHA256 hex of `body` (a line without its ` mac=` suffix) under `key`."""
+    return hmac.new(key, body.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
 def _quote(value: object) -> str:
     text = "null" if value is None else str(value)
     return text if text and _BARE.match(text) else json.dumps(text)
 
 
-def format_line(ts: str, event: str, fields: dict[str, object], state: str, prev: str) -> str:
-    """Render one log line (no newline). `event` is UPPER_SNAKE; keys are `\\w+`."""
+def format_line(ts: str, event: str, fields: dict[str, object], state: str, prev: str,
+                key: bytes | None = None) -> str:
+    """Render one log line (no newline). `event` is UPPER_SNAKE; keys are `\\w+`; fields named
+    state, prev or mac are dropped. With `key` the line ends in ` mac=<hex>`; without, it is an
+    unkeyed (legacy) line. ValueError for a bad event or field name."""
     if not _EVENT.match(event):
         raise ValueError(f"bad event name {event!r}")
     bad = [k for k in fields if not _KEY.match(k)]
     if bad:
         raise ValueError(f"bad field name(s) {bad!r}: keys are \\w+")
     parts = [ts, event]
-    parts += [f"{k}={_quote(v)}" for k, v in fields.items() if k not in ("state", "prev")]
+    parts += [f"{k}={_quote(v)}" for k, v in fields.items() if k not in _CHAIN_FIELDS]
     parts += [f"state={_quote(state)}", f"prev={prev}"]
-    return " ".join(parts)
+    body = " ".join(parts)
+    return body if key is None else f"{body} mac={line_mac(key, body)}"
 
 
 @dataclass
 class LogLine:
-    """A parsed line: timestamp, event, fields (strings), and the chain fields."""
+    """A parsed line: timestamp, event, fields (strings), and the chain fields (`mac` "" when unkeyed)."""
 
     ts: str
     event: str
@@ -53,11 +69,21 @@ class LogLine:
     state: str = ""
     prev: str = ""
     raw: str = ""
+    mac: str = ""
+
+    @property
+    def body(self) -> str:
+        """The line the mac covers: `raw` without its ` mac=<hex>` suffix."""
+        return self.raw[: len(self.raw) - len(" mac=") - len(self.mac)] if self.mac else self.raw
 
 
 def parse_line(raw: str) -> LogLine | None:
-    """Parse a line; None when it is not a well-formed chained line."""
-    head = raw.split(" ", 2)
+    """Parse a line; None when it is not a well-formed chained line (a `mac` anywhere but as a
+    last ` mac=<64 hex>` token is malformed)."""
+    found = _MAC.search(raw)
+    mac = found.group(1) if found else ""
+    body = raw[: found.start()] if found else raw
+    head = body.split(" ", 2)
     if len(head) < 3 or not _EVENT.match(head[1]):
         return None
     fields: dict[str, str] = {}
@@ -68,19 +94,31 @@ def parse_line(raw: str) -> LogLine | None:
             except json.JSONDecodeError:
                 return None
         fields[key] = val
-    if "state" not in fields or "prev" not in fields:
+    if "state" not in fields or "prev" not in fields or "mac" in fields:
         return None
     state, prev = fields.pop("state"), fields.pop("prev")
-    return LogLine(head[0], head[1], fields, state, prev, raw)
+    return LogLine(head[0], head[1], fields, state, prev, raw, mac)
 
 
 @dataclass
 class ChainCheck:
-    """The verdict on a whole log: `ok`, the last line's `state`, and the first `error`."""
+    """The verdict on a whole log: `ok`, the lines read up to the first fault, and that `error`.
+
+    `needs_key`: the fault is a keyed line read without a key (not a proven forgery, but it
+    cannot be trusted either). `unverified`: keyed lines were taken on their SHA-256 chain
+    alone (`verify_text(check_macs=False)`).
+    """
 
     ok: bool
     lines: list[LogLine]
     error: str = ""
+    needs_key: bool = False
+    unverified: bool = False
+
+    @property
+    def legacy(self) -> bool:
+        """Lines, none keyed: written before keys existed (or wholly replaced by a forger)."""
+        return bool(self.lines) and not self.lines[-1].mac
 
     @property
     def last_state(self) -> str | None:
@@ -91,12 +129,20 @@ class ChainCheck:
         return line_hash(self.lines[-1].raw) if self.lines else GENESIS
 
 
-def verify_text(text: str) -> ChainCheck:
-    """Check every line parses and links to the one before; a partial last line is an error."""
+def verify_text(text: str, key: bytes | None = None, *, check_macs: bool = True) -> ChainCheck:
+    """Check every line parses, links to the one before and, from the first keyed line on,
+    carries a mac that `key` verifies. Unkeyed lines may only come before the first keyed one.
+
+    Without `key` a keyed line cannot be verified: the check fails (`needs_key`). With
+    `check_macs=False` (a reader that may not have the key and cannot write the log either)
+    keyed lines are taken on their SHA-256 chain alone (`unverified`). A partial last line is
+    an error. Never raises.
+    """
     if text and not text.endswith("\n"):
         return ChainCheck(False, [], "the last line is partial (no newline): the log was cut")
     lines: list[LogLine] = []
     prev = GENESIS
+    first_keyed = 0
     # Split on "\n" only: str.splitlines() also splits on \r, \x1c, \u2028 ..., which a
     # line may legitimately hold, and would then mis-hash it.
     for n, raw in enumerate(text.split("\n")[:-1] if text else [], start=1):
@@ -105,6 +151,18 @@ def verify_text(text: str) -> ChainCheck:
             return ChainCheck(False, lines, f"line {n} is not a valid log line")
         if parsed.prev != prev:
             return ChainCheck(False, lines, f"line {n} does not link to line {n - 1} (hash chain broken)")
+        if parsed.mac and check_macs:
+            if key is None:
+                return ChainCheck(False, lines, f"line {n} is sealed with a key (mac=) but there is no key"
+                                  " to verify it", needs_key=True)
+            if not hmac.compare_digest(parsed.mac, line_mac(key, parsed.body)):
+                return ChainCheck(False, lines, f"line {n} has a mac the key does not verify: it was"
+                                  " forged (or written with another user's key)")
+        if parsed.mac:
+            first_keyed = first_keyed or n
+        elif first_keyed:
+            return ChainCheck(False, lines, f"line {n} has no mac after keyed line {first_keyed}:"
+                              " it was not written by automaton")
         lines.append(parsed)
         prev = line_hash(raw)
-    return ChainCheck(True, lines)
+    return ChainCheck(True, lines, unverified=bool(first_keyed) and not check_macs)

@@ -1,5 +1,8 @@
 """State file + hash-chained log written as one unit, and the tamper check (DESIGN §3, §4, §5).
 
+Every line automaton appends is keyed (`mac=`, see `core.chain` and `store.key`): writers load
+the key, creating it on first use; readers only load it, so a read-only command never makes one.
+
 Write order, under the caller's lock: (1) the new state goes to the fsynced temp file,
 (2) the log line naming the new state token is appended, (3) the temp file replaces the state.
 A crash after (2) leaves a temp file whose token matches the log's last line: the next locked
@@ -14,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from automaton.core.chain import ChainCheck, format_line, verify_text
+from automaton.store import key as keys
 from automaton.store.atomic import append_line, publish, tmp_path, write_tmp
 
 
@@ -25,23 +29,57 @@ def utc_now() -> str:
 
 
 def read_chain(log_path: Path) -> ChainCheck:
-    """Verify the whole log at `log_path`; a missing log is an empty, valid chain."""
+    """Verify the whole log at `log_path` with the key (never creating it); a missing log is an
+    empty, valid chain. Not ok when a line is forged, unkeyed after a keyed one, keyed while the
+    key is missing, or when the whole log is unkeyed at a path automaton has keyed before (it
+    was replaced). Where the key is hidden (`store.key.KeyHidden`: an agent's sandbox, which
+    cannot write the log either) keyed lines are taken on their SHA-256 chain (`unverified`).
+    Raises BadInput/CorruptState (exit 2) for a bad key file (`store.key`)."""
+    text = _read_text(log_path)
+    if not isinstance(text, str):
+        return text
     try:
-        text = log_path.read_text(encoding="utf-8")
+        key, hidden = keys.load_key(create=False), False
+    except keys.KeyHidden:
+        key, hidden = None, True
+    check = verify_text(text, key, check_macs=not hidden)
+    if check.ok and check.legacy and keys.was_keyed(log_path):
+        # A writer appends its first keyed line before it marks the log: re-read once, so a
+        # reader that raced that writer sees the keyed line instead of a false replacement.
+        text = _read_text(log_path)
+        if not isinstance(text, str):
+            return text
+        check = verify_text(text, key, check_macs=not hidden)
+        if check.ok and check.legacy:
+            return ChainCheck(False, check.lines, "no line is keyed, but automaton has sealed this log with"
+                              " its key before: the whole log was replaced")
+    if check.needs_key:
+        return ChainCheck(False, check.lines, f"{check.error}: {keys.key_path()} is missing (restore it"
+                          " from a backup, or a human re-seals the log)", needs_key=True)
+    return check
+
+
+def _read_text(log_path: Path) -> str | ChainCheck:
+    try:
+        return log_path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return ChainCheck(True, [])
     except (OSError, UnicodeDecodeError) as exc:
         return ChainCheck(False, [], f"cannot read: {exc}")
-    return verify_text(text)
 
 
 def append_event(
     log_path: Path, event: str, fields: dict[str, object], state: str, chain: ChainCheck | None = None
 ) -> str:
-    """Append one chained line recording `state`; returns the line. Caller holds the lock."""
+    """Append one keyed, chained line recording `state`; returns the line. Caller holds the lock.
+
+    Creates the key on first use; BadInput/CorruptState (exit 2) for a bad key file.
+    """
+    key = keys.load_key(create=True)
     chain = chain if chain is not None else read_chain(log_path)
-    line = format_line(utc_now(), event, fields, state, chain.last_hash)
+    line = format_line(utc_now(), event, fields, state, chain.last_hash, key)
     append_line(log_path, line)
+    keys.mark_keyed(log_path)  # after the line: a reader that sees the mark also sees a keyed line
     return line
 
 

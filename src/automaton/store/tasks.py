@@ -200,8 +200,11 @@ def load_dir(ref: TaskRef, folder: Path, *, strict: bool = True) -> TaskRecord:
             raise CorruptState(message)
         return TaskRecord(ref, folder, None, chain, message, present)
     tamper = ""
+    foreign = foreign_line(chain, ref)
     if not chain.ok:
         tamper = f"{log_file}: {chain.error}"
+    elif foreign:
+        tamper = f"{log_file}: {foreign}"
     elif not chain.lines:
         tamper = f"{state_file} has no {LOG}: it was written outside automaton"
     elif chain.last_state != phase:
@@ -213,6 +216,17 @@ def load_dir(ref: TaskRef, folder: Path, *, strict: bool = True) -> TaskRecord:
                 " it was edited outside automaton"
             )
     return TaskRecord(ref, folder, phase, chain, tamper, present)
+
+
+def foreign_line(chain: ChainCheck, ref: TaskRef) -> str:
+    """Why a keyed log belongs to another task ("" when it does not): a keyed line whose `task`
+    field names another task was copied from that task's log (a valid mac vouches for the line,
+    not for the folder it was copied into)."""
+    for n, line in enumerate(chain.lines, start=1):
+        named = line.fields.get("task")
+        if line.mac and named is not None and named != str(ref):
+            return f"line {n} is task {named!r}'s, not {str(ref)!r}'s: the log was copied from another task"
+    return ""
 
 
 def _corrupt_message(state_file: Path, data: bytes, ref: TaskRef) -> str:

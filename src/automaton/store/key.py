@@ -1,0 +1,157 @@
+"""The per-user key that seals every chained log line (`mac=`), and the marks of keyed logs.
+
+The key is `~/.config/automaton/key`: 64 lowercase hex digits (32 random bytes) and a newline,
+file mode 0600, owned by the user, in a folder made with mode 0700. It lives outside every project so
+that an agent confined to a project (the sandbox hides this folder) cannot recompute a mac.
+Writers create it on first use (`load_key(create=True)`); readers never do (`create=False`:
+no key means keyed lines cannot be verified, which the chain check treats as tampering).
+A key this process may not open (`KeyHidden`: an agent's sandbox hides the folder) is another
+matter: such a process cannot write the logs either (the sandbox makes them read-only), so
+readers there take keyed lines on their SHA-256 chain alone, and writers refuse.
+
+Beside it, `keyed/` holds one small mark file per log that automaton has sealed with the key
+(named by the SHA-256 of the log's resolved path; it holds that path, for a human). A log at a marked path that reads as
+unkeyed was replaced by a forger, not left over from before keys existed (see
+`store.chainlog.read_chain`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+from pathlib import Path
+
+from automaton.core.errors import BadInput, CorruptState
+
+KEY_BYTES = 32
+_HEX = re.compile(rb"[0-9a-f]{64}\n?\Z")
+_POSIX = os.name != "nt"  # Windows has no mode bits to check: its ACLs are the user's profile's
+_cache: dict[Path, bytes] = {}  # key file -> key, per process (tests give each test its own HOME)
+_SETUP = "(automaton creates it on its next write when it is absent)"
+
+
+class KeyHidden(BadInput):
+    """The key exists but this process may not open it (exit 2 for a writer): an agent's sandbox."""
+
+
+def key_path() -> Path:
+    """`~/.config/automaton/key`. BadInput (exit 2) when the home folder cannot be found."""
+    try:
+        return Path.home() / ".config" / "automaton" / "key"
+    except RuntimeError:
+        raise BadInput("cannot find the home folder for the automaton key: set HOME") from None
+
+
+def load_key(create: bool) -> bytes | None:
+    """The key (32 bytes), cached per process; None when it does not exist and `create` is False.
+
+    `create=True` (writers only) makes it when absent: written whole to a private temp file,
+    then published with `os.link`, which like O_EXCL fails when the name exists, so of several
+    processes racing exactly one key wins and every loser reads the winner's.
+    Raises BadInput (exit 2) for a key file readable or writable by others, owned by another
+    user, or unreadable, and CorruptState (exit 2) for one that is not 64 hex digits; each
+    names the file and the fix. KeyHidden (a BadInput) when the key may not be opened here.
+    """
+    path = key_path()
+    cached = _cache.get(path)
+    if cached is not None:
+        return cached
+    key = _read(path)
+    if key is None and create:
+        key = _create(path)
+    if key is not None:
+        _cache[path] = key
+    return key
+
+
+def forget() -> None:
+    """Drop the per-process cache (tests that replace the key file within one process)."""
+    _cache.clear()
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    except PermissionError as exc:
+        raise KeyHidden(f"{path}: this process may not read the automaton key ({exc.strerror}): inside an"
+                        " agent's sandbox automaton writes no log (run it outside); elsewhere fix the"
+                        f" permissions: chmod 700 {path.parent}; chmod 600 {path}") from None
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read the automaton key ({exc.strerror}); make it the file automaton"
+                       f" wrote (mode 600) or restore it from a backup") from None
+    try:
+        info = os.fstat(fd)
+        data = os.read(fd, 4 * KEY_BYTES)
+    finally:
+        os.close(fd)
+    if _POSIX and info.st_mode & 0o077:
+        raise BadInput(f"{path}: mode {info.st_mode & 0o777:04o} lets other users see or change the key that seals"
+                       f" automaton's logs; fix: chmod 600 {path}")
+    if _POSIX and info.st_uid != os.getuid():
+        raise BadInput(f"{path}: owned by another user (uid {info.st_uid}), so it does not seal your logs;"
+                       f" fix: remove it {_SETUP}, then re-seal each log a human vouches for")
+    if not _HEX.match(data):
+        raise CorruptState(f"{path}: not an automaton key ({info.st_size} bytes; it holds 64 hex digits and a"
+                           " newline): restore it from a backup, or remove it (a new key is made on the next"
+                           " write) and re-seal each keyed log with a human --approve or --focus")
+    return bytes.fromhex(data[:64].decode("ascii"))
+
+
+def _create(path: Path) -> bytes:
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        tmp = path.with_name(f".key.{os.getpid()}.{os.urandom(4).hex()}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, os.urandom(KEY_BYTES).hex().encode("ascii") + b"\n")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # another process won the race: its key is complete (a link publishes it whole)
+        finally:
+            tmp.unlink()
+    except PermissionError as exc:
+        raise KeyHidden(f"{path}: this process may not create the automaton key ({exc.strerror}): inside an"
+                        f" agent's sandbox automaton writes no log (run it outside); elsewhere make {path.parent}"
+                        " a folder you can write (mode 0700)") from None
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot create the automaton key ({exc.strerror}); make"
+                       f" {path.parent} a folder you can write (mode 0700)") from None
+    key = _read(path)
+    if key is None:  # removed between the link and the read: never seal with a key nobody kept
+        raise BadInput(f"{path}: removed while it was being created; run the command again")
+    return key
+
+
+def _mark(log_path: Path) -> Path:
+    name = hashlib.sha256(str(log_path.resolve()).encode("utf-8", "surrogateescape")).hexdigest()
+    return key_path().parent / "keyed" / name
+
+
+def mark_keyed(log_path: Path) -> None:
+    """Record that automaton sealed `log_path` with the key. Best effort: without the mark, a
+    replaced log at this path reads as unkeyed legacy (flagged by --audit) instead of tampered."""
+    mark = _mark(log_path)
+    with contextlib.suppress(OSError):  # FileExistsError included: marked before
+        mark.parent.mkdir(mode=0o700, exist_ok=True)
+        fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:  # the path, for a human who wonders what a mark stands for
+            os.write(fd, f"{log_path.resolve()}\n".encode("utf-8", "surrogateescape"))
+        finally:
+            os.close(fd)
+
+
+def was_keyed(log_path: Path) -> bool:
+    """Whether automaton has sealed the log at `log_path` with the key (see `mark_keyed`).
+    False where the mark cannot be looked at (a sandbox hiding the key's folder: see KeyHidden)."""
+    try:
+        return _mark(log_path).exists()
+    except OSError:
+        return False
