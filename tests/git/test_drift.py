@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -117,11 +118,169 @@ def test_excludes_outside_the_project_gitignore_do_not_hide_drift(tmp_path: Path
     assert changed_paths(wt, base) == ["EVIL.sh", "src/x.secret"]
 
 
-def test_the_project_gitignore_still_hides_files(tmp_path: Path) -> None:
-    _, wt, base = repo_with_worktree(tmp_path)
-    (wt / "src" / ".gitignore").write_text("*.log\n")
+def test_the_base_commits_gitignore_still_hides_files(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    (repo / "src").mkdir()
+    (repo / "src" / ".gitignore").write_text("*.log\n!keep.log\n")
+    (repo / ".gitignore").write_text("/cache/\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "ignores")
+    base = git(repo, "rev-parse", "HEAD").strip()
+    wt = repo / "wt"
+    git(repo, "worktree", "add", "-q", "-b", "loop/demo", str(wt), base)
     (wt / "src" / "run.log").write_text("x\n")
-    assert changed_paths(wt, base) == ["src/.gitignore"]
+    (wt / "src" / "keep.log").write_text("x\n")
+    (wt / "cache").mkdir()
+    (wt / "cache" / "blob").write_text("x\n")
+    assert changed_paths(wt, base) == ["src/keep.log"]
+
+
+def agent_hides(wt: Path, how: str) -> None:
+    """The agent plants EVIL.sh at the top and src/evil.py, then hides them from git one way."""
+    (wt / "EVIL.sh").write_text("rm -rf ~\n")
+    (wt / "src" / "evil.py").write_text("import os\n")
+    if how == "new_subdir_gitignore":
+        (wt / "src" / ".gitignore").write_text("evil.py\n")
+        (wt / ".gitignore").write_text("EVIL.sh\n")
+    elif how == "modified_root_gitignore":
+        with (wt / ".gitignore").open("a") as f:
+            f.write("EVIL.sh\nsrc/evil.py\n")
+    elif how == "info_exclude":
+        common = Path(git(wt, "rev-parse", "--path-format=absolute", "--git-common-dir").strip())
+        (common / "info").mkdir(exist_ok=True)
+        (common / "info" / "exclude").write_text("EVIL.sh\nevil.py\n")
+    elif how == "self_ignoring_gitignore":
+        (wt / "src" / ".gitignore").write_text(".gitignore\nevil.py\n")
+        (wt / "sub").mkdir()
+        (wt / "sub" / ".gitignore").write_text("*\n")  # ignores itself and everything beside it
+        (wt / "sub" / "x.txt").write_text("x\n")
+        with (wt / ".gitignore").open("a") as f:
+            f.write("EVIL.sh\n")
+    else:
+        raise AssertionError(how)
+
+
+@pytest.mark.parametrize("how", ["new_subdir_gitignore", "modified_root_gitignore", "info_exclude",
+                                 "self_ignoring_gitignore"])
+def test_files_the_agent_hid_from_git_are_still_drift(tmp_path: Path, how: str) -> None:
+    repo = init_repo(tmp_path / "repo")
+    (repo / "src").mkdir()
+    (repo / "src" / "app.py").write_text("app\n")
+    (repo / ".gitignore").write_text("*.tmp\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "layout")
+    base = git(repo, "rev-parse", "HEAD").strip()
+    wt = repo / ".automaton" / "loops" / "demo" / "worktree"
+    git(repo, "worktree", "add", "-q", "-b", "loop/demo", str(wt), base)
+    agent_hides(wt, how)
+    seen_by_git = git(wt, "status", "--porcelain", "--untracked-files=all")
+    assert "EVIL.sh" not in seen_by_git and "evil.py" not in seen_by_git  # git itself is fooled
+    found = changed_paths(wt, base)
+    assert {"EVIL.sh", "src/evil.py"} <= set(found)
+    if how == "self_ignoring_gitignore":
+        assert {"src/.gitignore", "sub/.gitignore", "sub/x.txt", ".gitignore"} <= set(found)
+
+
+def test_test_artefacts_are_not_drift_but_their_lookalikes_elsewhere_are(tmp_path: Path) -> None:
+    _, wt, base = repo_with_worktree(tmp_path)
+    for rel in ("src/__pycache__/app.cpython-311.pyc", "tests/x.pyc", ".pytest_cache/v/cache", ".mypy_cache/x",
+                ".ruff_cache/x", "pkg.egg-info/PKG-INFO", "build/lib/x.py", "dist/x.whl", "node_modules/a/b.js",
+                ".tox/py/x", ".coverage", "htmlcov/index.html", "src/pkg/build/gen.py"):
+        (wt / rel).parent.mkdir(parents=True, exist_ok=True)
+        (wt / rel).write_text("x\n")
+    (wt / "src" / "pycache.py").write_text("x\n")
+    (wt / "coverage").write_text("x\n")
+    assert changed_paths(wt, base) == ["coverage", "src/pycache.py"]
+    assert changed_paths(wt, base, excludes=()) != ["coverage", "src/pycache.py"]
+
+
+def test_the_default_excludes_are_one_exported_constant() -> None:
+    from automaton.git.drift import DEFAULT_EXCLUDES
+
+    assert {"__pycache__/", "*.pyc", ".pytest_cache/", ".mypy_cache/", ".ruff_cache/", "*.egg-info/", "build/",
+            "dist/", "node_modules/", ".tox/", ".coverage", "htmlcov/"} == set(DEFAULT_EXCLUDES)
+
+
+def test_a_tracked_file_changes_even_when_git_is_told_not_to_look(tmp_path: Path) -> None:
+    _, wt, base = repo_with_worktree(tmp_path)
+    git(wt, "update-index", "--assume-unchanged", "docs/guide.md")
+    (wt / "docs/guide.md").write_text("rewritten\n")
+    git(wt, "update-index", "--skip-worktree", "tests/test_app.py")
+    (wt / "tests/test_app.py").write_text("def test(): pass\n")
+    git(wt, "update-index", "--skip-worktree", "README.md")  # flagged, content unchanged: still counts
+    assert git(wt, "status", "--porcelain") == ""  # git itself is fooled
+    assert changed_paths(wt, base) == ["README.md", "docs/guide.md", "tests/test_app.py"]
+
+
+def test_a_forged_stat_cache_does_not_hide_a_change(tmp_path: Path) -> None:
+    """The agent tells git to trust only size and mtime, then rewrites a file keeping both."""
+    _, wt, base = repo_with_worktree(tmp_path)
+    target = wt / "docs/guide.md"
+    git(wt, "config", "core.checkStat", "minimal")
+    git(wt, "config", "core.trustctime", "false")
+    old = 1_000_000_000
+    os.utime(target, (old, old))
+    git(wt, "update-index", "--refresh")
+    target.write_text("# docs/HACKED!!\n")  # as long as "# docs/guide.md\n"
+    os.utime(target, (old, old))
+    assert target.stat().st_size == len("# docs/guide.md\n")
+    assert git(wt, "status", "--porcelain") == ""  # git itself is fooled
+    assert changed_paths(wt, base) == ["docs/guide.md"]
+
+
+def test_a_file_replaced_by_a_symlink_or_behind_a_symlinked_folder_is_drift(tmp_path: Path) -> None:
+    _, wt, base = repo_with_worktree(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "test_app.py").write_text("# tests/test_app.py\n")  # same content, elsewhere
+    import shutil
+
+    shutil.rmtree(wt / "tests")
+    (wt / "tests").symlink_to(outside)
+    (wt / "README.md").unlink()
+    (wt / "README.md").symlink_to(outside / "test_app.py")
+    found = changed_paths(wt, base)
+    assert "README.md" in found and "tests/test_app.py" in found
+
+
+def test_replace_refs_never_hide_a_commit(tmp_path: Path) -> None:
+    from automaton.git.drift import committed_paths
+
+    repo, wt, base = repo_with_worktree(tmp_path)
+    (wt / "docs/guide.md").write_text("out of scope\n")
+    git(wt, "commit", "-q", "-am", "agent")
+    head = git(wt, "rev-parse", "HEAD").strip()
+    git(wt, "replace", head, base)  # HEAD now reads as the base commit to a plain git
+    git(wt, "checkout", "-q", base, "--", "docs/guide.md")  # and the worktree and index match it
+    assert git(wt, "diff", "--name-only", base, "HEAD") == ""  # git itself is fooled
+    assert git(wt, "status", "--porcelain") == ""
+    assert changed_paths(wt, base) == ["docs/guide.md"]
+    assert committed_paths(repo, base, head) == ["docs/guide.md"]
+
+
+def test_committed_paths_and_the_post_commit_drift_check(tmp_path: Path) -> None:
+    from automaton.git.drift import committed_out_of_scope, committed_paths
+    from automaton.git.worktree import commit_all
+
+    repo, wt, base = repo_with_worktree(tmp_path)
+    (wt / "src/app.py").write_text("in scope\n")
+    (wt / "docs/guide.md").write_text("out of scope\n")
+    (wt / "uncommitted.txt").write_text("x\n")
+    git(wt, "add", "src/app.py", "docs/guide.md")
+    git(wt, "commit", "-q", "-m", "agent")
+    (wt / "README.md").write_text("left in the worktree\n")
+    head = git(wt, "rev-parse", "HEAD").strip()
+    assert committed_paths(repo, base, head) == ["docs/guide.md", "src/app.py"]
+    assert committed_out_of_scope(repo, base, head, ["src/**"]) == ["docs/guide.md"]
+    blob = git(repo, "rev-parse", f"{head}:docs/guide.md").strip()
+    assert committed_out_of_scope(repo, base, head, ["src/**"], [f"docs/guide.md@{blob}"]) == []
+    assert committed_out_of_scope(repo, base, head, ["src/**"], ["docs/guide.md@" + "0" * 40]) == ["docs/guide.md"]
+    done = commit_all(wt, "tick")
+    assert done.sha is not None
+    assert committed_out_of_scope(repo, base, done.sha, ["src/**"]) == ["README.md", "docs/guide.md",
+                                                                        "uncommitted.txt"]
+    with pytest.raises(DriftError, match="not a commit"):
+        committed_paths(repo, base, "0" * 40)
 
 
 def test_blob_ids_match_git(tmp_path: Path) -> None:

@@ -1,11 +1,11 @@
-"""git.worktree beyond seed 002: prune/repair, foreign directories, base branch, commits."""
+"""git.worktree: repairing only the loop's own entry, locks, foreign directories, base branch, commits."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
-from automaton.git.worktree import commit_all, ensure_worktree, list_worktrees
+from automaton.git.worktree import CommitResult, commit_all, ensure_worktree, list_worktrees
 from tests.helpers import git, init_repo
 
 
@@ -54,9 +54,60 @@ def test_base_branch_is_used_never_a_hardcoded_main(tmp_path: Path) -> None:
 
 def test_commit_all_commits_everything_on_the_loop_branch(project: Path, tmp_path: Path) -> None:
     res = ensure_worktree(project, tmp_path / "loop", "demo")
-    assert commit_all(res.path, "automaton: tick 1") == (None, None)  # nothing to commit
+    assert commit_all(res.path, "automaton: tick 1") == CommitResult(None, None, None)  # nothing to commit
     (res.path / "new.py").write_text("x = 1\n")
-    sha, err = commit_all(res.path, "automaton: tick 1")
-    assert err is None and sha == git(project, "rev-parse", "loop/demo").strip()
+    done = commit_all(res.path, "automaton: tick 1")
+    assert done.error is None and done.sha == git(project, "rev-parse", "loop/demo").strip()
     assert git(project, "log", "-1", "--format=%s", "loop/demo").strip() == "automaton: tick 1"
     assert git(project, "rev-parse", "main").strip() == res.base_commit  # main untouched
+
+
+def test_a_bystander_worktree_whose_folder_is_away_stays_registered(project: Path, tmp_path: Path) -> None:
+    bystander = tmp_path / "usb" / "feature"
+    git(project, "worktree", "add", "-q", "-b", "feature", str(bystander))
+    (bystander / "wip.txt").write_text("unfinished\n")
+    away = tmp_path / "away"
+    bystander.parent.rename(away)  # the drive is unmounted for a while
+    loop = tmp_path / "loop"
+    first = ensure_worktree(project, loop, "demo")
+    for i in range(10):
+        if i == 5:
+            shutil.rmtree(first.path)  # the loop's own worktree vanishes: only its entry is repaired
+        res = ensure_worktree(project, loop, "demo", recorded_path=str(first.path))
+        assert res.fallback is None and res.path == first.path
+        assert str(bystander) in git(project, "worktree", "list", "--porcelain")
+    away.rename(bystander.parent)
+    assert git(bystander, "status", "--porcelain") == "?? wip.txt\n"
+    assert git(bystander, "rev-parse", "--abbrev-ref", "HEAD").strip() == "feature"
+
+
+def test_a_locked_missing_own_entry_is_refused_with_the_unlock_command(project: Path, tmp_path: Path) -> None:
+    loop = tmp_path / "loop"
+    first = ensure_worktree(project, loop, "demo")
+    git(project, "worktree", "lock", "--reason", "on a slow disk", str(first.path))
+    shutil.rmtree(first.path)
+    res = ensure_worktree(project, loop, "demo", recorded_path=str(first.path))
+    assert res.path == project and res.kind == "occupied" and res.fallback is not None
+    assert "on a slow disk" in res.fallback and f"git worktree unlock {first.path}" in res.fallback
+    git(project, "worktree", "unlock", str(first.path))
+    again = ensure_worktree(project, loop, "demo", recorded_path=str(first.path))
+    assert again.created and again.fallback is None
+
+
+def test_a_branch_checked_out_in_the_main_checkout_names_it(project: Path, tmp_path: Path) -> None:
+    git(project, "checkout", "-q", "-b", "loop/demo")
+    res = ensure_worktree(project, tmp_path / "loop", "demo")
+    assert res.kind == "elsewhere"
+    assert res.fallback == f"branch loop/demo is checked out in the main checkout at {project}"
+
+
+def test_a_branch_checked_out_in_a_missing_locked_worktree_says_how_to_free_it(project: Path, tmp_path: Path) -> None:
+    other = tmp_path / "old" / "wt"
+    git(project, "worktree", "add", "-q", "-b", "loop/demo", str(other))
+    git(project, "worktree", "lock", "--reason", "usb stick", str(other))
+    shutil.rmtree(tmp_path / "old")
+    res = ensure_worktree(project, tmp_path / "loop", "demo")
+    assert res.kind == "elsewhere" and res.fallback is not None
+    assert str(other) in res.fallback and "usb stick" in res.fallback
+    assert f"git worktree unlock {other} && git worktree remove --force {other}" in res.fallback
+    assert str(other) in git(project, "worktree", "list")  # never pruned by automaton

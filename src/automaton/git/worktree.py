@@ -1,10 +1,11 @@
-"""The per-loop git worktree (seed 002 R1–R6, DESIGN §6 step 3).
+"""The per-loop git worktree.
 
 `ensure_worktree` returns where a tick runs: `<loop_dir>/worktree` on branch `loop/<name>`,
-or the project root with the reason (the seed 002 R2 fallback: no git, not a repository,
-worktree add failed, branch checked out elsewhere, a foreign directory in the way). It never
-raises for git's failure and never writes automaton state: the runner records the result
-(git must not import store, DESIGN §10).
+or the project root with the reason (no git, not a repository, worktree add failed, branch
+checked out elsewhere, a foreign directory in the way, a locked registration). It never
+raises for git's failure, never writes automaton state (the runner records the result; git
+must not import store) and never touches a worktree that is not the loop's own.
+`commit_all` (the tick's commit) lives in `automaton.git.commit` and is re-exported here.
 """
 
 from __future__ import annotations
@@ -15,6 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from automaton.git import run_git
+from automaton.git.commit import CommitResult, commit_all
+
+__all__ = ["BRANCH_PREFIX", "FALLBACK_KINDS", "LOOP_WORKTREE_DIR", "CommitResult", "WorktreeResult", "branch_name",
+           "commit_all", "ensure_worktree", "list_worktrees", "worktree_path"]
 
 LOOP_WORKTREE_DIR = "worktree"
 BRANCH_PREFIX = "loop/"
@@ -31,7 +36,7 @@ class WorktreeResult:
     base_commit: the commit the worktree's changes are measured from (40 hex) or None;
     fallback: why the tick runs in the main checkout (None when it does not, and None when
     `use_worktree` is false: that is configuration, not a fallback); created: a
-    `git worktree add` ran; cleared_stale: a recorded path no longer existed (seed 002 R5);
+    `git worktree add` ran; cleared_stale: a recorded path no longer existed;
     kind: what kind of fallback, one of FALLBACK_KINDS (None without a fallback)."""
 
     path: Path
@@ -48,7 +53,7 @@ class WorktreeResult:
 
 
 def worktree_path(loop_dir: Path) -> Path:
-    """`<loop_dir>/worktree`, built with pathlib (seed 002 R6)."""
+    """`<loop_dir>/worktree`, built with pathlib."""
     return loop_dir / LOOP_WORKTREE_DIR
 
 
@@ -57,7 +62,8 @@ def branch_name(name: str) -> str:
 
 
 def list_worktrees(repo: Path) -> list[dict[str, str]] | None:
-    """`git worktree list --porcelain` as [{worktree, HEAD, branch, prunable?}], None on error."""
+    """`git worktree list --porcelain` as [{worktree, HEAD, branch, locked?, prunable?}] (the
+    main checkout first; `locked` holds the reason, "" when none was given), None on error."""
     out = run_git(repo, ["worktree", "list", "--porcelain"])
     if out.code != 0:
         return None
@@ -87,6 +93,47 @@ def _fallback(root: Path, reason: str, cleared: bool, kind: str) -> WorktreeResu
     return WorktreeResult(root, None, None, fallback=reason, cleared_stale=cleared, kind=kind)
 
 
+def _missing(entry: dict[str, str]) -> bool:
+    return "prunable" in entry or not os.path.lexists(entry["worktree"])
+
+
+def _lock_note(entry: dict[str, str]) -> str:
+    """' (locked: <reason>)' for a locked entry, '' otherwise."""
+    if "locked" not in entry:
+        return ""
+    return f" (locked: {entry['locked'] or 'no reason given'})"
+
+
+def _where(entry: dict[str, str], main: dict[str, str]) -> str:
+    """Where a branch is checked out ("at <path>" or "in the main checkout at <path>"), with
+    what a human can do when that worktree's folder is gone."""
+    path = entry["worktree"]
+    if entry is main:
+        return f"in the main checkout at {path}"
+    if not _missing(entry):
+        return f"at {path}{_lock_note(entry)}"
+    steps = (f"git worktree unlock {path} && " if "locked" in entry else "") + f"git worktree remove --force {path}"
+    return f"at {path}{_lock_note(entry)}, whose folder is missing; if it is gone for good, run: {steps}"
+
+
+def _forget_missing(root: Path, entry: dict[str, str]) -> str | None:
+    """Drop the registration of the loop's own worktree whose folder is gone; the reason it
+    cannot be dropped, or None. Only this one entry: `git worktree remove --force <its path>`
+    (git finds it by its exact registered path and, the folder being gone, deletes nothing but
+    its `$GIT_COMMON_DIR/worktrees/<id>` record). Never `git worktree prune`, which would also
+    forget every other worktree whose folder is away for a while (on a drive not mounted)."""
+    path = entry["worktree"]
+    if "locked" in entry:
+        return (f"{path} is registered with git but its folder is missing, and the entry is locked"
+                f" ({entry['locked'] or 'no reason given'}); if it is gone for good, run: git worktree unlock {path}")
+    if os.path.lexists(path):  # it came back: never let `remove --force` delete a folder
+        return f"{path} reappeared while automaton repaired its registration; run the tick again"
+    done = run_git(root, ["worktree", "remove", "--force", path])
+    if done.code != 0:
+        return f"cannot forget the missing worktree {path}: {(done.err.strip().splitlines() or ['?'])[-1]}"
+    return None
+
+
 def ensure_worktree(
     project_root: Path,
     loop_dir: Path,
@@ -99,14 +146,18 @@ def ensure_worktree(
 ) -> WorktreeResult:
     """Make sure the loop's worktree exists and return where the tick runs.
 
-    use_worktree false -> the project root, no git call (seed 002 R1). A recorded path that
-    exists and is registered with git on `loop/<name>` is reused without `worktree add`.
-    Otherwise: `git rev-parse --is-inside-work-tree`, `git worktree prune` (forget
-    registered-but-missing worktrees), then `git worktree add <path> loop/<name>` when the
-    branch exists or `git worktree add -b loop/<name> <path> <base>` when not, where base is
-    `base_branch` if set else the project's HEAD (never a hard-coded `main`). A branch
-    checked out elsewhere is reported with that path from `git worktree list --porcelain`; a
-    non-empty directory at the worktree path that git does not know is never deleted.
+    use_worktree false -> the project root, no git call. A recorded path that exists and is
+    registered with git on `loop/<name>` is reused without `worktree add`. Otherwise:
+    `git rev-parse --is-inside-work-tree`; when git still registers the loop's own worktree
+    path but its folder is gone, that one entry is dropped (`_forget_missing`; a locked one is
+    refused naming `git worktree unlock <path>`), no other worktree is ever touched; then
+    `git worktree add --no-checkout <path> loop/<name>` when the branch exists or
+    `git worktree add --no-checkout -b loop/<name> <path> <base>` when not, where base is
+    `base_branch` if set else the project's HEAD (never a hard-coded `main`), and a checkout
+    inside the new worktree (`git reset --hard`, hardened there: its own config decides which
+    filter drivers to switch off). A branch checked out elsewhere is reported with where
+    (a worktree path, or the main checkout); a non-empty directory at the worktree path that
+    git does not know is never deleted.
     """
     root = project_root
     if not use_worktree:
@@ -123,12 +174,16 @@ def ensure_worktree(
     if path.is_symlink():  # never followed: it could point at the project itself or anywhere
         return _fallback(root, f"{path} is a symlink (to {os.readlink(path)}), not the loop's worktree",
                          cleared, "occupied")
-    run_git(root, ["worktree", "prune"])  # registered-but-missing entries are repaired, not trusted
     entries = list_worktrees(root)
-    if entries is None:
+    if not entries:
         return _fallback(root, "git worktree list failed", cleared, "failed")
-    ref = f"refs/heads/{branch}"
     mine = next((e for e in entries if _same(e["worktree"], path)), None)
+    if mine is not None and mine is not entries[0] and not os.path.lexists(path):
+        why = _forget_missing(root, mine)
+        if why is not None:
+            return _fallback(root, why, cleared, "occupied" if "locked" in mine else "failed")
+        entries, mine = [e for e in entries if e is not mine], None
+    ref = f"refs/heads/{branch}"
     elsewhere = next((e for e in entries if e.get("branch") == ref and not _same(e["worktree"], path)), None)
     if mine is not None and path.is_dir() and mine.get("branch") == ref:
         base = recorded_base or _merge_base(root, base_branch, branch)
@@ -137,29 +192,41 @@ def ensure_worktree(
         return _fallback(root, f"{path} is a worktree on {mine.get('branch', 'a detached HEAD')}, not {branch}",
                          cleared, "occupied")
     if elsewhere is not None:
-        return _fallback(root, f"branch {branch} is checked out at {elsewhere['worktree']}", cleared, "elsewhere")
+        return _fallback(root, f"branch {branch} is checked out {_where(elsewhere, entries[0])}", cleared,
+                         "elsewhere")
     if path.exists():
         if path.is_dir() and not any(path.iterdir()):
             with contextlib.suppress(OSError):
                 path.rmdir()  # an empty directory holds nothing to lose
         if path.exists():
             return _fallback(root, f"{path} exists and is not a git worktree; move it away", cleared, "occupied")
+    return _add(root, path, branch, base_branch, recorded_base, cleared)
 
+
+def _add(root: Path, path: Path, branch: str, base_branch: str | None, recorded_base: str | None,
+         cleared: bool) -> WorktreeResult:
+    """`git worktree add --no-checkout`, then the checkout inside the new worktree."""
     if _commit(root, f"refs/heads/{branch}") is not None:
-        added = run_git(root, ["worktree", "add", str(path), branch])
+        added = run_git(root, ["worktree", "add", "--no-checkout", str(path), branch])
         base = recorded_base or _merge_base(root, base_branch, branch)
     else:
         start = base_branch or "HEAD"
         base = _commit(root, start)
         if base is None:
             return _fallback(root, f"base {start!r} is not a commit (set blast_radius.base_branch)", cleared, "failed")
-        added = run_git(root, ["worktree", "add", "-b", branch, str(path), base])
+        added = run_git(root, ["worktree", "add", "--no-checkout", "-b", branch, str(path), base])
         if added.code != 0 and _commit(root, f"refs/heads/{branch}") is not None:
-            # seed 002 R4: the branch appeared meanwhile; check it out without -b
-            added = run_git(root, ["worktree", "add", str(path), branch])
+            # the branch appeared meanwhile; check it out without -b
+            added = run_git(root, ["worktree", "add", "--no-checkout", str(path), branch])
     if added.code != 0:
         detail = (added.err.strip().splitlines() or [f"exit {added.code}"])[-1]
         return _fallback(root, f"git worktree add failed: {detail}", cleared, "failed")
+    filled = run_git(path, ["reset", "--hard", "--quiet", "--no-recurse-submodules"])
+    if filled.code != 0:
+        # the folder is the one git just made: remove it, so no half-filled worktree is reused
+        run_git(root, ["worktree", "remove", "--force", str(path)])
+        detail = (filled.err.strip().splitlines() or [f"exit {filled.code}"])[-1]
+        return _fallback(root, f"checking out {branch} in {path} failed: {detail}", cleared, "failed")
     return WorktreeResult(path, branch, base, created=True, cleared_stale=cleared)
 
 
@@ -167,27 +234,3 @@ def _merge_base(root: Path, base_branch: str | None, branch: str) -> str | None:
     """The commit an existing `loop/<name>` branched from `base_branch` (or HEAD)."""
     out = run_git(root, ["merge-base", base_branch or "HEAD", branch])
     return out.out.strip() if out.code == 0 and out.out.strip() else None
-
-
-# Used only when the repository has no identity configured, so a tick's work is never lost
-# to "Please tell me who you are".
-FALLBACK_IDENTITY = ("-c", "user.name=automaton", "-c", "user.email=automaton@localhost")
-
-
-def commit_all(worktree: Path, message: str) -> tuple[str | None, str | None]:
-    """Stage everything in `worktree` and commit it as `message` (hooks skipped: the work
-    must not be lost to a failing pre-commit hook). Returns (commit sha or None when there
-    was nothing to commit, error line or None)."""
-    added = run_git(worktree, ["add", "-A"])
-    if added.code != 0:
-        return None, f"git add failed: {added.err.strip()[-200:]}"
-    if run_git(worktree, ["diff", "--cached", "--quiet"]).code == 0:
-        return None, None
-    ident: tuple[str, ...] = ()
-    if run_git(worktree, ["config", "user.email"]).code != 0:
-        ident = FALLBACK_IDENTITY
-    done = run_git(worktree, [*ident, "commit", "-q", "--no-verify", "-m", message])
-    if done.code != 0:
-        return None, f"git commit failed: {(done.err or done.out).strip()[-200:]}"
-    sha = run_git(worktree, ["rev-parse", "HEAD"])
-    return (sha.out.strip() or None), None

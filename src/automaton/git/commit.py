@@ -1,0 +1,106 @@
+"""The runner's own commit of a tick's work: everything in the worktree, no hook, a known
+identity, and a one-line fix for the human when it cannot be made."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from automaton.git import run_git
+from automaton.git.errors import first_line
+from automaton.git.locks import clear_stale_lock
+
+# Used for author and committer alike unless both name and email are known for both roles,
+# so a tick's work is never lost to "Please tell me who you are".
+FALLBACK_NAME, FALLBACK_EMAIL = "automaton", "automaton@localhost"
+_ROLES = ("AUTHOR", "COMMITTER")
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """sha: the new commit (40 hex) or None; error: one line saying what failed, or None; fix:
+    one line telling the human what to do about it, or None; cleared_lock: the stale
+    `index.lock` this call removed, or None. Nothing to commit = (None, None, None)."""
+
+    sha: str | None
+    error: str | None
+    fix: str | None
+    cleared_lock: str | None = None
+
+
+def commit_identity(worktree: Path) -> dict[str, str]:
+    """GIT_AUTHOR_NAME/EMAIL and GIT_COMMITTER_NAME/EMAIL for the commit: the user's, when
+    name and email are both known for both roles (from those variables, else `user.name` /
+    `user.email` read with the user's own system and global config); else automaton's for
+    all four, never a mix."""
+    config = {}
+    for key in ("user.name", "user.email"):
+        got = run_git(worktree, ["config", "--get", key], user_config=True)
+        config[key] = got.out.strip() if got.code == 0 else ""
+    ident = {}
+    for role in _ROLES:
+        ident[f"GIT_{role}_NAME"] = os.environ.get(f"GIT_{role}_NAME", "").strip() or config["user.name"]
+        ident[f"GIT_{role}_EMAIL"] = os.environ.get(f"GIT_{role}_EMAIL", "").strip() or config["user.email"]
+    if all(ident.values()):
+        return ident
+    return {f"GIT_{role}_{field}": value for role in _ROLES
+            for field, value in (("NAME", FALLBACK_NAME), ("EMAIL", FALLBACK_EMAIL))}
+
+
+def _git_dirs(worktree: Path) -> list[Path] | None:
+    """[git dir, common dir, worktree top] as absolute paths; None when git cannot say."""
+    out = run_git(worktree, ["rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir",
+                             "--show-toplevel"])
+    lines = out.out.splitlines()
+    return [Path(line) for line in lines] if out.code == 0 and len(lines) == 3 else None
+
+
+def _fix_for(err: str, lock: Path | None, worktree: Path, kept: str | None) -> str:
+    if "index.lock" in err and lock is not None:
+        why = f" (not removed automatically: {kept})" if kept else ""
+        return f"remove {lock} after checking that no git runs in {worktree}{why}"
+    if "email" in err.lower() and ("ident" in err.lower() or "tell me who you are" in err.lower()):
+        return f"set user.email in the repository: git -C {worktree} config user.email you@example.com"
+    if "ident" in err.lower() or "tell me who you are" in err.lower() or "disallowed characters" in err:
+        return f"set user.name and user.email in the repository: git -C {worktree} config user.name 'Your Name'"
+    return f"run git status in {worktree} and fix what it reports, then the next tick commits"
+
+
+def commit_all(worktree: Path, message: str) -> CommitResult:
+    """Stage everything in `worktree` (`git add -A`) and commit it as `message`.
+
+    No hook runs (the hardening in `automaton.git.harden`: the work is never lost to a failing
+    or hostile hook, and a post-commit hook cannot act after the commit). A stale
+    `index.lock` is cleared first when `automaton.git.locks` proves it stale; otherwise git's
+    own "File exists" message is returned with the fix. Never raises for git's failure.
+    """
+    dirs = _git_dirs(worktree)
+    if dirs is None:
+        return CommitResult(None, f"git cannot find the repository of {worktree}",
+                            f"check that {worktree} is the loop's git worktree (git -C {worktree} status)")
+    git_dir, common, top = dirs
+    lock = git_dir / "index.lock"
+    roots = [top, git_dir, common] + ([common.parent] if common.name == ".git" else [])
+    check = clear_stale_lock(lock, roots)
+    cleared = str(lock) if check.cleared else None
+
+    def failed(step: str, err: str) -> CommitResult:
+        return CommitResult(None, f"git {step} failed: {first_line(err)}", _fix_for(err, lock, worktree, check.why),
+                            cleared)
+
+    added = run_git(worktree, ["add", "-A"])
+    if added.code != 0:
+        return failed("add", added.err or added.out)
+    staged = run_git(worktree, ["diff", "--cached", "--quiet"])
+    if staged.code == 0:
+        return CommitResult(None, None, None, cleared)
+    if staged.code != 1:
+        return failed("diff --cached", staged.err)
+    done = run_git(worktree, ["commit", "-q", "--no-verify", "-m", message], env=commit_identity(worktree))
+    if done.code != 0:
+        return failed("commit", done.err or done.out)
+    sha = run_git(worktree, ["rev-parse", "--verify", "HEAD"])
+    if sha.code != 0 or not sha.out.strip():
+        return failed("rev-parse HEAD", sha.err)
+    return CommitResult(sha.out.strip(), None, None, cleared)

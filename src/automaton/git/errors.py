@@ -1,0 +1,62 @@
+"""The errors of automaton's git queries, and the one helper that turns a failed git call
+into one of them (never into an empty answer)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from automaton.git import run_git
+
+COMMIT_ID = re.compile(r"^[0-9a-fA-F]{7,64}$")
+
+
+class GitMissing(Exception):
+    """git is not installed: the drift gate is skipped with a warning."""
+
+
+class DriftError(Exception):
+    """git is installed but the answer cannot be computed: the caller halts, never "0 files"."""
+
+
+def first_line(text: str) -> str:
+    """The first non-blank line of `text`, stripped ("no message" when there is none)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else "no message"
+
+
+def git_text(repo: Path, args: Sequence[str], *, stdin: str = "") -> str:
+    """stdout of a hardened `git -C repo args…` (surrogateescape-decoded). Raises GitMissing
+    (exit 127) or DriftError naming the command, the folder and git's first error line."""
+    done = run_git(repo, args, stdin=stdin)
+    if done.code == 127:
+        raise GitMissing(f"git is not installed ({first_line(done.err)})")
+    if done.code != 0:
+        raise DriftError(f"git {' '.join(args[:2])} failed in {repo} (exit {done.code}): {first_line(done.err)}")
+    return done.out
+
+
+def nul_fields(text: str) -> list[str]:
+    """The non-empty fields of NUL-separated git output."""
+    return [f for f in text.split("\0") if f]
+
+
+def require_commit(repo: Path, rev: str, what: str) -> str:
+    """The full id of commit `rev` in `repo`. Raises DriftError naming `what` when `rev` is
+    not a commit there (GitMissing without git)."""
+    try:
+        found = git_text(repo, ["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"]).strip()
+    except DriftError:
+        found = ""
+    if not found:
+        raise DriftError(f"{what} {rev} is not a commit of the repository {repo}")
+    return found
+
+
+def require_commit_id(value: str | None, what: str) -> str:
+    """`value` when it spells a commit id (7–64 hex digits); DriftError otherwise (a branch
+    name is never accepted where a recorded commit is meant)."""
+    if not COMMIT_ID.match(value or ""):
+        raise DriftError(f"{what} {value!r} is not a commit id")
+    return str(value)

@@ -1,0 +1,154 @@
+"""How every git call automaton makes is hardened against a hostile repository.
+
+An agent owns the worktree and can write the repository's `.git/config`, `.git/hooks`,
+`.gitattributes` and the index. Nothing it writes there may make automaton's own git calls run
+a program, hide changes, or read configuration automaton did not choose:
+
+- `-c` settings that switch off every config-driven program git would run for the commands
+  automaton uses (hooks, fsmonitor, signing, pagers, editors, transports, auto-gc) and the
+  settings that would hide drift (replace refs, relative diffs);
+- every clean/smudge/process filter driver the repository's config defines is emptied for the
+  call (`filter.<name>.clean=` …): `.gitattributes` can name one for any path, and `git add`,
+  `git status` and `git worktree add` would run it;
+- `--no-ext-diff --no-textconv` on the porcelain commands that diff content;
+- an environment with only the `GIT_*` variables listed in `KEPT_ENV`: no inherited
+  `GIT_DIR`, `GIT_INDEX_FILE`, `GIT_CONFIG_PARAMETERS`, `GIT_EXEC_PATH`, object directories …;
+  system and global config switched off (`GIT_CONFIG_NOSYSTEM=1`, `GIT_CONFIG_GLOBAL=/dev/null`)
+  unless a caller reads the user's identity (`user_config=True`, reading only).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+
+from automaton.proc import Captured, run_capture
+
+# Every key is a git config setting that makes git run a program or changes what a
+# query reports; later `-c` settings win over every config file.
+HARDENING_CONFIG: tuple[tuple[str, str], ...] = (
+    ("core.hooksPath", os.devnull),  # no hook of any kind (post-commit, reference-transaction …)
+    ("core.fsmonitor", "false"),  # a program git would start to watch the worktree
+    ("core.useReplaceRefs", "false"),  # `git replace` must not swap the trees drift compares
+    ("core.pager", "cat"),
+    ("core.editor", ":"),
+    ("sequence.editor", ":"),
+    ("commit.gpgSign", "false"),  # gpg.program would run
+    ("tag.gpgSign", "false"),
+    ("log.showSignature", "false"),  # verifying runs gpg.program too
+    ("protocol.allow", "never"),  # no transport: ssh commands, remote helpers, lazy fetches
+    ("submodule.recurse", "false"),  # a checkout would otherwise fetch submodules
+    ("gc.auto", "0"),  # no background gc/maintenance (and its pre-auto-gc hook) after a commit
+    ("maintenance.auto", "false"),
+    ("diff.relative", "false"),  # paths always relative to the worktree top
+)
+
+# The only inherited GIT_* variables a git call sees: identity and dates (tests and users pin
+# them), and the ceiling/discovery settings that stop repository discovery.
+KEPT_ENV = frozenset({
+    "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE",
+    "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE",
+    "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+})
+# Kept as well when the caller asks for the user's own config (reading identity only).
+USER_CONFIG_ENV = frozenset({"GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM"})
+
+# Porcelain commands that diff content: external diff drivers and textconv programs are off.
+_DIFFING = frozenset({"diff", "log", "show"})
+# Commands that never convert file content, so no filter driver can run: the config probe
+# for filter drivers is skipped for them.
+_NO_CONTENT = frozenset({"rev-parse", "config", "ls-tree", "symbolic-ref", "merge-base", "for-each-ref",
+                         "show-ref", "var", "version", "cat-file"})
+_FILTER_KEYS = ("clean", "smudge", "process")
+
+
+def git_env(*, user_config: bool = False, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of one git call: `base` (default os.environ) without any `GIT_*`
+    variable outside KEPT_ENV, plus the fixed settings below."""
+    keep = KEPT_ENV | USER_CONFIG_ENV if user_config else KEPT_ENV
+    env = {k: v for k, v in (os.environ if base is None else base).items()
+           if not k.upper().startswith("GIT_") or k in keep}
+    env.update(GIT_NO_REPLACE_OBJECTS="1", GIT_TERMINAL_PROMPT="0", GIT_PAGER="cat", GIT_EDITOR=":",
+               GIT_SEQUENCE_EDITOR=":", GIT_NO_LAZY_FETCH="1", GIT_OPTIONAL_LOCKS="0")
+    if not user_config:
+        env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull)
+    return env
+
+
+def subcommand_index(args: Sequence[str]) -> int:
+    """Index of the git subcommand in `args` (after global options such as `-c k=v`); len(args)
+    when there is none."""
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in ("-c", "-C"):
+            i += 2
+        elif arg.startswith("-"):
+            i += 1
+        else:
+            return i
+    return len(args)
+
+
+class UnsafeConfig(Exception):
+    """The repository's config defines something a `-c` setting cannot switch off."""
+
+
+def filter_overrides(repo: str, env: Mapping[str, str], timeout_s: float) -> list[str]:
+    """`-c` arguments that empty every filter driver the config of `repo` defines.
+
+    Raises UnsafeConfig for a driver whose name holds `=` or a newline: `-c` splits at the
+    first `=`, so such a name could set another driver's command instead of emptying it.
+    """
+    found = run_capture(["git", "--no-pager", "-C", repo, "config", "--null", "--name-only", "--get-regexp",
+                         r"^filter\..*\.(clean|smudge|process|required)$"],
+                        env=env, stdin="", timeout_s=timeout_s, exact_bytes=True)
+    if found.code != 0:  # 1: no such key; anything else shows again in the call itself
+        return []
+    names = sorted({key[len("filter."):key.rindex(".")] for key in found.out.split("\0") if key.count(".") >= 2})
+    out: list[str] = []
+    for name in names:
+        if "=" in name or "\n" in name:
+            raise UnsafeConfig(f"the repository config defines filter driver {name!r}, whose name"
+                               " automaton cannot switch off; remove that [filter] section")
+        out += [arg for key in _FILTER_KEYS for arg in ("-c", f"filter.{name}.{key}=")]
+        out += ["-c", f"filter.{name}.required=false"]
+    return out
+
+
+def hardened_argv(repo: str, args: Sequence[str], env: Mapping[str, str], timeout_s: float) -> list[str]:
+    """`git --no-pager -C repo <caller's global options> <hardening> <subcommand …>`.
+
+    The hardening goes after the caller's own `-c` options so it wins over them too. Raises
+    UnsafeConfig (see filter_overrides).
+    """
+    at = subcommand_index(args)
+    sub = args[at] if at < len(args) else ""
+    config = [arg for key, value in HARDENING_CONFIG
+              # rev-parse runs no hook, and `--git-path hooks` must name the repository's own folder
+              if not (key == "core.hooksPath" and sub == "rev-parse")
+              for arg in ("-c", f"{key}={value}")]
+    converts = sub == "cat-file" and any(a.startswith(("--filters", "--textconv")) for a in args)
+    if sub not in _NO_CONTENT or converts:
+        config += filter_overrides(repo, env, timeout_s)
+    rest = list(args[at:])
+    if sub in _DIFFING:
+        rest[1:1] = ["--no-ext-diff", "--no-textconv"]
+    return ["git", "--no-pager", "--no-replace-objects", "-C", repo, *args[:at], *config, *rest]
+
+
+def run_hardened(repo: str, args: Sequence[str], *, timeout_s: float, stdin: str,
+                 user_config: bool, extra_env: Mapping[str, str] | None = None) -> Captured:
+    """Run one hardened git call (see the module docstring); code 127 when git is missing,
+    2 with the reason when the repository's config cannot be neutralised. `extra_env` may
+    only set variables of KEPT_ENV (ValueError otherwise: a programming error)."""
+    env = git_env(user_config=user_config)
+    if extra_env:
+        if not set(extra_env) <= KEPT_ENV:
+            raise ValueError(f"run_git may not set {sorted(set(extra_env) - KEPT_ENV)}")
+        env.update(extra_env)
+    try:
+        argv = hardened_argv(repo, args, env, timeout_s)
+    except UnsafeConfig as exc:
+        return Captured(2, "", f"automaton: refusing to run git in {repo}: {exc}")
+    return run_capture(argv, env=env, stdin=stdin, timeout_s=timeout_s, exact_bytes=True)

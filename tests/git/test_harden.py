@@ -1,0 +1,171 @@
+"""run_git hardening with real git: no hook, fsmonitor, filter, external diff or textconv runs;
+inherited GIT_* variables and system/global config do not reach git."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from automaton.git import run_git
+from automaton.git.harden import git_env, hardened_argv
+from automaton.git.worktree import commit_all, ensure_worktree
+from tests.helpers import git, init_repo
+
+HOOKS = ("pre-commit", "commit-msg", "post-commit", "reference-transaction", "post-index-change",
+         "post-checkout", "pre-auto-gc")
+
+
+def script(path: Path, marker: Path, tag: str, body: str = "") -> Path:
+    """An executable shell script that appends `tag` to `marker`, then runs `body`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\necho {tag} >> '{marker}'\n{body}\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def plant_everything(repo: Path, marker: Path) -> None:
+    """Hooks in .git/hooks and in a core.hooksPath folder, an fsmonitor program, and a filter
+    driver named by a committed .gitattributes for every file."""
+    for name in HOOKS:
+        script(repo / ".git" / "hooks" / name, marker, f"git-hooks/{name}")
+        script(repo / "evil-hooks" / name, marker, f"hookspath/{name}")
+    git(repo, "config", "core.hooksPath", str(repo / "evil-hooks"))
+    git(repo, "config", "core.fsmonitor", str(script(repo.parent / "fsmonitor.sh", marker, "fsmonitor", "exit 1")))
+    for key in ("clean", "smudge"):
+        git(repo, "config", f"filter.evil.{key}", str(script(repo.parent / f"{key}.sh", marker, key, "cat")))
+    git(repo, "config", "filter.evil.required", "true")
+
+
+def test_the_runner_commit_runs_no_hook_fsmonitor_or_filter(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    marker = tmp_path / "ran.txt"
+    (repo / ".gitattributes").write_text("* filter=evil\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "attributes")
+    wt = ensure_worktree(repo, tmp_path / "loop", "demo").path  # before the plant: a clean checkout
+    plant_everything(repo, marker)
+    # control: plain git runs what was planted, so the plant itself works
+    (repo / "control.txt").write_text("x\n")
+    git(repo, "add", "control.txt")
+    git(repo, "commit", "-q", "-m", "control")
+    ran = marker.read_text()
+    assert "hookspath/post-commit" in ran and "fsmonitor" in ran and "clean" in ran
+    marker.unlink()
+
+    (wt / "new.py").write_text("x = 1\n")
+    done = commit_all(wt, "automaton: tick 1")
+    assert done.error is None and done.sha == git(repo, "rev-parse", "loop/demo").strip()
+    assert not marker.exists(), marker.read_text()
+    assert git(repo, "show", "loop/demo:new.py") == "x = 1\n"
+
+
+def test_worktree_add_runs_no_post_checkout_hook_or_smudge_filter(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    marker = tmp_path / "ran.txt"
+    (repo / ".gitattributes").write_text("*.txt filter=evil\n")
+    (repo / "data.txt").write_text("raw\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "attributes")
+    plant_everything(repo, marker)
+    git(repo, "config", "filter.evil.smudge", str(script(tmp_path / "smudge2.sh", marker, "smudge", "echo SMUDGED")))
+    res = ensure_worktree(repo, tmp_path / "loop", "demo")
+    assert res.created and res.fallback is None
+    assert (res.path / "data.txt").read_text() == "raw\n"
+    assert not marker.exists(), marker.read_text()
+
+
+def test_diff_runs_no_external_diff_or_textconv(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    marker = tmp_path / "ran.txt"
+    (repo / ".gitattributes").write_text("*.md diff=conv\n")
+    git(repo, "config", "diff.conv.textconv", str(script(tmp_path / "conv.sh", marker, "textconv", 'cat "$1"')))
+    (repo / "README.md").write_text("changed\n")
+    git(repo, "diff")  # control: plain git runs the textconv program
+    assert "textconv" in marker.read_text()
+    marker.unlink()
+    git(repo, "config", "diff.external", str(script(tmp_path / "ext.sh", marker, "external")))
+    for args in (["diff"], ["diff", "HEAD"], ["log", "-p", "-1"], ["show", "HEAD"]):
+        out = run_git(repo, args)
+        assert out.code == 0, out.err
+    assert "changed" in run_git(repo, ["diff"]).out
+    assert not marker.exists(), marker.read_text()
+
+
+def test_a_filter_name_that_would_inject_a_command_is_refused(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    marker = tmp_path / "ran.txt"
+    evil = script(tmp_path / "evil.sh", marker, "injected", "cat")
+    # `-c filter.x.clean=<evil> #.clean=` would set driver x's command instead of emptying it
+    with (repo / ".git" / "config").open("a") as f:
+        f.write(f'[filter "x.clean={evil} #"]\n\tclean = true\n')
+    (repo / ".gitattributes").write_text("* filter=x\n")
+    out = run_git(repo, ["add", "-A"])
+    assert out.code == 2 and "refusing to run git" in out.err and "filter driver" in out.err
+    done = commit_all(repo, "m")
+    assert done.sha is None and done.error is not None and "filter driver" in done.error
+    assert not marker.exists()
+
+
+def test_inherited_git_variables_do_not_reach_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = init_repo(tmp_path / "repo")
+    other = init_repo(tmp_path / "other")
+    monkeypatch.setenv("GIT_DIR", str(other / ".git"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(other))
+    monkeypatch.setenv("GIT_INDEX_FILE", str(tmp_path / "nowhere-index"))
+    monkeypatch.setenv("GIT_CONFIG_PARAMETERS", "'x.param'='1'")
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "x.count")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "1")
+    monkeypatch.setenv("GIT_OBJECT_DIRECTORY", str(tmp_path / "no-objects"))
+    monkeypatch.setenv("GIT_ALTERNATE_OBJECT_DIRECTORIES", str(other / ".git" / "objects"))
+    monkeypatch.setenv("GIT_EXEC_PATH", str(tmp_path / "no-exec-path"))
+    top = run_git(repo, ["rev-parse", "--show-toplevel"])
+    assert top.code == 0 and Path(top.out.strip()).resolve() == repo.resolve()
+    for key in ("x.param", "x.count"):
+        assert run_git(repo, ["config", "--get", key]).code == 1
+    assert run_git(repo, ["status", "--porcelain"]).code == 0
+    env = git_env()
+    assert not {"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
+                "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0", "GIT_OBJECT_DIRECTORY", "GIT_EXEC_PATH",
+                "GIT_ALTERNATE_OBJECT_DIRECTORIES"} & set(env)
+    assert env["GIT_NO_REPLACE_OBJECTS"] == "1" and env["GIT_TERMINAL_PROMPT"] == "0"
+    assert env["GIT_CONFIG_NOSYSTEM"] == "1" and env["GIT_CONFIG_GLOBAL"] == os.devnull
+    assert env["GIT_AUTHOR_NAME"] == "Test Author"  # the identity variables stay
+
+
+def test_system_and_global_config_are_read_only_for_the_identity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 forbid_real_home: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    (forbid_real_home / ".gitconfig").write_text("[x]\n\tglobal = 1\n")
+    system = tmp_path / "system-config"
+    system.write_text("[x]\n\tsystem = 1\n")
+    monkeypatch.setenv("GIT_CONFIG_SYSTEM", str(system))
+    monkeypatch.delenv("GIT_CONFIG_NOSYSTEM")
+    assert run_git(repo, ["config", "--get", "x.global"]).code == 1
+    assert run_git(repo, ["config", "--get", "x.system"]).code == 1
+    assert run_git(repo, ["config", "--get", "x.global"], user_config=True).out.strip() == "1"
+    assert run_git(repo, ["config", "--get", "x.system"], user_config=True).out.strip() == "1"
+
+
+def test_hardening_goes_after_the_callers_options_and_rev_parse_keeps_the_hooks_folder(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    argv = hardened_argv(str(repo), ["-c", "core.hooksPath=/x", "commit", "-m", "m"], git_env(), 10)
+    assert argv.index("-c", argv.index("core.hooksPath=/x")) < argv.index("commit")
+    assert argv[argv.index("commit") - 1] != "core.hooksPath=/x"  # ours come later and win
+    assert f"core.hooksPath={os.devnull}" in argv
+    diff = hardened_argv(str(repo), ["diff", "--name-only"], git_env(), 10)
+    assert diff[diff.index("diff") + 1:diff.index("diff") + 3] == ["--no-ext-diff", "--no-textconv"]
+    # `automaton --install-hooks git` asks where the hooks folder is: the repository's own
+    hooks = run_git(repo, ["rev-parse", "--git-path", "hooks"])
+    assert hooks.code == 0 and hooks.out.strip().endswith("hooks")
+
+
+def test_odd_bytes_in_file_names_never_raise(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    name = os.fsdecode(b"caf\xe9.txt")
+    (repo / name).write_text("x\n")
+    out = run_git(repo, ["ls-files", "--others", "-z"])
+    assert out.code == 0 and os.fsencode(out.out.rstrip("\0")) == b"caf\xe9.txt"
