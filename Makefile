@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench lint clean
+.PHONY: test demo bench lint clean redteam
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -24,6 +24,10 @@ test: lint
 
 demo: $(STAMP)
 	$(BIN)/automaton-loop --demo
+
+# The agent hooks against the attack corpus (tests/redteam/corpus): caught / missed / false positives.
+redteam: $(STAMP)
+	$(BIN)/python -m tests.redteam.score
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py

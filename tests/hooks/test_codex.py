@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from automaton.hooks.codex import patch_paths
+from automaton.hooks.codexpatch import patch_paths
 from tests.hooks.conftest import assert_allowed, assert_denied
 
 

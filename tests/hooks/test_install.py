@@ -160,3 +160,57 @@ def test_git_pre_commit_refuses_every_hook_settings_file(project: Path, name: st
     git(project, "add", name)
     refused = _commit(project, "-m", "switch the hook off")
     assert refused.returncode != 0 and name in refused.stderr and "--no-verify" in refused.stderr
+
+
+def test_claude_install_writes_deny_rules_merged_and_idempotent(project: Path) -> None:
+    path = project / ".claude/settings.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"permissions": {"allow": ["Bash(npm test)"], "deny": ["Read(./.env)"]}}))
+    first = run_cli("--install-hooks", "claude", "--project", str(project), "--json")
+    assert first.code == 0 and first.json["changed"] is True
+    doc = json.loads(path.read_text())
+    deny = doc["permissions"]["deny"]
+    assert deny[0] == "Read(./.env)" and doc["permissions"]["allow"] == ["Bash(npm test)"]
+    for rule in ("Edit(**/.state*)", "Edit(/.automaton/**)", "Edit(**/.git/**)", "Edit(**/.claude/settings.json)",
+                 "Edit(**/.claude/settings.local.json)", "Edit(**/.codex/**)", "Edit(**/.gemini/settings.json)"):
+        assert deny.count(rule) == 1, rule
+    assert doc["hooks"]["PreToolUse"][-1]["matcher"] == "*"
+    text = path.read_text()
+    again = run_cli("--install-hooks", "claude", "--project", str(project), "--json")
+    assert again.code == 0 and again.json["changed"] is False and path.read_text() == text
+    assert "permissions.deny" in first.out or first.json["deny"]
+
+
+def test_codex_install_says_it_has_no_per_path_deny(project: Path) -> None:
+    result = run_cli("--install-hooks", "codex", "--project", str(project))
+    assert result.code == 0 and "no per-path deny" in result.out
+    assert json.loads((project / ".codex/hooks.json").read_text())["hooks"]["PreToolUse"][0]["matcher"] == "*"
+
+
+@pytest.mark.parametrize("agent, rel, text, key", [
+    ("claude", ".claude/settings.json", '{"disableAllHooks": true}', "disableAllHooks: true"),
+    ("claude", ".claude/settings.local.json", '{"disableAllHooks": true}', "disableAllHooks: true"),
+    ("codex", ".codex/config.toml", "[features]\nhooks = false\n", "[features] hooks = false"),
+    ("codex", ".codex/config.toml", "model = 'x'\n[features]\ncodex_hooks = false\n", "[features] codex_hooks = false"),
+    ("gemini", ".gemini/settings.json", '{"hooksConfig": {"enabled": false}}', "hooksConfig.enabled: false"),
+])
+def test_install_refuses_over_a_kill_switch(project: Path, agent: str, rel: str, text: str, key: str) -> None:
+    path = project / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    result = run_cli("--install-hooks", agent, "--project", str(project))
+    lines = result.err.strip().splitlines()
+    assert result.code == 1 and len(lines) == 1, result.err
+    assert str(path) in lines[0] and key in lines[0]
+    assert path.read_text() == text
+    target = project / FILES[agent][0]
+    assert target == path or not target.exists()
+
+
+def test_loop_settings_carry_the_deny_rules_and_switch_the_kill_switch_off(project: Path) -> None:
+    (project / ".claude").mkdir()
+    (project / ".claude/settings.json").write_text('{"disableAllHooks": true, "model": "x"}')
+    (project / ".automaton/loops/nightly").mkdir(parents=True)
+    doc = json.loads(loop_settings(Project(project.resolve()), "nightly").read_text())
+    assert doc["disableAllHooks"] is False and doc["model"] == "x"
+    assert "Edit(/.automaton/**)" in doc["permissions"]["deny"]

@@ -153,3 +153,41 @@ def test_one_call_reads_task_focus_and_config_once(project: Path, make_task: Cal
     patch["tool_input"] = {"command": f"*** Begin Patch\n{denied}*** End Patch\n"}
     assert_denied(hook("codex", patch), "tasks/demo/SPEC.md is outside the scope of task demo at phase 'implement'")
     assert counts == {"load": 2, "focus": 2, "config": 2}  # a new call reads afresh (no cross-call cache)
+
+
+def test_a_focus_on_another_task_never_changes_a_task_less_loop(project: Path, make_task: Callable[..., Path],
+                                                                hook: Any, loop: dict[str, Any]) -> None:
+    """A loop's scope is its own: the human's focus in the main checkout never reaches it."""
+    loop["state"] = {"current_task": None}
+    tree = loop["tree"]
+    calls = [write(tree / "src/app.py", tree), write(tree / "docs/notes.md", tree),
+             write(tree / "tasks/other/SPEC.md", tree)]
+    before = [hook("claude", c) for c in calls]
+    make_task("other", "research")  # focused: at research only tasks/other/SPEC.md is in its scope
+    after = [hook("claude", c) for c in calls]
+    assert [(r.code, r.err) for r in before] == [(r.code, r.err) for r in after]
+    assert all(r.code == 0 for r in after)
+    assert {c["task"] for c in loop["calls"]} == {None}
+    assert_denied(hook("claude", write(tree / "tasks/other/.state", tree)), ".state files")
+
+
+def test_a_loop_uses_its_own_task_not_the_focus(project: Path, make_task: Callable[..., Path], hook: Any,
+                                                loop: dict[str, Any]) -> None:
+    make_task("demo", "implement", focus=False)
+    make_task("other", "research")  # the human's focus, at a phase that would deny src/
+    tree = loop["tree"]
+    assert_allowed(hook("claude", write(tree / "src/app.py", tree)))  # the loop's task demo is at implement
+    assert loop["calls"][-1]["task"] == "demo"
+
+
+def test_a_real_task_less_loop_ignores_the_focus(project: Path, approver: str, hook: Any) -> None:
+    created = run_cli("--create-loop", "nightly", "--from-template", "ci-triage", "--project", str(project))
+    assert created.code == 0, created.err
+    tree = project / ".automaton/loops/nightly/worktree"
+    (tree / "src").mkdir(parents=True)
+    assert_allowed(hook("claude", write(Path("src/x.py"), tree)))
+    assert run_cli("--create-task", "other", "--project", str(project)).code == 0
+    assert run_cli("--transition", "research", "--task", "other", "--project", str(project)).code == 0
+    assert run_cli("--focus", "other", "--project", str(project)).code == 0
+    assert_allowed(hook("claude", write(Path("src/x.py"), tree)))
+    assert_denied(hook("claude", write(Path("README.md"), tree)), "outside the file_scope of loop nightly")

@@ -357,9 +357,10 @@ def test_a22_powershell_tool_is_analysed(task: Path, project: Path, hook: Hook, 
 
 
 def test_a22_powershell_in_the_installed_matcher() -> None:
+    """The hook is installed for every tool (`*`), and PowerShell is read as a shell."""
     from automaton.hooks import claude as claude_hook
 
-    assert "PowerShell" in claude_hook.MATCHER.split("|") and "Bash" in claude_hook.MATCHER.split("|")
+    assert claude_hook.MATCHER == "*" and {"PowerShell", "Bash"} <= claude_hook.SHELLS
 
 
 @pytest.mark.parametrize("command", [

@@ -18,6 +18,7 @@ from automaton.resolve import case_insensitive, posix, real, relative_parts
 from automaton.store.layout import DOT, TASKS, Project
 
 TASK_ENV = "AUTOMATON_TASK"
+FOCUS_LOCK = "focus.lock"  # taken by every `--focus`, and left behind (commands.focus.set_focus)
 _T = TypeVar("_T")
 
 
@@ -131,13 +132,21 @@ def _matches(patterns: list[str], parts: tuple[str, ...], fold: bool) -> bool:
 
 
 def which_task(project: Project, explicit: str | None) -> TaskRef | None:
-    """--task, else $AUTOMATON_TASK, else the project's focus, else None."""
+    """--task, else $AUTOMATON_TASK, else the project's focus, else None.
+
+    BadInput (a hook denies) when the focus and its log are both gone but `focus.lock` shows a
+    human set a focus here once: deleting or emptying them must not widen the scope to "no
+    task" (`commands.focus.read_focus` already refuses a focus file or log missing alone)."""
     value = explicit or os.environ.get(TASK_ENV) or None
     if value:
         return TaskRef.parse(value)
-    from automaton.commands.focus import read_focus
+    from automaton.commands.focus import RESET, read_focus
 
-    return read_focus(project)
+    ref = read_focus(project)
+    if ref is None and not os.path.lexists(project.focus_file) and os.path.lexists(project.dot / FOCUS_LOCK):
+        raise BadInput(f"{project.focus_file} and its log are gone but {FOCUS_LOCK} shows a focus was set:"
+                       f" they were removed outside automaton; {RESET}")
+    return ref
 
 
 @dataclass(frozen=True)

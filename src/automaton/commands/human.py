@@ -1,4 +1,9 @@
-"""Who is a human: approvals and focus changes are human acts (DESIGN §4)."""
+"""Who is a human: approvals and focus changes are human acts.
+
+A human is a terminal on stdin or `AUTOMATON_APPROVER`, in a process that no agent started:
+neither its own environment, nor its ancestors', nor its session's carries an agent's marker or
+runs an agent, it was not detached or scheduled, and all of that could be read
+(`commands.ancestry`; fail closed: an ancestry that cannot be read is not a human's)."""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import getpass
 import os
 import sys
 
+from automaton.commands import ancestry
 from automaton.core.errors import BadInput, Refused
 
 APPROVER_ENV = "AUTOMATON_APPROVER"
@@ -15,6 +21,8 @@ APPROVER_ENV = "AUTOMATON_APPROVER"
 # process of a tick. Each is a weak signal (a human can have one too, an agent can unset it),
 # but together with the hooks it keeps an agent from signing off its own work.
 AGENT_MARKERS = ("CLAUDECODE", "GEMINI_CLI", "CODEX_SANDBOX", "AUTOMATON_LOOP", "AUTOMATON_LOOP_DIR")
+# Builds the process-table reader; a test replaces it to simulate an unreadable /proc.
+READER = ancestry.system_reader
 
 
 def require_human(action: str) -> str:
@@ -25,12 +33,16 @@ def require_human(action: str) -> str:
     shell that carries an agent's marker variable (AGENT_MARKERS), whatever else is set. The
     agent hooks also deny any command line that runs `--approve` (DESIGN §7).
     """
-    marker = next((m for m in AGENT_MARKERS if os.environ.get(m)), None) or agent_ancestor()
+    marker = next((m for m in AGENT_MARKERS if os.environ.get(m)), None)
     if marker is not None:
         raise Refused(
             f"{action} is a human sign-off and this shell belongs to an agent ({marker} is set):"
             " run it from your own terminal"
         )
+    why = agent_ancestor()
+    if why is not None:
+        raise Refused(f"{action} is a human sign-off and this process may be an agent's ({why}):"
+                      " run it from your own terminal")
     named = os.environ.get(APPROVER_ENV, "").strip()
     if named:
         # The name is written into the log and shown on screen: one printable line only.
@@ -52,30 +64,15 @@ def require_human(action: str) -> str:
         return "unknown-user"
 
 
-def agent_ancestor(proc: str = "/proc") -> str | None:
-    """The marker found in the environment of any ancestor process, or None (Linux /proc only).
+def agent_ancestor(proc: str | None = None) -> str | None:
+    """Why this process may be an agent's (an agent in its ancestry or session, a detached or
+    scheduled start, or a process table that cannot be read), or None. `proc`: read that
+    directory as /proc instead of the system's reader (None when it does not exist)."""
+    if proc is None:
+        read = READER
+    else:
+        root = proc
 
-    `env -u CLAUDECODE automaton --approve` clears the marker for the child alone: the agent's
-    shell above it still carries it (`/proc/<pid>/environ` is the environment it was started
-    with). A process that detached from every marked ancestor is not seen (SECURITY.md).
-    """
-    wanted = {m.encode() for m in AGENT_MARKERS}
-    pid = os.getppid()
-    seen: set[int] = set()
-    while pid > 1 and pid not in seen:
-        seen.add(pid)
-        try:
-            with open(f"{proc}/{pid}/environ", "rb") as fh:
-                names = {item.split(b"=", 1)[0] for item in fh.read().split(b"\0") if b"=" in item}
-            with open(f"{proc}/{pid}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:
-            return None  # no /proc (macOS, Windows) or a process we may not read: no signal
-        found = sorted(wanted & names)
-        if found:
-            return f"{found[0].decode()} in the environment of process {pid}"
-        try:
-            pid = int(stat.rsplit(b")", 1)[1].split()[1])
-        except (IndexError, ValueError):
-            return None
-    return None
+        def read() -> ancestry.Reader | None:
+            return ancestry.ProcFS(root) if os.path.isdir(root) else None
+    return ancestry.reason(AGENT_MARKERS, read)

@@ -2,18 +2,22 @@
 
 File edits arrive as `tool_name: "apply_patch"` with the raw patch text in
 `tool_input.command` (openai/codex PR #18391 "emit hooks for apply_patch edits"; a `patch`
-key seen in third-party bridges is accepted too). There is no `file_path`: the paths are the
-patch's `*** Add File: P`, `*** Update File: P`, `*** Delete File: P` headers and the
-`*** Move to: P` destination of a rename (both the source and the destination are written).
-Shell commands arrive as `tool_name: "Bash"` with `tool_input.command`; a shell command that
-carries a patch (`apply_patch <<'EOF' … EOF`, which Codex intercepts) is checked both ways.
-Deny: exit 2 with the reason on stderr (JSON `permissionDecision: "ask"` and friends are
-unsupported on PreToolUse and fail open, so they are never used).
+key seen in third-party bridges is accepted too). There is no `file_path`: the paths are read
+from the patch the way Codex's own parser reads it (`hooks.codexpatch`: indented headers, a
+heredoc wrapper, `*** Move to:` after `*** Update File:`), both the source and the destination
+of a rename being written. Shell commands arrive as `tool_name: "Bash"` (and the older
+`shell`/`local_shell`/`exec_command` names) with `tool_input.command` as a string or an argv
+list; a shell `apply_patch` (`apply_patch <<'EOF' … EOF`, `cd DIR && apply_patch …`, which Codex
+intercepts and applies itself) is read by the shell analysis with its working directory.
+
+Every other tool is denied unless it is known to write nothing (`READ_ONLY`): the hook is
+installed for every tool (matcher `*`), MCP tools (`mcp__server__tool`) included, and an unknown
+tool may write. Deny: exit 2 with the reason on stderr (JSON `permissionDecision: "ask"` and
+friends are unsupported on PreToolUse and fail open, so they are never used).
 """
 
 from __future__ import annotations
 
-import re
 import shlex
 from typing import Any
 
@@ -21,15 +25,13 @@ from automaton.hooks import BadPayload, Call, cwd_of, tool_of
 
 PATCH_TOOLS = frozenset({"apply_patch", "Edit", "Write"})
 SHELLS = frozenset({"Bash", "shell", "exec_command", "local_shell", "shell_command"})
-# Codex matchers are regexes; Edit/Write alias apply_patch (hooks docs).
-MATCHER = "^(apply_patch|Edit|Write|Bash)$"
-_HEADER = re.compile(r"^\*\*\* (?:(?:Add|Update|Delete) File|Move to): *(.+?)\s*$", re.MULTILINE)
-BEGIN = "*** Begin Patch"
-
-
-def patch_paths(text: str) -> list[str]:
-    """Every path a Codex patch adds, updates, deletes, or moves to (in order)."""
-    return [m.group(1) for m in _HEADER.finditer(text)]
+# Codex's own tools that only read or plan (codex-rs core tool specs).
+READ_ONLY = frozenset({"update_plan", "view_image", "web_search", "read_file", "list_dir", "grep_files",
+                       "search_tool_bm25", "request_user_input", "list_mcp_resources",
+                       "list_mcp_resource_templates", "read_mcp_resource"})
+# Every tool; an unknown one is classified here, fail closed
+# (openai/codex codex-rs/hooks/src/events/common.rs: `""` or `*` match all).
+MATCHER = "*"
 
 
 def _command(name: str, given: dict[str, Any], *keys: str) -> str:
@@ -47,13 +49,27 @@ def parse(payload: dict[str, Any]) -> Call:
     name, given = tool_of(payload)
     cwd = cwd_of(payload)
     if name in PATCH_TOOLS:
+        from automaton.hooks.codexpatch import BadPatch, patch_paths
+
         text = _command(name, given, "command", "patch", "input")
-        paths = patch_paths(text)
+        try:
+            paths = patch_paths(text)
+        except BadPatch as exc:
+            raise BadPayload(f"{name}: {exc}") from None
         if not paths:
             raise BadPayload(f"{name}: the patch names no file (no '*** Add/Update/Delete File:' line)")
         return Call(name, cwd, paths=paths)
     if name in SHELLS:
+        given_cwd = given.get("workdir")
+        if given_cwd is not None and not isinstance(given_cwd, str):
+            raise BadPayload(f"{name}: workdir is not a string")
+        where = cwd.joinpath(given_cwd) if given_cwd else cwd
         command = _command(name, given, "command", "cmd")
-        paths = patch_paths(command) if BEGIN in command else []
-        return Call(name, cwd, paths=paths, command=command)
+        from automaton.hooks.codexpatch import loose_paths
+
+        # The shell analysis reads `apply_patch` with its directory; every header-like line is
+        # also judged against the call's directory, in case the patch is carried another way.
+        return Call(name, where, paths=loose_paths(command), command=command)
+    if name in READ_ONLY:
+        return Call(name, cwd)
     raise BadPayload(f"unknown tool {name!r}: automaton cannot tell what it writes")

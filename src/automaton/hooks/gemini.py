@@ -5,10 +5,13 @@ Input: `cwd`, `tool_name`, `tool_input` (the model's raw arguments). File writer
 `write_file` and `replace` with `tool_input.file_path` (tools/definitions/base-declarations.ts);
 `edit` is accepted as an alias seen in third-party configs. The shell tool is
 `run_shell_command` with `command` and an optional directory (`dir_path`, older `directory`)
-relative to the project. Deny: exit 2 with the reason on stderr ("System Block … stderr is
-used as the rejection reason"; the turn continues). `hookRunner.ts` builds the denial only
-from a non-empty stderr, so the reason is never empty. Allow: exit 0 with empty stdout (no
-JSON is parsed then).
+relative to the project. Every other tool is denied unless it is known to write nothing
+(`READ_ONLY`: the read, search, web, memory, todo, plan and tracker tools of
+packages/core/src/tools/tool-names.ts, and the legacy `search_file_content`): the hook is
+installed for every tool (matcher `*`), MCP tools (`mcp_server_tool`) and discovered tools
+included. Deny: exit 2 with the reason on stderr ("System Block … stderr is used as the
+rejection reason"; the turn continues). `hookRunner.ts` builds the denial only from a non-empty
+stderr, so the reason is never empty. Allow: exit 0 with empty stdout (no JSON is parsed then).
 """
 
 from __future__ import annotations
@@ -21,11 +24,15 @@ from automaton.hooks import BadPayload, Call, cwd_of, text_field, tool_of
 WRITERS = frozenset({"write_file", "replace", "edit"})
 SHELLS = frozenset({"run_shell_command"})
 READ_ONLY = frozenset({
-    "read_file", "read_many_files", "list_directory", "glob", "search_file_content",
-    "grep_search", "google_web_search", "web_fetch", "save_memory", "write_todos",
+    "read_file", "read_many_files", "list_directory", "glob", "search_file_content", "grep_search",
+    "google_web_search", "web_fetch", "save_memory", "write_todos", "ask_user", "activate_skill",
+    "get_internal_docs", "enter_plan_mode", "exit_plan_mode", "update_topic", "codebase_investigator",
+    "cli_help", "tracker_create_task", "tracker_update_task", "tracker_get_task", "tracker_list_tasks",
+    "tracker_add_dependency", "tracker_visualize",
 })
-# The settings matcher is a regex over the tool name (reference.md "Matchers and tool names").
-MATCHER = "^(" + "|".join(sorted(WRITERS | SHELLS)) + ")$"
+# Every tool; an unknown one is classified here, fail closed
+# (gemini-cli packages/core/src/hooks/hookPlanner.ts: `""` or `*` match all).
+MATCHER = "*"
 
 
 def parse(payload: dict[str, Any]) -> Call:

@@ -2,7 +2,25 @@
 
 Agent settings are merged, never clobbered: other keys and other hooks stay as they are; our
 own handler (its command holds `--hook <agent>`) is replaced, so installing twice equals
-installing once. The command is absolute (the `automaton` script next to `sys.executable`, or
+installing once. The hook is installed for every tool (matcher `*`): a tool the hook does not
+know is denied there, MCP tools included.
+
+Where the agent has first-party deny rules, they are written too, as a second wall that does not
+depend on the hook process: Claude Code `permissions.deny` gets `Edit(…)` rules for `.state*`,
+`.automaton/`, `.git/` and the hook settings (an `Edit` rule covers Edit, Write and
+NotebookEdit; patterns follow gitignore, `**/` matching at any depth: code.claude.com
+docs/en/permissions "Read and Edit", tools-reference "Configure tools with permission rules"),
+merged into the existing list. Codex's sandbox settings (`sandbox_workspace_write`) have no
+per-path deny (workspace-write already keeps `.git` and `.codex` read-only; its beta permission
+profiles replace `--sandbox` rather than add to it), so nothing is written and the output says so.
+
+Installing is refused (exit 1, naming the file and key) over a settings file that switches every
+hook off: Claude `disableAllHooks: true` (in `.claude/settings.json` or
+`.claude/settings.local.json`), Codex `[features] hooks = false` (or the older `codex_hooks`) in
+`.codex/config.toml`, Gemini `hooksConfig.enabled: false` / `hooks.enabled: false` /
+`tools.enableHooks: false` in `.gemini/settings.json`: a hook written there would never run.
+
+The command is absolute (the `automaton` script next to `sys.executable`, or
 `sys.executable -m automaton`), pins `--project`, and ends in `|| exit 2` so that even a
 missing or broken executable blocks instead of failing open (every agent runs the command
 through a shell). Where (PROTOCOLS.md): Claude `.claude/settings.json` → `hooks.PreToolUse`
@@ -35,9 +53,16 @@ AGENT_TARGETS: dict[str, tuple[str, str]] = {  # agent -> (settings file, event)
 }
 NOTES: dict[str, str] = {
     "claude": "Claude Code loads it from sessions started in the project root",
-    "codex": "trust the project's hooks once in Codex (/hooks), or run codex with --dangerously-bypass-hook-trust",
+    "codex": "trust the project's hooks once in Codex (/hooks), or run codex with --dangerously-bypass-hook-trust;"
+             " Codex has no per-path deny list in its sandbox settings, so only the hook guards .state*,"
+             " .automaton/ and the hook settings (workspace-write keeps .git and .codex read-only)",
     "gemini": "Gemini CLI runs project hooks only in a trusted folder",
 }
+# Claude Code permission rules (gitignore patterns relative to the settings' folder, `**/` = any
+# depth, a leading `/` = that folder), written to permissions.deny. `.automaton/` is anchored: a
+# loop's worktree lives below it, and its agent must still edit the worktree.
+CLAUDE_DENY = ("Edit(**/.state*)", "Edit(/.automaton/**)", "Edit(**/.git/**)", "Edit(**/.claude/settings.json)",
+               "Edit(**/.claude/settings.local.json)", "Edit(**/.codex/**)", "Edit(**/.gemini/settings.json)")
 GIT_MARKER = "# automaton pre-commit hook"
 LOOP_SETTINGS = "claude-settings.json"
 
@@ -120,7 +145,10 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
 
 
 def install(project: Project, agent: str) -> Outcome:
-    """Install the hook of `agent` (claude|codex|gemini|git). data {agent, path, changed, command}."""
+    """Install the hook of `agent` (claude|codex|gemini|git). data {agent, path, changed, command,
+    deny} (`deny`: the first-party rules now in the agent's settings, [] where it has none).
+    Refused (exit 1) over settings that switch every hook off; BadInput (exit 2) for settings
+    that are not the documented shape."""
     if agent == "git":
         return install_git(project)
     if agent not in AGENT_TARGETS:
@@ -128,17 +156,71 @@ def install(project: Project, agent: str) -> Outcome:
     rel, event = AGENT_TARGETS[agent]
     path = project.root / rel
     before = read_json(path)
+    refuse_disabled(project, agent, before)
     after = json.loads(json.dumps(before))
     group = hook_group(agent, project)
     merge(after, event, group, agent, path)
+    deny = merge_deny(after, path) if agent == "claude" else []
     changed = after != before
     if changed:
         write_json(path, after)
     command = group["hooks"][0]["command"]
     word = "installed" if changed else "already installed"
-    return Outcome(lines=[f"{agent} hook {word} in {rel} ({event}, matcher {group['matcher']!r})",
-                          f"command: {command}", f"note: {NOTES[agent]}"],
-                   data={"agent": agent, "path": str(path), "changed": changed, "command": command})
+    lines = [f"{agent} hook {word} in {rel} ({event}, matcher {group['matcher']!r})", f"command: {command}"]
+    if deny:
+        lines.append(f"deny rules in {rel} permissions.deny: {', '.join(deny)}")
+    return Outcome(lines=[*lines, f"note: {NOTES[agent]}"],
+                   data={"agent": agent, "path": str(path), "changed": changed, "command": command, "deny": deny})
+
+
+def merge_deny(doc: dict[str, Any], where: Path) -> list[str]:
+    """Add `CLAUDE_DENY` to `doc.permissions.deny`, keeping every rule already there (in order);
+    returns the rules. BadInput when `permissions` or `deny` is not the documented shape."""
+    permissions = doc.setdefault("permissions", {})
+    if not isinstance(permissions, dict) or not isinstance(permissions.setdefault("deny", []), list):
+        raise BadInput(f"{where}: 'permissions.deny' is not a list; fix it by hand first")
+    rules: list[Any] = permissions["deny"]
+    rules += [rule for rule in CLAUDE_DENY if rule not in rules]
+    return list(CLAUDE_DENY)
+
+
+def refuse_disabled(project: Project, agent: str, doc: dict[str, Any]) -> None:
+    """Refused (exit 1, one line naming the file and key) when the agent's settings switch every
+    hook off, so that the installed hook would never run."""
+    found: tuple[Path, str] | None = None
+    if agent == "claude":
+        local = project.root / ".claude/settings.local.json"
+        for path, data in ((project.root / AGENT_TARGETS["claude"][0], doc), (local, read_json(local))):
+            if data.get("disableAllHooks") is True:
+                found = (path, "disableAllHooks: true")
+                break
+    elif agent == "codex":
+        found = _codex_disabled(project.root / ".codex/config.toml")
+    elif agent == "gemini":
+        for keys in (("hooksConfig", "enabled"), ("hooks", "enabled"), ("tools", "enableHooks")):
+            section = doc.get(keys[0])
+            if isinstance(section, dict) and section.get(keys[1]) is False:
+                found = (project.root / AGENT_TARGETS["gemini"][0], f"{'.'.join(keys)}: false")
+                break
+    if found is not None:
+        raise Refused(f"{found[0]}: {found[1]} switches every {agent} hook off; automaton will not install a hook"
+                      " that never runs: remove that key by hand, then run --install-hooks again")
+
+
+def _codex_disabled(path: Path) -> tuple[Path, str] | None:
+    import tomllib
+
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise BadInput(f"{path}: cannot read it as TOML ({exc}); fix it by hand first") from None
+    features = data.get("features")
+    for key in ("hooks", "codex_hooks"):
+        if isinstance(features, dict) and features.get(key) is False:
+            return path, f"[features] {key} = false"
+    return None
 
 
 def loop_settings(project: Project, loop_name: str) -> Path:
@@ -146,7 +228,9 @@ def loop_settings(project: Project, loop_name: str) -> Path:
     `claude --settings PATH` inside the loop worktree (project settings do not follow a worktree).
 
     It holds the project's own `.claude/settings.json` (when there is one) with the automaton
-    hook merged in, pinned to this project. BadInput when the project settings are not JSON.
+    hook and deny rules merged in, pinned to this project, and `disableAllHooks: false` (settings
+    given with `--settings` outrank project and user settings, so a kill switch there cannot
+    reach the loop). BadInput when the project settings are not JSON.
     """
     folder = project.loop_dir(LoopName.of(loop_name))
     if not folder.is_dir():
@@ -154,6 +238,8 @@ def loop_settings(project: Project, loop_name: str) -> Path:
     path = folder / LOOP_SETTINGS
     doc = read_json(project.root / AGENT_TARGETS["claude"][0])
     merge(doc, "PreToolUse", hook_group("claude", project), "claude", path)
+    merge_deny(doc, path)
+    doc["disableAllHooks"] = False  # command-line settings outrank the project's and the user's
     write_json(path, doc)
     return path
 

@@ -6,15 +6,20 @@ answer allowed or denied with one line. Three layers, all of which must allow:
 1. Always denied: anything `commands.can_edit.protected` names (`.state*`, `.automaton/`,
    `.git`, and the agents' own hook configuration: an agent that could edit
    `.claude/settings.json` could switch its brake off), and anything outside the project.
-2. The task phase scope (`commands.can_edit`). Which task: `$AUTOMATON_TASK`; else, inside a
-   loop worktree, the loop's `current_task`; else the project's focus; else none (only layer
-   1 applies).
+2. The task phase scope (`commands.can_edit`). Outside a loop worktree: `$AUTOMATON_TASK`,
+   else the project's focus, else none (only layer 1 applies).
 3. Inside a loop worktree `<project>/.automaton/loops/<name>/worktree`: the path must stay in
    that worktree and `commands.loops.can_edit_loop(..., loop_worktree=True)` must allow it (the
-   loop's `file_scope`). The task scope is then anchored at the worktree (the agent edits the
-   worktree's copy of the tree) while the phase itself is read from the main checkout's
-   `tasks/<task>/.state`, the only authoritative one: the worktree's copy may be absent (state
-   files need not be committed) or stale.
+   loop's `file_scope`). The task is the loop's own (loop.json `task`, else the loop state's
+   `current_task`), never the human's focus: a loop's scope must not change when a human
+   focuses another task in the main checkout. A task-less loop gets only its `file_scope`. The
+   task scope is anchored at the worktree (the agent edits the worktree's copy of the tree)
+   while the phase itself is read from the main checkout's `tasks/<task>/.state`, the only
+   authoritative one: the worktree's copy may be absent (state files need not be committed)
+   or stale.
+
+A path that reaches a file only through `/proc` or `/dev` (`hooks.aliases`) is denied first:
+it names whatever another process has open, not a file the rules can judge.
 
 Errors (corrupt `.state`, unknown task, a loop store that cannot be read) propagate as
 exceptions; the hook entry turns every exception into a denial (fail closed).
@@ -22,7 +27,6 @@ exceptions; the hook entry turns every exception into a denial (fail closed).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,6 +92,12 @@ def check_one(
 ) -> Verdict:
     """Decide one path. `home` is the loop worktree the call runs in, if any."""
     memo = memo or can_edit.Memo()
+    from automaton.hooks.aliases import alias_reason
+    from automaton.resolve import check_text
+
+    why = alias_reason(check_text(raw), cwd)
+    if why:
+        return Verdict(False, why)
     path = real(raw, cwd)
     tree = worktree_of(project, path, memo)
     if home is not None and (tree is None or tree.name != home.name):
@@ -105,31 +115,27 @@ def _in_worktree(project: Project, cwd: Path, path: Path, tree: Worktree, memo: 
     why = can_edit.protected(parts)
     if why:
         return Verdict(False, f"{posix(parts)} (loop {tree.name} worktree): {why}")
-    ref = memo.get(("loop_task", tree.name), lambda: _loop_task(project, tree.name))
-    if ref is not None:
+    refs = memo.get(("loop_task", tree.name), lambda: _loop_tasks(project, tree.name))
+    for ref in refs:
         verdict = _phase_scope(project, ref, parts, memo)
         if not verdict.allowed:
             return verdict
     from automaton.commands.loops import can_edit_loop  # written by the loop store; lazy: hook path
 
     decision = can_edit_loop(project, tree.name, str(path), loop_worktree=True,
-                             task=str(ref) if ref else None, cwd=cwd)
+                             task=str(refs[0]) if refs else None, cwd=cwd)
     return Verdict(decision.allowed, decision.reason)
 
 
-def _loop_task(project: Project, name: LoopName) -> TaskRef | None:
-    """$AUTOMATON_TASK, else the loop's `current_task`, else the project's focus (DESIGN §7)."""
-    value = os.environ.get(can_edit.TASK_ENV) or None
-    if value:
-        return TaskRef.parse(value)
+def _loop_tasks(project: Project, name: LoopName) -> list[TaskRef]:
+    """The loop's tasks: loop.json `task` and the loop state's `current_task` (a path must be in
+    the scope of both when they differ); [] for a task-less loop.
+
+    Never `$AUTOMATON_TASK` nor the project's focus: both belong to the human's session in the
+    main checkout, and a loop's scope must not move with them."""
     from automaton.store import loops
 
-    current = loops.read_state(project, name).get("current_task")
-    if isinstance(current, str) and current:
-        return TaskRef.parse(current)
-    from automaton.commands.focus import read_focus
-
-    return read_focus(project)
+    return [TaskRef.parse(task) for task in loops.bound_tasks(project, name, loops.read_state(project, name))]
 
 
 def _phase_scope(project: Project, ref: TaskRef, parts: tuple[str, ...], memo: can_edit.Memo) -> Verdict:

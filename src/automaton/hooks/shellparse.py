@@ -14,6 +14,11 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from automaton.hooks.argv import GIT_VALUE_OPTIONS, git_subcommand, operands, option_values
+
+__all__ = ["GIT_VALUE_OPTIONS", "Program", "Simple", "Unsafe", "git_subcommand", "operands", "option_values",
+           "program", "simple_commands", "strip_heredocs", "tokens"]
+
 
 class Unsafe(Exception):
     """The command line must be denied; the message is the one-line reason."""
@@ -22,26 +27,34 @@ class Unsafe(Exception):
 @dataclass
 class Simple:
     """One simple command: its `words`, output redirect targets (`writes`), input redirect files
-    (`reads`), the text a heredoc or here-string feeds it (`stdin`), and whether its standard
-    input is the previous command's output (`piped`)."""
+    (`reads`), the text a heredoc or here-string feeds it (`stdin`), whether its standard
+    input is the previous command's output (`piped`), the list operators around it (`before`,
+    `after`: `;`, `&&`, `||`, `|`, `&`, a newline, or "" at either end of the line) and the
+    subshell scopes opened or closed since the previous command (`scopes`, in order: `(`, `$(`,
+    `<(`, `>(`, a backtick opening as "`(", and ")" or "`)" closing)."""
 
     words: list[str] = field(default_factory=list)
     writes: list[str] = field(default_factory=list)
     reads: list[str] = field(default_factory=list)
     stdin: str | None = None
     piped: bool = False
+    before: str = ""
+    after: str = ""
+    scopes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class Program:
     """What a simple command runs after env assignments, keywords and wrappers: `name` (lowercase
     basename, `.exe` dropped: a case-insensitive volume runs `RM` as `rm`), its `args`, the
-    directories wrappers change to first (`env -C`, `sudo -D`), and the wrappers passed."""
+    directories wrappers change to first (`env -C`, `sudo -D`), the wrappers passed, and the
+    `NAME=VALUE` assignments it runs with (before it or given to `env`)."""
 
     name: str
     args: list[str]
     chdir: list[str]
     via: list[str]
+    assigns: list[str] = field(default_factory=list)
 
 
 SEPARATORS = frozenset({";", "&&", "||", "|", "|&", "&", "(", ")", "<(", ">(", "$(", ";;", "\n", "{", "}"})
@@ -135,24 +148,38 @@ def _split_operators(run: str) -> list[str]:
     return ops
 
 
+SCOPE_OPEN = frozenset({"(", "$(", "<(", ">("})
+
+
 def simple_commands(toks: list[str], bodies: list[tuple[str, bool]]) -> list[Simple]:
-    """Cut tokens into simple commands; heredoc `bodies` are handed out in order."""
+    """Cut tokens into simple commands; heredoc `bodies` are handed out in order. A command
+    with neither words nor redirections is dropped and its scope events move to the next one."""
     found: list[Simple] = []
     cur = Simple()
     left = list(bodies)
+    backtick_open = False
     i = 0
+
+    def close(sep: str) -> Simple:
+        cur.after = sep
+        found.append(cur)
+        nxt = Simple(piped=sep in PIPES, before=sep if sep not in SCOPE_OPEN and sep != ")" else "")
+        return nxt
+
     while i < len(toks):
         tok = toks[i]
         if "`" in tok:  # command substitution: each side of a backtick is its own command
             for n, piece in enumerate(tok.split("`")):
                 if n:
-                    found.append(cur)
-                    cur = Simple()
+                    cur = close("")
+                    cur.scopes.append("`)" if backtick_open else "`(")
+                    backtick_open = not backtick_open
                 if piece:
                     cur.words.append(piece)
         elif tok in SEPARATORS:
-            found.append(cur)
-            cur = Simple(piped=tok in PIPES)
+            cur = close(tok)
+            if tok in SCOPE_OPEN or tok == ")":
+                cur.scopes.append(tok)
         elif tok in REDIRECT_OUT or tok in REDIRECT_IN or tok in ("<<", "<<-", "<<<"):
             if cur.words and cur.words[-1].isdigit():
                 cur.words.pop()  # `2>file`: the fd number is not an argument
@@ -170,16 +197,38 @@ def simple_commands(toks: list[str], bodies: list[tuple[str, bool]]) -> list[Sim
             cur.words.append(tok)
         i += 1
     found.append(cur)
-    return [c for c in found if c.words or c.writes or c.reads]
+    return _drop_empty(found)
+
+
+def _drop_empty(found: list[Simple]) -> list[Simple]:
+    """Commands with words or redirections; an empty one passes on its scope events, and its
+    `before` when the next command has none of its own."""
+    kept: list[Simple] = []
+    carry: list[str] = []
+    before = ""
+    for cmd in found:
+        if cmd.words or cmd.writes or cmd.reads:
+            cmd.scopes = carry + cmd.scopes
+            cmd.before = cmd.before or before
+            kept.append(cmd)
+            carry, before = [], ""
+        else:
+            carry += cmd.scopes
+            before = cmd.before or before
+            if kept and not kept[-1].after:
+                kept[-1].after = cmd.after
+    return kept
 
 
 def program(words: list[str]) -> Program | None:
     """The program a simple command runs, or None (only assignments/keywords)."""
-    i, chdir, via = 0, [], []
+    i, chdir, via, assigns = 0, [], [], []
     while i < len(words):
         word = words[i]
         base = _base(word)
         if word in KEYWORDS or _ASSIGNMENT.match(word):
+            if _ASSIGNMENT.match(word):
+                assigns.append(word)
             i += 1
             while word == "time" and i < len(words) and words[i].startswith("-"):
                 i += 1
@@ -187,6 +236,8 @@ def program(words: list[str]) -> Program | None:
             via.append("env")
             i += 1
             while i < len(words) and (words[i].startswith("-") or "=" in words[i]):
+                if "=" in words[i] and not words[i].startswith("-"):
+                    assigns.append(words[i])
                 if words[i] in ENV_VALUE and i + 1 < len(words):
                     if words[i] in CHDIR_OPTIONS["env"]:
                         chdir.append(words[i + 1])
@@ -195,6 +246,8 @@ def program(words: list[str]) -> Program | None:
                     i += 1
                 elif words[i].startswith("--chdir="):
                     chdir.append(words[i].split("=", 1)[1])
+                elif words[i].startswith(("-S", "--split-string=")) and words[i] != "-":
+                    raise Unsafe("env -S splits a string into a command: automaton cannot read it")
                 i += 1
         elif base in WRAPPERS:
             via.append(base)
@@ -213,70 +266,10 @@ def program(words: list[str]) -> Program | None:
         return None
     name, args = _base(words[i]), words[i + 1:]
     if re.match(r"^python[0-9.]*$", name) and args[:2] == ["-m", "automaton"]:
-        return Program("automaton", args[2:], chdir, via)
-    return Program(name, args, chdir, via)
+        return Program("automaton", args[2:], chdir, via, assigns)
+    return Program(name, args, chdir, via, assigns)
 
 
 def _base(word: str) -> str:
     name = os.path.basename(word.replace("\\", "/")).lower()
     return name[:-4] if name.endswith(".exe") else name
-
-
-def operands(args: list[str], takes_value: frozenset[str] | set[str] = frozenset()) -> list[str]:
-    """The non-option arguments: options and the separate values of `takes_value` skipped,
-    everything after `--` kept; a lone `-` is an operand."""
-    out: list[str] = []
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg == "--":
-            out.extend(args[i + 1:])
-            break
-        if arg.startswith("-") and arg != "-":
-            if arg in takes_value:
-                i += 1
-        else:
-            out.append(arg)
-        i += 1
-    return out
-
-
-def option_values(args: list[str], names: tuple[str, ...]) -> list[str]:
-    """Values given to any of the options `names`: `-o X`, `-oX`, `-sSo X` (a single letter ending
-    or inside a short cluster: the rest of the cluster, else the next word), `--out=X`, `--out X`.
-    Reading every letter before it as a flag may find a value too many, never one too few."""
-    out: list[str] = []
-    for i, arg in enumerate(args):
-        nxt = args[i + 1] if i + 1 < len(args) else None
-        for name in names:
-            if arg == name:
-                if nxt is not None:
-                    out.append(nxt)
-            elif name.startswith("--"):
-                if arg.startswith(name + "="):
-                    out.append(arg[len(name) + 1:])
-            elif arg.startswith("-") and not arg.startswith("--") and name[1] in arg[1:]:
-                rest = arg[arg.index(name[1], 1) + 1:]
-                if rest:
-                    out.append(rest)
-                elif nxt is not None:
-                    out.append(nxt)
-    return out
-
-
-GIT_VALUE_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path",
-                               "--config-env", "--super-prefix", "--list-cmds"})
-
-
-def git_subcommand(args: list[str]) -> int | None:
-    """Index of git's subcommand in `args`, past global options (git(1): `-C <path>`, `-c k=v`, …)."""
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg in GIT_VALUE_OPTIONS:
-            i += 2
-        elif arg.startswith("-"):
-            i += 1
-        else:
-            return i
-    return None

@@ -1,17 +1,20 @@
-"""Paths written that are named inside files: patches (`patch`, `git apply`, `git am`) and
-archives (`tar -x`, `unzip`), read from the file the command names (or its heredoc), and the
-targets of links (`ln`, archive link members), which may not reach a protected path.
+"""Paths written that are named inside files: patches (`patch`, `git apply`, `git am`, Codex's
+`apply_patch` run from a shell) and archives (`tar -x`, `unzip`), read from the file the command
+names (or its heredoc), and the targets of links (`ln`, archive link members): a link member is a
+write to what it links, and may not reach a protected path.
 
 The hook runs before the command, so the file read is the one the command will read; one that
-cannot be read, or a patch or archive arriving on a pipe, raises `Unsafe`.
+cannot be read, or a patch or archive arriving on a pipe, raises `Unsafe`. So do the archive
+options that run programs or rename members at run time (`tar --to-command`,
+`--use-compress-program`/`-I`, `--checkpoint-action`, `--transform`, `bsdtar -s`, …), and the
+extractors whose member names automaton does not read (`7z x`, `unrar x`, `cpio -i`, `ar x`,
+`jar x`, `pax -r`).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import tarfile
-import zipfile
 from pathlib import Path
 
 from automaton.hooks.shellparse import Simple, Unsafe, operands, option_values
@@ -32,6 +35,54 @@ def protected_link(source: str, base: Path | None) -> None:
     if (any(p in _PROTECTED_DIRS or p.startswith(".state") for p in parts)
             or any(is_hook_config(tuple(parts[i:])) for i in range(len(parts)))):
         raise Unsafe(f"a link to {source!r} would reach a path only automaton or a human writes")
+
+
+_TAR_EXEC = ("--to-command", "--use-compress-program", "--checkpoint-action", "--info-script",
+             "--new-volume-script", "--rsh-command", "--rmt-command", "--transform", "--xform")
+_TAR_WRITES = ("--index-file", "--listed-incremental", "--volno-file")
+EXTRACTORS: dict[str, re.Pattern[str]] = {  # program -> the argument shape that extracts
+    "7z": re.compile(r"^[xe]$"), "7za": re.compile(r"^[xe]$"), "7zr": re.compile(r"^[xe]$"),
+    "unrar": re.compile(r"^[xe]$"), "unar": re.compile(r"."), "cpio": re.compile(r"^-[a-zA-Z]*[ip]"),
+    "bsdcpio": re.compile(r"^-[a-zA-Z]*[ip]"), "ar": re.compile(r"^-?[a-zA-Z]*x"), "jar": re.compile(r"^-?[a-zA-Z]*x"),
+    "pax": re.compile(r"^-[a-zA-Z]*r"), "lha": re.compile(r"^-?[a-zA-Z]*[xe]"),
+    "dpkg-deb": re.compile(r"^(-[xXR]|--extract|--raw-extract|--vextract)$"),
+    "rpm2cpio": re.compile(r"."), "unsquashfs": re.compile(r"."),
+}
+
+
+def targets(name: str, args: list[str], cmd: Simple, here: Path | None) -> list[str] | None:
+    """Paths written by a patch or archive program `name`, or None when `name` is neither."""
+    if name == "patch":
+        return patch(args, cmd, here)
+    if name in ("tar", "bsdtar", "gtar"):
+        return tar(args, here)
+    if name == "unzip":
+        return unzip(args, here)
+    if name in ("apply_patch", "applypatch"):
+        return apply_patch(args, cmd)
+    if name in EXTRACTORS and any(EXTRACTORS[name].search(a) for a in args):
+        raise Unsafe(f"{name} extracts members whose names automaton does not read: use tar or unzip")
+    return None
+
+
+def apply_patch(args: list[str], cmd: Simple) -> list[str]:
+    """Codex's `apply_patch PATCH` or `apply_patch <<'EOF' … EOF` (Codex runs it itself,
+    openai/codex apply-patch `invocation.rs`): the patch's paths, relative to the directory the
+    command runs in (a `cd DIR &&` before it is the patch's working directory)."""
+    from automaton.hooks.codexpatch import BadPatch, patch_paths
+
+    text = args[0] if args else cmd.stdin
+    if text is None:
+        raise Unsafe("apply_patch without a patch argument or heredoc: automaton cannot tell what it writes")
+    try:
+        return patch_paths(text)
+    except BadPatch as exc:
+        raise Unsafe(f"apply_patch: {exc}") from None
+
+
+def read_text(name: str, here: Path | None, who: str) -> str:
+    """The text of file `name` (a script or patch a command will read); Unsafe when unreadable."""
+    return _read(name, here, who)
 
 
 def patch(args: list[str], cmd: Simple, here: Path | None) -> list[str]:
@@ -92,6 +143,7 @@ def tar(args: list[str], here: Path | None) -> list[str]:
     """tar(1) in its three spellings (`-xzf A`, `xzf A`, `--extract --file=A`): the archive it
     creates, or the members it extracts (read from the archive) under `-C DIR`."""
     flags = ""
+    written: list[str] = []
     values: dict[str, list[str]] = {"f": [], "C": []}
     words = list(args)
     if words and not words[0].startswith("-") and re.match(r"^[a-zA-Z]+$", words[0]):
@@ -101,6 +153,11 @@ def tar(args: list[str], here: Path | None) -> list[str]:
         arg = words[i]
         if arg.startswith("--"):
             key, _, val = arg.partition("=")
+            if any(key == o or (len(key) > 4 and o.startswith(key)) for o in _TAR_EXEC):
+                raise Unsafe(f"tar {key} runs a program or renames members at run time: automaton cannot"
+                             " tell what it writes")
+            if any(key == o for o in _TAR_WRITES):
+                written.append(val or (words[i + 1] if i + 1 < len(words) else ""))
             long = {"--file": "f", "--directory": "C"}.get(key)
             if long:
                 values[long].append(val or (words[i + 1] if i + 1 < len(words) else ""))
@@ -109,6 +166,9 @@ def tar(args: list[str], here: Path | None) -> list[str]:
                       "--to-stdout": "O", "--list": "t", "--delete": "r", "--concatenate": "A"}.get(key, "")
         elif arg.startswith("-") and len(arg) > 1:
             for n, ch in enumerate(arg[1:], 1):
+                if ch in "IFsg":
+                    raise Unsafe(f"tar -{ch} runs a program, renames members or keeps a snapshot file:"
+                                 " automaton cannot tell what it writes")
                 if ch in "fC":
                     attached = arg[n + 1:]
                     values[ch].append(attached or (words[i + 1] if i + 1 < len(words) else ""))
@@ -116,25 +176,42 @@ def tar(args: list[str], here: Path | None) -> list[str]:
                     break
                 flags += ch
         i += 1
-    directory = values["C"][-1] if values["C"] else ""
+    directories = values["C"] or [""]
+    directory = directories[-1]
     archives = values["f"]
     if any(c in flags for c in "crAu"):
-        return archives or ["-"]
+        return written + (archives or ["-"])
     if "x" not in flags or "O" in flags or "t" in flags:
-        return []
+        return written
     if not archives or archives[-1] == "-":
         raise Unsafe("tar -x reads its archive from standard input: automaton cannot tell which files it writes")
     path = _local(archives[-1], here, "tar")
+    import tarfile  # lazy: the hook path imports only what a command needs
+
     try:
         with tarfile.open(path) as archive:
             members = archive.getmembers()
     except (OSError, tarfile.TarError) as exc:
         raise Unsafe(f"tar: cannot read {archives[-1]!r} ({exc}) to tell which files it writes") from None
-    base = Path(os.path.join(here, directory)) if here is not None else None
+    names = [_stripped(m.name, args) for m in members]
     for member in members:
         if member.issym() or member.islnk():
-            protected_link(member.linkname, base)
-    return [os.path.join(directory, m.name) if directory else m.name for m in members] or [directory or "."]
+            for d in directories:
+                base = Path(os.path.join(here, d)) if here is not None else None
+                protected_link(member.linkname, base)
+                # a hard link names an archive path; a symbolic one is relative to its own folder
+                link_dir = "" if member.islnk() else os.path.dirname(member.name)
+                names.append([os.path.join(link_dir, member.linkname)])
+    flat = [n for group in names for n in group]
+    return written + [os.path.join(d, n) if d else n for d in directories for n in flat] or [directory or "."]
+
+
+def _stripped(name: str, args: list[str]) -> list[str]:
+    """A member's name and, under `--strip-components=N` (any N), every shorter suffix of it."""
+    if not any(a.startswith("--strip") for a in args):
+        return [name]
+    parts = name.split("/")
+    return ["/".join(parts[i:]) for i in range(len(parts)) if parts[i:] != [""]]
 
 
 def unzip(args: list[str], here: Path | None) -> list[str]:
@@ -145,14 +222,21 @@ def unzip(args: list[str], here: Path | None) -> list[str]:
     if not names:
         raise Unsafe("unzip without an archive: automaton cannot tell which files it writes")
     directory = (option_values(args, ("-d",)) or [""])[0]
+    junk = any(re.match(r"^-[a-zA-Z]*j", a) for a in args if not a.startswith("--"))
     path = _local(names[0], here, "unzip")
+    found: list[str] = []
+    import zipfile  # lazy: the hook path imports only what a command needs
+
     try:
         with zipfile.ZipFile(path) as archive:
-            infos = archive.infolist()
             base = Path(os.path.join(here, directory)) if here is not None else None
-            for info in infos:
+            for info in archive.infolist():
+                member = os.path.basename(info.filename) if junk else info.filename
+                found.append(member)
                 if (info.external_attr >> 16) & 0o170000 == 0o120000:  # a symlink member: its target
-                    protected_link(archive.read(info).decode("utf-8", "replace"), base)
+                    link = archive.read(info).decode("utf-8", "replace")
+                    protected_link(link, base)
+                    found.append(os.path.join(os.path.dirname(member), link))
     except (OSError, zipfile.BadZipFile) as exc:
         raise Unsafe(f"unzip: cannot read {names[0]!r} ({exc}) to tell which files it writes") from None
-    return [os.path.join(directory, i.filename) if directory else i.filename for i in infos] or [directory or "."]
+    return [os.path.join(directory, n) if directory else n for n in found] or [directory or "."]

@@ -1,12 +1,17 @@
-"""Which paths a known writing command writes (best effort), for the policy to judge one by one.
+"""Which paths a writing command writes (best effort), for the policy to judge one by one, and
+which commands write nothing (`read_only`).
 
-coreutils and friends (`cp`, `mv`, `ln`, `install`, `rsync`, `touch`, `rm`, `mkdir`, `rmdir`,
-`truncate`, `chmod`/`chown`/`chgrp`, `dd of=`, `tee`, `sed -i`, `perl -i`, `sort -o`, `sponge`,
-`curl -o`, `wget -O`, compressors, editors), git (`rm`, `mv`, `clean`, `worktree add/remove/move`,
-`checkout -- FILE`, `restore`, `config`, `apply`, `am`), `patch` and archives (`hooks.unpack`
-reads the names inside), and PowerShell's file cmdlets (`hooks.powershell`). A link is also
-judged by what it points to. Paths are returned as written, relative to the directory the
-command runs in; what cannot be known raises `Unsafe`.
+coreutils and friends (`cp`, `mv`, `ln`, `link`, `install`, `rsync`, `touch`, `rm`, `mkdir`,
+`truncate`, `chmod`/`chown`/`chgrp`, `dd of=`, `tee`, `sort -o`/`-T`, `uniq`, `split`, `xxd`,
+`tree -o`, `sponge`, `curl -o`, `wget`, compressors, editors), `find` (`-fprint`, `-fprintf`,
+`-fls`, `-delete`, and `-exec` of anything but a read-only program), `sed` (in place, and the
+`w` command or flag of its script: `hooks.scripts`), `awk` (in place, and its `print > FILE`),
+`perl -i`, git (`hooks.gitcmd`), `patch`, archives and Codex's `apply_patch` (`hooks.unpack`),
+and PowerShell's file cmdlets (`hooks.powershell`). A link is a write to the file it links
+(the source of `ln`, `link`, `cp -l`/`-s`, `rsync --link-dest`): writing the link later writes
+that file. Options are read with `hooks.options`, where an unknown option of a writing program
+is denied. Paths are returned as written, relative to the directory the command runs in; what
+cannot be known raises `Unsafe`.
 """
 
 from __future__ import annotations
@@ -15,8 +20,8 @@ import os
 import re
 from pathlib import Path
 
-from automaton.hooks import unpack
-from automaton.hooks.shellparse import Program, Simple, Unsafe, git_subcommand, operands, option_values
+from automaton.hooks import gitcmd
+from automaton.hooks.shellparse import Program, Simple, Unsafe, operands, option_values
 
 ALL_OPERANDS: dict[str, frozenset[str]] = {  # program -> options taking a separate value
     "touch": frozenset({"-d", "-t", "-r", "--date", "--reference"}),
@@ -25,6 +30,7 @@ ALL_OPERANDS: dict[str, frozenset[str]] = {  # program -> options taking a separ
     "truncate": frozenset({"-s", "-r", "--size", "--reference"}),
     "shred": frozenset({"-n", "-s", "--iterations", "--size", "--random-source"}),
     "tee": frozenset(), "sponge": frozenset(), "mkfifo": frozenset({"-m", "--mode"}),
+    "mknod": frozenset({"-m", "--mode"}), "link": frozenset(),
     "gzip": frozenset({"-S", "--suffix"}), "gunzip": frozenset({"-S", "--suffix"}), "bzip2": frozenset(),
     "bunzip2": frozenset(), "xz": frozenset(), "unxz": frozenset(), "zstd": frozenset({"-o"}),
     "vi": frozenset({"-c", "-S", "-u"}), "vim": frozenset({"-c", "-S", "-u"}), "nvim": frozenset({"-c", "-S", "-u"}),
@@ -32,7 +38,6 @@ ALL_OPERANDS: dict[str, frozenset[str]] = {  # program -> options taking a separ
     "micro": frozenset(), "setfacl": frozenset({"-m", "-x", "-M", "-X"}), "chattr": frozenset(),
 }
 TO_LAST: dict[str, frozenset[str]] = {
-    "cp": frozenset({"-S", "--suffix"}),
     "install": frozenset({"-m", "-o", "-g", "-S", "--mode", "--owner", "--group", "--suffix"}),
     "scp": frozenset({"-c", "-F", "-i", "-J", "-l", "-o", "-P", "-S"}),
     "rsync": frozenset({"-e", "--rsh", "--exclude", "--include", "--filter", "-f", "--exclude-from",
@@ -40,9 +45,32 @@ TO_LAST: dict[str, frozenset[str]] = {
                         "--port", "--password-file", "-B", "--block-size", "--timeout", "--bwlimit",
                         "--max-size", "--min-size", "-M", "--remote-option", "--compare-dest",
                         "--copy-dest", "--link-dest", "--backup-dir", "--log-file", "--partial-dir",
-                        "--temp-dir", "-T"}),
+                        "--temp-dir", "-T", "--write-batch", "--only-write-batch", "--read-batch"}),
 }
+# Programs that write no file whatever their arguments, unless `read_only` says otherwise.
+READ_ONLY = frozenset({
+    "cat", "head", "tail", "less", "more", "grep", "egrep", "fgrep", "rg", "ls", "stat", "wc",
+    "diff", "cmp", "file", "sha256sum", "shasum", "md5sum", "echo", "printf", "test", "[", "true",
+    "false", "pwd", "cd", "realpath", "readlink", "basename", "dirname", "jq", "tree", "automaton",
+    "sort", "uniq", "cut", "tr", "column", "nl", "od", "hexdump", "xxd", "get-content", "gc", "type",
+    "get-childitem", "gci", "dir", "select-string", "sls", "test-path", "resolve-path", "get-item",
+    "write-output", "write-host", "which", "whoami", "id", "date", "env", "printenv", "uname", "du", "df",
+    "sed", "awk", "gawk", "mawk", "nawk", "find",
+})
 _CHMOD_OPTION = re.compile(r"^-[cfvRHLP]+$")
+_SAFE_RSH = re.compile(r"^ssh(\s+-[A-Za-z0-9]+(\s+[^\s;&|`$]+)?)*$")
+
+
+def read_only(name: str, args: list[str]) -> bool:
+    """Whether `name ARGS` writes no file (an Unsafe reading counts as writing)."""
+    if name == "git":
+        return gitcmd.read_only(args)
+    if name not in READ_ONLY:
+        return False
+    try:
+        return not targets(Program(name, args, [], []), Simple(), None)
+    except Unsafe:
+        return False
 
 
 def targets(prog: Program, cmd: Simple, here: Path | None) -> list[str]:
@@ -52,47 +80,57 @@ def targets(prog: Program, cmd: Simple, here: Path | None) -> list[str]:
         return operands(args, ALL_OPERANDS[name])
     if name in ("chmod", "chown", "chgrp"):
         return _chmod(name, args)
-    if name == "mv":
-        return operands(args, frozenset({"-S", "--suffix", "-t"})) + option_values(args, ("-t", "--target-directory"))
-    if name == "ln":
-        return _ln(args, here)
+    if name in ("cp", "mv", "ln"):
+        return _copy_move_link(name, args, here)
     if name in TO_LAST:
         return _to_last(name, args)
-    if name == "sed" and sed_in_place(args):
-        return _sed(args)
+    if name == "sed":
+        return _sed(args, here)
     if name == "perl":
         return _perl(args)
-    if name in ("awk", "gawk") and ("inplace" in args or "--include=inplace" in args):
-        rest = [a for a in operands(args, frozenset({"-i", "-v", "-F", "-f", "--include"})) if a != "inplace"]
-        return rest if any(a == "-f" or a.startswith("--file") for a in args) else rest[1:]
+    if name in ("awk", "gawk", "mawk", "nawk"):
+        return _awk(args, here)
     if name == "dd":
-        return [a[3:] for a in args if a.startswith("of=")]
+        return _dd(args)
     if name == "sort":
-        return option_values(args, ("-o", "--output"))
+        from automaton.hooks import options
+
+        return options.scan("sort", args).outs
+    # `uniq IN OUT`, `split IN PREFIX`, `xxd [-r] IN OUT`: every operand after the input may be
+    # the output (an option value read as an operand, e.g. under an abbreviated option name,
+    # only adds a path to judge).
     if name == "uniq":
-        return operands(args, frozenset({"-f", "-s", "-w", "--skip-fields", "--skip-chars",
-                                         "--check-chars"}))[1:2]
-    if name == "curl":
-        return option_values(args, ("-o", "--output")) + _curl_remote_names(args)
-    if name == "wget":
-        named = option_values(args, ("-O", "--output-document", "-P", "--directory-prefix", "-o",
-                                     "--output-file", "-a", "--append-output"))
-        return [n for n in named if n != "-"] or _remote_names(args)
+        return operands(args, frozenset({"-f", "-s", "-w", "--skip-fields", "--skip-chars", "--check-chars"}))[1:]
+    if name == "split":
+        names = operands(args, frozenset({"-a", "-b", "-C", "-l", "-n", "-t", "--additional-suffix"}))
+        return [n + "aa" for n in names[1:]] or ["xaa"]
+    if name == "xxd":
+        return operands(args, frozenset({"-c", "-g", "-l", "-o", "-s", "-n", "-cols", "-groupsize", "-len",
+                                         "-offset", "-seek", "-name"}))[1:]
+    if name == "tree":
+        return option_values(args, ("-o",))
+    if name == "find":
+        from automaton.hooks import findcmd
+
+        return findcmd.targets(args, here, read_only)
+    if name in ("curl", "wget"):
+        from automaton.hooks import downloads
+
+        return downloads.targets(name, args)
     if name == "git":
-        return _git(args, cmd, here)
-    if name == "patch":
-        return unpack.patch(args, cmd, here)
-    if name in ("tar", "bsdtar", "gtar"):
-        return unpack.tar(args, here)
-    if name == "unzip":
-        return unpack.unzip(args, here)
-    if name == "find" and any(a in ("-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint") for a in args):
-        return [a for a in args if not a.startswith(("-", "(", "!", ")"))][:1] or ["."]
+        return gitcmd.targets(args, cmd, here)
+    if re.match(r"^python[0-9.]*$", name) and args[:1] == ["-m"] and args[1:2] in (["zipfile"], ["tarfile"]):
+        if any(a in ("-e", "--extract") for a in args):
+            raise Unsafe(f"python -m {args[1]} -e extracts an archive: use tar or unzip, which automaton reads")
+        return []
+    from automaton.hooks import unpack
+
+    found = unpack.targets(name, args, cmd, here)
+    if found is not None:
+        return found
     from automaton.hooks.powershell import CMDLETS, cmdlet_targets
 
-    if name in CMDLETS:
-        return cmdlet_targets(name, args, cmd)
-    return []
+    return cmdlet_targets(name, args, cmd) if name in CMDLETS else []
 
 
 def sed_in_place(args: list[str]) -> bool:
@@ -119,43 +157,115 @@ def _chmod(name: str, args: list[str]) -> list[str]:
     return found if reference else found[1:]
 
 
-def _ln(args: list[str], here: Path | None) -> list[str]:
-    """ln(1): the link name is written; the link's target may not be a protected path."""
-    values = frozenset({"-S", "--suffix", "-t"})
-    names = operands(args, values)
-    directory = option_values(args, ("-t", "--target-directory"))
+def _copy_move_link(name: str, args: list[str], here: Path | None) -> list[str]:
+    """cp(1), mv(1), ln(1): the destination is written; mv writes its sources (they vanish);
+    a hard or symbolic link (`ln`, `cp -l`, `cp -s`) writes the file it links, because
+    writing through the link later writes that file. A symbolic link's relative source is
+    relative to the link's own directory."""
+    from automaton.hooks import options, unpack
+
+    found = options.scan(name, args)
+    names, directory = found.operands, found.outs
     if directory:
-        sources, written = names, directory
-    elif len(names) == 1:
+        sources, written = names, list(directory)
+    elif name == "ln" and len(names) == 1:
         sources, written = names, [os.path.basename(names[0].rstrip("/")) or names[0]]
     else:
         sources, written = names[:-1], names[-1:]
-    link_dir = os.path.dirname(written[0]) if written else "."
+    if name == "mv":
+        return written + sources
+    symbolic = bool({"-s", "--symbolic", "--symbolic-link"} & found.seen)
+    linking = name == "ln" or symbolic or bool({"-l", "--link"} & found.seen)
+    if not linking:
+        return written
+    # The link's directory: the target directory; else, with one operand, here; else the
+    # destination itself (when it is a directory) or its parent: every candidate is judged.
+    if not written:
+        return []  # no operand: the program only reports its usage
+    if directory or len(names) == 1:
+        link_dirs = {directory[0] if directory else "."}
+    else:
+        link_dirs = {written[0], os.path.dirname(written[0]) or "."}
+    relative = bool({"-r", "--relative"} & found.seen)
     for source in sources:
-        for base in (here, (here / link_dir) if here is not None else None):
-            unpack.protected_link(source, base)
+        for d in sorted(link_dirs):
+            unpack.protected_link(source, here if here is None or not symbolic else here / d)
+        if os.path.isabs(os.path.expanduser(source)) or not symbolic or relative:
+            written.append(source)
+        else:
+            written += [os.path.normpath(os.path.join(d, source)) for d in sorted(link_dirs)]
     return written
 
 
+_DD_OPERANDS = frozenset({"if", "of", "bs", "ibs", "obs", "cbs", "count", "skip", "seek", "iseek", "oseek", "conv",
+                          "iflag", "oflag", "status"})
+
+
+def _dd(args: list[str]) -> list[str]:
+    """dd(1): `of=FILE` is written; an operand dd does not document is denied (default deny)."""
+    for arg in args:
+        key = arg.split("=", 1)[0]
+        if not (arg.startswith("-") or key in _DD_OPERANDS):
+            raise Unsafe(f"dd {arg!r}: an operand automaton does not know on a program that writes files")
+    return [a[3:] for a in args if a.startswith("of=")]
+
+
 def _to_last(name: str, args: list[str]) -> list[str]:
+    if name == "install":
+        from automaton.hooks import options
+
+        found = options.scan("install", args)
+        if {"-d", "--directory"} & found.seen:
+            return found.operands
+        return found.outs or found.operands[-1:]
     directory = option_values(args, ("-t", "--target-directory"))
     names = operands(args, TO_LAST[name] | {"-t"})
-    if name == "install" and ("-d" in args or "--directory" in args):
-        return names
     written = directory or names[-1:]
     if name == "rsync":
-        written += option_values(args, ("--backup-dir", "--log-file", "--partial-dir", "--temp-dir", "-T"))
+        for shell in option_values(args, ("-e", "--rsh")):
+            if not _SAFE_RSH.match(shell.strip()):
+                raise Unsafe(f"rsync -e {shell!r} runs a program of the caller's choosing")
+        written += option_values(args, ("--backup-dir", "--log-file", "--partial-dir", "--temp-dir", "-T",
+                                        "--write-batch", "--only-write-batch", "--link-dest"))
+        # --link-dest DIR relative to the destination (rsync(1)): its files become hard links
+        written += [os.path.join(names[-1], d) for d in option_values(args, ("--link-dest",)) if names]
         if "--remove-source-files" in args:
             written += names[:-1]
     return written
 
 
-def _sed(args: list[str]) -> list[str]:
-    script_flags = ("-e", "-f", "--expression", "--file")
-    if not any(a in script_flags for a in args):
-        return operands(args)[1:]  # the first operand is the script
-    values = {i + 1 for i, a in enumerate(args) if a in script_flags}
-    return [a for i, a in enumerate(args) if i not in values and (not a.startswith("-") or a == "-")]
+def _sed(args: list[str], here: Path | None) -> list[str]:
+    """sed(1): files edited in place, and the files its script writes (`w`); `-f FILE` is read."""
+    from automaton.hooks import options, scripts, unpack
+
+    found = options.scan("sed", args)
+    scripts_given = [s.split("=", 1)[1] for s in sorted(found.seen) if s.startswith(("-e=", "--expression="))]
+    files = [s.split("=", 1)[1] for s in sorted(found.seen) if s.startswith(("-f=", "--file="))]
+    scripts_given += [unpack.read_text(f, here, "sed") for f in files]
+    rest = found.operands
+    if not scripts_given:
+        scripts_given, rest = rest[:1], rest[1:]
+    written = [] if "--sandbox" in found.seen else [w for s in scripts_given for w in scripts.sed_writes(s)]
+    return written + (rest if sed_in_place(args) else [])
+
+
+def _awk(args: list[str], here: Path | None) -> list[str]:
+    """awk(1)/gawk(1): `-i inplace` edits the file operands; `-f FILE` holds the program."""
+    if any(a == "-l" or a.startswith(("-l", "--load")) for a in args):
+        raise Unsafe("gawk -l loads a compiled extension: automaton cannot read it")
+    includes = option_values(args, ("-i", "--include"))
+    if any(i != "inplace" for i in includes):
+        raise Unsafe("awk -i loads a library program: automaton cannot read it")
+    from automaton.hooks import scripts, unpack
+
+    names = operands(args, frozenset({"-i", "-v", "-F", "-f", "--include", "-E", "--file", "--exec", "-e",
+                                      "--source", "--assign", "--field-separator"}))
+    files = option_values(args, ("-f", "--file", "-E", "--exec"))
+    programs = [unpack.read_text(f, here, "awk") for f in files] + option_values(args, ("-e", "--source"))
+    if not programs:
+        programs, names = names[:1], names[1:]
+    written = [w for p in programs for w in scripts.awk_writes(p)]
+    return written + ([n for n in names if "=" not in n] if includes else [])
 
 
 def _perl(args: list[str]) -> list[str]:
@@ -182,88 +292,3 @@ def _perl(args: list[str]) -> list[str]:
     if not in_place:
         return []
     return plain if code else plain[1:]
-
-
-def _curl_remote_names(args: list[str]) -> list[str]:
-    if not any(a in ("-O", "--remote-name", "--remote-name-all") or re.match(r"^-[a-zA-Z]*O", a) for a in args):
-        return []
-    return _remote_names(args)
-
-
-def _remote_names(args: list[str]) -> list[str]:
-    """The local names a download keeps from its URLs (`curl -O`, plain `wget URL`)."""
-    urls = [a for a in args if "://" in a]
-    return [os.path.basename(u.split("?")[0].rstrip("/")) or "." for u in urls] or ["."]
-
-
-def _git(args: list[str], cmd: Simple, here: Path | None) -> list[str]:
-    """Paths git subcommands write (git-rm(1), git-mv(1), git-clean(1), git-worktree(1),
-    git-checkout(1) / git-restore(1) with paths, git-config(1), git-apply(1), git-am(1)).
-    Paths are relative to every `-C DIR` given before the subcommand."""
-    sub = git_subcommand(args)
-    if sub is None:
-        return []
-    prefix = os.path.join(*option_values(args[:sub], ("-C",))) if "-C" in args[:sub] else ""
-    verb, rest_args = args[sub], args[sub + 1:]
-    rest = operands(rest_args, frozenset({"-b", "-B", "--orphan", "-s", "--source", "-m", "--conflict"}))
-    found: list[str] = []
-    if verb == "worktree":
-        found = _worktree(rest_args, rest)
-    elif verb in ("rm", "mv"):
-        found = rest
-    elif verb == "clean":
-        found = rest or ["."]
-    elif verb == "restore":
-        found = rest
-    elif verb == "checkout":
-        found = _checkout(rest_args, rest, here, prefix)
-    elif verb == "config":
-        found = _git_config(rest_args)
-    elif verb in ("apply", "am") and not any(a in ("--check", "--stat", "--numstat", "--summary", "--cached")
-                                            for a in rest_args):
-        found = unpack.patch_texts_targets(rest, cmd, here, verb)
-    if any(a.startswith("--pathspec-from-file") for a in rest_args):
-        raise Unsafe(f"git {verb} --pathspec-from-file: automaton cannot tell which paths it writes")
-    return [os.path.join(prefix, t) if prefix and not os.path.isabs(t) else t for t in found]
-
-
-def _worktree(rest_args: list[str], rest: list[str]) -> list[str]:
-    """git-worktree(1): `remove`/`move` write their paths; `add [-f] [--detach] [--lock
-    [--reason R]] [--orphan] [(-b|-B) BRANCH] PATH [COMMIT]` creates PATH (a write target: a
-    worktree outside the project is a write outside it)."""
-    if rest[:1] in (["remove"], ["move"]):
-        return rest[1:]
-    if rest[:1] == ["add"]:
-        after = rest_args[rest_args.index("add") + 1:]
-        return operands(after, frozenset({"-b", "-B", "--reason"}))[:1]
-    return []
-
-
-def _checkout(rest_args: list[str], rest: list[str], here: Path | None, prefix: str) -> list[str]:
-    if "--" in rest_args:
-        after = rest_args[rest_args.index("--") + 1:]
-        return after
-    if not rest:
-        return []
-    first = rest[0]
-    exists = here is not None and os.path.lexists(os.path.join(here, prefix, first))
-    return rest if exists else rest[1:]  # `git checkout REF path…`: the first operand is the ref
-
-
-def _git_config(args: list[str]) -> list[str]:
-    reads = {"--get", "--get-all", "--get-regexp", "--get-urlmatch", "-l", "--list", "get", "list",
-             "--get-color", "--get-colorbool"}
-    writes = {"--unset", "--unset-all", "--add", "--replace-all", "--rename-section", "--remove-section",
-              "-e", "--edit", "set", "unset", "rename-section", "remove-section", "edit"}
-    if any(a in reads for a in args) and not any(a in writes for a in args):
-        return []
-    names = operands(args, frozenset({"-f", "--file", "--blob", "--type", "--default", "--comment"}))
-    if len(names) < 2 and not any(a in writes for a in args):
-        return []  # `git config KEY` reads
-    if "--global" in args:
-        return ["~/.gitconfig"]
-    if "--system" in args:
-        return ["/etc/gitconfig"]
-    return option_values(args, ("-f", "--file")) or [".git/config"]
-
-
