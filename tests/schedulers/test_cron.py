@@ -62,17 +62,38 @@ def test_a_line_break_in_a_path_is_refused(tmp_path: Path) -> None:
 def test_strip_removes_only_the_exact_tag_and_keeps_other_bytes(tmp_path: Path) -> None:
     mine = cron.add_block(FOREIGN, job(tmp_path))
     assert mine.startswith(FOREIGN)
-    stripped, removed, foreign = cron.strip_block(mine, job(tmp_path))
-    assert (stripped, removed, foreign) == (FOREIGN, 1, [])
+    assert cron.strip_block(mine, job(tmp_path)) == cron.Stripped(FOREIGN, 1, [], [])
     # demo2's block is not demo's: nothing to strip for demo in the foreign table
-    assert cron.strip_block(FOREIGN, job(tmp_path)) == (FOREIGN, 0, [])
+    assert cron.strip_block(FOREIGN, job(tmp_path)) == cron.Stripped(FOREIGN, 0, [], [])
 
 
 def test_a_same_tag_block_of_another_project_is_kept_and_reported(tmp_path: Path) -> None:
     other = cron.add_block("", job(tmp_path / "other"))
-    stripped, removed, foreign = cron.strip_block(other, job(tmp_path / "mine"))
-    assert stripped == other and removed == 0
-    assert foreign and str(tmp_path / "other") in foreign[0]
+    got = cron.strip_block(other, job(tmp_path / "mine"))
+    assert got.table == other and got.removed == 0 and got.stray == []
+    assert got.foreign and str(tmp_path / "other") in got.foreign[0]
+
+
+# A hand edit left our tag above the user's own jobs (CRLF, `%`, trailing blanks, an env line).
+USERS_OWN = ["0 3 * * * /usr/bin/backup --date=$(date +\\%F)  \r\n", "MAILTO=me@example.com\n",
+             "*/5 * * * * '/home/me/run-tick.sh'\n"]
+
+
+@pytest.mark.parametrize("users_line", USERS_OWN)
+def test_a_users_line_under_our_tag_keeps_its_bytes_and_loses_only_the_tag(tmp_path: Path, users_line: str) -> None:
+    table = f"# mine\n# automaton-loop:demo\n{users_line}# automaton-loop:demo2\n"
+    got = cron.strip_block(table, job(tmp_path))
+    assert got.table == f"# mine\n{users_line}# automaton-loop:demo2\n"
+    assert (got.removed, got.foreign, got.stray) == (0, [], [users_line.rstrip("\r\n")])
+
+
+def test_automaton_commands_are_recognised_for_any_project(tmp_path: Path) -> None:
+    for root in (tmp_path / "a", tmp_path / "with space", tmp_path / "100% done"):
+        assert cron.is_automaton_command(cron.job_line(job(root, "nightly", 3600)))
+    for line in ("0 3 * * * /usr/bin/backup", "*/5 * * * * '/elsewhere/run-tick.sh'", "MAILTO=x",
+                 "*/5 * * * * '/a/run-tick.sh' >> '/b/schedule.log' 2>&1", "* * * * * 'unbalanced >> x 2>&1",
+                 "*/5 * * * * 'run-tick.sh' >> 'schedule.log' 2>&1"):
+        assert not cron.is_automaton_command(line), line
 
 
 def test_add_block_terminates_a_last_line_without_newline(tmp_path: Path) -> None:
@@ -142,3 +163,33 @@ def test_missing_crontab_tool_is_bad_input(monkeypatch: pytest.MonkeyPatch, tmp_
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     with pytest.raises(BadInput, match="crontab not found"):
         cron.SCHEDULER.install(job(tmp_path))
+
+
+def test_install_and_uninstall_keep_a_users_line_under_our_tag_byte_identical(
+        table: Path, tmp_path: Path, fake_bin: Callable[[str, str], Path]) -> None:
+    users = b"0 3 * * * /usr/bin/backup --date=$(date +\\%F)  \r\n"
+    table.write_bytes(b"# automaton-loop:demo\n" + users)
+    lines = cron.SCHEDULER.install(job(tmp_path))
+    ours = f"# automaton-loop:demo\n{cron.job_line(job(tmp_path))}\n".encode()
+    assert table.read_bytes() == users + ours
+    assert "kept unchanged" in lines[0] and "/usr/bin/backup" in lines[0] and "added block" in lines[-1]
+    lines = cron.SCHEDULER.uninstall(job(tmp_path))
+    assert table.read_bytes() == users
+    assert lines == ["crontab: removed '# automaton-loop:demo'"]
+
+
+def test_uninstall_with_only_a_stray_tag_repairs_it_and_keeps_the_users_line(table: Path, tmp_path: Path) -> None:
+    table.write_text("# automaton-loop:demo\n15 2 * * * /usr/bin/nightly\n")
+    lines = cron.SCHEDULER.disable(job(tmp_path))
+    assert table.read_text() == "15 2 * * * /usr/bin/nightly\n"
+    assert "kept unchanged: 15 2 * * * /usr/bin/nightly" in lines[0]
+    assert lines[-1] == "crontab: no '# automaton-loop:demo' block to remove"
+
+
+def test_the_refusal_for_another_projects_block_only_names_automatons_own_lines(table: Path, tmp_path: Path) -> None:
+    cron.SCHEDULER.install(job(tmp_path / "other"))
+    with pytest.raises(Refused) as info:
+        cron.SCHEDULER.install(job(tmp_path / "mine"))
+    message = info.value.message
+    assert "--uninstall-schedule" in message and str(tmp_path / "other") in message
+    assert "automaton tick line" in message  # what may be deleted by hand: automaton's own lines only

@@ -1,9 +1,9 @@
 """Harness adapters: one module per agent CLI, a registry name -> module, and their shapes.
 
-A harness turns a `HarnessRequest` (role, prompt, cwd, timeout …) into an `Invocation`
-(argv, extra env, stdin) and the tool's real output into a `HarnessResult` (DESIGN §7).
+A harness turns a `HarnessRequest` (role, prompt, cwd, timeout, sandbox …) into an
+`Invocation` (argv, extra env, stdin) and the tool's real output into a `HarnessResult`.
 Each adapter module defines `invocation(req)` and `run(req)`; the module itself satisfies
-the `Harness` protocol. Adapters may import `core` and `proc` only (DESIGN §10).
+the `Harness` protocol. Adapters import `core` and `proc` only: no store, no runner.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Protocol, cast
 
 from automaton.core.errors import BadInput
+from automaton.core.sandbox import Policy
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,10 @@ class HarnessRequest:
     agent settings file carrying the automaton hooks (Claude `--settings`), None for none;
     command: loop.json `harness.command` (the `command` harness); loop_dir: the loop folder
     (relative script paths of the `scripted` harness); iteration: the tick number (1-based);
-    env: extra environment variables.
+    env: automaton's own variables for the agent (AUTOMATON_LOOP, AUTOMATON_ITERATION, the
+    leftovers marker …), set on top of the inherited environment that `_env.environment`
+    cleans; sandbox: the kernel sandbox policy the agent process (and everything it starts)
+    is confined to, None to run it unconfined.
     """
 
     role: str
@@ -45,6 +49,7 @@ class HarnessRequest:
     loop_dir: Path | None = None
     iteration: int = 1
     env: Mapping[str, str] = field(default_factory=dict)
+    sandbox: Policy | None = None
 
     @property
     def transcript(self) -> Path:
@@ -69,7 +74,10 @@ class HarnessResult:
     last message; cost_usd: USD, None when the tool does not say (the tick then counts
     max_tick_usd, never $0); tokens: counts by kind (input, output, …); error: one line when
     the tool reported a failure (even with exit 0), else None; timed_out: the process group
-    was stopped at the timeout; duration_s: seconds.
+    was stopped at the timeout; duration_s: seconds; unavailable: one line (why, and the fix)
+    when the agent could not start here at all (not found, not executable, refused by the
+    sandbox, not logged in, nested in another session), else None. An unavailable run did
+    no work: the runner halts the loop for a human instead of charging a tick.
     """
 
     exit_status: int
@@ -79,6 +87,7 @@ class HarnessResult:
     error: str | None = None
     timed_out: bool = False
     duration_s: float = 0.0
+    unavailable: str | None = None
 
 
 class Harness(Protocol):

@@ -7,7 +7,8 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from automaton.harnesses import HarnessRequest, HarnessResult, Invocation
+from automaton.harnesses import HarnessRequest, HarnessResult, Invocation, _env
+from automaton.harnesses._unavailable import Refusal, detect
 from automaton.proc import run_streaming
 
 # Parse (stdout text, stderr text, exit code) into a result; timing fields are added after.
@@ -16,12 +17,9 @@ TAIL_CHARS = 2000
 
 
 def environment(req: HarnessRequest, inv: Invocation) -> dict[str, str]:
-    """The child's environment: ours, the request's extras, the invocation's, and the role."""
-    env = dict(os.environ)
-    env.update(req.env)
-    env.update(inv.env)
-    env["AUTOMATON_ROLE"] = req.role
-    return env
+    """The child's environment: this process's without the parent sessions' markers
+    (`_env.STRIPPED`), then the request's variables, the invocation's, and AUTOMATON_ROLE."""
+    return _env.environment(None, req.env, inv.env, {"AUTOMATON_ROLE": req.role})
 
 
 def read_text(path: os.PathLike[str] | str) -> str:
@@ -38,23 +36,31 @@ def tail(text: str, limit: int = TAIL_CHARS) -> str:
     return text[-limit:].strip()
 
 
-def run_cli(req: HarnessRequest, inv: Invocation, parse: Parser) -> HarnessResult:
-    """Run `inv` in `req.cwd` with stdout streamed to `req.transcript` (stderr beside it as
-    `<role>.stderr.log`), then `parse` what it wrote. A timeout is reported, not raised."""
+def run_cli(req: HarnessRequest, inv: Invocation, parse: Parser, refusals: tuple[Refusal, ...] = ()) -> HarnessResult:
+    """Run `inv` in `req.cwd`, confined to `req.sandbox` when set, with stdout streamed to
+    `req.transcript` (stderr beside it as `<role>.stderr.log`), then `parse` what it wrote.
+
+    A timeout is reported, not raised. `unavailable` is set when the agent could not start
+    here: not found (127), not executable or not confinable (126), or one of the adapter's
+    `refusals` (its own "not logged in"-style answers; see `_unavailable`)."""
     req.run_dir.mkdir(parents=True, exist_ok=True)
     err_path = req.run_dir / f"{req.role}.stderr.log"
     done = run_streaming(inv.argv, out_path=req.transcript, err_path=err_path, cwd=req.cwd,
-                         stdin=inv.stdin, env=environment(req, inv), timeout_s=req.timeout_s)
+                         stdin=inv.stdin, env=environment(req, inv), timeout_s=req.timeout_s,
+                         sandbox=req.sandbox)
     out, err = read_text(req.transcript), read_text(err_path)
     parsed = parse(out, err, done.code)
-    error = parsed.error
+    error, unavailable = parsed.error, None
     if done.timed_out:
         error = f"timed out after {req.timeout_s:g} s; process group stopped"
-    elif done.code in (126, 127) and error is None:
-        error = tail(err, 300) or f"{inv.argv[0]}: cannot run (exit {done.code})"
+    else:
+        if done.code in (126, 127) and error is None:
+            error = tail(err, 300) or f"{inv.argv[0]}: cannot run (exit {done.code})"
+        unavailable = detect(inv.argv[0], done.code, error, tail(err, TAIL_CHARS), refusals)
     return HarnessResult(
         exit_status=done.code, final_text=parsed.final_text, cost_usd=parsed.cost_usd,
         tokens=parsed.tokens, error=error, timed_out=done.timed_out, duration_s=done.duration_s,
+        unavailable=unavailable,
     )
 
 

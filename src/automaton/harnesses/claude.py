@@ -18,9 +18,30 @@ from typing import Any
 
 from automaton.harnesses import HarnessRequest, HarnessResult, Invocation
 from automaton.harnesses._cli import count, has_flag, number, run_cli, sub, tail, text_of
+from automaton.harnesses._unavailable import Refusal
 
 EXECUTABLE = "claude"
 TOKEN_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+# Claude's own "cannot run here" answers. Strings per code.claude.com/docs/en/errors
+# ("Authentication errors", snapshot 2026-08) and, for the nested-session guard added in
+# v2.1.39, the message quoted in anthropics/claude-code issue #29543: "Error: Claude Code
+# cannot be launched inside another Claude Code session. … To bypass this check, unset the
+# CLAUDECODE environment variable."
+REFUSALS = (
+    Refusal("claude refused to start inside another Claude Code session",
+            "automaton removes CLAUDECODE from the agent's environment, so something sets it again:"
+            " a wrapper named claude earlier on PATH, or an env block in a Claude settings file",
+            needles=("cannot be launched inside another Claude Code session",
+                     "unset the CLAUDECODE environment variable")),
+    Refusal("claude is not logged in for this run",
+            "log in as the user the ticks run as (run claude, then /login), or give the tick's"
+            " environment ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN (claude setup-token)",
+            needles=("Not logged in", "Invalid API key", "Login expired", "OAuth token revoked",
+                     "OAuth token has expired", "Could not resolve authentication method",
+                     "apiKeyHelper script is failing", "Invalid auth token",
+                     "API Error: 401", "Failed to authenticate")),
+)
 
 
 def invocation(req: HarnessRequest) -> Invocation:
@@ -88,4 +109,4 @@ def parse(stdout: str, stderr: str, code: int) -> HarnessResult:
 
 def run(req: HarnessRequest) -> HarnessResult:
     """Run Claude in `req.cwd`; transcript `runs/<n>/<role>.log` is the raw JSON."""
-    return run_cli(req, invocation(req), parse)
+    return run_cli(req, invocation(req), parse, REFUSALS)

@@ -14,8 +14,20 @@ from __future__ import annotations
 
 from automaton.harnesses import HarnessRequest, HarnessResult, Invocation
 from automaton.harnesses._cli import Parser, count, has_flag, json_lines, run_cli, tail
+from automaton.harnesses._unavailable import Refusal
 
 EXECUTABLE = "codex"
+
+# Codex's "not logged in": `codex login status` prints "Not logged in"; `codex exec --json`
+# without credentials retries, then ends with `turn.failed` {"message": "unexpected status 401
+# Unauthorized: Missing bearer or basic authentication in header, …"} and exit 1 (reproduced
+# with codex-cli 0.155.1 in github.com/Papillon6814/lita docs/pm/2026-09-22-codex-errors.md;
+# older builds: "exceeded retry limit, last status: 401 Unauthorized", openai/codex #7362).
+REFUSALS = (
+    Refusal("codex is not logged in for this run",
+            "log in as the user the ticks run as (codex login), or give the tick's environment CODEX_API_KEY",
+            needles=("Not logged in", "401 Unauthorized")),
+)
 
 # USD per million tokens: (input, cached input, output), from openai.com/api/pricing
 # (published list prices, 2025). A model not listed gives cost None, never $0.
@@ -83,4 +95,4 @@ def parse_for(model: str | None) -> Parser:
 
 def run(req: HarnessRequest) -> HarnessResult:
     """Run Codex in `req.cwd`; transcript is the JSONL event stream."""
-    return run_cli(req, invocation(req), parse_for(req.model))
+    return run_cli(req, invocation(req), parse_for(req.model), REFUSALS)

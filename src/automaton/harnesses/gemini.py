@@ -4,8 +4,8 @@ Sources: github.com/google-gemini/gemini-cli `docs/cli/headless.md`,
 `docs/cli/cli-reference.md`, `packages/core/src/output/types.ts` (PROTOCOLS.md §3): the JSON
 output is one object `{session_id?, response, stats, error?}`; `stats.models[<model>].tokens`
 has `input`, `prompt`, `candidates`, `total`, `cached`, `thoughts`, `tool`. No cost field, so
-cost is None (the tick counts max_tick_usd). Exit codes: 0 ok, 1 general/API error,
-42 input error, 53 turn limit exceeded.
+cost is None (the tick counts max_tick_usd). Exit codes (`packages/core/src/utils/errors.ts`):
+0 ok, 1 general/API error, 41 authentication error, 42 input error, 53 turn limit exceeded.
 """
 
 from __future__ import annotations
@@ -14,9 +14,21 @@ import json
 
 from automaton.harnesses import HarnessRequest, HarnessResult, Invocation
 from automaton.harnesses._cli import count, has_flag, run_cli, sub, tail, text_of
+from automaton.harnesses._unavailable import Refusal
 
 EXECUTABLE = "gemini"
-EXIT_MEANING = {1: "general or API error", 42: "input error", 53: "turn limit exceeded"}
+EXIT_MEANING = {1: "general or API error", 41: "authentication error", 42: "input error",
+                53: "turn limit exceeded"}
+
+# Gemini's "no auth": `packages/cli/src/validateNonInterActiveAuth.ts` exits 41
+# (FatalAuthenticationError) with "Please set an Auth method in your … settings.json or
+# specify one of the following environment variables before running: GEMINI_API_KEY, …".
+REFUSALS = (
+    Refusal("gemini has no usable authentication for this run",
+            "give the tick's environment GEMINI_API_KEY (or GOOGLE_GENAI_USE_VERTEXAI / GOOGLE_GENAI_USE_GCA"
+            " with their credentials), or choose an auth method in ~/.gemini/settings.json as that user",
+            needles=("Please set an Auth method",), codes=(41,)),
+)
 
 
 def invocation(req: HarnessRequest) -> Invocation:
@@ -64,4 +76,4 @@ def parse(stdout: str, stderr: str, code: int) -> HarnessResult:
 
 def run(req: HarnessRequest) -> HarnessResult:
     """Run Gemini in `req.cwd`; transcript is the JSON object."""
-    return run_cli(req, invocation(req), parse)
+    return run_cli(req, invocation(req), parse, REFUSALS)

@@ -4,15 +4,22 @@ Protocol facts (PROTOCOLS §6.2): `crontab -l` with no table prints `no crontab 
 stderr and exits 1 (cronie `src/crontab.c`); `crontab -` installs stdin; an unescaped `%` in
 the command becomes a newline (crontab(5)); a step only works within its field (`*/90` in the
 minute field fires hourly), so longer intervals go to the hour field or are refused.
+
+A block is the tag line `# automaton-loop:<name>` and the job line after it. Only automaton's
+own lines are ever removed or replaced: a line after a tag that is not an automaton tick
+command (a hand edit put the user's own job there) stays byte for byte, and only the stray
+tag above it is dropped.
 """
 
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 
 from automaton.core.errors import BadInput, Refused
 from automaton.proc import run_capture
-from automaton.schedulers import Job
+from automaton.schedulers import LOG_FILE, Job
 from automaton.schedulers.tickscript import render_sh
 
 TAG_PREFIX = "# automaton-loop:"
@@ -74,16 +81,44 @@ def _owned_by(job: Job, line: str) -> bool:
     return len(fields) == 6 and (fields[5].rstrip("\r\n") == ours or fields[5].startswith(ours + " "))
 
 
-def strip_block(table: str, job: Job) -> tuple[str, int, list[str]]:
-    """Remove the blocks tagged exactly `# automaton-loop:<name>` that run this loop's script.
+def is_automaton_command(line: str) -> bool:
+    """Whether crontab `line` is a job line `command()` writes, for any loop of any project:
+    five time fields, then `'<dir>/run-tick.sh' >> '<dir>/schedule.log' 2>&1`."""
+    fields = line.split(None, 5)
+    if len(fields) != 6:
+        return False
+    try:
+        words = shlex.split(fields[5].rstrip("\r\n").replace("\\%", "%"))
+    except ValueError:  # unbalanced quotes: not a line automaton wrote
+        return False
+    if len(words) != 4 or words[1:4:2] != [">>", "2>&1"]:
+        return False
+    tick = PurePosixPath(words[0])
+    return tick.is_absolute() and tick.name == SCHEDULER.tick_file and words[2] == str(tick.parent / LOG_FILE)
 
-    Returns (new table, blocks removed, job lines of same-tag blocks that belong to another
-    project's loop and were kept). Every other line is kept byte for byte.
-    """
+
+@dataclass
+class Stripped:
+    """What `strip_block` did: the new `table`; `removed`, this loop's blocks taken out;
+    `foreign`, job lines of same-tag blocks of another project's automaton loop (kept);
+    `stray`, lines after a same-tag line that are not automaton's (kept byte for byte, the
+    tag above each dropped)."""
+
+    table: str
+    removed: int = 0
+    foreign: list[str] = field(default_factory=list)
+    stray: list[str] = field(default_factory=list)
+
+
+def strip_block(table: str, job: Job) -> Stripped:
+    """Remove this loop's blocks: the tag line `# automaton-loop:<name>` with the job line
+    running this loop's script, and tag lines without a job line after them. A same-tag
+    block of another project's loop is kept whole; a line after the tag that is not an
+    automaton command keeps its bytes and loses only the tag. Every other line is kept byte
+    for byte."""
     lines = table.splitlines(keepends=True)
+    out = Stripped("")
     kept: list[str] = []
-    foreign: list[str] = []
-    removed = 0
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -92,14 +127,28 @@ def strip_block(table: str, job: Job) -> tuple[str, int, list[str]]:
             i += 1
             continue
         nxt = lines[i + 1] if i + 1 < len(lines) else None
-        is_job = nxt is not None and nxt.strip() != "" and not nxt.lstrip().startswith("#")
-        if nxt is not None and is_job and not _owned_by(job, nxt):
-            foreign.append(nxt.rstrip("\r\n"))
+        if nxt is None or nxt.strip() == "" or nxt.lstrip().startswith("#"):
+            out.removed += 1  # a tag line left alone by a hand edit
+            i += 1
+        elif _owned_by(job, nxt):
+            out.removed += 1
+            i += 2
+        elif is_automaton_command(nxt):
+            out.foreign.append(nxt.rstrip("\r\n"))
             kept += [line, nxt]
-        else:  # our block, or an orphan tag line left by a hand edit
-            removed += 1
-        i += 2 if is_job else 1
-    return "".join(kept), removed, foreign
+            i += 2
+        else:  # the user's own line under our tag: keep it exactly, drop the tag that mislabels it
+            out.stray.append(nxt.rstrip("\r\n"))
+            kept.append(nxt)
+            i += 2
+    out.table = "".join(kept)
+    return out
+
+
+def stray_notes(name: str, stray: list[str]) -> list[str]:
+    """One line per stray tag dropped by `strip_block`."""
+    return [f"crontab: dropped a stray '{tag(name)}' line above a line that is not automaton's; that line is"
+            f" kept unchanged: {line}" for line in stray]
 
 
 def add_block(table: str, job: Job) -> str:
@@ -142,16 +191,17 @@ class Cron:
 
     def install(self, job: Job) -> list[str]:
         line = job_line(job)  # validate before reading anything
-        table, removed, foreign = strip_block(read_table(), job)
-        if foreign:
+        got = strip_block(read_table(), job)
+        if got.foreign:
             raise Refused(
                 f"the crontab already has a '{tag(job.name)}' block for another project's loop"
-                f" ({foreign[0]}): uninstall it there (or, if that project is gone, delete those two"
-                " lines with crontab -e), or use another loop name"
+                f" ({got.foreign[0]}): run automaton --uninstall-schedule in that project (or, if it is"
+                " gone, delete that tag line and the automaton tick line under it with crontab -e),"
+                " or use another loop name"
             )
-        write_table(add_block(table, job))
-        verb = "replaced" if removed else "added"
-        return [f"crontab: {verb} block '{tag(job.name)}': {line}"]
+        write_table(add_block(got.table, job))
+        verb = "replaced" if got.removed else "added"
+        return [*stray_notes(job.name, got.stray), f"crontab: {verb} block '{tag(job.name)}': {line}"]
 
     def uninstall(self, job: Job) -> list[str]:
         return self._strip(job, "removed")
@@ -163,12 +213,13 @@ class Cron:
         return self.install(job)
 
     def _strip(self, job: Job, verb: str) -> list[str]:
-        before = read_table()
-        table, removed, foreign = strip_block(before, job)
-        lines = [f"crontab: kept '{tag(job.name)}' block of another project: {f}" for f in foreign]
-        if not removed:
+        got = strip_block(read_table(), job)
+        lines = [f"crontab: kept '{tag(job.name)}' block of another project: {f}" for f in got.foreign]
+        lines += stray_notes(job.name, got.stray)
+        if got.removed or got.stray:
+            write_table(got.table)
+        if not got.removed:
             return [*lines, f"crontab: no '{tag(job.name)}' block to remove"]
-        write_table(table)
         return [*lines, f"crontab: {verb} '{tag(job.name)}'"]
 
 
