@@ -8,11 +8,19 @@ from pathlib import Path
 import pytest
 
 from tests.commands.test_can_edit import allowed, check, seed
+from tests.helpers import run_cli
 
 
-def write_config(root: Path, data: object) -> None:
+def write_config(root: Path, data: object, *, seal: bool = True) -> None:
+    """Write `.automaton/config.json`; with `seal`, a human (AUTOMATON_APPROVER) approves it the
+    way a script does, through the real CLI with --yes."""
     (root / ".automaton").mkdir(exist_ok=True)
     (root / ".automaton" / "config.json").write_text(json.dumps(data))
+    if seal:
+        with pytest.MonkeyPatch.context() as human:
+            human.setenv("AUTOMATON_APPROVER", "config-owner")
+            res = run_cli("--approve", "--config", "--yes", "--project", str(root))
+        assert res.code == 0, res.err
 
 
 def test_implement_scope_narrowed_by_project_patterns(tmp_path: Path) -> None:
@@ -50,7 +58,7 @@ def test_sign_off_sub_states_get_nothing_even_with_overrides(tmp_path: Path) -> 
 ])
 def test_invalid_config_fails_closed_naming_the_file(tmp_path: Path, data: object, words: str) -> None:
     seed(tmp_path, "t", "implement")
-    write_config(tmp_path, data)
+    write_config(tmp_path, data, seal=False)  # an invalid file is never sealed: its own error comes first
     res = check(tmp_path, "src/x.py", "--task", "t")
     assert res.code == 2
     assert "config.json" in res.err and words in res.err

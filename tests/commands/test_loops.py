@@ -12,6 +12,7 @@ from automaton.commands import loops as uc
 from automaton.core.chain import verify_text
 from automaton.core.names import TaskRef
 from automaton.store import loops
+from automaton.store.key import load_key
 from automaton.store.layout import Project
 from tests.helpers import Result, git, init_repo, run_cli
 from tests.store.test_loops import log_text, make_loop, state_file
@@ -125,7 +126,7 @@ def test_each_death_halts_blocks_survives_resume_and_only_approve_clears(
 
     ok = gate(p)
     assert ok.code == 0 and ok.json["ok"] is True and ok.json["reason"] == "ok", ok.out
-    assert verify_text(log_text(p)).ok
+    assert verify_text(log_text(p), load_key(create=False)).ok
 
 
 def test_approve_refuses_running_paused_complete_and_untracked(project: Path, approver: str) -> None:
@@ -163,8 +164,14 @@ def test_changed_loop_json_halts_and_approve_reseals(project: Path, approver: st
     r = gate(p)
     assert r.code == 1 and r.json["halt_reason"] == "human_intervention" and r.json["halt_detail"] == "config_changed"
     assert "HALT reason=human_intervention detail=config_changed" in log_text(p)
-    assert cli(p, "--approve", "--loop", "demo").code == 0
+    assert cli(p, "--approve", "--loop", "demo").code == 1  # a changed loop.json: no terminal, no --yes
+    assert state(p)["status"] == "halted"
+    r = cli(p, "--approve", "--loop", "demo", "--yes")
+    assert r.code == 0, r.err
+    assert '-    "max_iterations": 2,' in r.out and '+{"schema_version": 1' in r.out
     assert state(p)["config_sha256"] == loops.config_sha256(p, loops.LoopName("demo"))
+    sealed = p.loop_dir(loops.LoopName("demo")) / loops.SEALED_COPY
+    assert sealed.read_bytes() == path.read_bytes()  # the copy follows the seal
     assert gate(p).json["remaining_iterations"] == 500
 
 
@@ -174,7 +181,7 @@ def test_human_reseals_an_edited_config_of_a_running_loop_without_a_halt(project
     data = json.loads(path.read_text())
     data["brakes"]["max_iterations"] = 7  # the user tunes the loop right after --create-loop
     path.write_text(json.dumps(data))
-    r = cli(p, "--approve", "--loop", "demo")
+    r = cli(p, "--approve", "--loop", "demo", "--yes")
     assert r.code == 0 and "re-sealed" in r.out
     assert state(p)["status"] == "running" and state(p)["resumed_count"] == 0
     assert "RESEALED loop=demo by=tester" in log_text(p)
@@ -242,7 +249,7 @@ def test_broken_log_chain_is_moved_aside_and_a_new_chain_starts(project: Path) -
     log.write_text(lines[0].replace("CREATED", "CREATEX") + "".join(lines[1:]))
     r = gate(p)
     assert r.code == 1 and r.json["reason"] == "state_tampered"
-    assert (log.parent / ".state.log.broken").exists() and verify_text(log.read_text()).ok
+    assert (log.parent / ".state.log.broken").exists() and verify_text(log.read_text(), load_key(create=False)).ok
     assert state(p)["status"] == "halted"
 
 
@@ -406,14 +413,15 @@ def test_create_from_packaged_template_copies_prompts_and_excludes(project: Path
     assert r.code == 0, r.err
     folder = project / ".automaton" / "loops" / "nightly"
     assert sorted(f.name for f in folder.iterdir()) == [".state.lock", ".state.log", ".state.loop", "implement.md",
-                                                        "loop.json", "orchestrate.md", "verify.md"]
+                                                        "loop.json", "orchestrate.md", "sealed", "verify.md"]
+    assert (folder / "sealed" / "loop.json").read_bytes() == (folder / "loop.json").read_bytes()
     cfg = json.loads((folder / "loop.json").read_text())
     assert cfg["name"] == "nightly" and cfg["template"] == "ci-triage"
     assert '"passed": false' in (folder / "verify.md").read_text()
     assert '"score"' in (folder / "orchestrate.md").read_text()
     exclude = (project / ".git" / "info" / "exclude").read_text()
     for pattern in ("/.automaton/loops/*/worktree/", "/.automaton/loops/*/runs/", "/.automaton/loops/*/.lock",
-                    "/.automaton/loops/*/.state*", "/.automaton/loops/*/run-tick.*"):
+                    "/.automaton/loops/*/.state*", "/.automaton/loops/*/run-tick.*", "/.automaton/loops/*/sealed/"):
         assert exclude.count(pattern) == 1
     assert cli(project, "--create-loop", "second", "--from-template", "ci-triage").code == 0
     assert (project / ".git" / "info" / "exclude").read_text() == exclude  # appended once only
@@ -562,7 +570,7 @@ def _bind_in_config(p: Project, task: str) -> None:
     data = json.loads(path.read_text())
     data["task"] = task
     path.write_text(json.dumps(data))
-    assert cli(p, "--approve", "--loop", "demo").code == 0  # RESEALED
+    assert cli(p, "--approve", "--loop", "demo", "--yes").code == 0  # RESEALED
 
 
 def test_gate_4_uses_the_task_set_in_loop_json(project: Path, approver: str) -> None:

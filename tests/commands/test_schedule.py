@@ -214,7 +214,8 @@ def test_a_halt_disables_the_schedule_and_approval_re_enables_it(project: Path, 
     gate = run_cli("--check-gate", "demo", "--project", str(project), "--json")
     assert gate.code == 1 and gate.json["halt_reason"] == "human_intervention"
     assert table.read_text() == ""
-    assert run_cli("--approve", "--loop", "demo", "--project", str(project)).code == 0
+    # --yes: the approver is a script (AUTOMATON_APPROVER, no terminal) and loop.json changed
+    assert run_cli("--approve", "--loop", "demo", "--yes", "--project", str(project)).code == 0
     assert table.read_text() == installed
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import unicodedata
 from typing import Any, TextIO
 
 from automaton.core.errors import one_line
@@ -32,3 +33,10 @@ def emit_error(message: str, code: int, as_json: bool, out: TextIO | None = None
     if as_json:
         payload: dict[str, Any] = {"ok": False, "error": message, "exit_code": code}
         print(json.dumps(payload), file=out or sys.stdout)
+
+
+def shown(text: str) -> str:
+    """`text` as one line a terminal shows as written: control characters escaped (`one_line`)
+    and so are invisible format characters (bidi overrides such as U+202E, zero-width joiners),
+    which a file under review could use to make its diff read other than it is."""
+    return "".join(f"\\u{ord(c):04x}" if unicodedata.category(c) == "Cf" else c for c in one_line(text))

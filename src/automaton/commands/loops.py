@@ -6,6 +6,7 @@ The gate (`loop_gate`) and the read-side views (`loop_views`) are re-exported he
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -17,6 +18,8 @@ from automaton.commands.human import require_human
 from automaton.commands.loop_gate import _Facts, can_continue, check_gate
 from automaton.commands.loop_views import audit_section, can_edit_loop, loop_list
 from automaton.commands.loops_common import optional as _optional
+from automaton.commands.loops_common import require_sealed_project_config
+from automaton.commands.reviews import Review, diff_lines
 from automaton.core.errors import BadInput, Refused
 from automaton.core.gates import (
     STATE_TAMPERED,
@@ -35,25 +38,29 @@ from automaton.store.locks import Busy, locked
 
 HALTED_MSG = "loop is halted, use --approve --loop to clear halt"  # seed 000 R3, verbatim
 # DESIGN §3: runtime files git must never see; the last three are what --install-schedule writes.
-EXCLUDES = ("worktree/", "runs/", ".lock", ".state*", "run-tick.*", "schedule.json", "schedule.log")
+# `sealed/` holds the copy of the sealed loop.json, beside the seal in `.state.loop` (excluded too).
+EXCLUDES = ("worktree/", "runs/", ".lock", ".state*", "run-tick.*", "schedule.json", "schedule.log", "sealed/")
 
 
 # ---- create ---------------------------------------------------------------------------------
 
-def _template_dir(project: Project, template: str) -> Path:
+def _template_dir(project: Project, template: str) -> tuple[Path, bool]:
+    """(the template folder, whether it is the project's copy shadowing a packaged template of
+    the same name). The project's `.automaton/templates/loops/T` wins over the packaged one."""
     if not isinstance(template, str) or not NAME_RE.match(template):
         raise BadInput(f"invalid template name {template!r}: templates are kebab-case folder names like 'ci-triage'")
     name = template
     places = [project.dot / "templates" / "loops" / name, framework_home() / "templates" / "loops" / name]
-    for place in places:
-        if (place / loops.CONFIG_FILE).is_file():
-            return place
+    found = [place for place in places if (place / loops.CONFIG_FILE).is_file()]
+    if found:
+        return found[0], found[0] == places[0] and len(found) == 2
     raise BadInput(f"no loop template {name!r}: looked for loop.json in {places[0]} and {places[1]}")
 
 
 def create_loop(project: Project, name: str, template: str, task: str | None = None) -> Outcome:
     """Create `.automaton/loops/NAME/` from a template (R1, R2): loop.json (name/task patched,
-    validated, sealed), the role prompts, `.state.loop` and `.state.log` (CREATED).
+    validated, sealed; its copy in `sealed/loop.json`), the role prompts, `.state.loop` and
+    `.state.log` (CREATED). The output says when the project's template shadows a packaged one.
 
     Exit 2: invalid name, existing loop (or a file where its folder should be), missing/invalid
     template, unknown task. Exit 1: branch `loop/<name>` or a worktree registration at its
@@ -61,7 +68,7 @@ def create_loop(project: Project, name: str, template: str, task: str | None = N
     nothing existing is overwritten.
     """
     loop = LoopName.of(name)
-    src = _template_dir(project, template)
+    src, shadows = _template_dir(project, template)
     source = str(src / loops.CONFIG_FILE)
     obj = loads_strict((src / loops.CONFIG_FILE).read_bytes().decode("utf-8", "replace"), source)
     if not isinstance(obj, dict):
@@ -73,7 +80,7 @@ def create_loop(project: Project, name: str, template: str, task: str | None = N
     config = loops.parse_config_bytes(data, f"{source} (as loop {loop})")
     if config.task is not None:
         tasks.load(project, TaskRef.parse(config.task))  # BadInput: unknown task
-    files = {loops.CONFIG_FILE: data}
+    files = {loops.CONFIG_FILE: data, loops.SEALED_COPY: data}
     wanted = {p for p in (config.roles.implement.prompt, config.roles.verify.prompt, config.roles.orchestrate.prompt)
               if p is not None}
     wanted |= {p.name for p in src.iterdir() if p.is_file() and p.suffix == ".md"}
@@ -88,7 +95,11 @@ def create_loop(project: Project, name: str, template: str, task: str | None = N
     folder = loops.create(project, loop, files, state, {"loop": loop, "template": src.name,
                                                          "task": config.task})
     out = Outcome(lines=[f"created loop {loop} at {folder.relative_to(project.root)}/ from template {src.name}"],
-                  data={"loop": loop, "path": str(folder), "template": src.name, "state": state})
+                  data={"loop": loop, "path": str(folder), "template": src.name, "state": state,
+                        "template_path": str(src), "shadows_packaged": shadows})
+    if shadows:  # the packaged template of that name may have changed; the human should know which one ran
+        out.lines.append(f"template {src.name}: using the project's copy at {src.relative_to(project.root)},"
+                         " which shadows the packaged one")
     added = _exclude_runtime(project)
     if added:
         out.lines.append(f"added {len(added)} pattern(s) to .git/info/exclude so git never sees loop runtime files")
@@ -155,7 +166,23 @@ def resume_loop(project: Project, name: str) -> Outcome:
     return _status_change(project, str(loops.require_tracked(project, name)), "running")
 
 
-def approve_loop(project: Project, name: str) -> Outcome:
+def review_loop(project: Project, name: str) -> Review:
+    """What `--approve --loop NAME` would approve, for the human to judge first (read-only).
+
+    `lines`: the halt (reason: detail) or the tamper finding; when the approval would seal a
+    loop.json other than the sealed one, also a unified diff of the sealed copy
+    (`sealed/loop.json`) against it, and `ask` is True: the human must say yes. Exit 1 without
+    a human, while a tick runs, or while `.automaton/config.json` is not sealed; exit 2 for an
+    unknown loop, or an invalid loop.json that the approval would seal.
+    """
+    require_human("--approve --loop")
+    loop = loops.require_tracked(project, name)
+    require_sealed_project_config(project, loop)
+    with between_ticks(project, loop, "--approve --loop"), loops.session(project, loop, rebuild=True) as s:
+        return _review(project, loop, s.rec)
+
+
+def approve_loop(project: Project, name: str, reviewed: Review | None = None) -> Outcome:
     """The only way out of `halted` (a human act): running again with a fresh allowance
     (iterations/spend marks at their current values, score_history emptied, a drift halt's
     current out-of-scope files accepted), loop.json re-sealed, resumed_count += 1, logged
@@ -163,13 +190,21 @@ def approve_loop(project: Project, name: str) -> Outcome:
     human edited while the loop runs or is paused (logged RESEALED, status unchanged). A deleted
     or unreadable `.state.loop` whose log is intact is rebuilt from the log's counters and
     approved the same way. An approval also clears `worktree_fallback` (the human has seen it)
-    and binds `current_task` to loop.json's `task` when that is set. Exit 1 on any other status
-    or without a human; exit 2 when the new loop.json is invalid (still halted).
+    and binds `current_task` to loop.json's `task` when that is set. Every seal keeps a copy of
+    the sealed loop.json in `sealed/loop.json`.
+
+    `reviewed`: the `review_loop` the human judged; the approval is bound to it. Without one,
+    an approval that would seal a changed loop.json is refused (nobody saw the diff). data
+    carries `diff` (the diff that was approved, [] when loop.json was not changed). Exit 1 on
+    any other status, without a human, when loop.json or the halt changed since `reviewed`,
+    or while `.automaton/config.json` is not sealed; exit 2 when the new loop.json is invalid
+    (still halted).
     """
     who = require_human("--approve --loop")
     loop = loops.require_tracked(project, name)
+    require_sealed_project_config(project, loop)
     with between_ticks(project, loop, "--approve --loop"):
-        return _approve(project, loop, who)
+        return _approve(project, loop, who, reviewed)
 
 
 @contextmanager
@@ -191,11 +226,63 @@ def between_ticks(project: Project, loop: LoopName, action: str) -> Iterator[Non
         held.__exit__(None, None, None)
 
 
-def _approve(project: Project, loop: LoopName, who: str) -> Outcome:
+def _seal_of(project: Project, loop: LoopName, rec: loops.LoopRecord) -> str:
+    """The SHA-256 hex of the loop.json an approval replaces: `config_sha256` of a sound state;
+    for a tampered one (its recorded seal proves nothing) that of the kept sealed copy, which
+    lies outside the agent's reach ("" without one)."""
+    if not rec.tamper:
+        return str(rec.state["config_sha256"])
+    kept = loops.sealed_copy(project, loop)
+    return hashlib.sha256(kept).hexdigest() if kept is not None else ""
+
+
+def _review(project: Project, loop: LoopName, rec: loops.LoopRecord) -> Review:
+    """The Review of approving `rec` now (see review_loop); the caller holds the loop's locks."""
+    state, tamper, status = rec.state, rec.tamper, rec.state["status"]
+    current = loops.config_bytes(project, loop)
+    sha = hashlib.sha256(current).hexdigest() if current is not None else ""
+    seal = _seal_of(project, loop, rec)
+    # Only an approval that goes on to seal asks: one that is refused anyway (complete, or a
+    # running loop with nothing to re-seal) says why without a question.
+    ask = sha != seal and (bool(tamper) or status in ("halted", "running", "paused"))
+    if ask:
+        loops.read_config(project, loop)  # BadInput: an invalid loop.json is refused, never asked about
+    lines: list[str] = []
+    if tamper:
+        lines.append(f"{loop}: state tampered: {tamper}")
+    elif status == "halted":
+        detail = f": {state['halt_detail']}" if state["halt_detail"] else ""
+        lines.append(f"{loop}: halted ({state['halt_reason']}{detail})")
+    diff: list[str] = []
+    if ask:
+        base = loops.sealed_copy(project, loop)
+        if base is not None and hashlib.sha256(base).hexdigest() != seal:
+            base = None  # a copy of another loop.json (older loops): not what was sealed
+        folder = project.loop_dir(loop).relative_to(project.root).as_posix()
+        diff = diff_lines(base, current, f"{folder}/{loops.SEALED_COPY}", f"{folder}/{loops.CONFIG_FILE}")
+        lines.append(f"{loop}: this approval seals a loop.json that differs from the sealed one:")
+        lines += diff
+    seen = json.dumps([sha, status, state["halt_reason"], state["halt_detail"], tamper])
+    return Review("loop.json", seen, ask, lines, diff)
+
+
+def _bind(loop: LoopName, now: Review, reviewed: Review | None) -> None:
+    """Refused unless the approval seals what the human was shown (or nothing new)."""
+    if reviewed is not None and reviewed.seen != now.seen:
+        raise Refused(f"loop {loop} changed while you reviewed it (its loop.json or its halt): nothing was"
+                      f" approved; run automaton --approve --loop {loop} again")
+    if reviewed is None and now.ask:
+        raise Refused(f"loop {loop}: this approval would seal a loop.json that differs from the sealed one"
+                      f" and nobody reviewed the diff: run automaton --approve --loop {loop}, which shows it")
+
+
+def _approve(project: Project, loop: LoopName, who: str, reviewed: Review | None) -> Outcome:
     with loops.session(project, loop, rebuild=True) as s:
+        review = _review(project, loop, s.rec)
+        _bind(loop, review, reviewed)
         old, tampered, tamper = s.rec.state, bool(s.rec.tamper), s.rec.tamper
         if not tampered and old["status"] in ("running", "paused"):
-            resealed = _reseal_config(project, loop, s, old, who)
+            resealed = _reseal_config(project, loop, s, old, who, review.diff)
             if resealed is not None:
                 return resealed
         if not tampered and old["status"] != "halted":
@@ -231,11 +318,13 @@ def _approve(project: Project, loop: LoopName, who: str) -> Outcome:
             state = copy.deepcopy(old)
             fresh(state)
             s.commit("APPROVED", fields, state)
+        loops.keep_sealed_copy(project, loop, config.sha256)
     cleared = f"{STATE_TAMPERED}; the file said {old['status']}" if tampered else old["halt_reason"]
     out = Outcome(lines=[f"{loop}: halted ({cleared}) -> running (approved by {who};"
                          f" resumed_count={state['resumed_count']})"],
                   data={"loop": loop, "status": "running", "by": who, "cleared": fields["cleared"],
-                        "resumed_count": state["resumed_count"], "accepted_drift": accepted})
+                        "resumed_count": state["resumed_count"], "accepted_drift": accepted,
+                        "diff": review.diff})
     out.lines += [f"  accepted drift: {path} at {blob[:12]}" for path, _, blob in (e.rpartition("@") for e in accepted)]
     if tampered:  # say what the human vouched for (a broken log is kept as .state.log.broken*)
         out.lines.append(f"  re-sealed: {tamper}")
@@ -245,7 +334,8 @@ def _approve(project: Project, loop: LoopName, who: str) -> Outcome:
     return out
 
 
-def _reseal_config(project: Project, loop: LoopName, s: loops.Session, old: dict[str, Any], who: str) -> Outcome | None:
+def _reseal_config(project: Project, loop: LoopName, s: loops.Session, old: dict[str, Any], who: str,
+                   diff: list[str]) -> Outcome | None:
     """A human who edited loop.json of a running or paused loop seals the new config without
     waiting for the gate to halt on it (status and counters unchanged). None: nothing to seal."""
     config = loops.read_config(project, loop)
@@ -254,8 +344,10 @@ def _reseal_config(project: Project, loop: LoopName, s: loops.Session, old: dict
     state = copy.deepcopy(old)
     state["config_sha256"] = config.sha256
     s.commit("RESEALED", {"loop": loop, "by": who, "config": config.sha256[:12]}, state)
+    loops.keep_sealed_copy(project, loop, config.sha256)
     return Outcome(lines=[f"{loop}: loop.json re-sealed (approved by {who}); status stays {old['status']}"],
-                   data={"loop": loop, "status": old["status"], "by": who, "resealed": config.sha256})
+                   data={"loop": loop, "status": old["status"], "by": who, "resealed": config.sha256,
+                         "diff": diff})
 
 __all__ = ["HALTED_MSG", "approve_loop", "audit_section", "can_continue", "can_edit_loop", "check_gate",
-           "create_loop", "loop_list", "pause_loop", "resume_loop"]
+           "create_loop", "loop_list", "pause_loop", "resume_loop", "review_loop"]

@@ -102,6 +102,16 @@ class Project:
     def config_file(self) -> Path:
         return self.dot / "config.json"
 
+    @property
+    def config_log(self) -> Path:
+        """The chained log whose last line seals `config.json` (store.project_config)."""
+        return self.dot / "config.log"
+
+    @property
+    def sealed_config(self) -> Path:
+        """The copy of the last approved `config.json`, kept to show a human what changed."""
+        return self.dot / "sealed" / "config.json"
+
     def task_dir(self, ref: TaskRef) -> Path:
         """The folder of `ref`: `tasks/NAME`, `tasks/complete/NAME` or `tasks/P/SUB`."""
         if ref.parent is not None:

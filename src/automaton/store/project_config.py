@@ -1,46 +1,143 @@
-"""`.automaton/config.json`: per-project overrides of the per-phase edit scopes (DESIGN §4).
+"""`.automaton/config.json`: per-project overrides of the per-phase edit scopes, sealed by a human.
 
 Shape: `{"schema_version": 1, "scopes": {"<base phase>": ["gitignore-style pattern", …]}}`.
 A phase listed here may write its own artifact plus the project-relative paths matching its
 patterns (replacing the built-in rule for `implement` and `doc_review`); `tasks/`, `.automaton/`
 and the always-denied paths stay denied. Read on every `--can-edit` and hook call; a file that
 is not this shape is an error naming it (exit 2; a hook then denies), never ignored.
+
+The file is sealed like a loop's loop.json, because it widens or narrows what agents may write:
+`automaton --approve --config` (a human act) appends a line to the chained log
+`.automaton/config.log` whose `state` token is `sha256:<hex>` of the approved bytes (`absent`
+for an approved removal), and keeps a copy at `.automaton/sealed/config.json` to show the next
+approver what changed. Every read checks the file against the last seal and fails closed
+(ConfigNotSealed, exit 2): a config.json that differs from the seal, exists without one, or was
+removed after one, and a log whose chain is broken. No config.json and no seal: the built-in
+scopes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
 
 from automaton.core import phases as ph
-from automaton.core.errors import BadInput
+from automaton.core.errors import BadInput, Refused
+from automaton.store import chainlog
 from automaton.store.layout import Project
 
 SCHEMA_VERSION = 1
 SCOPABLE = frozenset(ph.ARTIFACT)  # the base phases that have a scope at all
+ABSENT = "absent"  # the seal token of an approved removal: no config.json
+APPROVE_CONFIG = "automaton --approve --config"
+LOCK = "config.lock"
+APPROVED, REMOVED = "CONFIG_APPROVED", "CONFIG_REMOVED"  # the events of config.log
 
 
-def scope_overrides(project: Project) -> dict[str, list[str]]:
-    """Phase -> patterns from `.automaton/config.json`; {} when the file does not exist."""
-    path = project.config_file
+class ConfigNotSealed(BadInput):
+    """config.json is not the one a human sealed (exit 2, like an invalid config.json: every
+    decision that needs the project's scopes is denied, and a loop gate halts)."""
+
+
+def token_of(data: bytes | None) -> str:
+    """The seal token of config.json bytes: `sha256:<hex>`, or `absent` for no file."""
+    return ABSENT if data is None else "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class Seal:
+    """config.json as found, against its seal.
+
+    `current`: the file's bytes now (None: no file). `sealed`: the token of the last approval
+    in config.log (None: never sealed). `broken`: why config.log cannot be trusted ("" when its
+    chain is intact; then `sealed` is None).
+    """
+
+    current: bytes | None
+    sealed: str | None
+    broken: str = ""
+
+    @property
+    def token(self) -> str:
+        return token_of(self.current)
+
+    @property
+    def ok(self) -> bool:
+        """The file is the sealed one, or there is neither a file nor a seal."""
+        if self.broken:
+            return False
+        return self.current is None if self.sealed is None else self.sealed == self.token
+
+    @property
+    def seen(self) -> str:
+        """What an approval is bound to: the file now and the seal it replaces (one line)."""
+        return f"{self.token} over {self.sealed or 'no seal'}" + (" (broken log)" if self.broken else "")
+
+
+def _read_current(path: Path) -> bytes | None:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_bytes()
     except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError) as exc:
+        return None
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read ({exc.strerror}); fix or remove it") from None
+
+
+def read_seal(project: Project) -> Seal:
+    """config.json and its seal as they are now. BadInput (exit 2) when config.json exists but
+    cannot be read (a folder, no permission)."""
+    current = _read_current(project.config_file)
+    chain = chainlog.read_chain(project.config_log)
+    if not chain.ok:
+        return Seal(current, None, f"{project.config_log}: {chain.error}")
+    return Seal(current, chain.last_state)
+
+
+def describe(seal: Seal) -> str:
+    """How config.json stands against its seal, to follow the file's name ("is sealed", "has
+    no seal (…)", …)."""
+    if seal.ok:
+        return "is sealed" if seal.current is not None else "is absent, and nothing is sealed"
+    if seal.broken:
+        return f"cannot be checked against its seal ({seal.broken})"
+    if seal.current is None:
+        return "was removed after a human sealed it"
+    if seal.sealed is None:
+        return "has no seal (a human never approved it)"
+    return "is not the sealed project config (it changed after a human approved it)"
+
+
+def problem(project: Project, seal: Seal | None = None) -> str | None:
+    """Why config.json is not the sealed one, as one line naming the file and ending with the
+    human's fix (`… runs automaton --approve --config`); None when it is (or neither exists)."""
+    seal = seal or read_seal(project)
+    if seal.ok:
+        return None
+    return f"{project.config_file} {describe(seal)}: a human reviews it and runs {APPROVE_CONFIG}"
+
+
+def parse(data: bytes, path: Path) -> dict[str, list[str]]:
+    """Phase -> patterns of config.json bytes; BadInput (exit 2) naming `path` and the key."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise BadInput(f"{path}: cannot read ({exc}); fix or remove it") from None
     try:
-        data = json.loads(text)
+        obj = json.loads(text)
     except ValueError as exc:
         raise BadInput(f"{path}: not valid JSON ({exc}); fix or remove it") from None
-    if not isinstance(data, dict):
+    if not isinstance(obj, dict):
         raise BadInput(f"{path}: expected a JSON object with 'schema_version' and 'scopes'")
-    unknown = sorted(set(data) - {"schema_version", "scopes"})
+    unknown = sorted(set(obj) - {"schema_version", "scopes"})
     if unknown:
         raise BadInput(f"{path}: unknown key(s) {', '.join(unknown)}: only 'schema_version' and 'scopes'")
-    version = data.get("schema_version")
+    version = obj.get("schema_version")
     if type(version) is not int or version > SCHEMA_VERSION or version < 1:
         raise BadInput(f"{path}: schema_version must be 1 (this automaton reads up to {SCHEMA_VERSION})")
-    scopes = data.get("scopes", {})
+    scopes = obj.get("scopes", {})
     if not isinstance(scopes, dict):
         raise BadInput(f"{path}: 'scopes' must map a phase to a list of patterns")
     out: dict[str, list[str]] = {}
@@ -51,3 +148,68 @@ def scope_overrides(project: Project) -> dict[str, list[str]]:
             raise BadInput(f"{path}: scopes.{phase} must be a list of non-empty pattern strings")
         out[phase] = list(patterns)
     return out
+
+
+def scope_overrides(project: Project) -> dict[str, list[str]]:
+    """Phase -> patterns from the sealed `.automaton/config.json`; {} when there is neither a
+    file nor a seal. BadInput naming the file for an unreadable or invalid file (its own error
+    first: it says what to fix before approving); ConfigNotSealed (a BadInput) when the file
+    is not the sealed one (see `problem`)."""
+    seal = read_seal(project)
+    out = parse(seal.current, project.config_file) if seal.current is not None else {}
+    why = problem(project, seal)
+    if why is not None:
+        raise ConfigNotSealed(why)
+    return out
+
+
+def sealed_copy(project: Project, seal: Seal) -> bytes | None:
+    """The kept copy of the sealed config.json when it is the file `seal` names; None when it
+    is missing, unreadable or another file (projects sealed before copies were kept)."""
+    try:
+        data = project.sealed_config.read_bytes()
+    except OSError:
+        return None
+    return data if seal.sealed is not None and token_of(data) == seal.sealed else None
+
+
+def record_seal(project: Project, seen: str, fields: dict[str, object]) -> Seal:
+    """Seal config.json as it is now (a human approved it); returns the new Seal.
+
+    Under `.automaton/config.lock`: logs `CONFIG_APPROVED` with `fields` in config.log, whose
+    `state` token is the file's SHA-256, and keeps the sealed copy; an approved removal logs
+    `CONFIG_REMOVED` (token `absent`) and drops the copy. A broken log is moved aside to
+    `config.log.broken[-n]` (evidence is kept) and a new chain starts: the human vouches for
+    the file. Refused (exit 1) when the file or its seal is no longer what the human reviewed
+    (`seen`, see Seal.seen); BadInput (exit 2) for an invalid file (never sealed).
+    """
+    from automaton.store.locks import locked
+
+    project.sealed_config.parent.mkdir(parents=True, exist_ok=True)
+    with locked(project.dot / LOCK):
+        chainlog.recover(project.sealed_config, project.config_log, token_of)
+        now = read_seal(project)
+        if now.seen != seen:
+            raise Refused(f"{project.config_file} or its seal changed while you reviewed it: nothing was"
+                          f" sealed; run {APPROVE_CONFIG} again")
+        if now.current is not None:
+            parse(now.current, project.config_file)
+        if now.broken:
+            fields = {**fields, "broken_log": _move_aside(project.config_log)}
+        chain = chainlog.read_chain(project.config_log)
+        if now.current is None:
+            chainlog.append_event(project.config_log, REMOVED, fields, ABSENT, chain)
+            project.sealed_config.unlink(missing_ok=True)
+        else:
+            chainlog.commit(project.sealed_config, project.config_log, now.current, now.token, APPROVED,
+                            fields, chain)
+    return read_seal(project)
+
+
+def _move_aside(path: Path) -> str:
+    """Rename `path` to `<name>.broken[-n]` (never deleted); returns the new name."""
+    aside, n = path.with_name(path.name + ".broken"), 1
+    while os.path.lexists(aside):
+        aside, n = path.with_name(f"{path.name}.broken-{n}"), n + 1
+    os.replace(path, aside)
+    return aside.name

@@ -1,0 +1,45 @@
+"""Show a Review (what an approval would seal) and ask the human at the terminal.
+
+The use cases return the Review and take it back, bound, in the approval (commands/reviews.py);
+this module is the only place that prints it and reads the answer.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from automaton.cli.render import shown
+from automaton.commands.reviews import Review
+from automaton.core.errors import Refused
+
+YES = frozenset({"y", "yes"})
+
+
+def _terminal() -> bool:
+    """Whether stdin is a terminal (the same test `commands.human.require_human` makes)."""
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (ValueError, OSError):
+        return False
+
+
+def confirm(review: Review, *, yes: bool, as_json: bool) -> None:
+    """Print `review.lines` (on stderr under --json, whose stdout is one JSON object), then,
+    when `review.ask`: return on `--yes` (`yes`); at a terminal ask `review.question` and return
+    on y/yes (any case); otherwise Refused (exit 1, nothing approved): another answer, end of
+    input, or no terminal without `--yes` (the one-line message names `--yes`)."""
+    out: TextIO = sys.stderr if as_json else sys.stdout
+    for line in review.lines:
+        print(shown(line), file=out)
+    if not review.ask or yes:
+        return
+    if not _terminal():
+        raise Refused(f"not approved: this approval seals a changed {review.subject} and there is no terminal to ask"
+                      f" \"{review.question}\"; review the diff above and run the command again with --yes")
+    print(review.question, end=" ", file=out, flush=True)
+    answer = sys.stdin.readline()
+    if not answer.endswith("\n"):  # end of input: the refusal starts a line of its own
+        print(file=out)
+    if answer.strip().lower() not in YES:
+        raise Refused(f"not approved: {review.subject} was not sealed and nothing was changed")
