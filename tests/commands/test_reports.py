@@ -136,3 +136,108 @@ def test_audit_flags_an_invalid_project_config(tmp_path: Path, text: str, needle
     assert str(tmp_path / ".automaton/config.json") in found and needle in found
     seed(tmp_path, "t", "research")  # a clean task does not hide it
     assert cli(tmp_path, "--audit").code == 1
+
+
+# ---- keyed logs ------------------------------------------------------------------------------
+
+def _legacy_task(root: Path, name: str, *phases: str) -> Path:
+    """A task whose log automaton wrote before keys existed: unkeyed lines, a valid SHA-256 chain."""
+    from automaton.core.chain import GENESIS, format_line, line_hash
+
+    folder = root / "tasks" / name
+    folder.mkdir(parents=True)
+    prev, text = GENESIS, ""
+    for phase in phases:
+        line = format_line("2025-01-01T00:00:00Z", "TRANSITION", {"task": name}, phase, prev)
+        text, prev = text + line + "\n", line_hash(line)
+    (folder / ".state.log").write_text(text)
+    (folder / ".state").write_text(f"{phases[-1]}\n")
+    return folder
+
+
+def test_read_only_commands_never_create_the_key(tmp_path: Path, forbid_real_home: Path) -> None:
+    import json
+
+    from automaton.store.key import key_path
+
+    _legacy_task(tmp_path, "old", "new", "research")
+    payload = {"session_id": "s", "cwd": str(tmp_path), "hook_event_name": "PreToolUse", "tool_name": "Write",
+               "tool_input": {"file_path": str(tmp_path / "tasks/old/SPEC.md"), "content": "x"}}
+    assert cli(tmp_path, "--audit").code == 1  # the unkeyed log is flagged
+    assert cli(tmp_path, "--validate-folder").code == 0
+    assert cli(tmp_path, "--can-edit", "--task", "old", "--file", "tasks/old/SPEC.md").code == 0
+    assert run_cli("--hook", "claude", "--project", str(tmp_path), stdin=json.dumps(payload)).code == 0
+    assert not key_path().exists() and not (forbid_real_home / ".config").exists()
+
+
+def test_audit_flags_a_legacy_log_with_its_fix_and_a_human_approval_keys_it(tmp_path: Path, approver: str) -> None:
+    _legacy_task(tmp_path, "old", "new", "research")
+    res = cli(tmp_path, "--audit", "--json")
+    assert res.code == 1 and res.json["key"] is None
+    (found,) = res.json["tasks"][0]["violations"]
+    assert found.startswith("UNKEYED (legacy):") and "automaton --approve --task old --to research" in found
+    assert cli(tmp_path, "--approve", "--task", "old", "--to", "research").code == 0
+    res = cli(tmp_path, "--audit", "--json")
+    assert res.code == 0 and res.json["tasks"][0]["violations"] == [] and res.json["key"]
+    assert cli(tmp_path, "--approve", "--task", "old", "--to", "design").code == 1  # keyed now: the usual rule
+
+
+def test_a_forged_line_with_a_recomputed_chain_is_tampering_for_audit_and_transitions(tmp_path: Path) -> None:
+    from automaton.core.chain import format_line, line_hash
+
+    folder = seed(tmp_path, "t", "implement", {"SPEC.md": "s", "DESIGN.md": "d"})
+    log = folder / ".state.log"
+    text = log.read_text()
+    forged = format_line("2026-01-01T00:00:00Z", "APPROVED", {"task": "t", "by": "alice"}, "bug_find",
+                         line_hash(text.splitlines()[-1]))
+    log.write_text(text + forged + "\n")
+    (folder / ".state").write_text("bug_find\n")
+    res = cli(tmp_path, "--audit", "--json")
+    assert res.code == 1 and "TAMPERED" in res.json["tasks"][0]["violations"][0]
+    assert "line 2 has no mac" in res.json["tasks"][0]["violations"][0]
+    res = cli(tmp_path, "--transition", "implement", "--task", "t")
+    assert res.code == 1 and "line 2 has no mac" in res.err and "--approve --task t --to" in res.err
+    assert cli(tmp_path, "--can-edit", "--task", "t", "--file", "src/x.py").code == 1
+
+
+def test_without_the_key_keyed_logs_are_flagged_naming_the_key(tmp_path: Path) -> None:
+    from automaton.store import key
+
+    seed(tmp_path, "t", "research")
+    key.key_path().unlink()
+    key.forget()
+    res = cli(tmp_path, "--audit", "--json")
+    assert res.code == 1 and res.json["key"] is None
+    found = res.json["tasks"][0]["violations"][0]
+    assert "TAMPERED" in found and "no key to verify it" in found and str(key.key_path()) in found
+    assert not key.key_path().exists()
+
+
+def test_a_key_others_can_read_is_a_project_violation(tmp_path: Path) -> None:
+    from automaton.store import key
+
+    seed(tmp_path, "t", "research")
+    key.key_path().chmod(0o644)
+    key.forget()
+    res = cli(tmp_path, "--audit", "--json")
+    assert res.code == 1 and any("chmod 600" in v for v in res.json["project"])
+    res = cli(tmp_path, "--phase", "--task", "t")
+    assert res.code == 2 and "chmod 600" in res.err and "Traceback" not in res.err
+
+
+def test_a_log_copied_from_another_task_is_flagged_and_a_human_reseal_starts_afresh(tmp_path: Path,
+                                                                                    approver: str) -> None:
+    done = seed(tmp_path, "done", "referee")
+    (done / "VERDICT.md").write_text("Verdict: PASS\n")
+    assert cli(tmp_path, "--transition", "complete", "--task", "done").code == 0
+    done = tmp_path / "tasks" / "complete" / "done"
+    victim = seed(tmp_path, "t", "research")
+    for name in (".state", ".state.log"):
+        (victim / name).write_bytes((done / name).read_bytes())
+    res = cli(tmp_path, "--audit", "--json")
+    rows = {r["task"]: r for r in res.json["tasks"]}
+    assert res.code == 1 and "copied from another task" in rows["t"]["violations"][0]
+    assert cli(tmp_path, "--transition", "complete", "--task", "t").code == 1
+    assert cli(tmp_path, "--approve", "--task", "t", "--to", "research").code == 0
+    assert (victim / ".state.log.broken").read_bytes() == (done / ".state.log").read_bytes()
+    assert cli(tmp_path, "--audit", "--json").code == 0

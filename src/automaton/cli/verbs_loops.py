@@ -47,10 +47,18 @@ def resume_loop(ns: argparse.Namespace) -> Outcome:
 
 
 def approve_loop(ns: argparse.Namespace) -> Outcome:
-    """`--approve --loop NAME` (called by cli.verbs_tasks.approve)."""
+    """`--approve --loop NAME [--yes]`: show the halt and, when a changed loop.json would be
+    sealed, the diff of its sealed copy, ask (cli.confirm), then approve what was shown."""
     if ns.to is not None:
         raise UsageError("--to is for --approve --task; --approve --loop takes no phase")
-    return _call("automaton.commands.loops", "approve_loop", project_of(ns), ns.loop)
+    from automaton.cli.confirm import confirm
+
+    uc = importlib.import_module("automaton.commands.loops")
+    project = project_of(ns)
+    review = uc.review_loop(project, ns.loop)
+    confirm(review, yes=bool(getattr(ns, "yes", False)), as_json=bool(ns.json))
+    result: Outcome = uc.approve_loop(project, ns.loop, reviewed=review)
+    return result
 
 
 def can_continue(ns: argparse.Namespace) -> Outcome:
@@ -63,6 +71,23 @@ def check_gate(ns: argparse.Namespace) -> Outcome:
 
 def loop_list(ns: argparse.Namespace) -> Outcome:
     return _call("automaton.commands.loops", "loop_list", project_of(ns))
+
+
+def loop_status(ns: argparse.Namespace) -> Outcome:
+    return _call("automaton.commands.loop_status", "loop_status", project_of(ns), ns.loop_status)
+
+
+def doctor(ns: argparse.Namespace) -> Outcome:
+    return _call("automaton.commands.doctor", "doctor", project_of(ns), ns.loop)
+
+
+def rearm_loop(ns: argparse.Namespace) -> Outcome:
+    return _call("automaton.commands.lifecycle", "rearm_loop", project_of(ns), ns.rearm_loop)
+
+
+def remove_loop(ns: argparse.Namespace) -> Outcome:
+    return _call("automaton.commands.lifecycle", "remove_loop", project_of(ns), ns.remove_loop,
+                 delete_branch=bool(ns.delete_branch))
 
 
 def vram(ns: argparse.Namespace) -> Outcome:

@@ -3,6 +3,7 @@
     automaton-loop --mode tick|run|dry-run --loop NAME [--project DIR] [--max-ticks N]
                    [--settings FILE] [--json]
     automaton-loop --demo
+    automaton-loop --version
 
 Exit codes as everywhere (DESIGN §2): 0 a tick ran or was skipped busy / run stopped
 normally; 1 a gate refused; 2 bad input or a corrupt file (one line on stderr); 3 a bug (one
@@ -47,6 +48,7 @@ def build() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object as the last stdout line")
     p.add_argument("--quiet", action="store_true", help="no progress display on stderr")
     p.add_argument("--demo", action="store_true", help="run the offline demo in a temporary project")
+    p.add_argument("--version", action="store_true", help="print the framework version")
     return p
 
 
@@ -77,6 +79,12 @@ def _emit(out: Outcome, as_json: bool) -> None:
 
 def dispatch(ns: argparse.Namespace) -> Outcome:
     """Validate the flag combination, then run the mode."""
+    if ns.version:  # as `automaton --version`: wins over every other flag, exit 0 always
+        from automaton.store.config import framework_version
+
+        found = framework_version()
+        return Outcome(lines=[f"automaton-loop {found}" if found else "automaton-loop (unknown version)"],
+                       data={"version": found})
     if ns.demo:
         if ns.mode or ns.loop:
             raise _Usage("--demo takes no --mode or --loop")

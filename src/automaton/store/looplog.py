@@ -5,7 +5,8 @@ Every state line carries the counters (`iterations`, `spent_usd`, `iterations_at
 `spent_usd_at_approval`, `resumed`). They never go down, with one bounded exception: a tick
 reserves `max_tick_usd` up front (`TICK_START n=… reserved_usd=…`) and the `TICK n=…` line that
 closes it may give back at most that reservation. Approval marks move only on APPROVED,
-RESEALED and re-seal lines (a line with a `tamper` field). The events form a closed list.
+REARMED, RESEALED and re-seal lines (a line with a `tamper` field). The events form a closed
+list; REMOVED is written only as the last line of a log that `--remove-loop` archived.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ _MARKS = ("iterations_at_approval", "spent_usd_at_approval")  # set by approvals
 # The closed list of events this code writes to a loop log (seed 000 R10 + DESIGN §5/§6);
 # any other event in a log was written by someone else.
 EVENTS = frozenset({"CREATED", "TICK_START", "TICK", "HALT", "APPROVED", "RESEALED", "PAUSED", "RESUMED",
-                    "WORKTREE", "WARNING", "SKIPPED", "INSTALLED", "UNINSTALLED"})
+                    "WORKTREE", "WARNING", "SKIPPED", "INSTALLED", "UNINSTALLED", "REARMED", "REMOVED"})
+# Human acts that hand out a fresh allowance: the approval marks may move on these lines.
+MARK_EVENTS = ("APPROVED", "RESEALED", "REARMED")
 EPS_USD = 1e-6  # USD rounding slack (spent_usd is rounded to 6 places)
 
 
@@ -64,7 +67,7 @@ def log_finding(lines: list[LogLine], log_file: Path) -> str:
     Checked from the last re-seal on (what came before was vouched for by it): every event is
     one of EVENTS; the growing counters never go down from one line to the next, except
     spent_usd on the `TICK` that closes a `TICK_START` reservation (by at most `reserved_usd`);
-    the approval marks never go down except on APPROVED / RESEALED / re-seal lines; a re-seal
+    the approval marks never go down except on MARK_EVENTS / re-seal lines; a re-seal
     line's growing counters are at least the highest value logged before it.
     """
     start = max((i for i, line in enumerate(lines) if _is_reseal(line)), default=0)
@@ -86,7 +89,7 @@ def log_finding(lines: list[LogLine], log_file: Path) -> str:
         for key in (*_COUNTS, *_MARKS):
             if key not in values or key not in floor:
                 continue
-            if key in _MARKS and (line.event in ("APPROVED", "RESEALED") or _is_reseal(line)):
+            if key in _MARKS and (line.event in MARK_EVENTS or _is_reseal(line)):
                 continue
             slack = refund + EPS_USD if key == "spent_usd" else EPS_USD
             if values[key] < floor[key] - slack:

@@ -1,0 +1,162 @@
+"""`--doctor [--loop NAME]`: preflight checks before a loop is left alone for the night.
+
+Each check gives a `Finding`: "ok", "problem" (the loop cannot run as configured: exit 1),
+"warning" or "note". Nothing is written: the key is only read, the verify command runs on an
+export of the base commit in a temporary folder (removed after), no agent is ever called (a
+paid API call is not a check), and no schedule is changed. Project checks: git repository with
+a commit, the key file's mode, `.automaton/config.json` sealed. Loop checks (`doctor_loop`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from automaton.commands.doctor_checks import Finding, harness_checks, verify_check
+from automaton.commands.loops_common import project_config_problem
+from automaton.commands.schedule_info import schedule_info
+from automaton.core.errors import AutomatonError, ExitCode
+from automaton.core.loopconfig import LoopConfig
+from automaton.core.names import LoopName
+from automaton.core.outcome import Outcome
+from automaton.git import run_git
+from automaton.store import loops
+from automaton.store.layout import Project
+
+
+def project_checks(project: Project) -> list[Finding]:
+    """Git with a commit, the key file's mode, the project config seal."""
+    out: list[Finding] = []
+    head = run_git(project.root, ["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])
+    if head.code == 127:
+        out.append(Finding(None, "git", "problem", "git is not installed", "install git"))
+    elif run_git(project.root, ["rev-parse", "--git-dir"]).code != 0:
+        out.append(Finding(None, "git", "problem", f"{project.root} is not in a git repository",
+                           "git init, then commit the project"))
+    elif head.code != 0:
+        out.append(Finding(None, "git", "problem", "the repository has no commit yet: a loop's worktree starts"
+                           " from one", "git add -A && git commit -m 'initial'"))
+    else:
+        out.append(Finding(None, "git", "ok", f"git repository, HEAD {head.out.strip()[:12]}"))
+    out.append(_key_check())
+    unsealed = project_config_problem(project)
+    if unsealed is not None:
+        out.append(Finding(None, "config", "problem", unsealed))
+    return out
+
+
+def _key_check() -> Finding:
+    from automaton.store.key import key_path
+
+    try:
+        path = key_path()
+        mode = path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        return Finding(None, "key", "note", "no key file yet: automaton creates it (mode 0600) on its first write")
+    except (OSError, AutomatonError) as exc:
+        return Finding(None, "key", "problem", f"cannot read the key file: {exc}", "fix HOME or its permissions")
+    if os.name != "nt" and mode & 0o077:
+        return Finding(None, "key", "problem", f"key file {path} has mode {mode:04o}: others may read or change it",
+                       f"chmod 600 {path}")
+    return Finding(None, "key", "ok", f"key file {path} is private ({mode:04o})")
+
+
+def doctor_loop(project: Project, name: LoopName) -> list[Finding]:
+    """The checks of one loop: config and state readable, status, harness on the tick's PATH,
+    agent login, verify command scoring on the base commit, sandbox, schedule, hook note."""
+    out: list[Finding] = []
+    try:
+        rec = loops.inspect(project, name)
+    except AutomatonError as exc:
+        return [Finding(name, "state", "problem", exc.message)]
+    state = rec.state
+    if rec.tamper:
+        out.append(Finding(name, "state", "problem", f"state tampered: {rec.tamper}",
+                           f"a human reviews it, then automaton --approve --loop {name}"))
+    elif state["status"] == "halted":
+        detail = f": {state['halt_detail']}" if state["halt_detail"] else ""
+        out.append(Finding(name, "status", "problem", f"halted ({state['halt_reason']}{detail})",
+                           f"a human reviews it, then automaton --approve --loop {name}"))
+    elif state["status"] == "paused":
+        out.append(Finding(name, "status", "warning", "paused: no tick runs", f"automaton --resume-loop {name}"))
+    else:
+        out.append(Finding(name, "status", "ok" if state["status"] == "running" else "note", state["status"]))
+    try:
+        config = loops.read_config(project, name)
+    except AutomatonError as exc:
+        return [*out, Finding(name, "config", "problem", exc.message)]
+    if config.sha256 != state["config_sha256"] and not rec.tamper:
+        out.append(Finding(name, "config", "problem", "loop.json differs from the sealed one: the next gate halts"
+                           " (config_changed)", f"review it, then automaton --approve --loop {name}"))
+    info = schedule_info(project, name, last_tick_at=state["last_tick_at"])
+    out += harness_checks(name, config, info["path"])
+    out.append(verify_check(project, name, config, state, info["path"]))
+    out.append(_sandbox_check(name, config))
+    out += _schedule_checks(name, config, state["status"], info)
+    from automaton.runner.confine import hook_notes
+
+    note = hook_notes(config.harness.name)
+    if note:
+        out.append(Finding(name, "hooks", "note", f"harness {config.harness.name}: {note}"))
+    return out
+
+
+def _sandbox_check(name: str, config: LoopConfig) -> Finding:
+    if config.sandbox == "off":
+        return Finding(name, "sandbox", "warning", '"sandbox": "off" in loop.json: the agent runs unconfined and'
+                       " only the hooks and the gates stand in its way")
+    from automaton.sandbox import available
+
+    found = available()
+    if found.ok:
+        return Finding(name, "sandbox", "ok", f"kernel sandbox available: {found.detail}")
+    return Finding(name, "sandbox", "problem", f"no kernel sandbox here, so every tick refuses to run: {found.detail}")
+
+
+def _schedule_checks(name: str, config: LoopConfig, status: str, info: dict[str, Any]) -> list[Finding]:
+    install = f"automaton --install-schedule {name}"
+    if not info["installed"]:
+        if status == "running":
+            return [Finding(name, "schedule", "problem", "not scheduled: no tick runs unattended", install)]
+        return [Finding(name, "schedule", "note", f"not scheduled (the loop is {status})")]
+    if info["problem"]:
+        return [Finding(name, "schedule", "problem", info["problem"])]
+    out: list[Finding] = []
+    want = config.schedule.interval_seconds
+    if info["interval_seconds"] != want:
+        out.append(Finding(name, "schedule", "problem", f"the schedule fires every {info['interval_seconds']} s but"
+                           f" loop.json says {want} s", f"{install} (it takes loop.json's interval)"))
+    for what, path in (("interpreter", info["python"]), ("runner", info["runner"])):
+        if path and not Path(path).exists():
+            out.append(Finding(name, "schedule", "problem", f"the scheduled tick runs the {what} {path}, which is gone",
+                               install))
+    if status == "complete" and info["unit"] == "present":
+        out.append(Finding(name, "schedule", "warning", "complete, but the schedule still fires (each fire is"
+                           " refused)", f"automaton --uninstall-schedule {name}"))
+    if not out:
+        out.append(Finding(name, "schedule", "ok", f"{info['scheduler']} every {info['interval_seconds']} s,"
+                           f" unit {info['unit']}" + (f", next fire {info['next_fire']}" if info["next_fire"] else "")))
+    return out
+
+
+def doctor(project: Project, name: str | None = None) -> Outcome:
+    """`--doctor [--loop NAME]`: the project checks, then each loop's (only NAME's with
+    `--loop`). Lines: one per finding (PROBLEM lines carry their fix), then "no problems found"
+    or "N problem(s) found". data: {ok, problems (int), findings: [{loop, check, level, message,
+    fix}]}. Exit 1 with any problem, 0 otherwise; exit 2 for an unknown or untracked --loop."""
+    findings = project_checks(project)
+    targets = [loops.require_tracked(project, name)] if name is not None else loops.list_loops(project)
+    if name is None and not targets:
+        findings.append(Finding(None, "loops", "note", "no loops yet: automaton --create-loop NAME --from-template T"))
+    for loop in targets:
+        findings += doctor_loop(project, loop)
+    problems = [f for f in findings if f.level == "problem"]
+    lines = [f.line() for f in findings]
+    lines.append(f"{len(problems)} problem(s) found" if problems else "no problems found")
+    data = {"ok": not problems, "problems": len(problems), "findings": [asdict(f) for f in findings]}
+    return Outcome(ExitCode.REFUSED if problems else ExitCode.OK, lines, data)
+
+
+__all__ = ["Finding", "doctor", "doctor_loop", "project_checks"]

@@ -1,0 +1,252 @@
+"""`--loop-status NAME`: one loop at a glance, for a person who left it running (read-only).
+
+`status_data` computes everything (a future dashboard reuses it); `loop_status` renders it.
+Sources: `.state.loop` (status, counters), the verified lines of `.state.log` (every scored
+tick, the cost of every tick since the last approval), `runs/<n>/cost.json` (which part of a
+tick's cost was reported and which was counted at the `max_tick_usd` cap), the installed
+schedule (`commands.schedule_info`) and git (the worktree branch against its base branch).
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import ROUND_DOWN, Decimal, InvalidOperation
+from typing import Any
+
+from automaton.commands.schedule_info import schedule_info
+from automaton.core.errors import AutomatonError
+from automaton.core.gates import remaining, used
+from automaton.core.loopconfig import LoopConfig
+from automaton.core.names import LoopName
+from automaton.core.outcome import Outcome
+from automaton.git import run_git
+from automaton.git.worktree import branch_name
+from automaton.store import loops
+from automaton.store.layout import Project
+from automaton.store.looplog import logged_counters
+
+BARS = "▁▂▃▄▅▆▇█"
+SHOWN_BARS = 120  # sparkline characters in the text form (the JSON carries every scored tick)
+
+
+def score_text(score: float | None) -> str:
+    """A 0..1 score with at most 4 decimals, rounded toward zero (never up: 0.99995 reads
+    0.9999, never 1.0000) and at least 2 decimals: 0.5 -> "0.50", 0.9993 -> "0.9993",
+    1.0 -> "1.00"; None -> "unscored"."""
+    if score is None:
+        return "unscored"
+    try:
+        cut = Decimal(repr(float(score))).quantize(Decimal("0.0001"), rounding=ROUND_DOWN)
+    except InvalidOperation:
+        return str(score)
+    text = f"{cut:f}".rstrip("0")
+    whole, _, frac = text.partition(".")
+    return f"{whole}.{frac.ljust(2, '0')}"
+
+
+def sparkline(scores: list[float]) -> str:
+    """One bar per score on the fixed 0..1 scale (0 -> ▁, 1 -> █), so a flat line at 0.25
+    never looks like a climb."""
+    return "".join(BARS[min(len(BARS) - 1, max(0, int(s * len(BARS))))] for s in scores)
+
+
+def _usd(value: float | None) -> str:
+    return "-" if value is None else f"${value:.4f}"
+
+
+def _num(text: str | None) -> float | None:
+    try:
+        return None if text in (None, "null") else float(str(text))
+    except ValueError:
+        return None
+
+
+def _cost_split(folder: Any, n: str, cost: float, known: bool) -> tuple[float, float]:
+    """(USD reported by the harnesses, USD counted at the cap) of tick `n`: from
+    runs/<n>/cost.json when it is readable, else all of the TICK line's cost on one side."""
+    try:
+        data = json.loads((folder / "runs" / n / "cost.json").read_text(encoding="utf-8"))
+        reported = sum(float(c) for c in data["by_role"].values() if isinstance(c, int | float) and c >= 0)
+        counted = float(data["counted_usd"])
+        return round(min(reported, counted), 6), round(max(0.0, counted - reported), 6)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return (cost, 0.0) if known else (0.0, cost)
+
+
+def _from_log(rec: loops.LoopRecord) -> dict[str, Any]:
+    """Scores of every tick, and the cost split of the ticks since the approval marks last
+    moved (an approval or re-arm hands out a fresh allowance)."""
+    scores: list[dict[str, Any]] = []
+    known = at_cap = 0.0
+    reserved: dict[str, float] = {}
+    marks: tuple[float, float] | None = None
+    for line in rec.chain.lines:
+        counters = logged_counters(line)
+        now = (counters.get("iterations_at_approval", -1.0), counters.get("spent_usd_at_approval", -1.0))
+        if "iterations_at_approval" in counters and marks is not None and now != marks:
+            known = at_cap = 0.0
+            reserved.clear()
+        if "iterations_at_approval" in counters:
+            marks = now
+        n = line.fields.get("n", "")
+        if line.event == "TICK_START":
+            reserved[n] = _num(line.fields.get("reserved_usd")) or 0.0
+        elif line.event == "TICK":
+            reserved.pop(n, None)
+            score = _num(line.fields.get("score"))
+            if score is not None and n.isdigit():
+                scores.append({"n": int(n), "score": score})
+            k, c = _cost_split(rec.dir, n, _num(line.fields.get("cost")) or 0.0,
+                               line.fields.get("cost_known", "").lower() == "true")
+            known, at_cap = known + k, at_cap + c
+    return {"scores": scores, "known": round(known, 6), "at_cap": round(at_cap, 6),
+            "reserved": round(float(sum(reserved.values())), 6)}
+
+
+def _worktree(project: Project, loop: LoopName, state: dict[str, Any], config: LoopConfig | None) -> dict[str, Any]:
+    path, branch = state["worktree_path"], state["worktree_branch"] or branch_name(loop)
+    out: dict[str, Any] = {"path": path, "branch": state["worktree_branch"], "exists": False, "base": None,
+                           "ahead": None, "behind": None, "error": None}
+    if path is None:
+        return out
+    from pathlib import Path
+
+    out["exists"] = Path(path).is_dir()
+    base = config.blast_radius.base_branch if config is not None else None
+    if base is None:
+        head = run_git(project.root, ["symbolic-ref", "--short", "-q", "HEAD"])
+        base = head.out.strip() if head.code == 0 and head.out.strip() else "HEAD"
+    out["base"] = base
+    counts = run_git(project.root, ["rev-list", "--left-right", "--count", f"{base}...refs/heads/{branch}", "--"])
+    try:
+        behind, ahead = (int(x) for x in counts.out.split())
+        out.update(ahead=ahead, behind=behind)
+    except ValueError:
+        out["error"] = (counts.err.strip().splitlines() or [f"git rev-list exit {counts.code}"])[0]
+    return out
+
+
+def status_data(project: Project, name: str) -> dict[str, Any]:
+    """Everything `--loop-status` shows, as one JSON-ready dict:
+
+    {loop, status, halt_reason, halt_detail, tamper (str|null), config_error (str|null: loop.json
+     cannot be read, so the limits are unknown),
+     iterations: {used, max, left (since the last approval/re-arm; max/left null when unknown),
+                  total (all ticks)},
+     spend_usd: {used, max, left (USD since the last approval/re-arm; max/left null for a local
+                 harness or an unreadable loop.json), total (USD, all ticks), known (USD the
+                 harnesses reported), counted_at_cap (USD charged at max_tick_usd because a cost
+                 was unknown), reserved (USD held by ticks that have not settled: one running
+                 now, or one that died)},
+     scores: [{n, score}] (every scored tick in the log, oldest first), sparkline (str, one bar
+     per score), last_tick: {n, at (ISO-8601 UTC), verdict ({score, passed, done, summary,
+     source}|null)}, schedule (see schedule_info.schedule_info), worktree: {path, branch,
+     exists, base (the branch it is compared with), ahead, behind (commits; null on error),
+     error}, next_step (str|null: the command a human runs next)}.
+    Errors: BadInput (exit 2) for an unknown, untracked or unreadable loop.
+    """
+    rec = loops.inspect(project, name)
+    loop, state = rec.name, rec.state
+    config: LoopConfig | None = None
+    config_error = None
+    try:
+        config = loops.read_config(project, loop)
+    except AutomatonError as exc:
+        config_error = exc.message
+    iters, usd = used(state)
+    left_iter, left_usd = remaining(state, config.brakes) if config else (None, None)
+    log = _from_log(rec)
+    verdict = state["last_verdict"]
+    info = schedule_info(project, loop, last_tick_at=state["last_tick_at"])
+    data: dict[str, Any] = {
+        "loop": loop, "status": state["status"], "halt_reason": state["halt_reason"],
+        "halt_detail": state["halt_detail"], "tamper": rec.tamper or None, "config_error": config_error,
+        "iterations": {"used": iters, "max": config.brakes.max_iterations if config else None, "left": left_iter,
+                       "total": state["iteration_count"]},
+        "spend_usd": {"used": round(usd, 6), "max": config.brakes.max_budget_usd if config else None,
+                      "left": left_usd, "total": state["spent_usd"], "known": log["known"],
+                      "counted_at_cap": log["at_cap"], "reserved": log["reserved"]},
+        "scores": log["scores"], "sparkline": sparkline([s["score"] for s in log["scores"]]),
+        "last_tick": {"n": state["iteration_count"] or None, "at": state["last_tick_at"], "verdict": verdict},
+        "schedule": info, "worktree": _worktree(project, loop, state, config),
+    }
+    data["next_step"] = _next_step(data)
+    return data
+
+
+def _next_step(d: dict[str, Any]) -> str | None:
+    loop, status = d["loop"], d["status"]
+    if d["tamper"] or status == "halted":
+        return f"automaton --approve --loop {loop}"
+    if status == "paused":
+        return f"automaton --resume-loop {loop}"
+    if status == "complete":
+        return f"automaton --rearm-loop {loop} (more work) or automaton --remove-loop {loop} (done)"
+    if not d["schedule"]["installed"]:
+        return f"automaton --install-schedule {loop}"
+    return None
+
+
+def _schedule_line(d: dict[str, Any]) -> str:
+    s, loop = d["schedule"], d["loop"]
+    if not s["installed"]:
+        return "not scheduled"
+    if s["problem"]:
+        return f"PROBLEM: {s['problem']}"
+    what = f"{s['scheduler']} {s['spec'] or ''}".strip() + f" (every {s['interval_seconds']} s)"
+    if s["unit"] != "present":
+        return f"{what}, disabled while the loop is {d['status']}"
+    if d["status"] == "complete":
+        return f"{what}: the schedule still fires (each fire is refused): automaton --uninstall-schedule {loop}"
+    when = s["next_fire"] or "unknown"
+    return f"{what}, next fire {when if s['next_fire_exact'] or when == 'unknown' else 'about ' + when}"
+
+
+def _worktree_line(w: dict[str, Any]) -> str:
+    if w["path"] is None:
+        return "none yet (the first tick creates it)"
+    where = f"{w['path']}{'' if w['exists'] else ' (missing)'} on {w['branch'] or '-'}"
+    if w["error"]:
+        return f"{where}; cannot compare with {w['base']}: {w['error']}"
+    return f"{where}: {w['ahead']} ahead of, {w['behind']} behind {w['base']}"
+
+
+def loop_status(project: Project, name: str) -> Outcome:
+    """`--loop-status NAME [--json]`: the lines below, data = `status_data` (exit 0; exit 2 for
+    an unknown, untracked or unreadable loop)."""
+    d = status_data(project, name)
+    it, sp, last = d["iterations"], d["spend_usd"], d["last_tick"]
+    head = f"loop {d['loop']}: {d['status']}"
+    if d["halt_reason"]:
+        head += f" ({d['halt_reason']}" + (f": {d['halt_detail']})" if d["halt_detail"] else ")")
+    lines = [head]
+    if d["tamper"]:
+        lines.append(f"  TAMPERED: {d['tamper']}")
+    if d["config_error"]:
+        lines.append(f"  loop.json: {d['config_error']}")
+    lines.append(f"  iterations: {it['used']} used of {it['max'] if it['max'] is not None else '?'} since approval,"
+                 f" {it['left'] if it['left'] is not None else '?'} left ({it['total']} in all)")
+    budget = (f"{_usd(sp['used'])} used of {_usd(sp['max'])} since approval, {_usd(sp['left'])} left"
+              if sp["max"] is not None else f"{_usd(sp['used'])} used since approval (no USD budget)")
+    split = [f"reported {_usd(sp['known'])}", f"counted at the tick cap {_usd(sp['counted_at_cap'])}"]
+    if sp["reserved"]:
+        split.append(f"held by an unsettled tick {_usd(sp['reserved'])}")
+    lines.append(f"  spend: {budget} ({', '.join(split)}; {_usd(sp['total'])} in all)")
+    scores = [s["score"] for s in d["scores"]]
+    if scores:
+        bars = d["sparkline"] if len(scores) <= SHOWN_BARS else "…" + d["sparkline"][-SHOWN_BARS:]
+        lines.append(f"  scores: {bars} {score_text(scores[0])} -> {score_text(scores[-1])}"
+                     f" (best {score_text(max(scores))}, {len(scores)} scored ticks)")
+    else:
+        lines.append("  scores: none yet")
+    verdict = last["verdict"] or {}
+    if last["at"]:
+        lines.append(f"  last tick: {last['n']} at {last['at']}, score {score_text(verdict.get('score'))}"
+                     + (f" ({verdict['summary']})" if verdict.get("summary") else ""))
+    else:
+        lines.append("  last tick: none yet")
+    lines.append(f"  schedule: {_schedule_line(d)}")
+    lines.append(f"  worktree: {_worktree_line(d['worktree'])}")
+    if d["next_step"]:
+        lines.append(f"  next step: {d['next_step']}")
+    return Outcome(lines=lines, data=d)

@@ -1,0 +1,221 @@
+"""Tell a human what a loop needs: loop.json `notify` runs a command and/or POSTs to a webhook.
+
+Events (core.loopconfig.NOTIFY_EVENTS): `halt` (a new halt; the loop waits for
+`--approve --loop`), `needs_approval` (the gate waits for a human sign-off of the loop's task),
+`deferred` (the gate put a tick off without halting: unknown budget, untracked or tampered
+task), `complete` (the loop reached its goal). The body is one JSON object (see `payload`).
+
+Sending never raises and never holds a lock: each channel gets `TIMEOUT_S` seconds, and a
+failure comes back as one line for the caller to log (`WARNING reason=notify_failed`). The
+settings come from the sealed copy of loop.json (`sealed/loop.json`) when there is one: a halt
+for an invalid or changed loop.json still reaches the human who sealed the last good one.
+A gate that refuses the same way at every fire (`needs_approval`, `deferred`) notifies once per
+cause; the causes sent are remembered in `<loop>/.state.notified` until a gate passes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from automaton.core.errors import AutomatonError, one_line
+from automaton.core.loopconfig import Notify
+from automaton.core.names import LoopName
+from automaton.store import loops
+from automaton.store.layout import Project
+
+EVENT_ENV = "AUTOMATON_EVENT"  # the event name, for a command that does not read stdin
+MESSAGE_ENV = "AUTOMATON_MESSAGE"  # the one-line message (payload["message"])
+TIMEOUT_S = 10.0  # seconds per channel (command, webhook)
+SENT_FILE = ".state.notified"  # a runtime file: git never sees it (`.state*` is excluded)
+_SHOWN = 200  # characters of a failing command's output quoted in the failure line
+
+__all__ = ["EVENT_ENV", "MESSAGE_ENV", "TIMEOUT_S", "after_gate", "forget", "notify", "notify_completion",
+           "notify_logged", "payload", "settings"]
+
+
+def settings(project: Project, name: str) -> Notify | None:
+    """The loop's `notify` block from its sealed copy of loop.json, else loop.json; None when
+    neither parses or neither has one."""
+    loop = LoopName.of(name)
+    for data in (loops.sealed_copy(project, loop), loops.config_bytes(project, loop)):
+        if data is None:
+            continue
+        try:
+            return loops.parse_config_bytes(data, f"loop {loop} loop.json").notify
+        except AutomatonError:
+            continue
+    return None
+
+
+def payload(project: Project, name: str, event: str, state: dict[str, Any] | None, **extra: Any) -> dict[str, Any]:
+    """The JSON body: {event, loop, project (absolute path), at (ISO-8601 UTC), status,
+    halt_reason, halt_detail, iteration_count, spent_usd (USD, all ticks), last_score (0..1 or
+    null), message (one line for a desktop notification), next_step (the command a human runs,
+    or null)} plus `extra` (e.g. reason, task, task_phase)."""
+    from automaton.store.chainlog import utc_now
+
+    state = state or {}
+    verdict = state.get("last_verdict") or {}
+    body: dict[str, Any] = {
+        "event": event, "loop": name, "project": str(project.root), "at": utc_now(),
+        "status": state.get("status"), "halt_reason": state.get("halt_reason"),
+        "halt_detail": state.get("halt_detail"), "iteration_count": state.get("iteration_count"),
+        "spent_usd": state.get("spent_usd"), "last_score": verdict.get("score"),
+    }
+    body.update(extra)
+    body.setdefault("next_step", _next_step(name, event))
+    body.setdefault("message", _message(body))
+    return body
+
+
+def _next_step(name: str, event: str) -> str | None:
+    return {"halt": f"automaton --approve --loop {name}", "complete": f"automaton --loop-status {name}",
+            "needs_approval": "automaton --approve --task <task>",
+            "deferred": f"automaton --check-gate {name}"}.get(event)
+
+
+def _message(body: dict[str, Any]) -> str:
+    loop, event = body["loop"], body["event"]
+    if event == "halt":
+        detail = f": {body['halt_detail']}" if body.get("halt_detail") else ""
+        return one_line(f"automaton: loop {loop} halted ({body.get('halt_reason')}{detail})")
+    if event == "complete":
+        score = body.get("last_score")
+        return one_line(f"automaton: loop {loop} is complete" + ("" if score is None else f" (score {score})"))
+    if event == "needs_approval":
+        return one_line(f"automaton: loop {loop} waits for a sign-off of task {body.get('task')}"
+                        f" ({body.get('task_phase')})")
+    return one_line(f"automaton: loop {loop} put a tick off ({body.get('reason')})")
+
+
+def notify(project: Project, name: str, event: str, body: dict[str, Any], *, once: str | None = None) -> str | None:
+    """Send `event` with JSON `body` through the loop's notify command and webhook, when its
+    `notify.events` lists it. Returns None when sent (or nothing is configured), else one line
+    saying what failed; never raises. `once`: a key of the cause; the same key for the same
+    event is sent only once until `forget` (a passing gate) clears it."""
+    try:
+        found = settings(project, name)
+        if found is None or event not in found.events:
+            return None
+        if once is not None and _sent(project, name).get(event) == once:
+            return None
+        data = json.dumps(body, sort_keys=True)
+        failed = [f for f in (_run(found.command, event, data, str(body.get("message", ""))) if found.command else None,
+                              _post(found.webhook, data) if found.webhook else None) if f]
+        if once is not None and not failed:
+            _remember(project, name, event, once)
+        return "; ".join(failed) or None
+    except Exception as exc:  # never let a notification break a halt or a tick
+        return one_line(f"notify {event} failed: {type(exc).__name__}: {exc}")
+
+
+def _run(argv: list[str], event: str, data: str, message: str) -> str | None:
+    from automaton.proc import run_capture
+
+    env = dict(os.environ, **{EVENT_ENV: event, MESSAGE_ENV: message})
+    got = run_capture(argv, stdin=data, env=env, timeout_s=TIMEOUT_S)
+    if got.code == 0:
+        return None
+    said = one_line((got.err or got.out).strip())[:_SHOWN]
+    return f"notify command {argv[0]} failed (exit {got.code})" + (f": {said}" if said else "")
+
+
+def _post(url: str, data: str) -> str | None:
+    """POST `data` as JSON. The failure line names the scheme and host only: a webhook's path
+    or query often holds its secret (a topic, a token)."""
+    import urllib.error
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    where = f"{parts.scheme}://{parts.hostname}"
+    if parts.scheme not in ("http", "https"):
+        return f"notify webhook {where} refused: only http and https are sent to"
+    req = urllib.request.Request(url, data=data.encode("utf-8"), method="POST",
+                                 headers={"Content-Type": "application/json", "User-Agent": "automaton-notify"})
+    try:
+        with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp:
+            status = int(resp.status)
+    except urllib.error.HTTPError as exc:
+        return f"notify webhook {where} answered HTTP {exc.code}"
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return one_line(f"notify webhook {where} failed: {reason}")
+    return None if 200 <= status < 300 else f"notify webhook {where} answered HTTP {status}"
+
+
+def _sent_path(project: Project, name: str) -> Path:
+    return project.loop_dir(LoopName.of(name)) / SENT_FILE
+
+
+def _sent(project: Project, name: str) -> dict[str, str]:
+    try:
+        found = json.loads(_sent_path(project, name).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
+
+
+def _remember(project: Project, name: str, event: str, key: str) -> None:
+    from automaton.store.atomic import atomic_write
+
+    sent = {**_sent(project, name), event: key}
+    atomic_write(_sent_path(project, name), (json.dumps(sent, sort_keys=True) + "\n").encode("utf-8"))
+
+
+def forget(project: Project, name: str) -> None:
+    """A gate passed: the next refusal of any cause is news again (best effort)."""
+    with contextlib.suppress(OSError):
+        _sent_path(project, name).unlink(missing_ok=True)
+
+
+def notify_logged(project: Project, name: str, event: str, body: dict[str, Any], *,
+                  once: str | None = None) -> str | None:
+    """`notify`, and a failure also logged as `WARNING reason=notify_failed detail=…` in the
+    loop's log (itself best effort). Returns the failure line or None; never raises."""
+    failed = notify(project, name, event, body, once=once)
+    if failed is not None:
+        # a log that cannot be written now is the next gate's finding, not the notifier's
+        with contextlib.suppress(Exception):
+            loops.log_event(project, name, "WARNING", {"reason": "notify_failed", "event": event, "detail": failed})
+    return failed
+
+
+def notify_completion(project: Project, name: str, state: dict[str, Any]) -> str | None:
+    """The runner calls this once, right after the tick whose state it wrote says `complete`
+    (`state`: that new state). Returns the failure line (already logged) or None; never raises."""
+    return notify_logged(project, name, "complete", payload(project, name, "complete", state))
+
+
+# Gate reasons that put a tick off without a halt and without a human sign-off being the cause.
+DEFERRED_REASONS = ("budget_unknown", "task_untracked", "task_tampered")
+
+
+def after_gate(project: Project, name: str, data: dict[str, Any] | None, state: dict[str, Any], *,
+               detail: str | None = None) -> str | None:
+    """What `--check-gate` notifies, from its result `data` (the R4 shape plus halted_now) and
+    the gate's `detail` (one line, or None):
+    a new halt -> `halt`; reason `waiting:approval` -> `needs_approval` (once per task and
+    phase); a DEFERRED_REASONS refusal -> `deferred` (once per reason); a passing gate clears
+    the once-keys. Returns the failure line (already logged) or None; never raises."""
+    if data is None:
+        return None
+    reason = str(data.get("reason"))
+    if data.get("ok"):
+        forget(project, name)
+        return None
+    if data.get("halted_now"):
+        return notify_logged(project, name, "halt", payload(project, name, "halt", state, reason=reason))
+    if reason == "waiting:approval":
+        task, phase = data.get("task"), data.get("task_phase")
+        body = payload(project, name, "needs_approval", state, reason=reason, detail=detail, task=task,
+                       task_phase=phase, next_step=f"automaton --approve --task {task}")
+        return notify_logged(project, name, "needs_approval", body, once=f"{task}@{phase}")
+    if reason in DEFERRED_REASONS:
+        body = payload(project, name, "deferred", state, reason=reason, detail=detail, task=data.get("task"))
+        return notify_logged(project, name, "deferred", body, once=f"{reason}: {detail}")
+    return None

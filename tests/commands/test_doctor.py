@@ -1,0 +1,254 @@
+"""`--doctor`: each check on real git, a real pytest run on the base commit, fake agent CLIs on
+PATH, a fake crontab and a temporary HOME."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from automaton.commands import doctor_checks
+from automaton.core.names import LoopName
+from automaton.store import loops
+from automaton.store.key import key_path
+from automaton.store.layout import Project
+from tests.commands.loopkit import loop_with
+from tests.helpers import Result, git, init_repo, run_cli
+from tests.schedulers.fakes import install_crontab
+
+PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+SUITE = {
+    "src/calc.py": "def add(a, b):\n    return a - b\n",
+    "tests/test_calc.py": ("import sys, pathlib\nsys.path.insert(0, str(pathlib.Path(__file__).parents[1] / 'src'))\n"
+                           "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
+                           "def test_zero():\n    assert add(0, 0) == 0\n"),
+}
+
+
+def healthy(root: Path, **top: Any) -> Project:
+    """A committed project whose suite half passes, and a loop that runs `my-agent`."""
+    for rel, text in SUITE.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "suite")
+    spec: dict[str, Any] = {"harness": {"name": "command", "command": ["my-agent"]},
+                            "roles": {"implement": {"prompt": "implement.md"},
+                                      "verify": {"command": PYTEST, "score": "junit"},
+                                      "orchestrate": {"builtin": True}},
+                            "sandbox": "off"}
+    spec.update(top)
+    return loop_with(root, **spec)
+
+
+def doctor(p: Project, *extra: str) -> Result:
+    return run_cli("--doctor", *extra, "--project", str(p.root))
+
+
+def checks(p: Project, *extra: str) -> dict[str, list[dict[str, Any]]]:
+    r = doctor(p, *extra, "--json")
+    out: dict[str, list[dict[str, Any]]] = {}
+    for f in r.json["findings"]:
+        out.setdefault(f["check"], []).append(f)
+    return out
+
+
+@pytest.fixture
+def agent(fake_bin: Callable[[str, str], Path]) -> Path:
+    return fake_bin("my-agent", "print('ok')\n")
+
+
+@pytest.fixture
+def crontab(fake_bin: Callable[[str, str], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(platform, "system", lambda: "Linux")
+    table = tmp_path / "crontab.txt"
+    install_crontab(fake_bin, table)
+    return table
+
+
+def test_a_ready_loop_has_no_problems(project: Path, agent: Path, crontab: Path) -> None:
+    p = healthy(project)
+    assert run_cli("--install-schedule", "demo", "--project", str(p.root)).code == 0
+    r = doctor(p)
+    assert r.code == 0, r.out
+    lines = r.out.splitlines()
+    assert lines[-1] == "no problems found" and not any(line.startswith("PROBLEM") for line in lines)
+    assert any(line.startswith("ok      project: git repository, HEAD ") for line in lines)
+    assert f"ok      demo: harness command: {agent} (on the PATH run-tick.sh exports)" in lines
+    base = git(project, "rev-parse", "HEAD").strip()[:12]
+    assert (f"ok      demo: verify command '{' '.join(PYTEST)}' scores 0.50 on the base commit {base}"
+            " (1/2 passed)") in lines
+    assert 'warning demo: "sandbox": "off" in loop.json: the agent runs unconfined and only the hooks and the' \
+           " gates stand in its way" in lines
+    assert "ok      demo: cron every 900 s, unit present, next fire " in "\n".join(lines)
+    assert "note    demo: harness command: a command harness runs no hook; the kernel sandbox is what holds" in lines
+    data = doctor(p, "--json").json
+    assert data["ok"] is True and data["problems"] == 0
+    assert {"loop", "check", "level", "message", "fix"} == set(data["findings"][0])
+
+
+def test_verify_runs_on_the_base_commit_not_the_working_tree(project: Path, agent: Path) -> None:
+    p = healthy(project)
+    (project / "src" / "calc.py").write_text("def add(a, b):\n    return a + b\n")  # uncommitted fix
+    [verify] = checks(p)["verify"]
+    assert "scores 0.50 on the base commit" in verify["message"]
+
+
+@pytest.mark.parametrize(("verify", "said"), [
+    ({"command": [sys.executable, "-c", "print('hello')"], "score": "summary"}, "gave no score on the base commit"),
+    ({"command": ["no-such-verifier-xyz"], "score": "summary"}, "cannot start"),
+])
+def test_a_verifier_without_a_score_is_a_problem(project: Path, agent: Path, verify: dict[str, Any],
+                                                 said: str) -> None:
+    p = healthy(project, roles={"implement": {"prompt": "implement.md"}, "verify": verify,
+                                "orchestrate": {"builtin": True}})
+    r = doctor(p)
+    assert r.code == 1 and r.out.splitlines()[-1].endswith("problem(s) found")
+    [line] = [x for x in r.out.splitlines() if x.startswith("PROBLEM demo: verify command")]
+    assert said in line and "; fix: " in line
+
+
+def test_a_hanging_verifier_is_stopped(project: Path, agent: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(doctor_checks, "VERIFY_TIMEOUT_S", 1)
+    p = healthy(project, roles={"implement": {"prompt": "implement.md"},
+                                "verify": {"command": [sys.executable, "-c", "import time; time.sleep(30)"]},
+                                "orchestrate": {"builtin": True}})
+    [verify] = checks(p)["verify"]
+    assert verify["level"] == "problem" and "ran past 1 s on the base commit" in verify["message"]
+
+
+def test_an_agent_verifier_is_not_called(project: Path, agent: Path) -> None:
+    p = healthy(project, roles={"implement": {"prompt": "implement.md"}, "verify": {"prompt": "implement.md"},
+                                "orchestrate": {"builtin": True}})
+    [verify] = checks(p)["verify"]
+    assert verify["level"] == "note" and "paid agent call" in verify["message"]
+
+
+def test_harness_missing_from_the_path_the_schedule_exports(project: Path, fake_bin: Callable[[str, str], Path],
+                                                             crontab: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    p = healthy(project)
+    [h] = checks(p)["harness"]
+    assert h["level"] == "problem" and h["message"] == "harness executable 'my-agent' is not on this shell's PATH" \
+                                                       " (not scheduled)"
+    assert run_cli("--install-schedule", "demo", "--project", str(p.root)).code == 0
+    record = p.loop_dir(LoopName("demo")) / "schedule.json"
+    record.write_text(json.dumps({**json.loads(record.read_text()), "path": str(project / "no-bin")}))
+    fake_bin("my-agent", "print('ok')\n")  # on this shell's PATH now, but not on the one the tick gets
+    [h] = checks(p)["harness"]
+    assert h["level"] == "problem" and "not on the PATH run-tick.sh exports" in h["message"]
+    assert h["fix"] == "install it or fix PATH, then automaton --install-schedule demo"
+
+
+def test_claude_login_is_found_where_it_is_kept(project: Path, fake_bin: Callable[[str, str], Path],
+                                                monkeypatch: pytest.MonkeyPatch, crontab: Path,
+                                                forbid_real_home: Path) -> None:
+    fake_bin("claude", "print('{}')\n")
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    p = healthy(project, harness={"name": "claude", "model": None, "args": [], "timeout_s": 60})
+    [login] = checks(p)["login"]
+    assert login["level"] == "problem" and login["message"] == (
+        "claude does not look logged in: no ~/.claude.json and no ANTHROPIC_API_KEY")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    assert checks(p)["login"][0]["level"] == "ok"  # not scheduled: this shell's variable is what a tick gets
+    assert run_cli("--install-schedule", "demo", "--project", str(p.root)).code == 0
+    [login] = checks(p)["login"]
+    assert login["level"] == "problem" and "a scheduled tick does not get it" in login["message"]
+    (forbid_real_home / ".claude.json").write_text("{}")
+    [login] = checks(p)["login"]
+    assert login == {"loop": "demo", "check": "login", "level": "ok", "message": "claude login found (~/.claude.json)",
+                     "fix": None}
+    [hooks] = checks(p).get("hooks", [None])
+    assert hooks is None  # claude gets the hook through --settings: no note
+
+
+def test_codex_login_and_its_hook_note(project: Path, fake_bin: Callable[[str, str], Path],
+                                       monkeypatch: pytest.MonkeyPatch, forbid_real_home: Path) -> None:
+    fake_bin("codex", "print('{}')\n")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    (forbid_real_home / ".codex").mkdir()
+    (forbid_real_home / ".codex" / "auth.json").write_text("{}")
+    p = healthy(project, harness={"name": "codex", "model": None, "args": [], "timeout_s": 60})
+    found = checks(p)
+    assert found["login"][0]["level"] == "ok"
+    assert found["hooks"][0]["level"] == "note" and "untrusted .codex/" in found["hooks"][0]["message"]
+
+
+def test_other_agents_say_cannot_check(project: Path, fake_bin: Callable[[str, str], Path]) -> None:
+    fake_bin("gemini", "print('{}')\n")
+    p = healthy(project, harness={"name": "gemini", "model": None, "args": [], "timeout_s": 60})
+    [login] = checks(p)["login"]
+    assert login["level"] == "note" and login["message"] == "cannot check whether gemini is logged in without" \
+                                                            " calling it"
+
+
+def test_sandbox_missing_is_a_problem_unless_switched_off(project: Path, agent: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AUTOMATON_SANDBOX_UNAVAILABLE", "1")
+    p = healthy(project, sandbox="on")
+    [sb] = checks(p)["sandbox"]
+    assert sb["level"] == "problem" and "every tick refuses to run" in sb["message"]
+    assert 'set "sandbox": "off" in loop.json' in sb["message"]
+
+
+def test_schedule_problems(project: Path, agent: Path, crontab: Path, approver: str) -> None:
+    p = healthy(project)
+    [s] = checks(p)["schedule"]
+    assert (s["level"], s["fix"]) == ("problem", "automaton --install-schedule demo")
+    assert run_cli("--install-schedule", "demo", "--interval", "300", "--project", str(p.root)).code == 0
+    [s] = checks(p)["schedule"]
+    assert s["level"] == "problem" and s["message"] == "the schedule fires every 300 s but loop.json says 900 s"
+    assert run_cli("--install-schedule", "demo", "--project", str(p.root)).code == 0
+    record = p.loop_dir(LoopName("demo")) / "schedule.json"
+    data = json.loads(record.read_text())
+    record.write_text(json.dumps({**data, "python": str(project / "gone" / "python")}))
+    [s] = checks(p)["schedule"]
+    assert s["level"] == "problem" and "runs the interpreter" in s["message"] and "which is gone" in s["message"]
+
+
+def test_git_and_key_problems(tmp_path: Path, agent: Path) -> None:
+    bare = tmp_path / "nogit"
+    bare.mkdir()
+    r = run_cli("--doctor", "--project", str(bare), "--json")
+    git_check = next(f for f in r.json["findings"] if f["check"] == "git")
+    assert r.code == 1 and git_check["level"] == "problem" and "not in a git repository" in git_check["message"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    git(empty, "init", "-q", "-b", "main")
+    git_check = next(f for f in run_cli("--doctor", "--project", str(empty), "--json").json["findings"]
+                     if f["check"] == "git")
+    assert "no commit yet" in git_check["message"] and git_check["fix"].startswith("git add -A")
+    p = healthy(init_repo(tmp_path / "proj"))
+    key = key_path()
+    os.chmod(key, 0o644)
+    [k] = checks(p)["key"]
+    assert k["level"] == "problem" and k["fix"] == f"chmod 600 {key}" and "0644" in k["message"]
+
+
+def test_every_loop_without_loop_and_one_with_it(project: Path, agent: Path, approver: str) -> None:
+    p = healthy(project)
+    loop_with(project, "second", harness={"name": "command", "command": ["my-agent"]}, sandbox="off")
+    names = {f["loop"] for f in doctor(p, "--json").json["findings"]}
+    assert names == {None, "demo", "second"}
+    names = {f["loop"] for f in doctor(p, "--loop", "second", "--json").json["findings"]}
+    assert names == {None, "second"}
+    r = doctor(p, "--loop", "nope")
+    assert r.code == 2 and len(r.err.splitlines()) == 1 and "unknown loop 'nope'" in r.err
+    assert run_cli("--doctor", "--delete-branch", "--project", str(p.root)).code == 2  # a stray modifier
+
+
+def test_halted_tampered_and_changed_config_are_problems(project: Path, agent: Path) -> None:
+    p = healthy(project, brakes={"max_iterations": 1})
+    loops.update_state(p, "demo", "TICK", {}, lambda s: s.update(iteration_count=1))
+    assert run_cli("--check-gate", "demo", "--project", str(p.root)).code == 1
+    [st] = checks(p)["status"]
+    assert st["level"] == "problem" and st["fix"] == "a human reviews it, then automaton --approve --loop demo"
+    config = p.loop_dir(LoopName("demo")) / "loop.json"
+    config.write_text(config.read_text().replace('"max_iterations": 1', '"max_iterations": 2'))
+    [cf] = checks(p)["config"]
+    assert cf["level"] == "problem" and "differs from the sealed one" in cf["message"]
