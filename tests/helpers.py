@@ -134,7 +134,8 @@ def seed_task(root: Path, ref: str, phase: str, artifacts: dict[str, str] | None
     folder.mkdir(parents=True)
     for name, text in (artifacts or {}).items():
         (folder / name).write_text(text)
-    chainlog.commit(folder / ".state", folder / ".state.log", f"{phase}\n".encode(), phase, "SEEDED", {"task": ref})
+    task = ref.removeprefix("complete/")  # the task's name: tasks/complete/ only says it is done
+    chainlog.commit(folder / ".state", folder / ".state.log", f"{phase}\n".encode(), phase, "SEEDED", {"task": task})
     return folder
 
 

@@ -175,7 +175,7 @@ def test_tick_reuses_worktree_on_second_tick(project: Path) -> None:
 def test_tick_falls_back_to_project_root_when_no_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
     plain = tmp_path / "plain"
-    plain.mkdir()
+    (plain / "src").mkdir(parents=True)  # in the main checkout the sandbox opens existing top-level entries only
     proj = make_loop(plain, script=WRITE_SRC, **VERIFY)
     out = tick(proj, "demo")
     assert out.code == 0 and out.data is not None and out.data["worktree_fallback"]

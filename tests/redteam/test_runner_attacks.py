@@ -2,8 +2,8 @@
 `scripted` harness) that attacks from its worktree; the gates of the NEXT tick must halt.
 
 Each test names its attempt id (SECURITY.md table). A `command` agent is a real process with
-the user's rights and no hook (like aider or a local model), so these tests prove the second
-line of defence on its own.
+the user's rights and no hook (like aider or a local model), and these loops run with the
+kernel sandbox off, so these tests prove the second line of defence on its own.
 """
 
 from __future__ import annotations
@@ -30,6 +30,19 @@ VERIFY = {"implement": {"prompt": "implement.md"},
           "orchestrate": {"builtin": True}}
 
 
+@pytest.fixture
+def looped(looped: Looped) -> Looped:
+    """The shared fixture with `"sandbox": "off"`: these attempts prove the gates hold on their
+    own, as for a loop whose user switched the kernel sandbox off (test_sandbox_attacks.py runs
+    the same kinds of attempt with the sandbox on)."""
+
+    def make(**over: Any) -> tuple[Project, Path]:
+        over.setdefault("sandbox", "off")
+        return looped(**over)
+
+    return make
+
+
 def agent(tmp_path: Path, body: str) -> dict[str, Any]:
     """A `command` harness running `body` (Python) in the worktree; `n` is the tick number."""
     script = tmp_path / "agent.py"
@@ -46,6 +59,16 @@ def state(proj: Project) -> dict[str, Any]:
     return store.read_state(proj, "demo")
 
 
+def assert_drift_halt(proj: Project, *files: str) -> None:
+    """The tick that made the drift halted the loop itself (the check right after its commit),
+    naming every out-of-scope file; the next tick does not run."""
+    s = state(proj)
+    assert (s["status"], s["halt_reason"]) == ("halted", "drift_detected"), s
+    for f in files:
+        assert f in s["halt_detail"], (f, s["halt_detail"])
+    assert gate(proj).code == 1
+
+
 def test_r01_commit_outside_scope_halts_next_tick(looped: Looped, tmp_path: Path) -> None:
     proj, _ = looped(harness=agent(tmp_path, """
         if n == 2:
@@ -55,9 +78,7 @@ def test_r01_commit_outside_scope_halts_next_tick(looped: Looped, tmp_path: Path
         print('done')
     """), roles=VERIFY)
     assert run_tick(proj).code == 0  # tick 2: the agent commits out of scope
-    res = gate(proj)
-    assert res.code == 1 and res.json["halt_reason"] == "drift_detected"
-    assert res.json["out_of_scope_files"] == ["deploy.sh"]
+    assert_drift_halt(proj, "deploy.sh")
     assert run_tick(proj).json["ran"] is False
 
 
@@ -75,13 +96,12 @@ def test_r16_info_exclude_does_not_hide_drift(looped: Looped, tmp_path: Path) ->
     """), roles=VERIFY)
     assert run_tick(proj).code == 0
     assert "/EVIL*\n" in (proj.root / ".git" / "info" / "exclude").read_text()  # git status hides it now
-    res = gate(proj)
-    assert res.code == 1 and res.json["halt_reason"] == "drift_detected"
-    assert res.json["out_of_scope_files"] == ["EVIL.sh"]
+    assert_drift_halt(proj, "EVIL.sh")
 
 
 def test_r02_files_touched_after_the_tick_commit(project: Path) -> None:
-    """The verify agent runs after the tick's commit: what it leaves behind is uncommitted."""
+    """The verify agent runs after the tick's commit, on a clean export of it: what it leaves
+    behind never reaches the worktree or the branch (the export is removed after the run)."""
     from tests.runner.loopkit import make_loop
 
     script = {"implement": [{"actions": [{"write": "src/a.py", "content": "x = 1\n"}], "text": "ok", "cost_usd": 0.1}],
@@ -94,9 +114,11 @@ def test_r02_files_touched_after_the_tick_commit(project: Path) -> None:
                      template_files={"verify.md": "Score it.\n"})
     out = tick(proj, "demo")
     assert out.code == 0 and out.data is not None and out.data["ran"]
-    res = gate(proj)
-    assert res.code == 1 and res.json["halt_reason"] == "drift_detected"
-    assert res.json["out_of_scope_files"] == ["secrets.env"]
+    assert out.data["verdict"]["score"] == 0.5
+    wt = Path(state(proj)["worktree_path"])
+    assert (wt / "src" / "a.py").is_file() and not (wt / "secrets.env").exists()
+    assert "secrets.env" not in git(proj.root, "ls-tree", "-r", "--name-only", "loop/demo")
+    assert gate(proj).code == 0
 
 
 def test_r03_checking_out_another_branch(looped: Looped, tmp_path: Path) -> None:
@@ -129,12 +151,10 @@ def test_r04_resetting_the_branch_below_its_base(project: Path, tmp_path: Path) 
         if n == 2:
             subprocess.run(['git', 'reset', '-q', '--hard', 'HEAD~1'], check=True)
         print('done')
-    """), roles=VERIFY)
+    """), roles=VERIFY, sandbox="off")  # with the sandbox on, the reset cannot write .git at all
     assert tick(proj, "demo").code == 0
     assert tick(proj, "demo").code == 0
-    res = gate(proj)
-    assert res.code == 1 and res.json["halt_reason"] == "drift_detected"
-    assert res.json["out_of_scope_files"] == ["SECURITY_FIX.md"]
+    assert_drift_halt(proj, "SECURITY_FIX.md")
 
 
 def test_r05_deleting_the_worktree(looped: Looped, tmp_path: Path) -> None:
@@ -205,13 +225,15 @@ def test_r08_editing_its_own_state_and_config_during_the_tick(looped: Looped, tm
     assert run_tick(proj).code == 0  # tick 2 raises its own brakes
     res = gate(proj)
     assert res.json["halt_detail"] == "config_changed" and state(proj)["status"] == "halted"
-    approve = run_cli("--approve", "--loop", "demo", "--project", str(proj.root), tty=True)  # a human re-seals
+    approve = run_cli("--approve", "--loop", "demo", "--project", str(proj.root), tty=True,
+                      stdin="y\n")  # a human reads the diff and re-seals
     assert approve.code == 0
-    res = run_tick(proj)  # tick 3 edits its state: the tick cannot record, the loop halts
-    assert res.code == 1 and "outside automaton" in res.err
-    res = gate(proj)
-    assert res.json["reason"] == "state_tampered"
-    assert state(proj)["accepted_drift"] == []  # a tampered list is never trusted
+    res = run_tick(proj)  # tick 3 edits its state: the check right after its commit halts the loop
+    assert res.code == 0 and res.json["status"] == "halted"
+    s = state(proj)
+    assert s["halt_reason"] == "human_intervention" and s["halt_detail"].startswith("state_tampered")
+    assert s["accepted_drift"] == []  # a tampered list is never trusted
+    assert gate(proj).code == 1
 
 
 def test_r09_human_acts_from_inside_a_tick(looped: Looped, tmp_path: Path,
@@ -312,9 +334,7 @@ def test_r12_deleting_the_worktree_does_not_hide_committed_drift(looped: Looped,
     """), roles=VERIFY)
     assert run_tick(proj).code == 0
     assert not wt.exists()
-    res = gate(proj)
-    assert res.code == 1 and res.json["halt_reason"] == "drift_detected"
-    assert res.json["out_of_scope_files"] == ["deploy.sh"]
+    assert_drift_halt(proj, "deploy.sh")
     assert run_tick(proj).json["ran"] is False
 
 

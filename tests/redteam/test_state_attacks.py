@@ -80,7 +80,7 @@ def test_b03_forged_log_line_breaks_the_chain(make_task: Callable[..., Path], pr
     text = log.read_text()
     log.write_text(text.replace("by=alice", "by=bob", 1))  # rewrite who approved
     res = cli(project, "--phase", "--task", "demo")
-    assert res.code == 1 and "does not link" in res.err
+    assert res.code == 1 and "mac the key does not verify" in res.err  # the edited line itself
     # deleting a line in the middle is a forgery too
     lines = text.splitlines(keepends=True)
     log.write_text("".join(lines[:1] + lines[2:]))
@@ -207,7 +207,8 @@ def test_b13_forged_loop_log(looped: Looped) -> None:
     text = log.read_text()
     log.write_text(re.sub(r"template=tpl-demo", "template=ci-triage", text, count=1))  # an early line
     res = gate(proj)
-    assert res.code == 1 and res.json["reason"] == "state_tampered" and "chain" in res.json["halt_detail"]
+    assert res.code == 1 and res.json["reason"] == "state_tampered" and "line 1" in res.json["halt_detail"]
+    assert "does not verify" in res.json["halt_detail"]  # the edited line's own mac
     assert (loop_dir(proj) / ".state.log.broken").is_file()  # the forged log is kept as evidence
 
 
@@ -281,25 +282,56 @@ def test_b16_deleted_state_loop_never_restarts_fresh(looped: Looped) -> None:
     assert run_cli("--create-loop", "demo", "--from-template", "ci-triage", "--project", str(proj.root)).code == 2
 
 
-def test_b17_careful_forger_limit_is_behind_the_hook(looped: Looped, hook: Hook) -> None:
-    """DOCUMENTED LIMIT: the chain has no secret, so a forger who recomputes every hash writes a
-    log that verifies. What stops it is that no agent tool call may write there (the hook)."""
+def test_b17_careful_forger_without_the_key_is_detected(looped: Looped, hook: Hook) -> None:
+    """Every line carries a mac under the user's key (outside every project, hidden from the
+    agent): a forger who recomputes every SHA-256 still writes lines that do not verify, so the
+    gate halts with the counters intact. The hook also denies the write itself."""
+    import os
+
     proj, _ = looped()
     folder = loop_dir(proj)
     log = folder / ".state.log"
-    state = json.loads((folder / ".state.loop").read_text())
-    state["iteration_count"] = 0
+    before = store.read_state(proj, "demo")
+    state = {**before, "iteration_count": 0}
     data = store.encode_state(state)
-    last = log.read_text().splitlines()[-1]
+    text = log.read_text()
+    last = text.splitlines()[-1]
     forged = format_line("2026-01-01T00:00:00Z", "TICK", {"n": 0}, store.state_token(data), line_hash(last))
-    # the forgery would verify: this is the limit SECURITY.md states
-    from automaton.core.chain import verify_text
-
-    assert verify_text(log.read_text() + forged + "\n").ok
+    guessed = format_line("2026-01-01T00:00:00Z", "TICK", {"n": 0}, store.state_token(data), line_hash(last),
+                          os.urandom(32))
     for command in (f"printf '%s\\n' '{forged}' >> {log}", f"cp /tmp/forged {folder / '.state.loop'}",
                     f"cp -r /tmp/old-loop/. {folder}/"):
         denied(hook(bash(proj.root, command)))
     denied(hook(write(proj.root, log)), ".automaton/")
+    for line, why in ((forged, "no mac"), (guessed, "does not verify")):  # written behind the hook's back
+        log.write_text(text + line + "\n")
+        (folder / ".state.loop").write_bytes(data)
+        with pytest.raises(store.StateTampered, match=why):
+            store.read_state(proj, "demo")
+    res = gate(proj)
+    assert res.code == 1 and res.json["reason"] == "state_tampered"
+    assert store.read_state(proj, "demo")["iteration_count"] == before["iteration_count"]  # never lowered
+
+
+def test_b17_a_whole_log_rewritten_without_the_key_is_refused(looped: Looped) -> None:
+    """The forger recomputes the whole chain from line 1 as unkeyed lines, which alone would read
+    as a log from before keys existed: automaton marked this log as keyed (in the key's folder),
+    so it is a replacement, refused like any tamper."""
+    proj, _ = looped()
+    folder = loop_dir(proj)
+    log = folder / ".state.log"
+    state = {**store.read_state(proj, "demo"), "iteration_count": 0}
+    data = store.encode_state(state)
+    prev, lines = "0" * 64, []
+    for n, event in enumerate(("CREATED", "TICK")):
+        token = store.state_token(data) if n else "sha256:" + "0" * 64
+        lines.append(format_line("2026-01-01T00:00:00Z", event, {"loop": "demo"}, token, prev))
+        prev = line_hash(lines[-1])
+    log.write_text("".join(f"{line}\n" for line in lines))
+    (folder / ".state.loop").write_bytes(data)
+    with pytest.raises(store.StateTampered, match="the whole log was replaced"):
+        store.read_state(proj, "demo")
+    assert "replaced" in audit_flags(proj.root)
 
 
 # ---- B18: names that try to become paths -------------------------------------------------------

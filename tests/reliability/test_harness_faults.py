@@ -62,7 +62,9 @@ def agent(tmp: Path, body: str) -> list[str]:
 
 
 def loop_with(project: Path, harness: dict[str, Any], roles: dict[str, Any] | None = None) -> Project:
-    return make_loop(project, "faulty", harness={"timeout_s": TIMEOUT_S, "args": [], **harness},
+    # The fake agents record their pids outside the worktree: unconfined on purpose. The same
+    # lifetimes under the sandbox: tests/sandbox/test_reaper.py and redteam S09.
+    return make_loop(project, "faulty", harness={"timeout_s": TIMEOUT_S, "args": [], **harness}, sandbox="off",
                      roles=roles or VERIFY,
                      brakes={"max_iterations": 50, "max_budget_usd": 100.0, "max_tick_usd": MAX_TICK_USD})
 

@@ -46,7 +46,7 @@ def test_agent_hook_inside_worktree_denies_out_of_scope_write(project: Path, fak
     fake_bin("claude", FAKE_CLAUDE)
     results = tmp_path / "hook-results.json"
     monkeypatch.setenv("HOOK_RESULTS", str(results))
-    proj = make_loop(project, harness={"name": "claude", "args": []},
+    proj = make_loop(project, harness={"name": "claude", "args": []}, sandbox="off",  # the fake writes its results outside
                      roles={"implement": {"prompt": "implement.md"},
                             "verify": {"command": [sys.executable, "-c", "print('1 passed')"], "score": "summary"},
                             "orchestrate": {"builtin": True}})

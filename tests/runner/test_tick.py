@@ -52,7 +52,9 @@ def test_two_ticks_at_once_exactly_one_runs(project: Path, tmp_path: Path) -> No
     started, release = tmp_path / "started", tmp_path / "release"
     agent = (f"import pathlib, time\npathlib.Path({str(started)!r}).write_text('x')\n"
              f"while not pathlib.Path({str(release)!r}).exists(): time.sleep(0.05)\nprint('done')")
-    proj = make_loop(project, harness={"name": "command", "command": [PY, "-c", agent], "args": []},
+    # The agent signals through files outside its worktree: this test is about the tick lock,
+    # so it runs unconfined (the sandbox has its own suite: tests/redteam/test_sandbox_attacks.py).
+    proj = make_loop(project, harness={"name": "command", "command": [PY, "-c", agent], "args": []}, sandbox="off",
                      **verify_cmd("print('1 passed')"))
     exe = str(Path(PY).parent / "automaton-loop")
     argv = [exe, "--mode", "tick", "--loop", "demo", "--project", str(project), "--quiet"]
@@ -165,7 +167,9 @@ def test_claude_gets_the_budget_cap_and_the_hook_settings(project: Path, fake_bi
     settings = project / ".claude" / "settings.json"
     settings.parent.mkdir()
     settings.write_text('{"env": {"USER_SETTING": "kept"}}')
-    proj = make_loop(project, harness={"name": "claude", "args": []}, **verify_cmd("print('1 failed, 1 passed')"))
+    # The fake claude records its argv beside itself, outside the worktree: unconfined on purpose.
+    proj = make_loop(project, harness={"name": "claude", "args": []}, sandbox="off",
+                     **verify_cmd("print('1 failed, 1 passed')"))
     assert tick(proj, "demo").code == 0
     assert tick(proj, "demo").code == 0
     first, second = calls(fake_bin.dir, "claude")
@@ -186,7 +190,7 @@ def test_dry_run_changes_nothing(project: Path) -> None:
     before = {p: p.read_bytes() for p in loop_dir.rglob("*") if p.is_file()}
     res = run_cli("--mode", "dry-run", "--loop", "demo", "--project", str(project), entry="automaton-loop")
     assert res.code == 0, res.err
-    assert "Make the tests pass." in res.out and "<scripted>" in res.out and "verify argv" in res.out
+    assert "Make the tests pass." in res.out and "automaton.harnesses.scripted" in res.out and "verify argv" in res.out
     after = {p: p.read_bytes() for p in loop_dir.rglob("*") if p.is_file()}
     assert after == before and not (loop_dir / "worktree").exists()
 
@@ -254,7 +258,8 @@ def test_the_tick_cap_is_shared_by_its_roles(project: Path, fake_bin: Any) -> No
         print(json.dumps({"type": "result", "subtype": "success", "is_error": False,
                           "result": '{"score": 0.5}', "total_cost_usd": 0.8, "usage": {}}))
         """)
-    proj = make_loop(project, harness={"name": "claude", "args": []}, template_files={"verify.md": "Check.\n"},
+    proj = make_loop(project, harness={"name": "claude", "args": []}, sandbox="off",  # the fake records outside
+                     template_files={"verify.md": "Check.\n"},
                      roles={"implement": {"prompt": "implement.md"},
                             "verify": {"prompt": "verify.md", "score": "agent"}, "orchestrate": {"builtin": True}})
     assert tick(proj, "demo").code == 0

@@ -42,6 +42,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     nothing printed, or 2) exits 2 with its line on stderr: a usage error, a crash outside the
     adapter, Ctrl-C, even `--help`."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if "--sandbox" in args:
+        from automaton.cli import verbs_sandbox
+
+        if verbs_sandbox.wants(args):
+            return _sandbox(args)
     hook = [_hook_argv(args)]
     try:
         code, adapted = _run(args, hook)
@@ -54,6 +59,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     if hook[0] and not adapted:  # the hook adapter owns its code (0 or 2); every other path denies
         return int(ExitCode.BAD_INPUT)
     return code
+
+
+def _sandbox(args: list[str]) -> int:
+    """`--sandbox … -- CMD`: its own argv grammar (CMD's flags are CMD's), same error rules."""
+    from automaton.cli import verbs_sandbox
+
+    try:
+        return verbs_sandbox.run(args)
+    except AutomatonError as exc:
+        emit_error(exc.message, exc.code, False)
+        return int(exc.code)
+    except OSError as exc:
+        bad = path_error(exc)
+        if bad is None:
+            emit_error(f"internal error: {type(exc).__name__}: {exc}; traceback in {crash_log(exc)}",
+                       ExitCode.INTERNAL, False)
+            return int(ExitCode.INTERNAL)
+        emit_error(bad.message, bad.code, False)
+        return int(bad.code)
+    except Exception as exc:  # a bug (or a sandbox that failed to apply): never exec unconfined
+        emit_error(f"internal error: {type(exc).__name__}: {exc}; traceback in {crash_log(exc)}",
+                   ExitCode.INTERNAL, False)
+        return int(ExitCode.INTERNAL)
 
 
 def _run(args: list[str], hook: list[bool]) -> tuple[int, bool]:

@@ -19,8 +19,11 @@ TASK_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--parent",), {"metavar": "P", "help": "with --create-task: create a sub-task of P"}),
     (("--transition",), {"metavar": "PHASE", "help": "move --task to PHASE if every rule allows"}),
     (("--task",), {"metavar": "T", "help": "task name, or PARENT/SUB for a sub-task"}),
-    (("--approve",), {"action": "store_true", "help": "human sign-off (with --task or --loop)"}),
+    (("--approve",), {"action": "store_true", "help": "human sign-off (with --task, --loop or --config)"}),
     (("--to",), {"metavar": "PHASE", "help": "with --approve --task: leave human_intervention / re-seal"}),
+    (("--config",), {"action": "store_true", "help": "with --approve: seal .automaton/config.json"}),
+    (("--yes",), {"action": "store_true",
+                  "help": "with --approve --loop/--config: approve the diff shown without asking"}),
     (("--focus",), {"nargs": "?", "const": "", "metavar": "T", "help": "set the task the agent hooks enforce"}),
     (("--clear",), {"action": "store_true", "help": "with --focus: clear the focus"}),
     (("--phase",), {"action": "store_true", "help": "print the phase of --task"}),
@@ -42,12 +45,21 @@ LOOP_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--can-continue",), {"metavar": "NAME", "help": "is the loop alive at all"}),
     (("--check-gate",), {"metavar": "NAME", "help": "run the six pre-tick gates"}),
     (("--loop-list",), {"action": "store_true", "help": "list loops"}),
+    (("--loop-status",), {"metavar": "NAME", "help": "one loop at a glance: limits left, scores, schedule, worktree"}),
+    (("--doctor",), {"action": "store_true", "help": "preflight checks of every loop (or --loop NAME)"}),
+    (("--rearm-loop",), {"metavar": "NAME", "help": "give a complete loop a fresh allowance (human act)"}),
+    (("--remove-loop",), {"metavar": "NAME", "help": "unschedule, archive and remove a loop (human act)"}),
+    (("--delete-branch",), {"action": "store_true", "help": "with --remove-loop: delete branch loop/NAME too"}),
     (("--vram",), {"action": "store_true", "help": "probe accelerator memory for local models"}),
 ]
 AGENT_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--hook",), {"metavar": "AGENT", "help": "run as the pre-tool hook of claude|codex|gemini"}),
     (("--install-hooks",), {"metavar": "AGENT", "help": "install the hook for claude|codex|gemini|git"}),
     (("--install-prompts",), {"metavar": "AGENT", "help": "install the phase prompts for claude|codex|gemini"}),
+    # Handled before this parser (cli/verbs_sandbox.py): listed here for --help only.
+    (("--sandbox",), {"action": "store_true",
+                      "help": "[--task T] -- CMD ARGS…: run an agent CLI under the kernel sandbox, "
+                              "writable = the task's phase scope"}),
 ]
 COMMON_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--project",), {"metavar": "DIR", "help": "project root (default: found from the current directory)"}),
@@ -62,7 +74,7 @@ VERBS: dict[str, str] = {
     "can_edit": "automaton.cli.verbs_tasks:can_edit",
     "create_task": "automaton.cli.verbs_tasks:create_task",
     "transition": "automaton.cli.verbs_tasks:transition",
-    "approve": "automaton.cli.verbs_tasks:approve",
+    "approve": "automaton.cli.verbs_approve:approve",
     "focus": "automaton.cli.verbs_tasks:focus",
     "phase": "automaton.cli.verbs_tasks:phase",
     "validate_folder": "automaton.cli.verbs_tasks:validate_folder",
@@ -75,6 +87,10 @@ VERBS: dict[str, str] = {
     "can_continue": "automaton.cli.verbs_loops:can_continue",
     "check_gate": "automaton.cli.verbs_loops:check_gate",
     "loop_list": "automaton.cli.verbs_loops:loop_list",
+    "loop_status": "automaton.cli.verbs_loops:loop_status",
+    "doctor": "automaton.cli.verbs_loops:doctor",
+    "rearm_loop": "automaton.cli.verbs_loops:rearm_loop",
+    "remove_loop": "automaton.cli.verbs_loops:remove_loop",
     "vram": "automaton.cli.verbs_loops:vram",
     "install_hooks": "automaton.cli.verbs_agents:install_hooks",
     "install_prompts": "automaton.cli.verbs_agents:install_prompts",
@@ -87,7 +103,7 @@ VERBS: dict[str, str] = {
 MODIFIERS: dict[str, frozenset[str]] = {
     "create_task": frozenset({"parent"}),
     "transition": frozenset({"task"}),
-    "approve": frozenset({"task", "loop", "to"}),
+    "approve": frozenset({"task", "loop", "to", "config", "yes"}),
     "focus": frozenset({"clear"}),
     "phase": frozenset({"task"}),
     "validate_folder": frozenset({"task"}),
@@ -95,9 +111,11 @@ MODIFIERS: dict[str, frozenset[str]] = {
     "create_loop": frozenset({"from_template", "task"}),
     "install_schedule": frozenset({"interval"}),
     "check_gate": frozenset({"task"}),
+    "doctor": frozenset({"loop"}),
+    "remove_loop": frozenset({"delete_branch"}),
 }
 ALL_MODIFIERS = frozenset({"parent", "task", "to", "clear", "file", "from_template", "interval", "loop",
-                           "loop_worktree"})
+                           "loop_worktree", "config", "yes", "delete_branch"})
 
 
 class UsageError(Exception):
@@ -163,6 +181,10 @@ def validate(verb: str, ns: argparse.Namespace) -> None:
         raise UsageError(f"{given} does not go with {_flag(verb)}")
     if verb == "approve" and ns.to is not None and ns.loop is not None:
         raise UsageError("--to goes with --approve --task, not --loop")
+    if verb == "approve" and ns.config and (ns.task is not None or ns.loop is not None or ns.to is not None):
+        raise UsageError("--approve --config takes no --task, --loop or --to")
+    if verb == "approve" and ns.yes and ns.loop is None and not ns.config:
+        raise UsageError("--yes goes with --approve --loop or --approve --config")
     if verb == "can_edit" and ns.loop_worktree and ns.loop is None:
         raise UsageError("--loop-worktree needs --loop NAME")
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from automaton.commands.loops_common import optional as _optional
+from automaton.commands.loops_common import project_config_problem
 from automaton.core.errors import BadInput, ExitCode
 from automaton.core.gates import (
     CONFIG_CHANGED,
@@ -163,6 +164,19 @@ def _config_error(project: Project, loop: LoopName) -> str | None:
     return None
 
 
+def _project_config_gate(project: Project, state: dict[str, Any], facts: _Facts) -> GateResult | None:
+    """Right after the loop.json seal: `.automaton/config.json` must be the one a human sealed
+    (it decides what the agents' hooks let a task's phase write). A running loop whose project
+    config is not sealed (or is invalid) halts `human_intervention`, detail
+    `config_changed: .automaton/config.json`. None: pass on to the other gates."""
+    if state["status"] != "running" or facts.config_sha256() != state["config_sha256"]:
+        return None  # gate 1 and the loop.json seal come first (run_gates)
+    if project_config_problem(project) is None:
+        return None
+    return GateResult(False, "halted:human_intervention", "config", "human_intervention",
+                      f"{CONFIG_CHANGED}: {project.config_file.relative_to(project.root).as_posix()}")
+
+
 def check_gate(project: Project, name: str, task: str | None = None, *, drift_cwd: Path | None = None) -> Outcome:
     """Run the six gates (DESIGN §5) and apply a halt atomically (logged `HALT reason=…`,
     schedule disabled best-effort). data: the seed 000 R4 shape {ok, reason, halt_reason,
@@ -178,7 +192,10 @@ def check_gate(project: Project, name: str, task: str | None = None, *, drift_cw
 
     A tampered `.state.loop` (edited, deleted, forged log) is halted (human_intervention,
     halt_detail "state_tampered: …") with counters the tamper cannot lower
-    (store.loops.untampered_counters).
+    (store.loops.untampered_counters). A `.automaton/config.json` that is not the sealed one
+    halts a running loop (human_intervention, "config_changed: .automaton/config.json").
+    A new halt, a wait for a task sign-off and a tick put off are sent to loop.json `notify`
+    (`automaton.notify.after_gate`); a failed notification is a warning, never an error.
     """
     loop = loops.require_tracked(project, name)
     if task is not None:
@@ -196,7 +213,8 @@ def check_gate(project: Project, name: str, task: str | None = None, *, drift_cw
                                       lambda new: new.update(status="halted", halt_reason="human_intervention",
                                                              halt_detail=detail))
         else:
-            result, config = run_gates(s.rec.state, facts)
+            project_halt = _project_config_gate(project, s.rec.state, facts)
+            result, config = (project_halt, None) if project_halt is not None else run_gates(s.rec.state, facts)
             state = s.rec.state
             if result.halt is not None and result.detail == CONFIG_CHANGED:
                 invalid = _config_error(project, loop)
@@ -253,10 +271,19 @@ def check_gate(project: Project, name: str, task: str | None = None, *, drift_cw
           and loops.config_sha256(project, loop) != state["config_sha256"]):
         out.lines.append(f"  {project.loop_dir(loop) / loops.CONFIG_FILE} is not the sealed loop.json: review it,"
                          f" then a human runs automaton --approve --loop {loop}")
+    if not result.ok:
+        unsealed = project_config_problem(project)
+        if unsealed is not None:
+            out.lines.append(f"  {unsealed}, then automaton --approve --loop {loop}")
     out.lines += [f"  out of scope: {f}" for f in result.out_of_scope_files]
     out.lines.append(f"  remaining_iterations={left_iter} remaining_budget_usd={left_usd} task_phase={phase}")
     if state["worktree_fallback"]:
         out.lines.append(f"  note: ticks ran in the main checkout: {state['worktree_fallback']}")
+    from automaton import notify  # after every lock is released: a slow receiver never holds a tick
+
+    failed = notify.after_gate(project, loop, out.data, state, detail=result.detail)
+    if failed is not None:
+        out.warnings.append(failed)
     return out
 
 
@@ -272,3 +299,54 @@ def can_continue(project: Project, name: str) -> Outcome:
     return Outcome(ExitCode.OK if ok else ExitCode.REFUSED, [line], data)
 
 
+
+
+# ---- checks a tick makes after its agent ran ------------------------------------------------
+
+def halt_now(project: Project, name: str, reason: str, detail: str, gate: str,
+             fields: dict[str, object] | None = None) -> None:
+    """Halt a running loop at once (`reason`: one of the five deaths) with `detail`, logged
+    `HALT reason=… detail=… gate=…` plus `fields`; the schedule is disabled best-effort. A loop
+    that is no longer running (halted meanwhile, paused, complete) keeps its status, and the
+    line is logged as a WARNING instead, so nothing recorded is overwritten. A halt is sent to
+    loop.json `notify` (a failure is logged `WARNING reason=notify_failed`)."""
+    loop = loops.require_tracked(project, name)
+    halted = False
+    with loops.session(project, loop) as s:
+        extra = {"reason": reason, "detail": detail, "gate": gate, **(fields or {})}
+        if s.rec.tamper or s.rec.state["status"] != "running":
+            s.log("WARNING", extra)
+        else:
+            new = copy.deepcopy(s.rec.state)
+            new.update(status="halted", halt_reason=reason, halt_detail=detail)
+            s.commit("HALT", extra, new)
+            halted = True
+    if halted:
+        _optional("automaton.commands.schedule", "disable_best_effort", project, loop)
+        from automaton import notify
+
+        notify.notify_logged(project, loop, "halt", notify.payload(project, loop, "halt", new, reason=reason,
+                                                                     gate=gate))
+
+
+def drift_after_commit(project: Project, name: str) -> GateResult | None:
+    """The drift gate alone, run by a tick right after the runner committed the agent's work:
+    a tick whose changes leave `file_scope` halts `drift_detected` before its verdict can
+    complete the loop (the pre-tick gate of the next fire would come too late). Returns the
+    failed gate (the loop is then halted), or None when the changes are in scope. The other
+    gates are not run here: the iteration of this very tick is already counted."""
+    from automaton.core.gates import gate_drift
+
+    loop = loops.require_tracked(project, name)
+    with loops.session(project, loop) as s:
+        tamper = s.rec.tamper
+        if not tamper:
+            facts = _Facts(project, loop, s.rec.state, None, None)
+            result = gate_drift(facts.drift(), facts.config(), s.rec.state["accepted_drift"])
+    if tamper:  # a forged accepted_drift must not excuse anything: the full gate halts for the tamper
+        check_gate(project, loop)
+        return GateResult(False, STATE_TAMPERED, "tamper", "human_intervention", f"{STATE_TAMPERED}: {tamper}")
+    if result is not None and result.halt is not None:
+        halt_now(project, loop, result.halt, result.detail or "out of scope", "drift_after_commit",
+                 {"files": len(result.out_of_scope_files)})
+    return result

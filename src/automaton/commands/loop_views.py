@@ -50,7 +50,8 @@ def _rows(project: Project) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for loop in loops.list_loops(project):
         row: dict[str, Any] = {"name": loop, "status": None, "halt_reason": None, "iteration_count": None,
-                               "started_at": None, "task": None, "flag": None}
+                               "started_at": None, "task": None, "flag": None, "spent_usd": None, "last_score": None,
+                               "sandbox": None}
         try:
             rec = loops.inspect(project, loop)
         except CorruptState as exc:
@@ -58,32 +59,58 @@ def _rows(project: Project) -> list[dict[str, Any]]:
         except BadInput as exc:
             row["flag"] = f"UNTRACKED: {loops.untracked_hint(loop)}" if "UNTRACKED" in exc.message else exc.message
         else:
-            row.update({k: rec.state[k] for k in ("status", "halt_reason", "iteration_count", "started_at")})
+            row.update({k: rec.state[k] for k in ("status", "halt_reason", "iteration_count", "started_at",
+                                                  "spent_usd")})
+            row["last_score"] = (rec.state["last_verdict"] or {}).get("score")
             row["task"] = next(iter(loops.bound_tasks(project, loop, rec.state)), None)
+            row["sandbox"] = _sandbox_mode(project, loop)
             if rec.tamper:
                 row["flag"] = f"TAMPERED: {rec.tamper}"
             elif rec.state["status"] == "halted":
                 row["flag"] = f"HALTED: {rec.state['halt_reason']}; a human runs automaton --approve --loop {loop}"
+            elif rec.chain.legacy and rec.state["status"] != "complete":  # nothing runs a complete loop
+                fix = (f"automaton --resume-loop {loop} keys it" if rec.state["status"] == "paused"
+                       else "the loop's next tick keys it")
+                row["flag"] = (f"UNKEYED (legacy): {rec.log_file} has no keyed line: written before automaton"
+                               f" keyed its logs, or wholly replaced by someone without the key; {fix}")
         rows.append(row)
     for stray in loops.stray_entries(project):
         rows.append({"name": stray, "status": None, "halt_reason": None, "iteration_count": None,
-                     "started_at": None, "task": None, "flag": f"NOT A LOOP: {loops.not_a_folder(project, stray)}"})
+                     "started_at": None, "task": None, "flag": f"NOT A LOOP: {loops.not_a_folder(project, stray)}",
+                     "spent_usd": None, "last_score": None, "sandbox": None})
     return sorted(rows, key=lambda r: str(r["name"]))
 
 
+def _sandbox_mode(project: Project, loop: str) -> str | None:
+    """loop.json's `sandbox` ("on" | "off"), None when loop.json cannot be read now (the gate says why)."""
+    try:
+        return loops.read_config(project, loop).sandbox
+    except BadInput:
+        return None
+
+
 def _table(rows: list[dict[str, Any]]) -> list[str]:
-    lines = [f"  {'NAME':24} {'STATUS':9} {'HALT_REASON':21} {'ITER':>5} STARTED_AT"]
+    from automaton.commands.loop_status import score_text
+
+    lines = [f"  {'NAME':24} {'STATUS':9} {'HALT_REASON':21} {'ITER':>5} {'SPENT_USD':>10} {'SCORE':>8} STARTED_AT"]
     for r in rows:
+        spent = "-" if r["spent_usd"] is None else f"{r['spent_usd']:.4f}"
+        score = "-" if r["last_score"] is None else score_text(r["last_score"])
         lines.append(f"  {r['name']:24} {r['status'] or '-':9} {r['halt_reason'] or '-':21}"
-                     f" {'-' if r['iteration_count'] is None else r['iteration_count']:>5} {r['started_at'] or '-'}")
+                     f" {'-' if r['iteration_count'] is None else r['iteration_count']:>5} {spent:>10} {score:>8}"
+                     f" {r['started_at'] or '-'}")
         if r["flag"]:
             lines.append(f"      ! {r['flag']}")
+        if r.get("sandbox") == "off":
+            lines.append('      warning: sandbox off: loop.json says "sandbox": "off", so its agents run unconfined')
     return lines
 
 
 def loop_list(project: Project) -> Outcome:
     """R9 `--loop-list`: a table; data {"loops": [{name, status, halt_reason, iteration_count, started_at, task,
-    flag}]} (task: loop.json `task`, else current_task). Exit 2 (after the whole table) when a
+    flag, spent_usd (USD, all ticks), last_score (0..1 of the last verdict, or null), sandbox ("on" | "off",
+    null when loop.json is unreadable)}]} (task:
+    loop.json `task`, else current_task). Exit 2 (after the whole table) when a
     file sits where a loop folder should be (flag "NOT A LOOP: …")."""
     rows = _rows(project)
     stray = [r for r in rows if str(r["flag"] or "").startswith("NOT A LOOP")]

@@ -19,6 +19,10 @@ SCHEMA_VERSION = 1
 STATUSES = ("running", "halted", "paused", "complete")
 DEATHS = ("iterations_exhausted", "budget_exhausted", "human_intervention", "drift_detected", "verifier_failed")
 SCORERS = ("junit", "summary", "agent")
+SANDBOX_MODES = ("on", "off")
+# What a loop can tell a human about (loop.json `notify.events`): a new halt, a tick the gate put
+# off without halting, the loop reaching its goal, a task sign-off the loop waits for.
+NOTIFY_EVENTS = ("halt", "deferred", "complete", "needs_approval")
 # Upper bounds of the brakes (DESIGN §5: a brake that is finite but absurd, 1e30 iterations or
 # 1e308 USD, does not brake). Units: iterations, USD, seconds, scores.
 MAX_ITERATIONS = 100_000  # iterations per approval
@@ -79,11 +83,26 @@ class BlastRadius:
     use_worktree: bool
     file_scope: list[str]  # gitignore-style patterns relative to the worktree root, non-empty
     base_branch: str | None
+    # gitignore-style patterns the verifier always takes from the base commit, and which a tick
+    # may not change (a planted conftest.py could force every test to pass). None: derived from
+    # the verify command (git.protect.default_protected).
+    protected: list[str] | None = None
 
 
 @dataclass(frozen=True)
 class Schedule:
     interval_seconds: int  # seconds between scheduled ticks
+
+
+@dataclass(frozen=True)
+class Notify:
+    """loop.json `notify`: who hears of the loop's events. `command`: argv run with the event's
+    JSON on stdin (None: no command); `webhook`: an http(s) URL the JSON is POSTed to (None: no
+    webhook); `events`: the NOTIFY_EVENTS sent (default all). At least one of command/webhook."""
+
+    command: list[str] | None
+    webhook: str | None
+    events: tuple[str, ...] = NOTIFY_EVENTS
 
 
 @dataclass(frozen=True)
@@ -98,7 +117,11 @@ class LoopConfig:
     brakes: Brakes
     blast_radius: BlastRadius
     schedule: Schedule
-    sha256: str  # SHA-256 hex of the loop.json bytes as read (the seal, DESIGN §5)
+    sha256: str  # SHA-256 hex of the loop.json bytes as read (the seal)
+    # "on": every agent process of a tick runs in the kernel sandbox, and a tick refuses to run
+    # where none is available; "off": no sandbox (sealed like every brake, warned on every tick).
+    sandbox: str = "on"
+    notify: Notify | None = None  # None: no notifications
 
 
 class _Reader:
@@ -224,7 +247,8 @@ def parse_config(data: object, source: str, defaults: dict[str, Any], sha256: st
     brakes are never unbounded; booleans and strings are never numbers.
     """
     top = _Reader(data, source, "", ("schema_version", "name", "template", "description", "task", "harness",
-                                     "roles", "brakes", "blast_radius", "schedule"), BadInput)
+                                     "roles", "brakes", "blast_radius", "schedule", "sandbox",
+                                     "notify"), BadInput)
     version = top.integer("schema_version", None, minimum=1)
     if version > SCHEMA_VERSION:
         raise BadInput(f"{source}: schema_version {version} is newer than this automaton ({SCHEMA_VERSION}); upgrade")
@@ -244,13 +268,51 @@ def parse_config(data: object, source: str, defaults: dict[str, Any], sha256: st
     roles = _roles(top.sub("roles", ("implement", "verify", "orchestrate")))
     brakes = _brakes(top.sub("brakes", ("max_iterations", "max_budget_usd", "max_tick_usd", "score_plateau_window",
                                         "plateau_epsilon", "target_score")), defaults, harness.local)
-    br = top.sub("blast_radius", ("use_worktree", "file_scope", "base_branch"))
+    br = top.sub("blast_radius", ("use_worktree", "file_scope", "base_branch", "protected"))
     blast = BlastRadius(br.boolean("use_worktree", True), br.strings("file_scope", nonempty=True),
-                        br.string("base_branch", null=True))
+                        br.string("base_branch", null=True), br.strings("protected", null=True))
+    sandbox = top.string("sandbox", "on")
+    if sandbox not in SANDBOX_MODES:
+        raise top.fail("sandbox", " | ".join(f'"{m}"' for m in SANDBOX_MODES))
     sched = top.sub("schedule", ("interval_seconds",))
     schedule = Schedule(sched.integer("interval_seconds", defaults["interval_seconds"], minimum=1))
+    notify = _notify(top.sub("notify", ("command", "webhook", "events"))) if top.data.get("notify") is not None \
+        else None
     return LoopConfig(version, name, top.string("template", ""), top.string("description", ""), task, harness,
-                      roles, brakes, blast, schedule, sha256)
+                      roles, brakes, blast, schedule, sha256, sandbox, notify)
+
+
+def _notify(n: _Reader) -> Notify:
+    """`notify`: a non-empty argv and/or an http(s) URL with a host; events from NOTIFY_EVENTS
+    (duplicates dropped, order kept). A block that reaches nobody is an error, not silence."""
+    command = n.strings("command", null=True)
+    if command is not None and not command:
+        raise n.fail("command", "a non-empty argv list or null")
+    webhook = n.string("webhook", null=True)
+    if webhook is not None and not _http_url(webhook):
+        raise n.fail("webhook", "an http:// or https:// URL with a host, or null")
+    if command is None and webhook is None:
+        raise n.exc(f"{n.source}: notify needs a command or a webhook (remove the notify block to turn"
+                    " notifications off)")
+    events = n.strings("events", list(NOTIFY_EVENTS), nonempty=True)
+    unknown = [e for e in events if e not in NOTIFY_EVENTS]
+    if unknown:
+        raise n.fail("events", "a non-empty list of " + ", ".join(f'"{e}"' for e in NOTIFY_EVENTS))
+    return Notify(command, webhook, tuple(dict.fromkeys(events)))
+
+
+def _http_url(text: str) -> bool:
+    """An absolute http(s) URL with a host and no whitespace or control characters."""
+    from urllib.parse import urlsplit
+
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in text):
+        return False
+    try:
+        parts = urlsplit(text)
+        host = parts.hostname
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(host)
 
 
 def _harness(h: _Reader, defaults: dict[str, Any]) -> HarnessConfig:

@@ -5,7 +5,8 @@ created through the loop commands from project copies of the packaged `ci-triage
 whose harness is the `scripted` fake (recorded edits in resources/scripted/). Loop 1 fixes
 the suite tick by tick until it completes; loop 2 edits a file outside its file_scope and is
 halted for drift, then a (demo) human approves it and it finishes; loop 3 makes no progress
-and is halted by the score plateau gate.
+and is halted by the score plateau gate; loop 4's agent tries to raise its own brakes by
+writing its loop.json and `.state.loop`, and the kernel sandbox refuses both writes.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ LOOPS = (  # (loop name, template, packaged script, plateau window)
     ("fix-ci", "ci-triage", "ci-triage-demo", 5),
     ("drift-check", "ci-triage-drift", "drift-demo", 5),
     ("stuck-agent", "ci-triage-plateau", "plateau-demo", 3),
+    ("greedy-agent", "ci-triage-greedy", "greedy-demo", 5),
 )
 IDENTITY = ["-c", "user.name=automaton demo", "-c", "user.email=demo@localhost"]
 
@@ -142,9 +144,28 @@ def _show_loop(console: Console, project: Project, name: str) -> None:
         console.print(f"  {line}", markup=False, highlight=False)
 
 
+def _show_attempts(console: Console, project: Project, name: str) -> None:
+    runs = project.loop_dir(store.require_tracked(project, name)) / "runs"
+    for log in sorted(runs.glob("*/implement.log")):
+        for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("attempt_write"):
+                console.print(f"  agent: {line}", markup=False, highlight=False)
+    s = store.read_state(project, name)
+    console.print(f"  loop.json still says max_iterations={store.read_config(project, name).brakes.max_iterations};"
+                  f" .state.loop still counts {s['iteration_count']} tick(s)", markup=False, highlight=False)
+
+
+def _refused(project: Project, name: str) -> int:
+    """Writes the kernel sandbox refused to the loop's agent (`denied` lines of its transcripts)."""
+    runs = project.loop_dir(store.require_tracked(project, name)) / "runs"
+    return sum(line.startswith("attempt_write") and ": denied" in line
+               for log in runs.glob("*/implement.log")
+               for line in log.read_text(encoding="utf-8", errors="replace").splitlines())
+
+
 def _summary(console: Console, project: Project) -> list[dict[str, Any]]:
-    table = Table(title="automaton demo: loops")
-    for col in ("loop", "status", "halt reason", "ticks", "spent", "score", "approved"):
+    table = Table(title="automaton demo: loops (refused: writes the kernel sandbox denied the agent)")
+    for col in ("loop", "status", "halt reason", "ticks", "spent", "score", "refused"):
         table.add_column(col, no_wrap=True)  # "verifier_failed" must stay readable at 80 columns
     rows = []
     for name, *_ in LOOPS:
@@ -152,12 +173,13 @@ def _summary(console: Console, project: Project) -> list[dict[str, Any]]:
         last = s["last_verdict"] or {}
         row = {"loop": name, "status": s["status"], "halt_reason": s["halt_reason"],
                "iterations": s["iteration_count"], "spent_usd": s["spent_usd"],
-               "last_score": last.get("score"), "resumed_count": s["resumed_count"]}
+               "last_score": last.get("score"), "resumed_count": s["resumed_count"],
+               "refused_writes": _refused(project, name)}
         rows.append(row)
         style = {"complete": "green", "halted": "red"}.get(s["status"], "")
         table.add_row(name, f"[{style}]{s['status']}[/]" if style else s["status"], s["halt_reason"] or "-",
                       str(s["iteration_count"]), f"${s['spent_usd']:.3f}",
-                      "-" if last.get("score") is None else f"{last['score']:.2f}", str(s["resumed_count"]))
+                      "-" if last.get("score") is None else f"{last['score']:.2f}", str(row["refused_writes"]))
     console.print(table)
     return rows
 
@@ -198,8 +220,17 @@ def run_demo(console: Console | None = None) -> Outcome:
         _say(console, run_loop(project, "stuck-agent", 10, opts), warnings=False)
         _show_loop(console, project, "stuck-agent")
 
+        console.rule("loop 4: greedy-agent — the agent tries to raise its own brakes; the kernel refuses")
+        _say(console, loop_cmds.create_loop(project, "greedy-agent", "ci-triage-greedy"))
+        run_loop(project, "greedy-agent", 10, opts)
+        _show_attempts(console, project, "greedy-agent")
+
         console.rule("summary")
         rows = _summary(console, project)
+        console.rule("automaton --loop-status drift-check")
+        from automaton.commands.loop_status import loop_status
+
+        _say(console, loop_status(project, "drift-check"))
         with contextlib.suppress(BadInput):  # leave no worktree registrations behind in the temp repo
             _git(project.root, "worktree", "prune")
     return Outcome(lines=[], data={"loops": rows})

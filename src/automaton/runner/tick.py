@@ -25,11 +25,12 @@ from automaton.core.errors import ExitCode
 from automaton.core.gates import remaining
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.outcome import Outcome
-from automaton.core.verdicts import Verdict, from_agent, from_command, json_objects
-from automaton.git.worktree import commit_all
+from automaton.core.verdicts import Verdict, json_objects
+from automaton.core.sandbox import Policy
+from automaton.git.worktree import WorktreeResult
 from automaton.harnesses import HarnessRequest, HarnessResult
-from automaton.proc import run_streaming
-from automaton.runner import leftovers, prompts
+from automaton.runner import aftercommit, confine, leftovers, prompts
+from automaton.runner import verify as verify_mod
 from automaton.runner.progress import QUIET, Progress
 from automaton.runner.worktree import ensure_for_tick
 from automaton.store import loops as store
@@ -38,6 +39,7 @@ from automaton.store.layout import Project
 from automaton.store.locks import Busy, locked
 
 RUNS_DIR = "runs"
+SANDBOX_UNAVAILABLE = "sandbox_unavailable"
 
 
 @dataclass(frozen=True)
@@ -109,10 +111,18 @@ def _locked_tick(project: Project, name: str, opts: TickOptions) -> Outcome:
         code = ExitCode.BAD_INPUT if gate.code == ExitCode.BAD_INPUT else ExitCode.REFUSED
         return Outcome(code, [*gate.lines, f"tick not run: gate says {reason}"], data, gate.warnings)
     cfg = store.read_config(project, name)
+    unavailable = confine.refusal(cfg)
+    if unavailable is not None:  # before the reservation: a tick that cannot be confined costs nothing
+        store.log_event(project, name, "WARNING", {"reason": SANDBOX_UNAVAILABLE, "detail": unavailable})
+        line = f"tick not run: {SANDBOX_UNAVAILABLE}: {unavailable}"
+        show.note(f"loop {name}: {line}")
+        return Outcome(ExitCode.REFUSED, [line], {"ran": False, "reason": SANDBOX_UNAVAILABLE, "detail": unavailable})
     state = store.read_state(project, name)
     with show.phase(f"loop {name}: worktree"):
         wt = ensure_for_tick(project, name, cfg, state)
-    warnings = list(gate.warnings)
+    warnings = [*gate.warnings, *confine.warnings(cfg)]
+    for warning in confine.warnings(cfg):
+        show.note(f"warning: {warning}")
     if wt.fallback:
         warnings.append(f"loop {name}: running in the main checkout: {wt.fallback}")
         show.note(f"warning: {wt.fallback}; running in {wt.path}")
@@ -126,16 +136,37 @@ def _locked_tick(project: Project, name: str, opts: TickOptions) -> Outcome:
     folder.mkdir(parents=True)
     (folder / "runner.json").write_text(json.dumps(
         {"pid": os.getpid(), "pgid": os.getpgrp() if hasattr(os, "getpgrp") else None,
-         "marker": leftovers.marker(loop_dir), "reserved_usd": cfg.brakes.max_tick_usd}) + "\n", encoding="utf-8")
+         "marker": leftovers.marker(loop_dir), "reserved_usd": cfg.brakes.max_tick_usd,
+         "sandbox": cfg.sandbox}) + "\n", encoding="utf-8")
+    with confine.private_tmp(name, n) as tmp:
+        return _run_roles(project, name, cfg, opts, wt, state, n, folder, tmp, iters_left, usd_left, warnings)
+
+
+def _run_roles(project: Project, name: str, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResult,
+               state: dict[str, Any], n: int, folder: Path, tmp: Path, iters_left: int, usd_left: float | None,
+               warnings: list[str]) -> Outcome:
+    """Steps 4–8 with the reservation made: implement, commit, the checks on the commit,
+    verify on a clean export, orchestrate, and the settling record."""
+    show = opts.progress
+    loop_dir = project.loop_dir(store.require_tracked(project, name))
     ctx = prompts.TickContext(cfg.task or state["current_task"], n, iters_left, usd_left,
                               state["last_verdict"], cfg.blast_radius.file_scope, wt.path)
     settings = opts.settings_path or default_settings(project, name, cfg.harness.name)
     max_usd = cfg.brakes.max_tick_usd if usd_left is None else min(cfg.brakes.max_tick_usd, usd_left)
+    costs: dict[str, float | None] = {}
 
-    def request(role: str, prompt: str) -> HarnessRequest:
+    def policy_for(cwd: Path, role: str, harness: str) -> Policy | None:
+        # A worktree or the verifier's export is the tick's own: writable whole. The main
+        # checkout (a loop without a worktree) is writable only outside brake state.
+        own = wt.in_worktree or cwd != wt.path
+        return confine.role_policy(cfg, cwd, tmp, project_root=project.root, in_worktree=own,
+                                   label=f"loop {name} tick {n} {role}", harness=harness)
+
+    def request(role: str, prompt: str, *, cwd: Path | None = None, sandbox: Policy | None = None) -> HarnessRequest:
         (folder / f"{role}.prompt.md").write_text(prompt, encoding="utf-8")
+        where = cwd or wt.path
         return HarnessRequest(
-            role=role, prompt=prompt, cwd=wt.path, timeout_s=cfg.harness.timeout_s, run_dir=folder,
+            role=role, prompt=prompt, cwd=where, timeout_s=cfg.harness.timeout_s, run_dir=folder,
             model=cfg.harness.model, args=tuple(cfg.harness.args),
             # The cap covers the whole tick: a later role gets what earlier roles left of it
             # (an unknown cost used all of its cap), so a tick never overshoots by more than it.
@@ -143,45 +174,69 @@ def _locked_tick(project: Project, name: str, opts: TickOptions) -> Outcome:
             settings_path=settings,
             command=tuple(cfg.harness.command) if cfg.harness.command else None, loop_dir=loop_dir,
             iteration=n, env={"AUTOMATON_LOOP": name, "AUTOMATON_ITERATION": str(n), **leftovers.marker(loop_dir)},
+            sandbox=sandbox if cwd is not None else policy_for(where, role, cfg.harness.name),
         )
 
     adapter = harnesses.get(cfg.harness.name)
-    costs: dict[str, float | None] = {}
     with show.phase(f"loop {name} tick {n}: implement ({cfg.harness.name})", folder / "implement.log"):
         impl = adapter.run(request("implement", prompts.implement_prompt(cfg, loop_dir, ctx)))
     costs["implement"] = impl.cost_usd
     _note_result(show, "implement", impl)
-    commit_sha, commit_error = (None, None)
-    if wt.in_worktree:
-        commit_sha, commit_error = commit_all(wt.path, f"automaton: tick {n}")
-        if commit_error:
-            warnings.append(f"loop {name}: {commit_error}")
-    with show.phase(f"loop {name} tick {n}: verify", folder / "verify.log"):
-        verdict = _verify(cfg, adapter, request, folder, wt.path, loop_dir, ctx, costs)
+    after = aftercommit.settle(project, name, cfg, wt, n, impl)
+    warnings += after.warnings
+    for line in after.notes:
+        show.note(f"  {line}")
+    verdict = Verdict(None, False, False, after.skip_verify or "", "none")
+    complete, decision = False, "continue"
+    if after.skip_verify is None:
+        with show.phase(f"loop {name} tick {n}: verify", folder / "verify.log"):
+            verdict = _verify_clean(cfg, adapter, request, folder, wt, after.head, tmp, loop_dir, ctx, costs,
+                                    policy_for, project)
+        complete, decision = _orchestrate(cfg, adapter, request, loop_dir, ctx, verdict, costs)
     (folder / "verdict.json").write_text(json.dumps(verdict.to_dict(), indent=2) + "\n", encoding="utf-8")
-    complete, decision = _orchestrate(cfg, adapter, request, loop_dir, ctx, verdict, costs)
     asked, applied = _apply_transition(project, ctx.task, decision)
     if asked is not None:
         show.note(f"  orchestrate: transition {ctx.task} -> {asked}: {applied}")
         (folder / "transition.json").write_text(json.dumps({"task": ctx.task, "phase": asked, "result": applied})
                                                 + "\n", encoding="utf-8")
     counted, known = tick_cost(costs, cfg.brakes.max_tick_usd)
+    if after.free:  # the agent never started (not installed, refused to start): nothing was spent
+        counted, known = 0.0, True
     (folder / "cost.json").write_text(json.dumps(
         {"by_role": costs, "known": known, "counted_usd": counted}, indent=2) + "\n", encoding="utf-8")
-    new = _record(project, name, cfg, n, verdict, counted, known, complete, impl, commit_sha)
-    score = "unscored" if verdict.score is None else f"{verdict.score:.2f}"
+    new = _record(project, name, cfg, n, verdict, counted, known, complete, impl, after.sha)
+    if new["status"] == "complete":
+        from automaton.notify import notify_completion
+
+        notify_completion(project, name, new)  # never raises; a failure is logged as a WARNING
+    score = "unscored" if verdict.score is None else f"{verdict.score:.4f}"
     line = (f"tick {n} of loop {name}: score {score} ({verdict.summary}), cost ${counted:.4f}"
             f"{'' if known else ' (unknown costs counted at max_tick_usd)'}, status {new['status']}")
     show.note(line)
     data = {"ran": True, "skipped": None, "iteration": n, "verdict": verdict.to_dict(), "cost_usd": counted,
             "cost_known": known, "status": new["status"], "decision": decision,
             "transition": None if asked is None else {"task": ctx.task, "phase": asked, "result": applied},
-            "worktree": str(wt.path),
-            "worktree_branch": wt.branch, "worktree_fallback": wt.fallback, "commit": commit_sha,
+            "worktree": str(wt.path), "sandbox": cfg.sandbox, "halt": after.halt,
+            "worktree_branch": wt.branch, "worktree_fallback": wt.fallback, "commit": after.sha,
             "run_dir": str(folder), "implement": {"exit_status": impl.exit_status, "error": impl.error,
                                                   "timed_out": impl.timed_out}}
     (folder / "tick.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     return Outcome(ExitCode.OK, [line], data, warnings)
+
+
+def _verify_clean(cfg: LoopConfig, adapter: harnesses.Harness, request: Any, folder: Path, wt: WorktreeResult,
+                  head: str | None, tmp: Path, loop_dir: Path, ctx: prompts.TickContext,
+                  costs: dict[str, float | None], policy_for: Any, project: Project) -> Verdict:
+    """Step 6 on a clean export of the tick's commit (runner/verify.py); an export that fails is
+    an unscored verdict, never a verification of the agent's own tree."""
+    from automaton.git.errors import DriftError
+
+    try:
+        where = verify_mod.place(cfg, project.root, head if wt.in_worktree else None, wt.base_commit, tmp, wt.path)
+    except (DriftError, OSError) as exc:
+        return Verdict(None, False, False, f"verify not run: the tick's commit could not be exported ({exc})", "none")
+    return verify_mod.run_verify(cfg, adapter, request, folder, where, tmp, loop_dir, policy_for,
+                                 lambda: prompts.verify_prompt(cfg, loop_dir, ctx), costs)
 
 
 def _note_result(show: Progress, role: str, res: HarnessResult) -> None:
@@ -189,32 +244,6 @@ def _note_result(show: Progress, role: str, res: HarnessResult) -> None:
         show.note(f"  {role}: timed out; the iteration still counts")
     elif res.error:
         show.note(f"  {role}: {res.error}")
-
-
-def _verify(cfg: LoopConfig, adapter: harnesses.Harness, request: Any, folder: Path, cwd: Path,
-            loop_dir: Path, ctx: prompts.TickContext, costs: dict[str, float | None]) -> Verdict:
-    """Step 6: the verify command (JUnit XML or summary line) or the verify prompt (agent JSON)."""
-    role = cfg.roles.verify
-    if role.command:
-        argv = list(role.command)
-        junit = folder / "junit.xml"
-        if role.score == "junit":
-            argv.append(f"--junitxml={junit}")
-        env = dict(os.environ, AUTOMATON_ROLE="verify", PYTHONDONTWRITEBYTECODE="1", **leftovers.marker(loop_dir))
-        done = run_streaming(argv, out_path=folder / "verify.log", cwd=cwd, env=env,
-                             timeout_s=cfg.harness.timeout_s)
-        output = (folder / "verify.log").read_text(encoding="utf-8", errors="replace")
-        if done.timed_out:
-            return Verdict(None, False, False, f"verify timed out after {cfg.harness.timeout_s} s", "none")
-        if role.score == "agent":
-            return from_agent(output)
-        xml = junit.read_text(encoding="utf-8", errors="replace") if junit.is_file() else None
-        return from_command(done.code, output, xml)
-    res = adapter.run(request("verify", prompts.verify_prompt(cfg, loop_dir, ctx)))
-    costs["verify"] = res.cost_usd
-    if res.timed_out:
-        return Verdict(None, False, False, "verify agent timed out", "agent")
-    return from_agent(res.final_text)
 
 
 def _orchestrate(cfg: LoopConfig, adapter: harnesses.Harness, request: Any, loop_dir: Path,

@@ -50,7 +50,11 @@ LOG_FILE = ".state.log"
 TICK_LOCK = ".lock"
 STATE_LOCK = ".state.lock"
 CONFIG_FILE = "loop.json"
+SEALED_COPY = "sealed/loop.json"  # the last sealed loop.json, kept to show a human what changed
 UNTRACKED_HINT = "Run --upgrade-loops to bootstrap"  # seed 000 R1, verbatim
+# `.automaton/loops/.archive/<name>-<UTC>/`: what `--remove-loop` keeps of a removed loop. Never a
+# loop (a loop name cannot start with a dot), so no listing, gate or audit sees it as one.
+ARCHIVE_DIR = ".archive"
 
 
 def untracked_hint(loop: str) -> str:
@@ -104,7 +108,7 @@ def require_tracked(project: Project, name: str) -> LoopName:
 
 
 def list_loops(project: Project) -> list[LoopName]:
-    """Every loop folder (tracked or not) with a valid name, sorted. [] when `.automaton/loops/`
+    """Every loop folder (tracked or not) with a valid name, sorted (never ARCHIVE_DIR). [] when `.automaton/loops/`
     does not exist or is a file (no loop can live there; the audit reports it); CorruptState
     (exit 2) when it exists but cannot be listed (fail closed: an unreadable folder may hold a
     halted loop that owns a task, seed 000 R8)."""
@@ -114,7 +118,8 @@ def list_loops(project: Project) -> list[LoopName]:
         return []
     except OSError as exc:
         raise CorruptState(f"{project.loops_dir}: cannot list loops ({exc.strerror}); fix permissions") from None
-    return [LoopName(p.name) for p in entries if p.is_dir() and NAME_RE.match(p.name) and p.name != "complete"]
+    return [LoopName(p.name) for p in entries
+            if p.is_dir() and NAME_RE.match(p.name) and p.name not in ("complete", ARCHIVE_DIR)]
 
 
 def stray_entries(project: Project) -> list[LoopName]:
@@ -123,8 +128,8 @@ def stray_entries(project: Project) -> list[LoopName]:
         entries = sorted(project.loops_dir.iterdir())
     except OSError:
         return []
-    return [LoopName(p.name) for p in entries
-            if NAME_RE.match(p.name) and p.name != "complete" and not_a_folder(project, p.name) is not None]
+    return [LoopName(p.name) for p in entries if NAME_RE.match(p.name) and p.name not in ("complete", ARCHIVE_DIR)
+            and not_a_folder(project, p.name) is not None]
 
 
 def tick_lock_path(project: Project, name: str) -> Path:
@@ -137,6 +142,37 @@ def config_sha256(project: Project, name: LoopName) -> str:
         return hashlib.sha256((project.loop_dir(name) / CONFIG_FILE).read_bytes()).hexdigest()
     except OSError:
         return ""
+
+
+def config_bytes(project: Project, name: LoopName) -> bytes | None:
+    """loop.json's bytes now; None when it is missing or unreadable."""
+    try:
+        return (project.loop_dir(name) / CONFIG_FILE).read_bytes()
+    except OSError:
+        return None
+
+
+def sealed_copy(project: Project, name: LoopName) -> bytes | None:
+    """The kept copy of the last sealed loop.json (`sealed/loop.json`); None when it is missing
+    or unreadable (loops sealed before copies were kept). The seal itself stays
+    `config_sha256` in `.state.loop`: the caller checks the copy against it."""
+    try:
+        return (project.loop_dir(name) / SEALED_COPY).read_bytes()
+    except OSError:
+        return None
+
+
+def keep_sealed_copy(project: Project, name: LoopName, sha256: str) -> bool:
+    """Copy loop.json to `sealed/loop.json` when its bytes hash to `sha256` (the seal just
+    recorded); False, with nothing written, when loop.json changed meanwhile (the old copy then
+    no longer matches the seal, and is not shown as the sealed one)."""
+    data = config_bytes(project, name)
+    if data is None or hashlib.sha256(data).hexdigest() != sha256:
+        return False
+    target = project.loop_dir(name) / SEALED_COPY
+    target.parent.mkdir(exist_ok=True)
+    atomic_write(target, data)
+    return True
 
 
 def parse_config_bytes(data: bytes, source: str) -> LoopConfig:

@@ -1,0 +1,73 @@
+"""`automaton --sandbox [--task T] [--project DIR] -- CMD ARGS…`: run an agent CLI confined by the kernel.
+
+The sandbox is applied to this very process, which then becomes CMD (execvp): nothing of
+automaton stays between the agent and the kernel, and the rules are inherited by every
+process the agent starts. Exit codes: CMD's own once it runs; 1 no sandbox is available here;
+2 bad input (no command, unknown task); 127 CMD not found.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+from automaton.core.errors import BadInput, ExitCode
+
+FLAG = "--sandbox"
+
+
+def wants(args: Sequence[str]) -> bool:
+    """Whether argv asks for `--sandbox` (before any `--`)."""
+    head = list(args)[: list(args).index("--")] if "--" in args else list(args)
+    return FLAG in head
+
+
+def split(args: Sequence[str]) -> tuple[str | None, str | None, list[str]]:
+    """(task, project, command argv) from `--sandbox [--task T] [--project DIR] -- CMD…`;
+    BadInput for anything else before `--`."""
+    args = list(args)
+    if "--" not in args:
+        raise BadInput("usage: automaton --sandbox [--task T] [--project DIR] -- CMD ARGS…")
+    cut = args.index("--")
+    head, command = args[:cut], args[cut + 1:]
+    opts: dict[str, str | None] = {"--task": None, "--project": None}
+    i = 0
+    while i < len(head):
+        flag = head[i]
+        if flag == FLAG:
+            i += 1
+            continue
+        if flag in opts and i + 1 < len(head):
+            opts[flag] = head[i + 1]
+            i += 2
+            continue
+        raise BadInput(f"--sandbox does not take {flag!r} (usage: automaton --sandbox [--task T] -- CMD ARGS…)")
+    return opts["--task"], opts["--project"], command
+
+
+def run(args: Sequence[str]) -> int:
+    """Plan, confine this process, exec the command. Returns only when it cannot run."""
+    from automaton.commands.sandbox_session import plan
+    from automaton.sandbox import available, confine_self
+    from automaton.store.layout import Project
+
+    task, project_dir, command = split(args)
+    avail = available()
+    if not avail.ok:
+        print(f"automaton: sandbox_unavailable: {avail.detail}", file=sys.stderr)
+        return int(ExitCode.REFUSED)
+    session = plan(Project.at(project_dir), task, command)
+    for line in session.lines:
+        print(line, file=sys.stderr)
+    env = dict(os.environ, TMPDIR=str(session.policy.tmpdir), AUTOMATON_SANDBOX="1")
+    confine_self(session.policy)
+    try:
+        os.execvpe(command[0], command, env)
+    except FileNotFoundError:
+        print(f"automaton: {command[0]}: command not found", file=sys.stderr)
+        return 127
+    except OSError as exc:
+        print(f"automaton: {command[0]}: cannot run ({exc.strerror})", file=sys.stderr)
+        return 126
+    raise AssertionError("unreachable")  # pragma: no cover

@@ -1,0 +1,104 @@
+"""Step 5 of a tick and the checks on its result: commit the agent's work, then judge the commit.
+
+The commit is part of the tick's truth: work that could not be committed is not on
+`loop/<name>`, so its verdict must not complete the loop. Every check here reads facts the
+agent cannot shape from inside its sandbox: the runner's own commit (made with hardened git),
+the tree comparison against `base_commit`, and the protected paths of the base commit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from automaton.commands import loop_gate
+from automaton.core.loopconfig import LoopConfig
+from automaton.git import run_git
+from automaton.git.worktree import WorktreeResult
+from automaton.harnesses import HarnessResult
+from automaton.store.layout import Project
+
+COMMIT_FAILED = "commit_failed"
+HARNESS_UNAVAILABLE = "harness_unavailable"
+PROTECTED = "protected"
+
+
+@dataclass
+class After:
+    """sha: the commit this tick made (None: nothing to commit, or it failed); head: the commit
+    the verifier exports (the branch tip after the commit); halt: the halt this step applied
+    (`reason: detail`) or None; skip_verify: why the verdict must not be computed (a halted
+    tick never completes the loop), None to verify; free: the agent never started, so the
+    tick charges nothing; warnings/notes: for the outcome and the progress display."""
+
+    sha: str | None = None
+    head: str | None = None
+    halt: str | None = None
+    skip_verify: str | None = None
+    free: bool = False
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def settle(project: Project, name: str, cfg: LoopConfig, wt: WorktreeResult, n: int, impl: HarnessResult) -> After:
+    """Commit, then halt on the first of: the harness could not start (human_intervention,
+    harness_unavailable, charged nothing), the commit failed (human_intervention,
+    commit_failed with git's message and the fix), the commit drifts out of file_scope
+    (drift_detected), the commit changed a protected path (drift_detected, protected)."""
+    out = After()
+    if wt.in_worktree and not wt.path.is_dir():
+        # The agent removed or moved its own worktree: nothing is left to commit, the branch
+        # keeps what earlier ticks committed, and the next tick re-creates the worktree (or
+        # halts when something else sits at its path). The checks below read the branch.
+        out.notes.append(f"the worktree {wt.path} is gone; loop/{name} is checked as committed")
+        tip = run_git(project.root, ["rev-parse", "--verify", f"refs/heads/loop/{name}^{{commit}}"])
+        out.head = tip.out.strip() if tip.code == 0 and tip.out.strip() else None
+    elif wt.in_worktree:
+        from automaton.git.worktree import commit_all
+
+        done = commit_all(wt.path, f"automaton: tick {n}")
+        out.sha = done.sha
+        if done.error:  # the work is not on loop/<name>: its verdict must not count
+            fix = f"; fix: {done.fix}" if done.fix else ""
+            return _halt(out, project, name, "human_intervention", f"{COMMIT_FAILED}: {done.error}{fix}")
+        tip = run_git(wt.path, ["rev-parse", "--verify", "HEAD^{commit}"])
+        out.head = tip.out.strip() if tip.code == 0 and tip.out.strip() else None
+    unavailable = impl.unavailable
+    if unavailable:
+        out.free = out.sha is None  # an agent that changed files did start: its tick is charged
+        return _halt(out, project, name, "human_intervention", f"{HARNESS_UNAVAILABLE}: {unavailable}")
+    if not wt.in_worktree:
+        return out
+    drift = loop_gate.drift_after_commit(project, name)
+    if drift is not None and drift.halt is not None:
+        out.halt = f"{drift.halt}: {drift.detail}"
+        out.skip_verify = f"halted after the commit: {out.halt}"
+        out.notes.append(out.skip_verify)
+        return out
+    from automaton.git.errors import DriftError
+
+    try:
+        changed = _protected_changes(cfg, project, wt, out.head)
+    except DriftError as exc:  # git failed: unknown is never "nothing protected changed"
+        return _halt(out, project, name, "drift_detected", f"{PROTECTED}: cannot compare with the base commit ({exc})")
+    if changed:
+        shown = ", ".join(changed[:10]) + (f" (+{len(changed) - 10} more)" if len(changed) > 10 else "")
+        return _halt(out, project, name, "drift_detected", f"{PROTECTED}: {shown}")
+    return out
+
+
+def _protected_changes(cfg: LoopConfig, project: Project, wt: WorktreeResult, head: str | None) -> list[str]:
+    if head is None or wt.base_commit is None:
+        return []
+    from automaton.git.protect import protected_changes
+    from automaton.runner.verify import protected_patterns
+
+    return protected_changes(project.root, wt.base_commit, head, protected_patterns(cfg, project.root))
+
+
+def _halt(out: After, project: Project, name: str, reason: str, detail: str) -> After:
+    loop_gate.halt_now(project, name, reason, detail, "tick")
+    out.halt = f"{reason}: {detail}"
+    out.skip_verify = f"halted: {out.halt}"
+    out.notes.append(out.skip_verify)
+    out.warnings.append(f"loop {name}: {out.skip_verify}; a human fixes it and runs automaton --approve --loop {name}")
+    return out

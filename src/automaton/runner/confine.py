@@ -1,0 +1,91 @@
+"""The kernel sandbox of a tick: which paths each role's processes may write.
+
+Every process a tick starts for a role (implement, verify, orchestrate) gets a `Policy`:
+writable are the loop's worktree (or, for the verifier, its clean export), a private temp dir
+and the agent CLI's own state folders; hidden is the folder of the record key; everything else
+(the main checkout, `.automaton/`, every `.git`, the loop's `runs/`) is read-only. With
+`"sandbox": "off"` in loop.json there is no policy and every tick says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from automaton.commands.sandbox_session import key_dir, project_writable
+from automaton.core.loopconfig import LoopConfig
+from automaton.core.sandbox import Policy
+
+SANDBOX_OFF_WARNING = ('loop {name}: "sandbox": "off" in loop.json: the agent runs unconfined and can reach'
+                       " the brakes' own files; only the hooks and the gates stand in its way")
+
+
+def refusal(cfg: LoopConfig) -> str | None:
+    """Why a tick of this loop may not run here (one line with the fix), None when it may.
+    `"sandbox": "on"` (the default) needs a working kernel sandbox."""
+    if cfg.sandbox == "off":
+        return None
+    from automaton.sandbox import available
+
+    found = available()
+    return None if found.ok else found.detail
+
+
+# Harnesses whose agent runs no automaton hook in the mode a tick uses. Codex: project hooks
+# load only from a `.codex/` layer the user trusted, and a loop worktree is a new, untrusted
+# path (Codex hooks docs, "trust gate"). The others have no hook protocol automaton installs.
+# Claude gets the hook through `--settings`, and its subagents' tool calls fire it too
+# (Claude Code hooks reference), so it is not listed.
+HOOKLESS = {
+    "codex": "codex exec does not run project hooks from an untrusted .codex/ (a loop worktree is one)",
+    "gemini": "gemini -p gets no automaton hook in a loop tick",
+    "aider": "aider has no pre-edit hook",
+    "opencode": "opencode has no pre-edit hook automaton installs",
+    "command": "a command harness runs no hook",
+}
+
+
+def warnings(cfg: LoopConfig) -> list[str]:
+    """What every tick prints about its confinement: the sandbox switched off, and a harness
+    whose agent runs no hook (then the sandbox, or with it off only the gates, is what holds)."""
+    out = [SANDBOX_OFF_WARNING.format(name=cfg.name)] if cfg.sandbox == "off" else []
+    why = HOOKLESS.get(cfg.harness.name)
+    if why and cfg.sandbox == "off":
+        out.append(f"loop {cfg.name}: {why}, and the sandbox is off: only the gates between ticks hold")
+    return out
+
+
+def hook_notes(harness: str) -> str | None:
+    """One line for --doctor and the tick's record: why the hooks do not hold for `harness`."""
+    why = HOOKLESS.get(harness)
+    return f"{why}; the kernel sandbox is what holds" if why else None
+
+
+@contextlib.contextmanager
+def private_tmp(name: str, n: int) -> Iterator[Path]:
+    """A temp dir (mode 0700) for the tick's processes, removed when the tick ends."""
+    path = Path(tempfile.mkdtemp(prefix=f"automaton-{name}-{n}-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def role_policy(cfg: LoopConfig, cwd: Path, tmp: Path, *, project_root: Path, in_worktree: bool,
+                label: str, harness: str | None = None) -> Policy | None:
+    """The policy of one role run with working directory `cwd`; None with the sandbox off.
+
+    In a worktree the worktree itself is writable. In the main checkout (a loop without a
+    worktree) the project's top-level entries are, except `tasks/`, `.automaton/`, `.git` and
+    agent settings folders. `harness`: the agent whose state folders are writable too
+    (default: the loop's harness; the verify command passes "command": none)."""
+    if cfg.sandbox == "off":
+        return None
+    from automaton.sandbox import agent_state_dirs
+
+    work = [cwd] if in_worktree else project_writable(project_root, None, None)
+    own = agent_state_dirs(harness or cfg.harness.name, Path.home())
+    return Policy(tuple([*work, tmp, *own]), (key_dir(),), tmp, label)

@@ -1,0 +1,99 @@
+"""`automaton --sandbox [--task T] -- CMD`: an interactive agent confined by the kernel to its phase scope.
+
+Each case runs the real console script in a subprocess (it confines itself, then becomes CMD)
+with a Python one-liner as the agent that tries one write and prints what happened.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import bring_task, run_exe
+
+TRY = ("import sys, pathlib\n"
+       "for rel in sys.argv[1:]:\n"
+       "    p = pathlib.Path(rel)\n"
+       "    try:\n"
+       "        p.write_text('agent was here\\n')\n"
+       "        print('written', rel)\n"
+       "    except OSError as exc:\n"
+       "        print('denied', rel, exc.errno)\n")
+
+
+@pytest.fixture
+def session(project: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., tuple[int, str, str]]:
+    """session(task, *paths): run the try-agent on `paths` (relative to the project) under --sandbox."""
+
+    def run(task: str | None, *paths: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+        head = ["--sandbox", "--project", str(project), *(["--task", task] if task else [])]
+        done = run_exe("automaton", *head, "--", sys.executable, "-c", TRY, *paths, cwd=project,
+                       env={**os.environ, **(env or {})})
+        return done.returncode, done.stdout, done.stderr
+
+    return run
+
+
+@pytest.fixture
+def human(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AUTOMATON_APPROVER", "alice")
+
+
+def test_research_writes_its_spec_only(project: Path, session: Callable[..., tuple[int, str, str]],
+                                       human: None) -> None:
+    bring_task(project, "t", "research", focus=False)
+    (project / "src").mkdir()
+    (project / ".automaton").mkdir(exist_ok=True)
+    code, out, err = session("t", "tasks/t/SPEC.md", "src/app.py", "README.md", ".automaton/focus")
+    assert code == 0, err
+    assert "written tasks/t/SPEC.md" in out
+    for rel in ("src/app.py", "README.md", ".automaton/focus"):
+        assert f"denied {rel} 13" in out, out
+    assert "writable: tasks/t" in err
+
+
+def test_implement_writes_project_files_but_no_brake_state(project: Path, session: Callable[..., tuple[int, str, str]],
+                                                          human: None) -> None:
+    bring_task(project, "t", "implement", focus=True)
+    (project / "src").mkdir()
+    code, out, _ = session(None, "src/app.py", "README.md", ".automaton/focus", ".git/config",
+                           ".claude-settings-probe", "tasks/other.md")
+    assert code == 0
+    assert "written src/app.py" in out and "written README.md" in out
+    for rel in (".automaton/focus", ".git/config", ".claude-settings-probe", "tasks/other.md"):
+        assert f"denied {rel} 13" in out, out  # a new top-level entry is not creatable either
+    assert "agent was here" not in (project / ".git" / "config").read_text()
+
+
+def test_awaiting_approval_writes_nothing(project: Path, session: Callable[..., tuple[int, str, str]],
+                                          human: None) -> None:
+    bring_task(project, "t", "research:awaiting_approval", focus=True)
+    code, out, err = session(None, "tasks/t/SPEC.md", "README.md")
+    assert code == 0 and "denied tasks/t/SPEC.md 13" in out and "denied README.md 13" in out
+    assert "writable: nothing in the project" in err
+
+
+def test_the_key_is_hidden_in_a_session(project: Path, session: Callable[..., tuple[int, str, str]],
+                                        human: None) -> None:
+    from automaton.store.key import key_path, load_key
+
+    load_key(create=True)
+    code, out, _ = session(None, str(key_path()))
+    assert code == 0 and f"denied {key_path()} 13" in out
+
+
+def test_bad_input_and_no_sandbox(project: Path, session: Callable[..., tuple[int, str, str]]) -> None:
+    done = run_exe("automaton", "--sandbox", "--project", str(project))
+    assert done.returncode == 2 and "--sandbox" in done.stderr and "Traceback" not in done.stderr
+    done = run_exe("automaton", "--sandbox", "--project", str(project), "--")
+    assert done.returncode == 2 and "needs a command" in done.stderr
+    done = run_exe("automaton", "--sandbox", "--task", "nope", "--project", str(project), "--", "true")
+    assert done.returncode == 2 and "nope" in done.stderr
+    done = run_exe("automaton", "--sandbox", "--project", str(project), "--", "no-such-agent-cli")
+    assert done.returncode == 127 and "not found" in done.stderr
+    code, out, err = session(None, "README.md", env={"AUTOMATON_SANDBOX_UNAVAILABLE": "1"})
+    assert code == 1 and "sandbox_unavailable" in err and out == ""
