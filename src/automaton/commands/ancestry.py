@@ -10,8 +10,9 @@ cannot be read at all (fail closed: an ancestry that cannot be read is not a hum
    agent owns can never be one), or an ancestor is invisible (another user's, under `hidepid`);
 3. it was started by a scheduler (`atd`, `cron`, `anacron` among its ancestors; `systemd-run`,
    `systemd --user` or init as its direct parent) or detached from the shell that started it:
-   its parent is init or a subreaper, or its session's leader is neither itself nor an
-   ancestor (a double fork, `nohup … &` after the shell exited, `setsid`);
+   its parent is init or a subreaper, or its session's leader is gone and was neither itself
+   nor an ancestor (a double fork, `nohup … &` after the shell exited); a live leader that
+   is not an ancestor is judged by rule 4 with the rest of the session;
 4. another process of its session carries a marker or runs an agent program.
 
 Linux reads `/proc/<pid>/stat` (parent and session: proc(5) fields 4 and 6), `status` (`Uid:`),
@@ -102,10 +103,13 @@ def reason(markers: Iterable[str], read: Callable[[], Reader | None]) -> str | N
         return (f"its parent is {parent.comm} (process {parent.pid}): it was detached from the shell that"
                 " started it, or started by a scheduler")
     # Past a login boundary the leader may be out of sight; the boundary vouches for what is above.
+    # A leader that is alive but not an ancestor is judged with the rest of the session below
+    # (a test runner or a job started in the background of a live shell); a leader that is gone
+    # left this process behind (a double fork from a shell that then exited): nothing vouches.
     if not boundary and me.sid is not None and me.sid > 1 and me.sid != me.pid \
-            and me.sid not in {p.pid for p in chain}:
-        return (f"the leader of its session (process {me.sid}) is not among its ancestors: it was detached"
-                " from the shell that started it (double fork, nohup, setsid)")
+            and me.sid not in {p.pid for p in chain} and reader.proc(me.sid) is None:
+        return (f"the leader of its session (process {me.sid}) is gone and was not among its ancestors: it was"
+                " detached from the shell that started it (double fork, nohup, setsid)")
     return _session(me, reader, wanted, {p.pid for p in chain})
 
 
