@@ -1,0 +1,82 @@
+"""The tick's two ledger writes: the reservation before any agent runs, and the settling record.
+
+`reserve` (`TICK_START n=… reserved_usd=…`): ONE locked update counts the iteration and charges
+`max_tick_usd` before any harness starts. `record` (`TICK n=…`): ONE locked update settles it to
+the counted cost (`tick_cost`), with the verdict and the score window. A tick put off by the
+agent's usage limit settles with `TICK_DEFERRED` instead (`runner.deferral`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from automaton.core.loopconfig import LoopConfig
+from automaton.core.verdicts import Verdict
+from automaton.harnesses import HarnessResult
+from automaton.store import loops as store
+from automaton.store.chainlog import utc_now
+from automaton.store.layout import Project
+
+
+def reserve(project: Project, name: str, cfg: LoopConfig) -> dict[str, Any]:
+    """Before any harness: ONE locked update counts the iteration and charges max_tick_usd
+    (logged `TICK_START n=… reserved_usd=…`); returns the new state (its iteration_count is n)."""
+    reserved = cfg.brakes.max_tick_usd
+
+    def mutate(s: dict[str, Any]) -> None:
+        s["iteration_count"] += 1
+        s["spent_usd"] = round(float(s["spent_usd"]) + reserved, 6)
+        s["last_tick_at"] = utc_now()
+
+    n = store.read_state(project, name)["iteration_count"] + 1
+    # reserved_usd exactly as the float (repr round-trips): the log check gives back no more.
+    new = store.update_state(project, name, "TICK_START", {"n": n, "reserved_usd": repr(reserved)}, mutate)
+    if new["iteration_count"] != n:  # impossible under the tick lock; never mis-number runs/<n>
+        raise RuntimeError(f"loop {name}: iteration moved under the tick lock ({n} -> {new['iteration_count']})")
+    return new
+
+
+def tick_cost(costs: dict[str, float | None], max_tick_usd: float) -> tuple[float, bool]:
+    """(USD counted against the budget, whether every role's cost was known).
+
+    An unknown cost is never $0 (the budget gate counts on it): each role whose cost could not
+    be read counts at `max_tick_usd`, on top of what the known roles reported, so a tick with a
+    known expensive role and an unknown one is never counted below what it is known to have spent.
+    A negative or non-finite reported cost is unknown too.
+    """
+    # A negative or non-finite "cost" is not a reading: counted as unknown (a refund would lower spent_usd).
+    readable = [c for c in costs.values() if c is not None and math.isfinite(c) and c >= 0]
+    unknown = len(costs) - len(readable)
+    known_sum = sum(readable)
+    return round(known_sum + unknown * max_tick_usd, 6), unknown == 0
+
+
+def record(project: Project, name: str, cfg: LoopConfig, n: int, verdict: Verdict, counted: float, known: bool,
+           complete: bool, impl: HarnessResult, commit_sha: str | None, *, halted: bool = False) -> dict[str, Any]:
+    """Step 8: ONE locked read-modify-write settling the reservation (spent_usd += counted −
+    max_tick_usd; the iteration was counted by `reserve`), the verdict and the score window.
+    `halted`: the tick halted after its commit (logged `halted=True`: its missing score is not
+    the verifier's, see `runner.unscored`)."""
+    window = cfg.brakes.score_plateau_window
+    reserved = cfg.brakes.max_tick_usd
+
+    def mutate(s: dict[str, Any]) -> None:
+        s["spent_usd"] = round(max(0.0, float(s["spent_usd"]) + counted - reserved), 6)
+        s["last_tick_at"] = utc_now()
+        s["last_verdict"] = verdict.to_dict()
+        if verdict.score is not None:  # unscored iterations never feed the plateau window
+            s["score_history"] = [*s["score_history"], verdict.score][-window:]
+        if complete and s["status"] == "running":
+            s["status"] = "complete"
+
+    score = "null" if verdict.score is None else f"{verdict.score:.4f}"
+    fields: dict[str, object] = {"n": n, "score": score, "cost": f"{counted:.4f}",
+                                 "cost_known": known, "complete": complete}
+    if impl.timed_out:
+        fields["timed_out"] = True
+    if commit_sha:
+        fields["commit"] = commit_sha[:12]
+    if halted:
+        fields["halted"] = True
+    return store.update_state(project, name, "TICK", fields, mutate, refund_usd=max(0.0, reserved - counted))

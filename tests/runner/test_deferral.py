@@ -1,0 +1,199 @@
+"""A usage limit puts the tick off: no iteration counted, only what was spent charged, every loop
+on the same agent account held by the gate until the reset, and the ledger still checks out.
+
+The fake agents here are `claude` executables first on PATH printing Claude Code's real
+usage-limit results; they record their argv beside themselves, outside the worktree, so these
+loops run with `"sandbox": "off"` (the sandbox has its own suite)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from automaton.commands.loop_status import loop_status
+from automaton.commands.loops import check_gate
+from automaton.runner.tick import tick
+from automaton.store import deferrals
+from automaton.store import loops as store
+from automaton.store.layout import Project
+from tests.runner.loopkit import make_loop
+
+PY = sys.executable
+OK = {"type": "result", "subtype": "success", "is_error": False, "result": "done", "total_cost_usd": 0.1,
+      "usage": {}}
+
+
+def limit_result(text: str, cost: float = 0.05, **over: Any) -> dict[str, Any]:
+    return {"type": "result", "subtype": "success", "is_error": True, "result": text, "total_cost_usd": cost,
+            "usage": {}, **over}
+
+
+def claude_says(fake_bin: Any, by_role: dict[str, dict[str, Any]], write: str | None = None) -> None:
+    """A fake `claude` answering per AUTOMATON_ROLE; `write`: a file it changes in its worktree first."""
+    fake_bin("claude", f"""
+        sys.stdin.read()
+        answers = {json.dumps(by_role)!r}
+        role = os.environ.get("AUTOMATON_ROLE", "implement")
+        if {write!r} and role == "implement":
+            os.makedirs("src", exist_ok=True)
+            open({write!r}, "a").write("work\\n")
+        doc = json.loads(answers).get(role) or {json.dumps(OK)!r}
+        print(doc if isinstance(doc, str) else json.dumps(doc))
+        sys.exit(1 if json.loads(doc if isinstance(doc, str) else json.dumps(doc)).get("is_error") else 0)
+        """)
+
+
+def claude_loop(root: Path, name: str = "demo", **over: Any) -> Project:
+    verify = {"roles": {"implement": {"prompt": "implement.md"},
+                        "verify": {"command": [PY, "-c", "print('1 passed, 1 failed')"], "score": "summary"},
+                        "orchestrate": {"builtin": True}}}
+    # sandbox off: the fake claude writes its argv log outside the worktree
+    return make_loop(root, name, harness={"name": "claude", "args": []}, sandbox="off", **{**verify, **over})
+
+
+def lines(project: Project, name: str = "demo") -> list[str]:
+    return (project.loop_dir(store.require_tracked(project, name)) / ".state.log").read_text().splitlines()
+
+
+def test_a_usage_limit_defers_without_counting_the_iteration(project: Path, fake_bin: Any, tmp_path: Path) -> None:
+    reset = int(time.time()) + 3 * 3600
+    claude_says(fake_bin, {"implement": limit_result(f"Claude AI usage limit reached|{reset}")}, write="src/a.py")
+    sent = tmp_path / "notified.jsonl"
+    notify = {"command": [PY, "-c", f"import sys; open({str(sent)!r}, 'a').write(sys.stdin.read() + '\\n')"]}
+    proj = claude_loop(project, notify=notify)
+    out = tick(proj, "demo")
+    assert out.code == 0 and out.data is not None
+    until = deferrals.iso(reset + deferrals.RESET_MARGIN_S)
+    assert out.data["deferred"]["until"] == until and out.data["deferred"]["source"] == "reported"
+    assert out.data["iteration_counted"] is False and out.data["verdict"] is None
+    s = store.read_state(proj, "demo")  # the ledger accepts the give-back (no StateTampered)
+    assert (s["iteration_count"], s["spent_usd"], s["status"]) == (0, 0.05, "running")
+    assert s["score_history"] == [] and s["last_verdict"] is None
+    last = lines(proj)[-1]
+    assert " TICK_DEFERRED n=1 refund_usd=0.95 cost=0.05 " in last and " iterations=0 spent_usd=0.05 " in last
+    assert f"until={until}" in last and "commit=" in last  # the work before the limit was committed
+    runs = proj.loop_dir(store.require_tracked(proj, "demo")) / "runs"
+    kept = [p.name for p in runs.iterdir()]
+    assert len(kept) == 1 and kept[0].startswith("1.deferred-")  # runs/1 is free for the next tick
+    assert json.loads((runs / kept[0] / "deferred.json").read_text())["harness"] == "claude"
+    account = json.loads((Path.home() / ".config/automaton/deferrals/claude.json").read_text())
+    assert account["until_iso"] == until and account["loop"] == "demo" and account["streak"] == 1
+    events = [json.loads(line) for line in sent.read_text().splitlines() if line.strip()]
+    assert [(e["event"], e["until"], e["harness"]) for e in events] == [("deferred", until, "claude")]
+
+    gate = tick(proj, "demo")  # the next fire: refused, no halt, nothing run, no second notification
+    assert gate.code == 1 and gate.data is not None and gate.data["reason"] == f"deferred:{until}"
+    assert store.read_state(proj, "demo")["status"] == "running"
+    assert any(line.startswith("  next step: none: the first tick after") for line in gate.lines)
+    assert lines(proj)[-1].split(" ")[1] == "TICK_DEFERRED"
+    assert len([line for line in sent.read_text().splitlines() if line.strip()]) == 1
+    status = loop_status(proj, "demo")
+    assert any(line.startswith(f"  deferred until {until}: claude usage limit") for line in status.lines)
+
+
+def test_every_loop_on_the_same_harness_waits_and_others_run(project: Path, fake_bin: Any, tmp_path: Path) -> None:
+    from tests.helpers import init_repo
+
+    claude_says(fake_bin, {"implement": limit_result("5-hour limit reached ∙ resets 3pm")})
+    first = claude_loop(project)
+    other = claude_loop(init_repo(tmp_path / "other-project"), "other")  # another project, same user
+    scripted = make_loop(project, "local", script={"implement": []})
+    assert tick(first, "demo").code == 0
+    refused = check_gate(other, "other")
+    assert refused.code == 1 and refused.data is not None and refused.data["reason"].startswith("deferred:")
+    assert refused.data["harness"] == "claude" and refused.data["halted_now"] is False
+    assert check_gate(scripted, "local").code == 0  # another harness's account is not deferred
+
+
+def test_no_reset_time_backs_off_and_doubles(project: Path, fake_bin: Any) -> None:
+    text = 'API Error: 429 {"type":"error","error":{"type":"rate_limit_error","message":"rate limit"}}'
+    claude_says(fake_bin, {"implement": limit_result(text, cost=0.0, api_error_status=429)})
+    proj = claude_loop(project)
+    before = time.time()
+    out = tick(proj, "demo")
+    assert out.data is not None and out.data["deferred"]["source"] == "backoff"
+    first = deferrals.read("claude")
+    assert first is not None and before + 900 <= first.until <= time.time() + 901
+    # the deferral ended (time passed) and the next tick hits the limit again: 30 minutes
+    path = deferrals.path("claude")
+    doc = json.loads(path.read_text())
+    path.write_text(json.dumps({**doc, "until": time.time() - 1}))
+    assert tick(proj, "demo").code == 0
+    second = deferrals.read("claude")
+    assert second is not None and second.streak == 2 and second.until - second.set_at == 1800
+    s = store.read_state(proj, "demo")
+    assert (s["iteration_count"], s["spent_usd"]) == (0, 0.0)
+
+
+def test_a_tick_without_a_limit_clears_the_deferral(project: Path, fake_bin: Any) -> None:
+    claude_says(fake_bin, {})
+    proj = claude_loop(project)
+    deferrals.record("claude", None, "earlier limit", "demo", now=time.time() - 3 * 3600)  # ended an hour ago
+    out = tick(proj, "demo")
+    assert out.code == 0 and out.data is not None and out.data["iteration"] == 1
+    assert deferrals.read("claude") is None  # the streak starts over
+    assert store.read_state(proj, "demo")["iteration_count"] == 1
+
+
+def test_a_limit_of_the_verify_agent_defers_too(project: Path, fake_bin: Any) -> None:
+    claude_says(fake_bin, {"verify": limit_result("You've hit your limit · resets 4pm (Europe/Berlin)", cost=0.02)},
+                write="src/b.py")
+    roles = {"implement": {"prompt": "implement.md"}, "verify": {"prompt": "verify.md", "score": "agent"},
+             "orchestrate": {"builtin": True}}
+    proj = claude_loop(project, roles=roles, template_files={"verify.md": "Check.\n"})
+    out = tick(proj, "demo")
+    assert out.data is not None and out.data["deferred"] is not None and out.data["commit"]
+    s = store.read_state(proj, "demo")
+    assert (s["iteration_count"], s["spent_usd"]) == (0, 0.12)  # implement 0.10 + verify 0.02
+
+
+def test_an_unreadable_deferral_file_holds_the_gate_for_a_bounded_time(project: Path, fake_bin: Any) -> None:
+    claude_says(fake_bin, {})
+    proj = claude_loop(project)
+    path = deferrals.path("claude")
+    path.parent.mkdir(parents=True)
+    path.write_text("{not json")
+    refused = check_gate(proj, "demo")
+    assert refused.code == 1 and refused.data is not None and refused.data["reason"].startswith("deferred:")
+    assert "remove it to retry sooner" in " ".join(refused.lines)
+    old = time.time() - deferrals.MAX_BACKOFF_S - 60
+    os.utime(path, (old, old))
+    assert check_gate(proj, "demo").code == 0  # fail closed, but never for ever
+
+
+@pytest.mark.parametrize(("streak", "minutes"), [(1, 15), (2, 30), (3, 60), (5, 240), (6, 360), (40, 360)])
+def test_backoff_doubles_up_to_six_hours(streak: int, minutes: int) -> None:
+    assert deferrals.backoff_s(streak) == minutes * 60
+
+
+def test_reported_times_are_bounded() -> None:
+    now = 1_750_000_000.0
+    past = deferrals.record("codex", now - 10, "stale message", None, now=now)  # a past reset: backoff
+    assert (past.source, past.until) == ("backoff", now + 900)
+    far = deferrals.record("codex", now + 365 * 86400, "a year", None, now=now)
+    assert far.until == now + deferrals.MAX_DEFER_S and far.streak == 2
+    deferrals.clear("codex", started_at=now - 1)  # a tick that began before the deferral: kept
+    assert deferrals.read("codex", now) is not None
+    deferrals.clear("codex", started_at=now + 1)
+    assert deferrals.read("codex", now) is None
+
+
+def test_a_limited_tick_that_halts_after_its_commit_counts_and_still_defers_the_account(
+        project: Path, fake_bin: Any) -> None:
+    claude_says(fake_bin, {"implement": limit_result("Claude AI usage limit reached|4102444800")},
+                write="README.md")  # out of file_scope: the check after the commit halts the loop
+    proj = claude_loop(project)
+    out = tick(proj, "demo")
+    assert out.data is not None and str(out.data["halt"]).startswith("drift_detected")
+    s = store.read_state(proj, "demo")
+    assert (s["status"], s["iteration_count"]) == ("halted", 1)  # an ordinary, counted tick
+    assert any(" TICK n=1 " in line for line in lines(proj))
+    assert not any(" TICK_DEFERRED " in line for line in lines(proj))
+    found = deferrals.read("claude")
+    assert found is not None and found.active()  # the other loops on this account still wait
