@@ -69,11 +69,22 @@ def args(doc: str | None, extra: Callable[[argparse.ArgumentParser], None] | Non
 _HOME: Path | None = None
 
 
+def base_dir() -> Path:
+    """`$TMPDIR/automaton-bench/`: the parent of every folder a benchmark makes, kept between
+    runs. On the recorded machine (ext4 on a virtual disk) creating a file costs about 0.5 ms
+    in a folder made directly in /tmp and 0.03 ms in one made under a folder that already
+    existed, which would make every figure that writes files measure the disk's allocator."""
+    base = Path(tempfile.gettempdir()) / "automaton-bench"
+    (base / "tmp").mkdir(parents=True, exist_ok=True)
+    return base
+
+
 def bench_env(**extra: str) -> dict[str, str]:
-    """os.environ + a temporary HOME + a pinned git identity + `extra` (for every child process)."""
+    """os.environ + a temporary HOME + a pinned git identity + `extra` (for every child process).
+    TMPDIR is `base_dir()/tmp` (see there) for the children, subject and baseline alike."""
     global _HOME
     if _HOME is None:
-        _HOME = Path(tempfile.mkdtemp(prefix="automaton-bench-home-"))
+        _HOME = Path(tempfile.mkdtemp(prefix="home-", dir=base_dir()))
         atexit.register(shutil.rmtree, _HOME, True)
     env = dict(os.environ)
     for key in ("AUTOMATON_TASK", "AUTOMATON_HOME", "AUTOMATON_APPROVER", "GIT_DIR", "GIT_WORK_TREE",
@@ -83,7 +94,8 @@ def bench_env(**extra: str) -> dict[str, str]:
     # bench's own, so an environment with PYTHONDONTWRITEBYTECODE=1 (this project's dev
     # shells) does not make every run recompile automaton from source, and nothing is
     # written into the source tree.
-    env.update(GIT_IDENTITY, HOME=str(_HOME), GIT_CONFIG_NOSYSTEM="1", PYTHONPYCACHEPREFIX=str(_HOME / "pycache"))
+    env.update(GIT_IDENTITY, HOME=str(_HOME), GIT_CONFIG_NOSYSTEM="1", PYTHONPYCACHEPREFIX=str(_HOME / "pycache"),
+               TMPDIR=str(base_dir() / "tmp"))
     env.update(extra)
     return env
 
@@ -91,7 +103,7 @@ def bench_env(**extra: str) -> dict[str, str]:
 @contextmanager
 def workspace(tag: str, keep: bool = False) -> Iterator[Path]:
     """A temporary folder, removed afterwards unless `keep`."""
-    path = Path(tempfile.mkdtemp(prefix=f"automaton-bench-{tag}-")).resolve()
+    path = Path(tempfile.mkdtemp(prefix=f"{tag}-", dir=base_dir())).resolve()
     try:
         yield path
     finally:
@@ -196,6 +208,39 @@ def figure(num: int, title: str, value: float, target: float | None, detail: str
     line = f"{FIGURE_PREFIX} {num} {title}: {value:.2f}{unit}{verdict}; {detail}"
     print(line, flush=True)
     return line
+
+
+def import_profile(module: str, args: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None,
+                   stdin: bytes | None = None, expect: tuple[int, ...] = (0,), top: int = 10) -> str:
+    """Where the imports of one run of `module.main()` with `args` go (what a console script
+    runs): `python -X importtime` of it, self time of every module the baseline interpreter
+    (`python -c "import json, argparse, pathlib"`) does not import too, summed by package
+    (automaton's modules one by one), the `top` largest named. importtime's own overhead
+    inflates every module a little."""
+    floor = set(run([sys.executable, "-c", "import sys, json, argparse, pathlib; print(' '.join(sys.modules))"],
+                    env=env).stdout.decode().split())
+    code = f"import sys; from {module} import main; sys.exit(main())"
+    done = run([sys.executable, "-X", "importtime", "-c", code, *args], cwd=cwd, env=env, stdin=stdin,
+               expect=expect)
+    groups: dict[str, int] = {}
+    for line in done.stderr.decode("utf-8", "replace").splitlines():
+        if not line.startswith("import time:") or "|" not in line:
+            continue
+        fields = [f.strip() for f in line[len("import time:"):].split("|")]
+        if not fields[0].isdigit() or fields[2] in floor:
+            continue
+        key = fields[2] if fields[2].startswith("automaton") else fields[2].split(".")[0].lstrip("_")
+        groups[key] = groups.get(key, 0) + int(fields[0])
+    mine = sum(v for k, v in groups.items() if k.startswith("automaton"))
+    named = ", ".join(f"{k} {v / 1000:.1f}" for k, v in sorted(groups.items(), key=lambda kv: -kv[1])[:top])
+    return (f"imports beyond the bare interpreter's: automaton {mine / 1000:.1f} ms, others"
+            f" {(sum(groups.values()) - mine) / 1000:.1f} ms; largest (ms): {named}")
+
+
+def python_script(code: str) -> list[str]:
+    """argv running `code` on this interpreter (a baseline written in Python pays the same
+    interpreter start as automaton's console scripts)."""
+    return [sys.executable, "-c", code]
 
 
 # ---- throwaway projects -------------------------------------------------------------------

@@ -1,13 +1,19 @@
-"""Figure 4: one tick (`automaton-loop --mode tick`) with the scripted no-op harness (it replays an
-empty script: no file changes, $0) and a no-op verifier (`true`), against doing the tick's git
-work directly: `git worktree add -b BRANCH PATH HEAD` + `git commit --allow-empty` in it. Target: <= 2x.
+"""Figures 4 and 7: one tick (`automaton-loop --mode tick`) of a loop whose worktree exists,
+with the scripted no-op harness (it replays an empty script: no file changes, $0, but runs as
+a real process like an agent CLI) and a trivial verifier (`echo "1 passed, 1 failed"`, so
+every tick is scored 0.5 and the loop keeps running).
 
-Each timed tick is the first tick of a fresh loop (made with `automaton --create-loop`), so it
-creates its worktree like the baseline does. The figure is for a repo of 2,000 files; a
-200-file repo is measured too, because the checkout (the baseline's cost) grows with the repo
-and the tick's own fixed cost does not. The tick also takes the
-loop's lock, runs the six gates, records the worktree, writes the run folder (prompt, verdict,
-cost, tick.json) and makes one locked state update with its chained log line.
+Figure 4: the tick (kernel sandbox on, the default) against the git work of a tick done
+directly in a worktree of the same repository: `git add -A` + `git commit --allow-empty`.
+Target: <= 3x. Figure 7: the same tick with the kernel sandbox against the same tick of a
+loop with `"sandbox": "off"`. Target: <= 1.2x. All three interleaved in one run.
+
+What the tick adds to its git work is measured in the same run and printed: interpreter start
++ the runner's imports, the clean export the verifier runs in (`git.export.export_tree` of
+the worktree's HEAD into an empty folder, called in this process) next to its floor (writing
+files of the same names and sizes with os.open/os.write), and the sandbox (figure 7).
+The repository has 2,000 files (200 with --quick); the clean export writes every one of them
+on every tick.
 Run: .venv/bin/python bench/bench_tick.py [--quick] [--reps N]
 """
 
@@ -15,69 +21,120 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import _common as c
 
-TARGET = 2.0
+TARGET, SANDBOX_TARGET = 3.0, 1.2
+VERIFY = {"command": ["echo", "1 passed, 1 failed"], "score": "summary"}
 
 
-def sizes_run(tmp: Path, files: int, reps: int, warmup: int) -> dict[str, list[c.Sample]]:
-    """Interleaved samples of a fresh loop's first tick, the direct git work and the imports,
-    in a repo of `files` files."""
-    runner = c.exe("automaton-loop")
-    project = c.init_repo(tmp / f"proj-{files}", files=files)
-    c.write_template(project, "bench-tick", c.loop_json("x"))
-    fresh = itertools.count()
+def ticker(project: Path, name: str) -> Callable[[], c.Sample]:
+    """One timed tick of loop `name` (checked: it ran, in the loop's worktree, and scored)."""
+    argv = [c.exe("automaton-loop"), "--mode", "tick", "--loop", name, "--quiet", "--json"]
 
     def tick() -> c.Sample:
-        name = f"tick-{next(fresh):03d}"
-        c.create_loop(project, name, "bench-tick")  # untimed: the loop exists before its tick
-        argv = [runner, "--mode", "tick", "--loop", name, "--quiet", "--json"]
         holder: dict[str, bytes] = {}
         sample = c.measure(lambda: holder.update(out=c.run(argv, cwd=project).stdout))
         data = json.loads(holder["out"].decode().strip().splitlines()[-1])
-        if not data.get("ran") or data.get("iteration") != 1 or not data.get("worktree_branch"):
-            raise c.BenchError(f"tick of {name} did not run in a worktree: {data}")
+        if not data.get("ran") or not data.get("worktree_branch") or (data.get("verdict") or {}).get("score") != 0.5:
+            raise c.BenchError(f"tick of {name} did not run and score in its worktree: {data}")
         return sample
 
-    def direct() -> c.Sample:
-        i = next(fresh)
-        path = tmp / f"direct-{files}-{i:03d}"
+    return tick
 
-        def work() -> None:
-            c.run(["git", "worktree", "add", "-q", "-b", f"direct/{i}", str(path), "HEAD"], cwd=project)
-            c.run(["git", "commit", "-q", "--allow-empty", "-m", f"tick {i}"], cwd=path)
 
-        return c.measure(work)
+def exporter(project: Path, name: str, tmp: Path) -> Callable[[], c.Sample]:
+    """The clean export a tick's verifier runs in, done in this process (the tick's own call)."""
+    from automaton.git.export import export_tree
+    from automaton.runner.verify import protected_patterns
+    from automaton.store import loops
+    from automaton.store.layout import Project
 
-    imports = [sys.executable, "-c", "import automaton.runner.cli, automaton.runner.tick"]
-    cases = {"git worktree add + commit": direct, "automaton-loop tick": tick,
-             "imports only": lambda: c.timed(imports, cwd=project)}
-    return c.interleave(cases, reps, warmup=warmup)
+    proj = Project(project)
+    state = loops.read_state(proj, name)
+    cfg = loops.read_config(proj, name)
+    wt = Path(state["worktree_path"])
+    counter = itertools.count()
+
+    def work() -> None:
+        dest = tmp / f"export-{next(counter)}"
+        export_tree(wt, "HEAD", dest, protected=protected_patterns(cfg, wt), base_commit=state["base_commit"])
+        shutil.rmtree(dest)
+
+    return lambda: c.measure(work)
+
+
+def file_writer(project: Path, tmp: Path) -> Callable[[], c.Sample]:
+    """The floor of the clean export: write the files of HEAD's tree (same names, same sizes)
+    into an empty folder with os.open/os.write, in this process."""
+    names = [n for n in c.git(project, "ls-files", "-z").split("\0") if n]
+    sizes = {n: (project / n).stat().st_size for n in names}
+    counter = itertools.count()
+
+    def work() -> None:
+        dest = tmp / f"files-{next(counter)}"
+        for name in names:
+            path = dest / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            os.write(fd, b"x" * sizes[name])
+            os.close(fd)
+        shutil.rmtree(dest)
+
+    return lambda: c.measure(work)
 
 
 def main() -> int:
     ns = c.args(__doc__)
-    big, small = (200, 20) if ns.quick else (2_000, 200)
-    reps = ns.reps or (3 if ns.quick else 10)
-    warmup = 1 if ns.quick else 2
-    ratios: dict[int, float] = {}
+    files = 200 if ns.quick else 2_000
+    reps = ns.reps or (3 if ns.quick else 12)
+    over = {"roles": {"verify": VERIFY}, "brakes": {"score_plateau_window": 1000}}
     with c.workspace("tick", ns.keep) as tmp:
-        for files in (small, big):
-            times = sizes_run(tmp, files, reps, warmup)
-            subject, baseline = times["automaton-loop tick"], times["git worktree add + commit"]
-            ratios[files] = c.wall(subject) / c.wall(baseline)
-            print(f"  repo of {files} files:")
-            for name, xs in times.items():
-                print(f"    {name:25} {c.spread(xs)}")
-            print(f"    overhead of the tick over its git work: {c.ms(c.wall(subject) - c.wall(baseline))}"
-                  f" (interpreter start + runner imports: {c.ms(c.wall(times['imports only']))})")
-    c.figure(4, f"one no-op tick vs git worktree add + commit ({big} files)", ratios[big], TARGET,
-             f"tick {c.ms(c.wall(subject))} vs git {c.ms(c.wall(baseline))} (cpu ratio"
-             f" {c.cpu(subject) / c.cpu(baseline):.2f}x); in a repo of {small} files {ratios[small]:.2f}x"
-             f" (the git work shrinks, the tick's fixed cost does not); medians of {reps} interleaved runs")
+        project = c.init_repo(tmp / "proj", files=files)
+        c.write_template(project, "bench-on", c.loop_json("x", **over))
+        c.write_template(project, "bench-off", c.loop_json("x", sandbox="off", **over))
+        c.create_loop(project, "on", "bench-on")
+        c.create_loop(project, "off", "bench-off")
+        for name in ("on", "off"):  # the first tick makes the worktree: untimed
+            ticker(project, name)()
+        direct = tmp / "direct"
+        c.git(project, "worktree", "add", "-q", "-b", "direct", str(direct), "HEAD")
+        imports = [sys.executable, "-c", "import automaton.runner.cli, automaton.runner.tick"]
+        cases = {
+            "git add -A + commit": lambda: c.measure(lambda: (
+                c.run(["git", "add", "-A"], cwd=direct),
+                c.run(["git", "commit", "-q", "--allow-empty", "-m", "tick"], cwd=direct))),
+            "tick, sandbox on": ticker(project, "on"),
+            "tick, sandbox off": ticker(project, "off"),
+            "clean export": exporter(project, "on", tmp),
+            "write the files": file_writer(project, tmp),
+            "imports only": lambda: c.timed(imports, cwd=project),
+        }
+        times = c.interleave(cases, reps, warmup=1)
+    for name, xs in times.items():
+        print(f"  {name:20} {c.spread(xs)}")
+    base, on, off = times["git add -A + commit"], times["tick, sandbox on"], times["tick, sandbox off"]
+    export, imported = c.wall(times["clean export"]), c.wall(times["imports only"])
+    written = c.wall(times["write the files"])
+    print(f"  what the tick adds to its git work ({c.ms(c.wall(on) - c.wall(base))}): interpreter start + runner"
+          f" imports {c.ms(imported)}, the clean export {c.ms(export)}, the sandbox {c.ms(c.wall(on) - c.wall(off))};"
+          f" the rest (gates, the harness and verifier processes, state writes with fsync, the run folder)"
+          f" {c.ms(c.wall(on) - c.wall(base) - imported - export - (c.wall(on) - c.wall(off)))}")
+    c.figure(4, f"one tick on an existing worktree ({files} files) vs git add -A + git commit",
+             c.wall(on) / c.wall(base), TARGET,
+             f"tick {c.ms(c.wall(on))} vs git {c.ms(c.wall(base))} (cpu ratio {c.cpu(on) / c.cpu(base):.2f}x);"
+             f" of which the clean export {c.ms(export)} (writing its {files} files alone: {c.ms(written)}) and"
+             f" interpreter start + imports {c.ms(imported)};"
+             f" without the export and the imports {(c.wall(on) - export - imported) / c.wall(base):.2f}x;"
+             f" medians of {reps} interleaved runs")
+    c.figure(7, "tick with the kernel sandbox vs \"sandbox\": \"off\"", c.wall(on) / c.wall(off), SANDBOX_TARGET,
+             f"sandbox on {c.ms(c.wall(on))} vs off {c.ms(c.wall(off))} (cpu ratio {c.cpu(on) / c.cpu(off):.2f}x);"
+             f" medians of {reps} interleaved runs")
     return 0
 
 

@@ -1,16 +1,19 @@
-"""Run the five benchmarks (`make bench`) and print their figures; see BENCHMARKS.md.
+"""Run the benchmarks (`make bench`) and print their figures; see BENCHMARKS.md.
 
     .venv/bin/python bench/run_all.py [--quick] [--only N ...]
 
 Each script runs in its own process (one after the other, so they do not load the machine
-for each other) and prints one `FIGURE n ...` line; this prints the machine, every script's
-output as it comes, and the five figure lines again at the end. Exit 0 when every script
-ran (a missed target is reported, not an error), 1 when one failed or printed no figure.
+for each other) and prints its `FIGURE n ...` line(s), each with its target and "met" or
+"MISSED"; this prints the machine and its load, every script's output as it comes, and the
+figure lines again at the end, in figure order, with how many targets were met. Exit 0 when
+every script ran (a missed target is reported, not an error), 1 when one failed or printed
+no figure.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import time
@@ -19,45 +22,63 @@ from pathlib import Path
 import _common as c
 
 HERE = Path(__file__).resolve().parent
+# script -> the figures it prints (bench_tick.py measures the tick and its sandbox together)
 SCRIPTS = {
-    1: "bench_hook.py",
-    2: "bench_gate.py",
-    3: "bench_audit.py",
-    4: "bench_tick.py",
-    5: "bench_race.py",
-    6: "bench_sandbox.py",
+    "bench_hook.py": (1,),
+    "bench_gate.py": (2,),
+    "bench_audit.py": (3,),
+    "bench_tick.py": (4, 7),
+    "bench_race.py": (5,),
+    "bench_sandbox.py": (6,),
+    "bench_list.py": (8,),
 }
+FIGURES = sorted(n for nums in SCRIPTS.values() for n in nums)
+
+
+def load() -> str:
+    """The load averages (1, 5, 15 min) and the core count, for the record."""
+    try:
+        one, five, fifteen = os.getloadavg()
+    except OSError:
+        return "load unknown"
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description="Run the automaton benchmarks.")
     p.add_argument("--quick", action="store_true", help="smoke run: few repetitions, small inputs")
-    p.add_argument("--only", type=int, nargs="+", choices=sorted(SCRIPTS), help="run only these figures")
+    p.add_argument("--only", type=int, nargs="+", choices=FIGURES, help="run only the scripts of these figures")
     ns = p.parse_args()
     info = c.machine()
     print(f"machine: nproc={info['nproc']}, CPU {info['cpu']}, Python {info['python']}, {info['os']}, {info['git']}")
-    print(f"mode: {'quick (smoke run, not for the record)' if ns.quick else 'full'}", flush=True)
+    print(f"mode: {'quick (smoke run, not for the record)' if ns.quick else 'full'}; {load()}", flush=True)
     figures: dict[int, str] = {}
     failed: list[str] = []
     started = time.perf_counter()
-    for num in ns.only or sorted(SCRIPTS):
-        script = SCRIPTS[num]
-        print(f"\n== {num}: {script}", flush=True)
+    for script, nums in SCRIPTS.items():
+        if ns.only and not set(nums) & set(ns.only):
+            continue
+        print(f"\n== {', '.join(map(str, nums))}: {script} ({load()})", flush=True)
         t0 = time.perf_counter()
         proc = subprocess.Popen([sys.executable, str(HERE / script), *(["--quick"] if ns.quick else [])],
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=HERE.parent)
         assert proc.stdout is not None
         for line in proc.stdout:
             print(line, end="", flush=True)
-            if line.startswith(f"{c.FIGURE_PREFIX} {num} "):
-                figures[num] = line.rstrip("\n")
+            for num in nums:
+                if line.startswith(f"{c.FIGURE_PREFIX} {num} "):
+                    figures[num] = line.rstrip("\n")
         code = proc.wait()
         print(f"   ({script}: exit {code}, {time.perf_counter() - t0:.0f} s)", flush=True)
-        if code != 0 or num not in figures:
-            failed.append(f"{script} (exit {code}{'' if num in figures else ', no figure line'})")
-    print(f"\n== summary ({time.perf_counter() - started:.0f} s)")
+        missing = [n for n in nums if n not in figures]
+        if code != 0 or missing:
+            failed.append(f"{script} (exit {code}{f', no figure {missing}' if missing else ''})")
+    print(f"\n== summary ({time.perf_counter() - started:.0f} s; {load()})")
     for num in sorted(figures):
         print(figures[num])
+    met = sum(1 for line in figures.values() if "target" in line and ": met)" in line)
+    with_target = sum(1 for line in figures.values() if "target" in line)
+    print(f"targets met: {met} of {with_target}")
     for bad in failed:
         print(f"FAILED: {bad}")
     return 1 if failed else 0

@@ -1,4 +1,4 @@
-"""Seed 002 R1–R8: the per-loop worktree, with real git in tmp_path (DESIGN §6 step 3)."""
+"""The per-loop worktree, with real git in tmp_path (tick step 6 in docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from automaton.runner.tick import tick
 from automaton.runner.worktree import ensure_for_tick
 from automaton.store import loops as store
 from automaton.store.layout import Project
-from tests.helpers import calls, git
+from tests.helpers import calls, git, run_cli
 from tests.runner.loopkit import make_loop
 
 REAL_GIT = shutil.which("git") or "/usr/bin/git"
@@ -56,7 +56,7 @@ def log_events(project: Project, name: str = "demo") -> list[str]:
     return [line.split(" ")[1] for line in (loop_dir(project, name) / ".state.log").read_text().splitlines()]
 
 
-# ---- R1 ---------------------------------------------------------------------------------
+# ---- ensure_worktree: create, reuse, opt out -----------------------------------------------
 
 def test_ensure_worktree_creates_worktree(project: Path, tmp_path: Path) -> None:
     loop = tmp_path / "loopdir"
@@ -106,7 +106,7 @@ def test_ensure_worktree_missing_field_defaults_true(project: Path) -> None:
     assert res.path == loop_dir(proj) / "worktree" and res.path.is_dir()
 
 
-# ---- R2 ---------------------------------------------------------------------------------
+# ---- fallback to the main checkout ---------------------------------------------------------
 
 def test_ensure_worktree_falls_back_when_not_git_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
@@ -135,17 +135,25 @@ def test_ensure_worktree_falls_back_when_worktree_add_fails(project: Path, tmp_p
     assert len(add_calls(fake_bin)) >= 1
 
 
-def test_ensure_worktree_logs_warning_on_fallback(project: Path, fake_bin: Any) -> None:
+def test_failed_worktree_add_in_a_repository_refuses_the_tick(project: Path, fake_bin: Any) -> None:
+    """Departure from the fallback of a failed `git worktree add`: in a repository, running in
+    the main checkout would drop the drift and protected-path checks, so the tick refuses
+    (exit 2, nothing charged, nothing run) and says how to fix it. A project without git still
+    falls back (test_tick_falls_back_to_project_root_when_no_git)."""
+    from automaton.core.errors import BadInput
+
     proj = make_loop(project, script=WRITE_SRC, **VERIFY)
     wrap_git(fake_bin, fail_add=True)
-    res = ensure_for_tick(proj, "demo", store.read_config(proj, "demo"), state(proj))
-    assert res.fallback is not None
-    assert state(proj)["worktree_fallback"] == res.fallback
-    last = (loop_dir(proj) / ".state.log").read_text().splitlines()[-1]
-    assert " WARNING " in last and "reason=worktree_fallback" in last and "simulated" in last
+    with pytest.raises(BadInput, match="simulated"):
+        ensure_for_tick(proj, "demo", store.read_config(proj, "demo"), state(proj))
+    out = run_cli("--mode", "tick", "--loop", "demo", "--project", str(proj.root), entry="automaton-loop")
+    assert out.code == 2 and "the tick did not run" in out.err and "Traceback" not in out.err
+    s = state(proj)
+    assert (s["iteration_count"], s["spent_usd"], s["worktree_fallback"]) == (0, 0.0, None)
+    assert not (project / "src" / "one.py").exists()
 
 
-# ---- R3 ---------------------------------------------------------------------------------
+# ---- through a tick ------------------------------------------------------------------------
 
 def test_tick_creates_worktree_on_first_tick(project: Path) -> None:
     proj = make_loop(project, script=WRITE_SRC, **VERIFY)
@@ -185,7 +193,7 @@ def test_tick_falls_back_to_project_root_when_no_git(tmp_path: Path, monkeypatch
     assert s["iteration_count"] == 1 and "WARNING" in log_events(proj)
 
 
-# ---- R4 ---------------------------------------------------------------------------------
+# ---- the branch already exists -------------------------------------------------------------
 
 def test_ensure_worktree_reuses_existing_branch(project: Path, tmp_path: Path) -> None:
     git(project, "branch", "loop/demo")
@@ -210,10 +218,10 @@ def test_ensure_worktree_falls_back_when_branch_checkout_fails(project: Path, tm
     assert res.fallback == f"branch loop/demo is checked out at {other.resolve()}"
 
 
-# ---- R5 ---------------------------------------------------------------------------------
+# ---- state consistency: a recorded worktree that is gone -----------------------------------
 
 def test_ensure_worktree_clears_stale_worktree_path(project: Path) -> None:
-    """R5 as narrowed by the brake review: a recorded worktree that is gone is re-created; when a
+    """A recorded worktree that is gone is re-created; when a
     foreign folder blocks the re-creation the loop halts instead of lifting its blast radius
     into the main checkout (the folder is never deleted)."""
     proj = make_loop(project, script=WRITE_SRC, **VERIFY)
@@ -228,7 +236,7 @@ def test_ensure_worktree_clears_stale_worktree_path(project: Path) -> None:
     assert s["status"] == "halted" and s["halt_reason"] == "drift_detected"
     assert s["halt_detail"].startswith("worktree_lost: ")
     assert (blocker / "keep.txt").read_text() == "not automaton's"  # never deleted
-    shutil.rmtree(blocker)  # truly gone: re-created (R5), no fallback
+    shutil.rmtree(blocker)  # truly gone: re-created, no fallback
     store.update_state(proj, "demo", "APPROVED", {}, lambda s: s.update(status="running", halt_reason=None,
                                                                          halt_detail=None))
     res = ensure_for_tick(proj, "demo", store.read_config(proj, "demo"), state(proj))
@@ -247,7 +255,7 @@ def test_ensure_worktree_recreates_after_deletion(project: Path) -> None:
     assert state(proj)["worktree_path"] == str(wt)
 
 
-# ---- R6 ---------------------------------------------------------------------------------
+# ---- paths ---------------------------------------------------------------------------------
 
 def test_worktree_path_uses_pathlib(project: Path, tmp_path: Path, fake_bin: Any) -> None:
     wrap_git(fake_bin)
@@ -260,7 +268,7 @@ def test_worktree_path_uses_pathlib(project: Path, tmp_path: Path, fake_bin: Any
     assert Path(path_args[0]).is_absolute() and res.path == Path(path_args[0])
 
 
-# ---- R8 regression ----------------------------------------------------------------------
+# ---- regressions ---------------------------------------------------------------------------
 
 def test_existing_loop_with_worktree_path_ticks_unchanged(project: Path, fake_bin: Any) -> None:
     proj = make_loop(project, script=WRITE_SRC, **VERIFY)
@@ -278,7 +286,7 @@ def test_existing_loop_with_worktree_path_ticks_unchanged(project: Path, fake_bi
 
 
 def test_a_loop_that_had_a_worktree_halts_when_the_repository_disappears(project: Path) -> None:
-    """A broken or moved .git after the first tick is not seed 002 R2's "not a repo": falling
+    """A broken or moved .git after the first tick is not the "not a repo" fallback: falling
     back would run the agent in the main checkout with the drift gate skipped."""
     proj = make_loop(project, script=WRITE_SRC, **VERIFY)
     assert tick(proj, "demo").code == 0

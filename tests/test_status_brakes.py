@@ -1,4 +1,4 @@
-"""Seed 000 R10: the loop enforcement surface, one test per listed behaviour, through the CLI."""
+"""The loop enforcement surface (docs/architecture.md#stable-interfaces), one test per behaviour, through the CLI."""
 
 from __future__ import annotations
 
@@ -82,13 +82,13 @@ def test_approve_loop_refuses_untracked_loop(project: Path, approver: str) -> No
 
 # ---- --resume-loop / --pause-loop -----------------------------------------------------------
 
-def test_resume_loop_clears_paused(project: Path) -> None:
+def test_resume_loop_clears_paused(project: Path, approver: str) -> None:  # resuming is a human act
     p = make_loop(project)
     assert cli(p, "--pause-loop", "demo").code == 0 and state(p)["status"] == "paused"
     assert cli(p, "--resume-loop", "demo").code == 0 and state(p)["status"] == "running"
 
 
-def test_resume_loop_refuses_halted(project: Path) -> None:
+def test_resume_loop_refuses_halted(project: Path, approver: str) -> None:
     p = make_loop(project)
     set_state(p, score_history=[0.2] * 5)
     gate(p)
@@ -183,7 +183,7 @@ def test_can_edit_loop_denied_when_outside_worktree(project: Path) -> None:
     assert cli(p, "--can-edit", "--loop", "demo", "--file", str(project / "src" / "app.py")).code == 1
 
 
-# ---- --transition and halted owners (R8) ----------------------------------------------------
+# ---- --transition and halted owners ---------------------------------------------------------
 
 def _bound(project: Path) -> Project:
     assert cli(project, "--create-task", "fix-ci").code == 0
@@ -252,7 +252,7 @@ def test_install_schedule_writes_a_plist_on_darwin(project: Path, fake_bin: Call
     assert (p.loop_dir(loops.LoopName("demo")) / "run-tick.sh").is_file()
 
 
-# ---- --version and the tick log (R3, R10) ---------------------------------------------------
+# ---- --version and the tick log -------------------------------------------------------------
 
 def test_version_prints_from_fixture_config_md(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = tmp_path / "fw"
@@ -275,6 +275,7 @@ def test_tick_log_records_paused_resumed_halt_approved(project: Path, approver: 
     events = [line.split(" ")[1] for line in log_text(p).splitlines()]
     assert events == ["CREATED", "PAUSED", "RESUMED", "TICK", "HALT", "APPROVED"]
     for line in log_text(p).splitlines():
-        assert re.match(rf"^{ISO} [A-Z_]+ .* state=sha256:[0-9a-f]{{64}} prev=[0-9a-f]{{64}} mac=[0-9a-f]{{64}}$", line), line
+        chained = r"state=sha256:[0-9a-f]{64} prev=[0-9a-f]{64} mac=[0-9a-f]{64}$"
+        assert re.match(rf"^{ISO} [A-Z_]+ .* {chained}", line), line
     assert "HALT reason=iterations_exhausted" in log_text(p)
     assert git(project, "status", "--porcelain").count(".state") == 0

@@ -2,8 +2,9 @@
 
 Events (core.loopconfig.NOTIFY_EVENTS): `halt` (a new halt; the loop waits for
 `--approve --loop`), `needs_approval` (the gate waits for a human sign-off of the loop's task),
-`deferred` (the gate put a tick off without halting: unknown budget, untracked or tampered
-task), `complete` (the loop reached its goal). The body is one JSON object (see `payload`).
+`deferred` (a tick put off without halting: unknown budget, untracked or tampered task, or
+the agent account's usage limit until a time), `complete` (the loop reached its goal). The
+body is one JSON object (see `payload`).
 
 Sending never raises and never holds a lock: each channel gets `TIMEOUT_S` seconds, and a
 failure comes back as one line for the caller to log (`WARNING reason=notify_failed`). The
@@ -89,6 +90,9 @@ def _message(body: dict[str, Any]) -> str:
     if event == "needs_approval":
         return one_line(f"automaton: loop {loop} waits for a sign-off of task {body.get('task')}"
                         f" ({body.get('task_phase')})")
+    if body.get("until"):
+        return one_line(f"automaton: loop {loop} waits for the {body.get('harness')} usage limit until"
+                        f" {body['until']}")
     return one_line(f"automaton: loop {loop} put a tick off ({body.get('reason')})")
 
 
@@ -197,11 +201,13 @@ DEFERRED_REASONS = ("budget_unknown", "task_untracked", "task_tampered")
 
 def after_gate(project: Project, name: str, data: dict[str, Any] | None, state: dict[str, Any], *,
                detail: str | None = None) -> str | None:
-    """What `--check-gate` notifies, from its result `data` (the R4 shape plus halted_now) and
+    """What `--check-gate` notifies, from its result `data` (the gate object plus halted_now) and
     the gate's `detail` (one line, or None):
     a new halt -> `halt`; reason `waiting:approval` -> `needs_approval` (once per task and
-    phase); a DEFERRED_REASONS refusal -> `deferred` (once per reason); a passing gate clears
-    the once-keys. Returns the failure line (already logged) or None; never raises."""
+    phase); a DEFERRED_REASONS refusal -> `deferred` (once per reason); `deferred:<until>` (the
+    agent account's usage limit) -> `deferred` with `until` and `harness` (once per deferral,
+    key `deferred:<until>`, as the runner sends it); a passing gate clears the once-keys.
+    Returns the failure line (already logged) or None; never raises."""
     if data is None:
         return None
     reason = str(data.get("reason"))
@@ -218,4 +224,8 @@ def after_gate(project: Project, name: str, data: dict[str, Any] | None, state: 
     if reason in DEFERRED_REASONS:
         body = payload(project, name, "deferred", state, reason=reason, detail=detail, task=data.get("task"))
         return notify_logged(project, name, "deferred", body, once=f"{reason}: {detail}")
+    if reason.startswith("deferred:"):  # the account's usage limit: once per deferral (the tick that hit it sent it)
+        body = payload(project, name, "deferred", state, reason="usage_limit", detail=detail,
+                       until=reason.partition(":")[2], harness=data.get("harness"))
+        return notify_logged(project, name, "deferred", body, once=reason)
     return None

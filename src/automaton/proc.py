@@ -6,7 +6,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -219,6 +218,8 @@ def _run(argv: list[str], out: Sink, err: Sink, cwd: Path | None, stdin: str | N
         argv, preexec_fn = how.argv, how.preexec_fn
     stdin_file: Any = subprocess.DEVNULL
     if stdin is not None:
+        import tempfile  # here: a gate's short git calls never need it (bench/bench_gate.py)
+
         stdin_file = stack.enter_context(tempfile.TemporaryFile())  # noqa: SIM115 - closed by the stack
         stdin_file.write(stdin.encode("utf-8"))
         stdin_file.seek(0)

@@ -1,4 +1,4 @@
-"""The one path resolver shared by --can-edit, the hooks and the drift gate (DESIGN §7).
+"""The one path resolver shared by --can-edit, the hooks and the drift gate.
 
 Absolute and relative spellings, `..`, symlinks anywhere in the path (a dangling final
 component too) and letter case on case-insensitive volumes all resolve to one real path
@@ -8,11 +8,15 @@ before any scope test; scope tests compare path components, never string prefixe
 from __future__ import annotations
 
 import os
-import unicodedata
+import re
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
 from automaton.core.errors import BadInput
+
+# Unicode category Cc, which the Unicode stability policy fixes to exactly these 65 code points
+# (tests/test_imports.py checks it against unicodedata, which the hook does not import).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 def check_text(path: str | os.PathLike[str]) -> str:
@@ -20,8 +24,9 @@ def check_text(path: str | os.PathLike[str]) -> str:
     (NUL, newline, escape, … — Unicode category Cc): the OS rejects NUL with a bare ValueError,
     and the others make one-line messages and scope tests lie."""
     text = os.fspath(path)
-    bad = next((c for c in text if unicodedata.category(c) == "Cc"), None)
-    if bad is not None:
+    found = _CONTROL.search(text)
+    if found is not None:
+        bad = found.group()
         raise BadInput(f"invalid path {text!r}: control character U+{ord(bad):04X} is not allowed in a path")
     return text
 

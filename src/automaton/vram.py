@@ -1,6 +1,6 @@
-"""Accelerator memory probe for local harnesses' budget gate (`automaton --vram`, DESIGN §8).
+"""Accelerator memory probe for local harnesses' budget gate (`automaton --vram`).
 
-Probes in order, each failing quietly to the next (PROTOCOLS §5.3):
+Probes in order, each failing quietly to the next:
 1. NVML through `pynvml` from nvidia-ml-py: `nvmlDeviceGetMemoryInfo` free/total in bytes.
 2. `nvidia-smi --query-gpu=memory.total,memory.free --format=csv,noheader,nounits` (MiB per
    line; nvidia-smi(1) says its output may change, so it only backs NVML up).
@@ -23,8 +23,8 @@ from typing import Any
 from automaton.core.errors import BadInput
 from automaton.proc import run_capture
 
-DEFAULT_KV_KIB_PER_TOKEN = 128.0  # Llama-3-8B f16: 2*32 layers*8 kv heads*128 dims*2 B (PROTOCOLS §5.2)
-MIN_CONTEXT_TOKENS = 16000  # seed 000 "Dependencies": loop mode needs this much context
+DEFAULT_KV_KIB_PER_TOKEN = 128.0  # Llama-3-8B f16: 2*32 layers*8 kv heads*128 dims*2 B (Ollama fs/ggml/ggml.go)
+MIN_CONTEXT_TOKENS = 16000  # loop mode needs this much context (README.md#harnesses, "Local models")
 APPLE_WORKING_SET_SHARE = 0.75
 SYSFS_DRM = Path("/sys/class/drm")
 MEMINFO = Path("/proc/meminfo")
@@ -143,7 +143,7 @@ def measure(*, sysfs_root: Path = SYSFS_DRM, meminfo: Path = MEMINFO, system: st
 
 def probe(kv_kib_per_token: float = DEFAULT_KV_KIB_PER_TOKEN, *, sysfs_root: Path = SYSFS_DRM,
           meminfo: Path = MEMINFO, system: str | None = None) -> dict[str, Any]:
-    """The `--vram --json` object (DESIGN §8):
+    """The `--vram --json` object:
 
     available_context_kb (int, KiB free for the KV cache: free memory of the best device; a
     model already loaded there is already subtracted), context_tokens (int, = KiB /

@@ -14,6 +14,11 @@ FAST = [
     ["--can-edit", "--task", "t", "--file", "src/x.py"],
     ["--can-edit", "--file", "tasks/t/SPEC.md", "--task", "p/sub", "--json"],
     ["--can-edit", "--loop", "nightly", "--loop-worktree", "--file", "a b.py", "--project", "."],
+    ["--check-gate", "nightly", "--json"],
+    ["--check-gate", "nightly", "--task", "t", "--project", "/p"],
+    ["--audit", "--json"],
+    ["--loop-list", "--project", "/p", "--json"],
+    ["--audit", "--task", "t"],  # a stray modifier: parsed alike, then refused by verb_of
 ]
 SLOW = [
     [],
@@ -28,7 +33,9 @@ SLOW = [
     ["--hook", "claude", "--help"],
     ["--hook", "claude", "--approve"],  # two verbs: argparse + verb_of report it
     ["--can-edit", "--focus", "t"],  # nargs="?" flag
-    ["--create-task", "x"],  # not a hook-path verb
+    ["--create-task", "x"],  # not a fast verb
+    ["--check-gate", "--json"],  # missing value
+    ["--loop-list", "--audit"],  # two verbs: argparse + verb_of report it
     ["--approve", "--task", "t"],
 ]
 
@@ -38,7 +45,11 @@ def test_plain_argv_parses_like_argparse(argv: list[str]) -> None:
     ns = fastpath.plain(argv)
     assert ns is not None
     assert vars(ns) == vars(p.build().parse_args(argv))
-    assert p.verb_of(ns) in fastpath.FAST_VERBS
+    if "--task" in argv and "--audit" in argv:
+        with pytest.raises(p.UsageError, match="does not go with"):
+            p.verb_of(ns)
+    else:
+        assert p.verb_of(ns) in fastpath.FAST_VERBS
 
 
 @pytest.mark.parametrize("argv", SLOW)

@@ -17,7 +17,7 @@ from tests.helpers import git
 
 
 def loop_with(root: Path, name: str = "demo", **top: Any) -> Project:
-    """Loop `name` from a project template whose loop.json is the DESIGN example with the
+    """Loop `name` from a project template whose loop.json is the README's example with the
     top-level keys in `top` replaced, and dict values merged one level deep (brakes={…})."""
     data = copy.deepcopy(DESIGN_EXAMPLE)
     for key, value in top.items():

@@ -1,4 +1,4 @@
-"""`--can-edit`: the phase scopes of DESIGN §4 and the always-denied paths, via the real CLI."""
+"""`--can-edit`: the phase scopes, the always-denied paths, via the real CLI (README.md#tasks-phases-and-sign-offs)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def allowed(root: Path, file: str, task: str | None = "t") -> bool:
     return res.code == 0
 
 
-# What each phase may write (DESIGN §4); everything else is denied.
+# What each phase may write; everything else is denied.
 OWN = {p: f"tasks/t/{ph.ARTIFACT[p]}" for p in ph.ARTIFACT}
 PROBES = [*(f"tasks/t/{a}" for a in sorted(ph.ARTIFACTS)), "src/app.py", "README.md", "docs/guide.txt",
           "docs/x.md", "tasks/other/SPEC.md", "tasks/t/notes.md", "tasks/t/PARENT_SPEC.md"]

@@ -1,4 +1,4 @@
-"""`.automaton/config.json` scope overrides (DESIGN §4 "Scopes are overridable per project")."""
+"""`.automaton/config.json` scope overrides (README.md#tasks-phases-and-sign-offs)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Runtime files never reach a user's `git add -A` (DESIGN §3); `.state` and its log stay trackable."""
+"""Runtime files never reach a user's `git add -A`; `.state` and its log stay trackable."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`--focus`: a human act, logged, and tamper-evident (DESIGN §7)."""
+"""`--focus`: a human act, logged, and tamper-evident."""
 
 from __future__ import annotations
 

@@ -101,7 +101,9 @@ def test_each_death_halts_blocks_survives_resume_and_only_approve_clears(
     assert again.code == 1 and again.json["reason"] == f"halted:{death}" and again.json["halted_now"] is False
     assert log_text(p).count("HALT reason=") == 1
 
-    resumed = cli(p, "--resume-loop", "demo")
+    with monkeypatch.context() as human:  # resuming is a human act; even a human cannot resume a halt
+        human.setenv("AUTOMATON_APPROVER", "alice")
+        resumed = cli(p, "--resume-loop", "demo")
     assert resumed.code == 1 and "loop is halted, use --approve --loop to clear halt" in resumed.err
     assert state(p)["status"] == "halted"
 
@@ -583,7 +585,7 @@ def test_gate_4_uses_the_task_set_in_loop_json(project: Path, approver: str) -> 
     assert r.code == 1 and r.json["halt_reason"] == "human_intervention"
     assert r.json["task"] == "fix-ci" and r.json["task_phase"] == "human_intervention"
     assert r.json["task_in_halt_loop"] is True
-    assert loops.halted_owners(p, TaskRef.parse("fix-ci")) == [("demo", "human_intervention")]  # R8
+    assert loops.halted_owners(p, TaskRef.parse("fix-ci")) == [("demo", "human_intervention")]  # a halted owner
     rows = {row["name"]: row for row in uc.audit_section(p)[1]}
     assert rows["demo"]["task"] == "fix-ci"
 
@@ -616,7 +618,7 @@ def test_an_invalid_loop_json_halts_with_exit_2_naming_file_and_error(project: P
     r = gate(p)
     assert r.code == 2, (r.out, r.err)
     for key in ("ok", "reason", "halt_reason", "remaining_iterations", "remaining_budget_usd", "task_phase",
-                "task_in_halt_loop", "out_of_scope_files"):  # the seed 000 R4 object is still printed
+                "task_in_halt_loop", "out_of_scope_files"):  # the gate object is still printed
         assert key in r.json
     assert r.json["ok"] is False and r.json["halt_reason"] == "human_intervention" and r.json["exit_code"] == 2
     assert r.json["halt_detail"].startswith(f"config_changed: {path}: ") and needle in r.json["halt_detail"]
@@ -774,3 +776,16 @@ def test_gate_reports_task_in_halt_loop_when_another_bound_loop_is_unreadable(pr
     r = gate(p)
     assert r.json["task"] == "fix-ci" and r.json["status"] == "running"
     assert r.json["task_in_halt_loop"] is True
+
+
+def test_resume_is_a_human_act(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pause is a human's brake: an agent's process may not release it."""
+    p = make_loop(project)
+    assert cli(p, "--pause-loop", "demo").code == 0
+    monkeypatch.setenv("CLAUDECODE", "1")
+    res = cli(p, "--resume-loop", "demo")
+    assert res.code == 1 and "--resume-loop" in res.err and state(p)["status"] == "paused"
+    monkeypatch.delenv("CLAUDECODE")
+    assert cli(p, "--resume-loop", "demo").code == 1  # no terminal, no approver: not a human either
+    monkeypatch.setenv("AUTOMATON_APPROVER", "alice")
+    assert cli(p, "--resume-loop", "demo").code == 0 and state(p)["status"] == "running"

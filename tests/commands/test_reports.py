@@ -1,4 +1,4 @@
-"""`--validate-folder` and `--audit`: read-only reports that flag every violation (seed 003 §4, §6)."""
+"""`--validate-folder` and `--audit`: read-only reports that flag every violation."""
 
 from __future__ import annotations
 

@@ -73,7 +73,7 @@ def test_interval_flag_reinstall_and_refusal(project: Path, table: Path) -> None
     assert table.read_text() == text  # a refused interval changes nothing
 
 
-def test_pause_strips_and_resume_restores_the_same_block(project: Path, table: Path) -> None:
+def test_pause_strips_and_resume_restores_the_same_block(project: Path, table: Path, approver: str) -> None:
     loop_dir = make_loop(project)
     make_loop(project, "demo2")
     table.write_text(FOREIGN)
@@ -144,7 +144,7 @@ def test_unsupported_os_exits_2(project: Path, monkeypatch: pytest.MonkeyPatch) 
 
 def test_darwin_writes_a_plist_under_the_temporary_home(project: Path, fake_bin: Callable[[str, str], Path],
                                                         tmp_path: Path, forbid_real_home: Path) -> None:
-    """Seed R10: --install-schedule writes run-tick.sh and a plist on (simulated) Darwin."""
+    """--install-schedule writes run-tick.sh and a plist on (simulated) Darwin."""
     loop_dir = make_loop(project)
     state = tmp_path / "launchctl.json"
     install_launchctl(fake_bin, state)
@@ -192,7 +192,8 @@ def test_parse_interval() -> None:
     assert cron.cron_spec(schedule.parse_interval("600") or 0) == "*/10 * * * *"
 
 
-def test_installing_on_a_paused_loop_leaves_the_unit_disabled_until_resume(project: Path, table: Path) -> None:
+def test_installing_on_a_paused_loop_leaves_the_unit_disabled_until_resume(project: Path, table: Path,
+                                                                          approver: str) -> None:
     loop_dir = make_loop(project)
     assert run_cli("--pause-loop", "demo", "--project", str(project)).code == 0
     res = run_cli("--install-schedule", "demo", "--project", str(project), "--json")

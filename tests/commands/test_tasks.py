@@ -1,4 +1,4 @@
-"""The task phase machine through the real CLI on real task folders (seed 003, DESIGN §4)."""
+"""The task phase machine through the real CLI on real task folders (README.md#tasks-phases-and-sign-offs)."""
 
 from __future__ import annotations
 
@@ -195,7 +195,7 @@ def test_referee_may_always_escalate(tmp_path: Path, verdict: str | None) -> Non
     assert state_of(tmp_path, "t") == "human_intervention"
 
 
-# ---------------------------------------------------------------- forbidden artifacts (seed 003 §4 rows)
+# ---------------------------------------------------------------- forbidden artifacts (row by row)
 
 LEAVING = {
     "new": "research", "research": "research:awaiting_approval",

@@ -178,3 +178,13 @@ B = Brakes(max_iterations=9, max_budget_usd=1.0, max_tick_usd=1.0, score_plateau
 def test_plateau_only_when_window_full_flat_and_below_target(history: list[float], halts: bool) -> None:
     result = gate_score_plateau(history, B)
     assert (result is not None and result.halt == "verifier_failed") == halts
+
+
+def test_a_deferred_account_refuses_without_a_halt() -> None:
+    from automaton.core.gates import gate_deferred
+
+    assert gate_deferred("claude", None) is None
+    got = gate_deferred("claude", "2026-05-01T15:01:00Z", "Claude AI usage limit reached|1777647600")
+    assert got is not None and (got.ok, got.halt, got.gate) == (False, None, "deferred")
+    assert got.reason == "deferred:2026-05-01T15:01:00Z"
+    assert got.detail is not None and "every loop using claude here waits until 2026-05-01T15:01:00Z" in got.detail

@@ -21,6 +21,7 @@ DEFAULTS: dict[str, Any] = {
     "max_iterations": 25, "max_budget_usd": 10.0, "max_tick_usd": 2.0, "score_plateau_window": 5,
     "plateau_epsilon": 0.0, "target_score": 1.0, "interval_seconds": 900, "timeout_s": 1800,
 }
+# The loop.json example of README.md#loopjson (the name is historical).
 DESIGN_EXAMPLE: dict[str, Any] = {
     "schema_version": 1, "name": "nightly-ci", "template": "ci-triage", "description": "d", "task": None,
     "harness": {"name": "claude", "model": None, "args": [], "timeout_s": 1800},
@@ -35,7 +36,7 @@ DESIGN_EXAMPLE: dict[str, Any] = {
 
 
 def cfg(**patch: Any) -> dict[str, Any]:
-    """The DESIGN example with dotted-key patches; a value of ... deletes the key."""
+    """The README's loop.json example with dotted-key patches; a value of ... deletes the key."""
     data = copy.deepcopy(DESIGN_EXAMPLE)
     for dotted, value in patch.items():
         *path, last = dotted.split("__")
@@ -69,7 +70,7 @@ def test_packaged_template_is_the_design_example() -> None:
 
 
 @pytest.mark.parametrize(("patch", "key"), [
-    ({"brakes__max_iteration": 3}, "brakes.max_iteration"),  # the misspelling DESIGN §5 names
+    ({"brakes__max_iteration": 3}, "brakes.max_iteration"),  # the misspelling README.md#loopjson names
     ({"extra": 1}, "extra"),
     ({"harness__modle": "x"}, "harness.modle"),
     ({"roles__verify__scor": "junit"}, "roles.verify.scor"),

@@ -1,4 +1,4 @@
-"""Task and loop names: kebab-case, at most 64 characters, `complete` reserved (DESIGN §3)."""
+"""Task and loop names: kebab-case, at most 64 characters, `complete` reserved."""
 
 from __future__ import annotations
 

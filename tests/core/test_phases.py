@@ -1,4 +1,4 @@
-"""The phase table against seed 003 §1, §2, §4 and DESIGN §4, written out independently here."""
+"""The phase table against README.md#tasks-phases-and-sign-offs, written out independently here."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ SEED_PHASES = [
     "complete", "human_intervention",
 ]
 
-# Seed 003 §4, copied row by row.
+# The forbidden artifacts of each phase, row by row.
 AFTER_SPEC = ["DESIGN.md", "DECOMPOSITION.md", "TEST_PLAN.md", "IMPLEMENTATION.md", "BUG_REPORT.md",
               "ADVERSARIAL_BUG_REPORT.md", "DOC_REVIEW.md", "VERDICT.md"]
 SEED_FORBIDDEN = {
@@ -39,7 +39,7 @@ SEED_FORBIDDEN = {
 }
 
 N = ph.Need
-# Seed 003 §2 transitions, plus the lead's settled decisions: decomposition:approved -> complete
+# The transitions, plus the settled decisions: decomposition:approved -> complete
 # when every sub-task is complete; every non-terminal phase may escalate to human_intervention.
 SEED_EDGES = {
     ("new", "research"): N.NOTHING,

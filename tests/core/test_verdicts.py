@@ -1,4 +1,4 @@
-"""Verdict parsing (DESIGN §8): JUnit XML, summary lines, agent JSON, unscored."""
+"""Verdict parsing: JUnit XML, summary lines, agent JSON, unscored."""
 
 from __future__ import annotations
 

@@ -163,3 +163,43 @@ def test_nothing_to_commit_and_not_a_repository(wt: Path, tmp_path: Path) -> Non
     plain.mkdir()
     done = commit_all(plain, "m")
     assert done.sha is None and done.error is not None and done.fix is not None
+
+
+def committed(repo: Path) -> list[str]:
+    return sorted(git(repo, "show", "--name-only", "--format=", "HEAD").split())
+
+
+def test_build_and_test_artefacts_are_left_out_of_the_commit(wt: Path) -> None:
+    from automaton.git.ignore import DEFAULT_EXCLUDES
+
+    assert {"__pycache__/", "*.pyc", ".pytest_cache/", "node_modules/", "build/", "dist/"} <= set(DEFAULT_EXCLUDES)
+    for rel in ("src/app.py", "src/__pycache__/app.cpython-311.pyc", "lib/mod.pyc", ".pytest_cache/v/x",
+                "web/node_modules/left-pad/index.js", "build/lib/app.py", "dist/app.whl", ".coverage",
+                ".mypy_cache/3.11/x.json", "htmlcov/index.html"):
+        (wt / rel).parent.mkdir(parents=True, exist_ok=True)
+        (wt / rel).write_text("x\n")
+    done = commit_all(wt, "m")
+    assert done.error is None and done.sha
+    assert committed(wt) == ["src/app.py"]
+    assert "?? src/__pycache__/" in git(wt, "status", "--porcelain")  # left in the worktree, uncommitted
+
+
+def test_the_projects_own_rules_rank_above_the_defaults(wt: Path) -> None:
+    (wt / ".gitignore").write_text("!dist/\n")  # this project tracks dist/
+    (wt / "dist").mkdir()
+    (wt / "dist" / "bundle.js").write_text("x\n")
+    git(wt, "config", "core.excludesFile", "my-excludes")  # and its own excludes file still applies
+    (wt / "my-excludes").write_text("*.secret\n")
+    (wt / "a.secret").write_text("x\n")
+    assert commit_all(wt, "m").error is None
+    assert committed(wt) == [".gitignore", "dist/bundle.js", "my-excludes"]
+
+
+def test_a_tracked_file_under_an_excluded_name_is_committed(wt: Path) -> None:
+    (wt / "build").mkdir()
+    (wt / "build" / "make.py").write_text("v1\n")
+    git(wt, "add", "-f", "build/make.py")
+    git(wt, "commit", "-q", "-m", "tracked build script")
+    (wt / "build" / "make.py").write_text("v2\n")
+    assert commit_all(wt, "m").error is None
+    assert committed(wt) == ["build/make.py"]

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
+import time
 from pathlib import Path
 
 import pytest
 
-from automaton.git.drift import DriftError, GitMissing, changed_paths, parse_status_z
+from automaton.git.drift import DriftError, GitMissing, PrivateIndex, changed_paths, parse_status_z
 from tests.helpers import git, init_repo
 
 
@@ -298,3 +301,57 @@ def test_blob_ids_match_git(tmp_path: Path) -> None:
     assert found["link"] == git(wt, "rev-parse", "HEAD:link").strip()
     tips = branch_blobs(repo, "loop/demo", ["src/app.py", "docs/guide.md"])
     assert tips == {"src/app.py": found["src/app.py"], "docs/guide.md": "deleted"}
+
+
+def private_index(tmp_path: Path) -> PrivateIndex:
+    """A PrivateIndex in a folder of its own, sealed with a fixed test key."""
+    folder = tmp_path / "loop-folder"
+    folder.mkdir(exist_ok=True)
+    return PrivateIndex(folder / "drift.index", lambda data: hmac.new(b"test key", data, hashlib.sha256).hexdigest())
+
+
+def test_the_private_index_sees_a_rewrite_that_keeps_size_and_mtime(tmp_path: Path) -> None:
+    """The stat data automaton kept from the last check include the ctime, which no rewrite keeps."""
+    _, wt, base = repo_with_worktree(tmp_path)
+    index = private_index(tmp_path)
+    target = wt / "docs/guide.md"
+    old = 1_000_000_000
+    os.utime(target, (old, old))
+    assert changed_paths(wt, base, index=index) == []
+    assert index.path.is_file() and index.path.with_name("drift.index.seal").is_file()
+    git(wt, "config", "core.checkStat", "minimal")  # the agent's config may not loosen automaton's index
+    git(wt, "config", "core.trustctime", "false")
+    time.sleep(0.05)
+    target.write_text("# docs/HACKED!!\n")  # as long as "# docs/guide.md\n"
+    os.utime(target, (old, old))
+    assert changed_paths(wt, base, index=index) == ["docs/guide.md"]
+    (wt / "src/new.py").write_text("x\n")
+    assert changed_paths(wt, base, index=index) == ["docs/guide.md", "src/new.py"]
+
+
+def test_a_private_index_its_seal_does_not_vouch_for_is_thrown_away(tmp_path: Path) -> None:
+    _, wt, base = repo_with_worktree(tmp_path)
+    index = private_index(tmp_path)
+    assert changed_paths(wt, base, index=index) == []
+    (wt / "docs/guide.md").write_text("changed\n")
+    forged = bytearray(index.path.read_bytes())
+    forged[40] ^= 0xFF  # any byte the seal did not see
+    index.path.write_bytes(bytes(forged))
+    assert changed_paths(wt, base, index=index) == ["docs/guide.md"]
+    seal = index.path.with_name("drift.index.seal").read_text().split()
+    assert seal[1] == index.seal(index.path.read_bytes())  # rebuilt and sealed again
+    index.path.with_name("drift.index.seal").write_text("0" * 40 + " " + "f" * 64 + "\n")
+    assert changed_paths(wt, base, index=index) == ["docs/guide.md"]
+
+
+def test_the_private_index_follows_new_commits(tmp_path: Path) -> None:
+    _, wt, base = repo_with_worktree(tmp_path)
+    index = private_index(tmp_path)
+    assert changed_paths(wt, base, index=index) == []
+    (wt / "src/app.py").write_text("v2\n")
+    git(wt, "commit", "-q", "-am", "tick 1")
+    assert changed_paths(wt, base, index=index) == ["src/app.py"]
+    (wt / "src/app.py").write_text("# src/app.py\n")  # back to the base content, not committed
+    assert changed_paths(wt, base, index=index) == ["src/app.py"]
+    git(wt, "commit", "-q", "-am", "tick 2")
+    assert changed_paths(wt, base, index=index) == []

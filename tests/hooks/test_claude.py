@@ -210,3 +210,18 @@ def test_hook_path_imports_stay_light(project: Path, make_task: Callable[..., Pa
     done = subprocess.run([sys.executable, "-c", code, write, str(project)], capture_output=True, text=True,
                           check=False)
     assert done.stdout.strip() == "2 []", done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("tool_input", [
+    {"tool_name": "Read", "tool_input": {"file_path": "~/.config/automaton/key"}},
+    {"tool_name": "Grep", "tool_input": {"pattern": "x", "path": "/root/.config/automaton"}},
+    {"tool_name": "Bash", "tool_input": {"command": "cat $HOME/.config/automaton/key"}},
+])
+def test_the_key_folder_is_denied_even_to_read_tools(tmp_path: Path, tool_input: dict[str, Any]) -> None:
+    from automaton.hooks import run
+
+    payload = {"cwd": str(tmp_path), "hook_event_name": "PreToolUse", **tool_input}
+    text = json.dumps(payload)
+    escaped = run("claude", text.replace("/", "\\/"), str(tmp_path))  # JSON may escape every slash
+    answer = run("claude", text, str(tmp_path))
+    assert escaped.code == answer.code == 2 and "record key" in answer.message

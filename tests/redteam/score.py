@@ -130,7 +130,7 @@ def _fill(value: Any, project: Path) -> Any:
 
 
 def payload(row: dict[str, Any], project: Path) -> dict[str, Any]:
-    """The hook stdin an agent sends for this row (PROTOCOLS.md §1.2-1.3, §2.3, §3)."""
+    """The hook stdin an agent sends for this row (each agent's hooks reference)."""
     cwd = str(project / row["cwd"]) if row["cwd"] else str(project)
     given = {"tool_name": row["tool"], "tool_input": _fill(row["input"], project), "cwd": cwd,
              "session_id": "redteam", "transcript_path": "/dev/null"}

@@ -243,7 +243,7 @@ def test_a18_claude_payload_cwd_is_the_anchor(task: Path, project: Path, hook: H
 # ---- A19-A22: the fresh tester's bypasses (all were allowed, exit 0) -----------------------------
 
 def powershell(cwd: Path, command: str) -> dict[str, Any]:
-    """Claude Code's Windows shell tool (PROTOCOLS.md §1.3: match `Bash|PowerShell`)."""
+    """Claude Code's Windows shell tool (code.claude.com/docs/en/hooks: match `Bash|PowerShell`)."""
     return claude(cwd, "PowerShell", {"command": command, "description": "run it"})
 
 

@@ -31,7 +31,8 @@ PASSING = {"implement": {"prompt": "implement.md"},
 # Every test passes once the agent wrote src/done.txt: that tick's verdict reaches target_score.
 DONE_WHEN_FILE = {"implement": {"prompt": "implement.md"},
                   "verify": {"command": [sys.executable, "-c",
-                                         "import os; print('1 passed' if os.path.exists('src/done.txt') else '1 failed')"],
+                                         "import os; print('1 passed' if os.path.exists('src/done.txt')"
+                                         " else '1 failed')"],
                              "score": "summary"},
                   "orchestrate": {"builtin": True}}
 
@@ -73,8 +74,9 @@ def halted(proj: Project) -> tuple[str | None, str | None]:
 
 
 def snapshot(path: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*"))
-            if p.is_file() and "worktree" not in p.relative_to(path).parts and "runs" not in p.relative_to(path).parts}
+    """The loop folder's configuration files (what the runner itself never rewrites during a tick)."""
+    names = ("loop.json", "sealed/loop.json", "run-tick.sh", "implement.md", "script.json")
+    return {n: (path / n).read_bytes() for n in names if (path / n).is_file()}
 
 
 @pytest.mark.parametrize("target", [".state.loop", ".state.log", "loop.json", "sealed/loop.json", "run-tick.sh"])
@@ -166,7 +168,8 @@ def test_s05_git_internals_from_the_worktree(looped: Looped, tmp_path: Path) -> 
     assert "hooksPath" not in (proj.root / ".git" / "config").read_text()
     assert git(proj.root, "rev-parse", "loop/demo").strip() == head_before  # nothing to commit: no new commit
     assert not [line for line in git(wt, "ls-files", "-v").splitlines() if line[:1] in "Sabcdefghijklmnopqrstuvwxyz"]
-    assert not (proj.root / ".git" / "refs" / "replace").exists() or not any((proj.root / ".git" / "refs" / "replace").iterdir())
+    replace = proj.root / ".git" / "refs" / "replace"
+    assert not replace.exists() or not any(replace.iterdir())
 
 
 def test_s06_self_ignoring_gitignore_halts(looped: Looped, tmp_path: Path) -> None:
@@ -314,3 +317,28 @@ def test_s14_sandbox_off_runs_and_warns(project: Path, tmp_path: Path, monkeypat
     doc["sandbox"] = "on"
     (loop_dir(proj) / "loop.json").write_text(json.dumps(doc))
     assert gate(proj).json["halt_reason"] == "human_intervention"  # the mode is sealed like a brake
+
+
+@pytest.mark.parametrize("how", ["point-at-main", "delete", "folder"])
+def test_s16_worktree_git_pointer_never_redirects_the_runner(looped: Looped, tmp_path: Path, how: str) -> None:
+    """S16: rewrite, delete or replace the worktree's own `.git` file (writable: it sits in the
+    worktree) so that the runner's commit lands on the user's branch in the main checkout."""
+    proj, _ = looped(harness=agent(tmp_path, f"""
+        import shutil
+        if n == 2:
+            pathlib.Path('EVIL_ON_MAIN.txt').write_text('x')
+            how = {how!r}
+            if how == 'point-at-main':
+                pathlib.Path('.git').write_text('gitdir: ' + str(main / '.git') + '\\\\n')
+            elif how == 'delete':
+                os.unlink('.git')
+            else:
+                os.unlink('.git')
+                os.mkdir('.git')
+    """), roles=PASSING)
+    main_before = git(proj.root, "rev-parse", "main").strip()
+    second_tick(proj)
+    assert git(proj.root, "rev-parse", "main").strip() == main_before  # nothing committed on main
+    assert "EVIL_ON_MAIN.txt" not in git(proj.root, "status", "--porcelain")
+    reason, detail = halted(proj)
+    assert reason == "drift_detected" and "worktree_lost" in str(detail), (reason, detail)

@@ -48,6 +48,9 @@ def setup_project(root: Path, record: Path, *, bound: bool = True, **over: Any) 
                   "orchestrate": {"builtin": True}},
         "brakes": dict(WIDE),
         "task": TASK if bound else None,
+        # The fake agent counts its runs in `record`, outside the worktree: these suites test
+        # state files and races, not the sandbox (tests/redteam/test_sandbox_attacks.py does).
+        "sandbox": "off",
     }
     opts.update(over)
     make_loop(project.root, LOOP, **opts)

@@ -1,4 +1,4 @@
-"""Sixteen processes mutating one loop and one task at once: zero lost updates (DESIGN §3).
+"""Sixteen processes mutating one loop and one task at once: zero lost updates.
 
 Every read-modify-write happens under the loop's / task's kernel lock, so the counters add up
 exactly and the task's log is one unbroken sequence of moves, each from where the last one

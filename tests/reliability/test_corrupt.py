@@ -1,18 +1,18 @@
 """Every state and config file corrupted every way: each verb that reads it fails closed.
 
-DESIGN §3 "Reads fail closed": a state or config file that is empty, truncated, not JSON, of
-the wrong types, of a newer schema_version, cut mid-line, binary, a directory, unreadable or a
-looping link is an error naming the file, never replaced by defaults. For each (file, way,
-verb): the exit code is 2 (bad input) or the documented refusal 1 (tamper evidence: a broken
-log, a changed loop.json), the hook always exits 2 (deny), the output names the file, no loop
-counter goes down, the corrupted bytes are kept (in place, or moved aside as
-`.state.log.broken` by a human-visible re-seal), and no agent is started (the fake harness
-records every start).
+"Reads fail closed" (docs/architecture.md#state-files-and-their-invariants): a state or config
+file that is empty, truncated, not JSON, of the wrong types, of a newer schema_version, cut
+mid-line, binary, a directory, unreadable or a looping link is an error naming the file, never
+replaced by defaults. For each (file, way, verb): the exit code is 2 (bad input) or the
+documented refusal 1 (tamper evidence: a broken log, a changed loop.json), the hook always exits
+2 (deny), the output names the file, no loop counter goes down, the corrupted bytes are kept (in
+place, or moved aside as `.state.log.broken` by a human-visible re-seal), and no agent is
+started (the fake harness records every start).
 
 One pristine project (task t1 at `implement`, focus t1, loop lp bound to t1 with one real
 tick behind it, so its worktree exists) is built per module and restored before every verb.
 Tests run as root, where chmod cannot make a file unreadable: "unreadable" makes every
-open() of that path raise EACCES in-process (all verbs run in-process).
+open() and os.open() of that path raise EACCES in-process (all verbs run in-process).
 """
 
 from __future__ import annotations
@@ -189,9 +189,18 @@ def unreadable(path: Path) -> Iterator[None]:
             raise PermissionError(errno.EACCES, "Permission denied", os.fspath(file))
         return inner(file, *args, **kwargs)
 
+    inner_os_open = os.open
+
+    def fake_os_open(file: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        reading = not flags & (os.O_WRONLY | os.O_RDWR)  # like open(): only reads are refused here
+        if reading and isinstance(file, str | os.PathLike) and os.path.abspath(os.fspath(file)) == target:
+            raise PermissionError(errno.EACCES, "Permission denied", os.fspath(file))
+        return inner_os_open(file, flags, *args, **kwargs)
+
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(builtins, "open", fake)
         mp.setattr(io, "open", fake)
+        mp.setattr(os, "open", fake_os_open)  # readers that open by descriptor (the hook path) too
         yield
 
 
@@ -244,7 +253,7 @@ BASELINE = {"transition": 0, "phase": 0, "approve_task": 1, "can_edit_task": 0, 
             "tick": 0}
 TASK_READERS = ("transition", "phase", "approve_task", "can_edit_task", "can_edit_focus", "hook", "hook_worktree",
                 "check_gate", "tick")
-# file -> verb -> the exit code that is the documented answer (DESIGN §2–§5).
+# file -> verb -> the exit code that is the documented answer (README.md#exit-codes).
 EXPECT: dict[str, dict[str, int]] = {
     "task_state": {v: 2 for v in TASK_READERS},
     # a broken or missing chain is tamper evidence: a refusal (1) naming the log; hooks deny (2)

@@ -1,4 +1,4 @@
-"""Property-based fuzz of every input an attacker or a typo controls (DESIGN §2 exit codes).
+"""Property-based fuzz of every input an attacker or a typo controls (README.md#exit-codes).
 
 CLI arguments (names, phases, paths, agents), hook payloads (JSON on stdin), loop.json and
 `.state.loop` contents: whatever comes in, the command never crashes (exit 3 / a traceback),

@@ -1,4 +1,4 @@
-"""Harness faults: every tick ends within its bound and records what happened (DESIGN §6).
+"""Harness faults: every tick ends within its bound and records what happened.
 
 Fake agents (the `command` harness, or a fake `claude` first on PATH) that hang, leave
 grandchildren behind, ignore SIGTERM, print 10 MB, exit 0 with an error result, or print no

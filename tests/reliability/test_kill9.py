@@ -1,4 +1,4 @@
-"""SIGKILL at random moments during 1,000 real state writes (DESIGN §3 "Writes").
+"""SIGKILL at random moments during 1,000 real state writes (atomic, locked).
 
 Real subprocesses write through the real code (`commands.tasks.transition` / `approve` for a
 task, `store.loops.update_state` for a loop) in a tight loop and are killed with SIGKILL at a

@@ -1,4 +1,4 @@
-"""`automaton-loop` entry point: --demo, usage errors, the seed-path shims."""
+"""`automaton-loop` entry point: --demo, usage errors, the stable-path shims (resources/scripts/)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from tests.runner.loopkit import make_loop
 
 # A fake `claude` that behaves like Claude Code: before each Write it runs every PreToolUse
 # command hook found in the --settings file, with the documented payload on stdin, and writes
-# the file only when the hook exits 0 (exit 2 = blocked; hooks reference, PROTOCOLS.md §1.4).
+# the file only when the hook exits 0 (exit 2 = blocked; code.claude.com/docs/en/hooks).
 FAKE_CLAUDE = """
 import subprocess
 args = sys.argv[1:]
@@ -46,7 +46,7 @@ def test_agent_hook_inside_worktree_denies_out_of_scope_write(project: Path, fak
     fake_bin("claude", FAKE_CLAUDE)
     results = tmp_path / "hook-results.json"
     monkeypatch.setenv("HOOK_RESULTS", str(results))
-    proj = make_loop(project, harness={"name": "claude", "args": []}, sandbox="off",  # the fake writes its results outside
+    proj = make_loop(project, harness={"name": "claude", "args": []}, sandbox="off",  # fake writes outside
                      roles={"implement": {"prompt": "implement.md"},
                             "verify": {"command": [sys.executable, "-c", "print('1 passed')"], "score": "summary"},
                             "orchestrate": {"builtin": True}})

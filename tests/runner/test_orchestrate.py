@@ -1,5 +1,5 @@
 """Step 7 with an orchestrate prompt: its JSON decision, and a task transition it asks for,
-applied through the same enforced task API a human uses (DESIGN §6)."""
+applied through the same enforced task API a human uses."""
 
 from __future__ import annotations
 

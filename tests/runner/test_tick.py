@@ -1,4 +1,4 @@
-"""The tick pipeline end to end: real git, real processes, fake agents (DESIGN §6)."""
+"""The tick pipeline end to end: real git, real processes, fake agents (docs/architecture.md#the-life-of-a-tick)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The OS registry and run-tick.sh: the seed's shape, and quoting proven by running it in bash."""
+"""The OS registry and run-tick.sh: its stable shape, and quoting proven by running it in bash."""
 
 from __future__ import annotations
 

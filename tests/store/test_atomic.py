@@ -1,4 +1,4 @@
-"""Atomic writes and the crash-safe state + chained log commit (DESIGN §3)."""
+"""Atomic writes and the crash-safe state + chained log commit."""
 
 from __future__ import annotations
 

@@ -21,8 +21,8 @@ from tests.core.test_loopconfig import DESIGN_EXAMPLE
 
 
 def make_loop(root: Path, name: str = "demo", *, task: str | None = None, **patch: Any) -> Project:
-    """Create loop `name` from a project template `t-<name>` whose loop.json is the DESIGN
-    example with `patch` applied per section (e.g. brakes={"max_iterations": 2})."""
+    """Create loop `name` from a project template `t-<name>` whose loop.json is the
+    README's example (`DESIGN_EXAMPLE`) with `patch` applied per section (e.g. brakes={"max_iterations": 2})."""
     from automaton.commands.loops import create_loop
 
     data = json.loads(json.dumps(DESIGN_EXAMPLE))
@@ -345,6 +345,92 @@ def test_a_tick_gives_back_at_most_its_reservation(project: Path) -> None:
         loops.read_state(p, "demo")
 
 
+def _reserve_one(p: Project, n: int, reserved: float = 1.0) -> dict[str, Any]:
+    def reserve(s: dict[str, Any]) -> None:
+        s.update(iteration_count=s["iteration_count"] + 1, spent_usd=round(s["spent_usd"] + reserved, 6))
+
+    return loops.update_state(p, "demo", "TICK_START", {"n": n, "reserved_usd": repr(reserved)}, reserve)
+
+
+def _defer(s: dict[str, Any], refund: float) -> None:
+    s.update(iteration_count=s["iteration_count"] - 1, spent_usd=round(s["spent_usd"] - refund, 6))
+
+
+def test_a_deferred_tick_gives_back_its_iteration_and_what_it_did_not_spend(project: Path) -> None:
+    p = make_loop(project)
+    _reserve_one(p, 1)
+    s = loops.update_state(p, "demo", "TICK", {"n": 1}, lambda s: s.update(spent_usd=0.5), refund_usd=0.5)
+    assert (s["iteration_count"], s["spent_usd"]) == (1, 0.5)
+    _reserve_one(p, 2)
+    s = loops.update_state(p, "demo", "TICK_DEFERRED", {"n": 2, "refund_usd": repr(0.75), "cost": repr(0.25)},
+                           lambda s: _defer(s, 0.75), refund_usd=0.75, refund_iterations=1)
+    assert (s["iteration_count"], s["spent_usd"]) == (1, 0.75)  # tick 2 not counted, its $0.25 charged
+    rec = loops.inspect(p, "demo")
+    assert rec.tamper == "" and rec.chain.lines[-1].event == "TICK_DEFERRED"
+    _reserve_one(p, 2)  # the next tick takes the same number: the ledger accepts it
+    loops.update_state(p, "demo", "TICK", {"n": 2}, lambda s: s.update(spent_usd=1.0), refund_usd=0.75)
+    assert loops.inspect(p, "demo").tamper == "" and loops.read_state(p, "demo")["iteration_count"] == 2
+
+
+def test_only_a_deferred_tick_gives_back_an_iteration(project: Path) -> None:
+    p = make_loop(project)
+    _reserve_one(p, 1)
+    with pytest.raises(ValueError, match="only a TICK_DEFERRED"):
+        loops.update_state(p, "demo", "TICK", {"n": 1}, lambda s: _defer(s, 0.0), refund_iterations=1)
+    with pytest.raises(ValueError, match="may not decrease"):  # two iterations: a bug
+        loops.update_state(p, "demo", "TICK_DEFERRED", {"n": 1, "refund_usd": "0.0", "cost": "1.0"},
+                           lambda s: s.update(iteration_count=s["iteration_count"] - 2), refund_iterations=1)
+
+
+@pytest.mark.parametrize(("fields", "drop_iterations", "drop_usd", "finding"), [
+    # gives back more than the reservation
+    ({"refund_usd": "2.0", "cost": "0.0"}, 1, 2.0, "gives back at most its reservation minus its cost"),
+    # claims $0.25 spent, gives back the whole reservation
+    ({"refund_usd": "1.0", "cost": "0.25"}, 1, 1.0, "gives back at most its reservation minus its cost"),
+    # a negative cost to make room for a bigger refund
+    ({"refund_usd": "1.5", "cost": "-0.5"}, 1, 1.5, "gives back at most its reservation minus its cost"),
+    # a refund that says 0.5 but lowers spent_usd by 1.0
+    ({"refund_usd": "0.5", "cost": "0.5"}, 1, 1.0, "spent_usd goes down"),
+    # two iterations for one tick
+    ({"refund_usd": "0.5", "cost": "0.5"}, 2, 0.5, "iterations goes down"),
+    # no refund_usd at all
+    ({"cost": "0.5"}, 1, 0.5, "gives back at most"),
+])
+def test_a_forged_deferral_that_gives_back_more_is_tampering(project: Path, fields: dict[str, str],
+                                                            drop_iterations: int, drop_usd: float,
+                                                            finding: str) -> None:
+    p = make_loop(project)
+    loops.update_state(p, "demo", "TICK", {"n": 3}, lambda s: s.update(iteration_count=3, spent_usd=3.0))
+    held = _reserve_one(p, 4)
+    forged = {**held, "iteration_count": held["iteration_count"] - drop_iterations,
+              "spent_usd": round(held["spent_usd"] - drop_usd, 6)}
+    _forge(p, "TICK_DEFERRED", {"n": 4, **fields, **_counted(forged)}, forged)
+    with pytest.raises(loops.StateTampered, match=finding):
+        loops.read_state(p, "demo")
+
+
+def test_a_deferral_closes_only_its_own_open_reservation(project: Path) -> None:
+    p = make_loop(project)
+    loops.update_state(p, "demo", "TICK", {"n": 3}, lambda s: s.update(iteration_count=3, spent_usd=3.0))
+    s = loops.read_state(p, "demo")
+    no_start = {**s, "iteration_count": 2, "spent_usd": 2.0}  # no TICK_START: nothing to give back
+    _forge(p, "TICK_DEFERRED", {"n": 3, "refund_usd": "1.0", "cost": "0.0", **_counted(no_start)}, no_start)
+    with pytest.raises(loops.StateTampered, match="iterations goes down"):
+        loops.read_state(p, "demo")
+
+
+def test_a_second_deferral_of_the_same_tick_is_tampering(project: Path) -> None:
+    p = make_loop(project)
+    loops.update_state(p, "demo", "TICK", {"n": 3}, lambda s: s.update(iteration_count=3, spent_usd=3.0))
+    _reserve_one(p, 4)
+    once = loops.update_state(p, "demo", "TICK_DEFERRED", {"n": 4, "refund_usd": "1.0", "cost": "0.0"},
+                              lambda s: _defer(s, 1.0), refund_usd=1.0, refund_iterations=1)
+    twice = {**once, "iteration_count": once["iteration_count"] - 1, "spent_usd": once["spent_usd"] - 1.0}
+    _forge(p, "TICK_DEFERRED", {"n": 4, "refund_usd": "1.0", "cost": "0.0", **_counted(twice)}, twice)
+    with pytest.raises(loops.StateTampered, match="goes down"):
+        loops.read_state(p, "demo")
+
+
 def test_a_deleted_state_with_its_log_is_tampering_and_a_human_rebuilds_it(project: Path, approver: str) -> None:
     from automaton.commands.loops import approve_loop
 
@@ -387,7 +473,7 @@ def test_untracked_hint_only_for_a_folder_with_neither_file(project: Path) -> No
 
 def test_unlistable_loops_folder_fails_closed_for_task_owners(project: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    """An `.automaton/loops/` that exists but cannot be listed is not "no loops" (R8 fail closed)."""
+    """An `.automaton/loops/` that exists but cannot be listed is not "no loops" (fail closed)."""
     p = make_loop(project)
     real_iterdir = Path.iterdir
 

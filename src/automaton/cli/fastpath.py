@@ -1,32 +1,32 @@
-"""A parse of the hook path's plain argv without building the argparse parser.
+"""A parse of the frequent commands' plain argv without building the argparse parser.
 
 `--hook AGENT [--project DIR]` runs before every agent tool call and `--can-edit` before
-every edit. Building the full parser costs more than parsing: argparse's help formatter
-imports shutil (and with it bz2, lzma) and gettext's locale machinery while the ~40 flags are
-declared. `plain` returns exactly the Namespace `parser.build().parse_args(argv)` would return,
-for the simple argv shapes those verbs use, and None for anything else (the caller then uses
-the full parser, so every other argv behaves as before):
+every edit; `--check-gate`, `--audit` and `--loop-list` run on every tick or from scripts.
+Building the full parser costs more than parsing: argparse's help formatter imports shutil
+(and with it bz2, lzma) and gettext's locale machinery while the ~40 flags are declared.
+`plain` returns exactly the Namespace `parser.build().parse_args(argv)` would return, for the
+simple argv shapes those verbs use, and None for anything else (the caller then uses the full
+parser, so every other argv behaves as before):
 
 - only exact flag spellings from the parser's tables (no abbreviations, no `--flag=value`),
   each at most once; `--focus` (optional value) and `--help` are never fast-parsed;
 - a value flag is followed by one non-empty value that does not start with `-`;
-- the verb is `hook` or `can_edit`.
+- the verb is one of FAST_VERBS.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # argparse stays off the hook path (it runs before every agent edit)
-    import argparse
-
-from collections.abc import Sequence
 from types import SimpleNamespace
-from typing import Any, cast
 
 from automaton.cli.parser import AGENT_FLAGS, COMMON_FLAGS, LOOP_FLAGS, TASK_FLAGS, VERBS
 
-FAST_VERBS = frozenset({"hook", "can_edit"})
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (core/record.py says why)
+if TYPE_CHECKING:  # argparse, typing and collections.abc stay off the hook path
+    import argparse
+    from collections.abc import Sequence
+    from typing import Any
+
+FAST_VERBS = frozenset({"hook", "can_edit", "check_gate", "audit", "loop_list"})
 
 
 def _table() -> dict[str, tuple[str, bool]]:
@@ -53,7 +53,7 @@ def defaults() -> dict[str, Any]:
 
 
 def plain(argv: Sequence[str]) -> argparse.Namespace | None:
-    """The Namespace of a plain `--hook`/`--can-edit` argv, or None (use the full parser)."""
+    """The Namespace of a plain argv of a FAST_VERBS verb, or None (use the full parser)."""
     table = _table()
     values = defaults()
     seen: set[str] = set()
@@ -73,7 +73,8 @@ def plain(argv: Sequence[str]) -> argparse.Namespace | None:
             values[dest] = True
             i += 1
     given = {dest for dest, value in values.items() if value is not None and value is not False}
-    if not given & FAST_VERBS or given & (set(VERBS) - FAST_VERBS):
+    verbs = given & set(VERBS)
+    if len(verbs) != 1 or not verbs <= FAST_VERBS:  # none, several (verb_of says so) or another verb
         return None
     # A SimpleNamespace reads like argparse's Namespace to every adapter, without importing argparse.
-    return cast("argparse.Namespace", SimpleNamespace(**values))
+    return SimpleNamespace(**values)  # type: ignore[return-value]

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import sys
-from collections.abc import Callable, Sequence
 
 from automaton.cli import fastpath
 from automaton.cli import parser as p
@@ -13,11 +11,15 @@ from automaton.cli.render import emit, emit_error
 from automaton.core.errors import AutomatonError, ExitCode, path_error
 from automaton.core.outcome import Outcome
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (core/record.py says why)
+if TYPE_CHECKING:  # collections.abc too stays off the hook path, which runs before every agent edit
+    from collections.abc import Callable, Sequence
+
 
 def crash_log(exc: BaseException) -> str:
     """Write the traceback to a log file (never the screen) and return its path."""
     # Imported here, not at the top: only a crash needs them, and every agent edit starts
-    # this module (the hook path, DESIGN §10).
+    # this module (the hook path: docs/architecture.md#layers-and-what-each-may-import).
     import os
     import tempfile
     import time
@@ -35,7 +37,7 @@ def _hook_argv(args: Sequence[str]) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; returns the exit code (DESIGN §2 table).
+    """Run one command; returns the exit code (README.md#exit-codes).
 
     `--hook` fails closed: the agents treat every exit but 2 as "allow" (hooks/__init__.py), so
     under `--hook` every path that does not end in the hook adapter's own answer (0 allow, with
@@ -53,8 +55,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BaseException as exc:  # e.g. printing the error failed: a hook still blocks
         if not hook[0]:
             raise
-        with contextlib.suppress(BaseException):
+        # Not contextlib.suppress: contextlib is an import the hook path need not pay.
+        try:  # noqa: SIM105
             print(f"automaton denied this tool call: the hook failed ({type(exc).__name__})", file=sys.stderr)
+        except BaseException:  # still deny, even when stderr is gone
+            pass
         return int(ExitCode.BAD_INPUT)
     if hook[0] and not adapted:  # the hook adapter owns its code (0 or 2); every other path denies
         return int(ExitCode.BAD_INPUT)

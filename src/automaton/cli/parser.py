@@ -1,4 +1,4 @@
-"""The one argparse parser of the seeds' flag interface, built from a declarative table.
+"""The one argparse parser of the flag interface, built from a declarative table.
 
 Each action flag is a *verb*; exactly one verb per call. `VERBS` maps a verb to the
 `module:function` adapter that runs it, imported lazily so the hook path stays fast.
@@ -6,12 +6,10 @@ Each action flag is a *verb*; exactly one verb per call. `VERBS` maps a verb to 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # argparse stays off the hook path (it runs before every agent edit)
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (core/record.py says why)
+if TYPE_CHECKING:  # argparse and typing stay off the hook path (it runs before every agent edit)
     import argparse
-
-from typing import Any
+    from typing import Any
 
 # (flags, argparse keyword arguments). Grouped for --help; order is the help order.
 TASK_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [

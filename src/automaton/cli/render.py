@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
-import unicodedata
-from typing import Any, TextIO
 
 from automaton.core.errors import one_line
 from automaton.core.outcome import Outcome
+
+TYPE_CHECKING = False  # typing stays off the hook path (core/record.py says why)
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 
 def emit(outcome: Outcome, as_json: bool, out: TextIO | None = None, err: TextIO | None = None) -> None:
@@ -39,4 +41,6 @@ def shown(text: str) -> str:
     """`text` as one line a terminal shows as written: control characters escaped (`one_line`)
     and so are invisible format characters (bidi overrides such as U+202E, zero-width joiners),
     which a file under review could use to make its diff read other than it is."""
+    import unicodedata  # here: only a review screen needs it, the hook path does not
+
     return "".join(f"\\u{ord(c):04x}" if unicodedata.category(c) == "Cf" else c for c in one_line(text))

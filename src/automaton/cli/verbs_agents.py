@@ -6,15 +6,14 @@ it owns its exit code (0 allow, 2 deny, never 1 or 3, which the agents treat as 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # argparse stays off the hook path (it runs before every agent edit)
-    import argparse
-
 import sys
 
 from automaton.core.errors import ExitCode
 from automaton.core.outcome import Outcome
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (core/record.py says why)
+if TYPE_CHECKING:  # argparse stays off the hook path (it runs before every agent edit)
+    import argparse
 
 
 def hook(ns: argparse.Namespace) -> Outcome:

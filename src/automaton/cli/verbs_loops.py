@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
-import argparse
-import importlib
-from typing import Any
+import sys
 
 from automaton.cli.parser import UsageError
-from automaton.cli.verbs_tasks import project_of
 from automaton.core.outcome import Outcome
+from automaton.store.layout import Project
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (core/record.py says why)
+if TYPE_CHECKING:  # argparse and typing stay off the frequent verbs (--check-gate, --loop-list)
+    import argparse
+    from typing import Any
+
+
+def project_of(ns: argparse.Namespace) -> Project:
+    """The project of `--project DIR` (default: found from the current directory)."""
+    return Project.at(ns.project)
 
 
 def _call(module: str, func: str, *args: Any, **kwargs: Any) -> Outcome:
     """Import a use case lazily (keeps the hook path fast) and run it."""
-    result: Outcome = getattr(importlib.import_module(module), func)(*args, **kwargs)
+    __import__(module)
+    result: Outcome = getattr(sys.modules[module], func)(*args, **kwargs)
     return result
 
 
@@ -52,8 +61,8 @@ def approve_loop(ns: argparse.Namespace) -> Outcome:
     if ns.to is not None:
         raise UsageError("--to is for --approve --task; --approve --loop takes no phase")
     from automaton.cli.confirm import confirm
+    from automaton.commands import loops as uc
 
-    uc = importlib.import_module("automaton.commands.loops")
     project = project_of(ns)
     review = uc.review_loop(project, ns.loop)
     confirm(review, yes=bool(getattr(ns, "yes", False)), as_json=bool(ns.json))
@@ -66,11 +75,12 @@ def can_continue(ns: argparse.Namespace) -> Outcome:
 
 
 def check_gate(ns: argparse.Namespace) -> Outcome:
-    return _call("automaton.commands.loops", "check_gate", project_of(ns), ns.check_gate, ns.task)
+    # The use case's own module, not the commands.loops facade, which imports every loop verb.
+    return _call("automaton.commands.loop_gate", "check_gate", project_of(ns), ns.check_gate, ns.task)
 
 
 def loop_list(ns: argparse.Namespace) -> Outcome:
-    return _call("automaton.commands.loops", "loop_list", project_of(ns))
+    return _call("automaton.commands.loop_views", "loop_list", project_of(ns))
 
 
 def loop_status(ns: argparse.Namespace) -> Outcome:
@@ -91,7 +101,9 @@ def remove_loop(ns: argparse.Namespace) -> Outcome:
 
 
 def vram(ns: argparse.Namespace) -> Outcome:
-    """`--vram [--json]`: the probe of automaton.vram (DESIGN §8); data is its dict."""
-    found: dict[str, Any] = importlib.import_module("automaton.vram").probe()
+    """`--vram [--json]`: the probe of automaton.vram; data is its dict."""
+    from automaton.vram import probe
+
+    found: dict[str, Any] = probe()
     lines = [f"{key}: {value}" for key, value in found.items()]
     return Outcome(lines=lines, data=dict(found))

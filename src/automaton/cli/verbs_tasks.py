@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # argparse stays off the hook path (it runs before every agent edit)
-    import argparse
-
 from pathlib import Path
 
 from automaton.cli.parser import UsageError
 from automaton.core.errors import ExitCode
 from automaton.core.outcome import Outcome
 from automaton.store.layout import Project
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (core/record.py says why)
+if TYPE_CHECKING:  # argparse stays off the fast paths (--hook, --can-edit, --audit ...)
+    import argparse
 
 
 def project_of(ns: argparse.Namespace) -> Project:
@@ -27,7 +26,7 @@ def _need(ns: argparse.Namespace, flag: str, verb: str) -> str:
 
 
 def version(ns: argparse.Namespace) -> Outcome:
-    """Seed 000 R3: `automaton <version>`, or `automaton (unknown version)`; exit 0 always."""
+    """`automaton <version>`, or `automaton (unknown version)`; exit 0 always (a stable output)."""
     from automaton.store.config import framework_version
 
     found = framework_version()
@@ -48,12 +47,9 @@ def transition(ns: argparse.Namespace) -> Outcome:
 
 
 def approve(ns: argparse.Namespace) -> Outcome:
+    """`--approve --task T [--to PHASE]` (cli/verbs_approve.py sends --loop and --config elsewhere)."""
     if ns.loop is not None and ns.task is not None:
         raise UsageError("--approve takes --task or --loop, not both")
-    if ns.loop is not None:
-        from automaton.cli.verbs_loops import approve_loop
-
-        return approve_loop(ns)
     from automaton.commands.tasks import approve as run
 
     return run(project_of(ns), _need(ns, "--task", "--approve"), ns.to)
@@ -78,7 +74,7 @@ def validate_folder(ns: argparse.Namespace) -> Outcome:
 
 
 def audit(ns: argparse.Namespace) -> Outcome:
-    from automaton.commands.loops import audit_section
+    from automaton.commands.loop_views import audit_section  # not commands.loops: it imports every loop verb
     from automaton.commands.reports import audit as run
 
     return run(project_of(ns), audit_section)

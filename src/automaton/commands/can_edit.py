@@ -1,4 +1,4 @@
-"""`--can-edit`: may the agent write this file now? (DESIGN §4 per-phase scopes, seed 000 R7).
+"""`--can-edit`: may the agent write this file now? (the per-phase scopes: README.md#tasks-phases-and-sign-offs).
 
 This module sits on the hook path, which runs before every agent edit: keep imports light.
 """
@@ -6,20 +6,25 @@ This module sits on the hook path, which runs before every agent edit: keep impo
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Hashable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar, cast
 
 from automaton.core import phases as ph
 from automaton.core.errors import BadInput
 from automaton.core.names import TaskRef
+from automaton.core.record import record
 from automaton.resolve import case_insensitive, posix, real, relative_parts
 from automaton.store.layout import DOT, TASKS, Project
 
 TASK_ENV = "AUTOMATON_TASK"
 FOCUS_LOCK = "focus.lock"  # taken by every `--focus`, and left behind (commands.focus.set_focus)
-_T = TypeVar("_T")
+
+# typing, collections.abc and dataclasses stay off the hook path (core/record.py says why).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Hashable
+    from typing import TypeVar
+
+    _T = TypeVar("_T")
 
 
 class Memo:
@@ -35,7 +40,7 @@ class Memo:
         """The value under `key`, computed by `make()` on first use."""
         if key not in self._values:
             self._values[key] = make()
-        return cast(_T, self._values[key])
+        return self._values[key]  # type: ignore[return-value]  # stored by make() under this key
 
     def root(self, project: Project) -> Path:
         """The project's real root."""
@@ -53,7 +58,7 @@ HOOK_CONFIG: frozenset[tuple[str, ...]] = frozenset({
 HOOK_CONFIG_WHY = "agent hook configuration is changed only by a human"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Decision:
     """The answer: `allowed`, a one-line `reason`, and the resolved real `path`."""
 
@@ -92,7 +97,7 @@ def task_scope_allows(
     phase: str, parts: tuple[str, ...], task_parts: tuple[str, ...], *, fold: bool = False,
     override: list[str] | None = None,
 ) -> bool:
-    """Whether `phase` lets the agent write the project-relative `parts` (DESIGN §4 table).
+    """Whether `phase` lets the agent write the project-relative `parts` (the README's "What a phase may edit").
 
     `fold=True` compares letter case-insensitively (a case-insensitive volume, where
     `Tasks/T/spec.md` is `tasks/T/SPEC.md`). "Outside tasks/ and .automaton/" is always
@@ -149,7 +154,7 @@ def which_task(project: Project, explicit: str | None) -> TaskRef | None:
     return ref
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _TaskScope:
     """What one task's phase scope needs, read once per call. `denial` non-empty: every path
     is denied with it (tampered, legacy, pending demotion)."""
@@ -170,7 +175,8 @@ def _task_scope(project: Project, ref: TaskRef, root: Path) -> _TaskScope:
         return _TaskScope(f"task {ref} is tampered ({rec.tamper}); nothing may be edited")
     if rec.phase is None:
         return _TaskScope(f"task {ref} has no .state: run automaton --phase --task {ref} first")
-    dem = demotion(rec.phase, rec.bound(), rec.current_hashes())
+    bound = rec.bound()
+    dem = demotion(rec.phase, bound, rec.current_hashes(bound))
     if dem is not None:
         return _TaskScope(
             f"task {ref}: approved {dem.artifact} changed after sign-off (demotion to {dem.to_phase}"

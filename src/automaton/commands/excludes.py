@@ -1,8 +1,8 @@
-"""Keep automaton's runtime files out of git (DESIGN §3) via the repo's `info/exclude`.
+"""Keep automaton's runtime files out of git (docs/architecture.md#what-git-sees) via the repo's `info/exclude`.
 
 Only files that must never be committed: locks, temp files, the per-checkout focus and the
 loop runtime. `loop.json` and the task `.state`/`.state.log` stay trackable (the project
-decides; seed 003 §7). Best effort: a project that is not a git repo gets nothing.
+decides). Best effort: a project that is not a git repo gets nothing.
 """
 
 from __future__ import annotations

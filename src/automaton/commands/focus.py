@@ -1,4 +1,4 @@
-"""`--focus T` / `--focus --clear`: which task the agent hooks enforce (DESIGN §7). A human act.
+"""`--focus T` / `--focus --clear`: which task the agent hooks enforce. A human act.
 
 `.automaton/focus` holds one line: the task (`T` or `P/SUB`), or `-` when cleared. It is
 committed with a chained, keyed line in `.automaton/focus.log` (like a task's `.state`), so a

@@ -31,7 +31,7 @@ def require_human(action: str) -> str:
     A human is stdin being a terminal, or `AUTOMATON_APPROVER` naming the approver (CI,
     dashboards). Agents run commands without a terminal, so they are refused here; so is any
     shell that carries an agent's marker variable (AGENT_MARKERS), whatever else is set. The
-    agent hooks also deny any command line that runs `--approve` (DESIGN §7).
+    agent hooks also deny any command line that runs `--approve`.
     """
     marker = next((m for m in AGENT_MARKERS if os.environ.get(m)), None)
     if marker is not None:

@@ -1,4 +1,4 @@
-"""The pre-tick gate as a use case: `--check-gate`, `--can-continue` (seed 000 R4, R5; DESIGN §5).
+"""The pre-tick gate as a use case: `--check-gate`, `--can-continue` (docs/architecture.md#stable-interfaces).
 
 The rules are pure (core/gates.py); this module gathers their facts (state, config, task
 phase, drift, VRAM) and applies a halt atomically.
@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from automaton.commands.gate_next import deferral_gate, next_step
 from automaton.commands.loops_common import optional as _optional
 from automaton.commands.loops_common import project_config_problem
 from automaton.core.errors import BadInput, ExitCode
@@ -34,6 +35,7 @@ from automaton.git import run_git
 from automaton.git.drift import (
     DriftError,
     GitMissing,
+    PrivateIndex,
     branch_blobs,
     branch_changed_paths,
     changed_paths,
@@ -42,6 +44,7 @@ from automaton.git.drift import (
 from automaton.git.worktree import branch_name
 from automaton.resolve import real
 from automaton.store import loops, tasks
+from automaton.store.key import seal_bytes
 from automaton.store.layout import Project
 
 # ---- gates ----------------------------------------------------------------------------------
@@ -101,7 +104,9 @@ class _Facts:
             try:
                 if self.drift_cwd is None:
                     self._check_branch(worktree)
-                files = changed_paths(worktree, self.state["base_commit"])
+                # The drift check's own index lives in the loop folder (git/content.py says why).
+                index = PrivateIndex(self.project.loop_dir(self.loop) / "drift.index", seal_bytes)
+                files = changed_paths(worktree, self.state["base_commit"], index=index)
                 want = [f for f in files if hash_paths is None or f in hash_paths]
                 return DriftFacts(tuple(files), blobs=tuple(sorted(worktree_blobs(worktree, want).items())))
             except GitMissing as exc:
@@ -178,8 +183,8 @@ def _project_config_gate(project: Project, state: dict[str, Any], facts: _Facts)
 
 
 def check_gate(project: Project, name: str, task: str | None = None, *, drift_cwd: Path | None = None) -> Outcome:
-    """Run the six gates (DESIGN §5) and apply a halt atomically (logged `HALT reason=…`,
-    schedule disabled best-effort). data: the seed 000 R4 shape {ok, reason, halt_reason,
+    """Run the six gates and apply a halt atomically (logged `HALT reason=…`,
+    schedule disabled best-effort). data: the gate object {ok, reason, halt_reason,
     remaining_iterations, remaining_budget_usd (USD | null), task_phase, task_in_halt_loop,
     out_of_scope_files} plus loop, status, halt_detail, halted_now, worktree_fallback, task, and
     for a loop that was halted before this call `halted_since` (ISO UTC of its last HALT log
@@ -187,13 +192,16 @@ def check_gate(project: Project, name: str, task: str | None = None, *, drift_cw
     config error are read now (the text labels the recorded halt "halted since …: …").
     Exit 0 ok, 1 not ok, 2 unknown/untracked loop or task, corrupt state, or an invalid
     loop.json (then also halted `config_changed: <file>: <error>`, and data carries `error` and
-    `exit_code` besides the R4 keys). The loop's task is `task`, else loop.json `task`, else
+    `exit_code` besides the gate object's keys). The loop's task is `task`, else loop.json `task`, else
     the state's current_task.
 
     A tampered `.state.loop` (edited, deleted, forged log) is halted (human_intervention,
     halt_detail "state_tampered: …") with counters the tamper cannot lower
     (store.loops.untampered_counters). A `.automaton/config.json` that is not the sealed one
     halts a running loop (human_intervention, "config_changed: .automaton/config.json").
+    With every brake passing, a deferral of the loop's harness account (`store.deferrals`: an
+    agent's usage limit) refuses with reason `deferred:<ISO UTC>` and no halt (data also
+    carries deferred_until and harness). Every refusal's text ends with the next step.
     A new halt, a wait for a task sign-off and a tick put off are sent to loop.json `notify`
     (`automaton.notify.after_gate`); a failed notification is a warning, never an error.
     """
@@ -215,6 +223,8 @@ def check_gate(project: Project, name: str, task: str | None = None, *, drift_cw
         else:
             project_halt = _project_config_gate(project, s.rec.state, facts)
             result, config = (project_halt, None) if project_halt is not None else run_gates(s.rec.state, facts)
+            if result.ok and config is not None:  # every brake passed: is the agent's account deferred?
+                result = deferral_gate(config.harness.name, result)
             state = s.rec.state
             if result.halt is not None and result.detail == CONFIG_CHANGED:
                 invalid = _config_error(project, loop)
@@ -256,6 +266,8 @@ def check_gate(project: Project, name: str, task: str | None = None, *, drift_cw
     }
     if invalid is not None:
         out.data.update(error=invalid, exit_code=int(ExitCode.BAD_INPUT))
+    if result.gate == "deferred" and config is not None:
+        out.data.update(deferred_until=result.reason.partition(":")[2], harness=config.harness.name)
     if was_halted:
         out.data["halted_since"] = since
     head = f"{loop}: gate ok" if result.ok else f"{loop}: gate not ok: {result.reason}"
@@ -265,16 +277,21 @@ def check_gate(project: Project, name: str, task: str | None = None, *, drift_cw
                             " (as recorded at the halt; the lines below are current)"]
     else:
         out.lines.append(head + (f" ({result.detail})" if result.detail and not result.ok else ""))
+    stepped = True  # a line below already names the next step
     if invalid is not None:
         out.lines.append(f"  invalid loop.json: {invalid}; fix it, then a human runs automaton --approve --loop {loop}")
     elif (not result.ok and (state["halt_detail"] or "").startswith(CONFIG_CHANGED)
           and loops.config_sha256(project, loop) != state["config_sha256"]):
         out.lines.append(f"  {project.loop_dir(loop) / loops.CONFIG_FILE} is not the sealed loop.json: review it,"
                          f" then a human runs automaton --approve --loop {loop}")
+    else:
+        stepped = False
     if not result.ok:
         unsealed = project_config_problem(project)
         if unsealed is not None:
             out.lines.append(f"  {unsealed}, then automaton --approve --loop {loop}")
+        elif not stepped:
+            out.lines.append(f"  next step: {next_step(loop, result.reason, state, task_name, config)}")
     out.lines += [f"  out of scope: {f}" for f in result.out_of_scope_files]
     out.lines.append(f"  remaining_iterations={left_iter} remaining_budget_usd={left_usd} task_phase={phase}")
     if state["worktree_fallback"]:
@@ -288,7 +305,7 @@ def check_gate(project: Project, name: str, task: str | None = None, *, drift_cw
 
 
 def can_continue(project: Project, name: str) -> Outcome:
-    """Is the loop alive at all (R5): data {ok, status} (+ tamper when tampered); exit 0 / 1."""
+    """Is the loop alive at all: data {ok, status} (+ tamper when tampered); exit 0 / 1."""
     rec = loops.inspect(project, name)
     status = rec.state["status"]
     ok = status == "running" and not rec.tamper

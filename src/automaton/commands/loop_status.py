@@ -10,7 +10,6 @@ schedule (`commands.schedule_info`) and git (the worktree branch against its bas
 from __future__ import annotations
 
 import json
-from decimal import ROUND_DOWN, Decimal, InvalidOperation
 from typing import Any
 
 from automaton.commands.schedule_info import schedule_info
@@ -19,6 +18,7 @@ from automaton.core.gates import remaining, used
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.names import LoopName
 from automaton.core.outcome import Outcome
+from automaton.core.scores import score_text as score_text  # moved to core: --loop-list needs it alone
 from automaton.git import run_git
 from automaton.git.worktree import branch_name
 from automaton.store import loops
@@ -27,21 +27,6 @@ from automaton.store.looplog import logged_counters
 
 BARS = "▁▂▃▄▅▆▇█"
 SHOWN_BARS = 120  # sparkline characters in the text form (the JSON carries every scored tick)
-
-
-def score_text(score: float | None) -> str:
-    """A 0..1 score with at most 4 decimals, rounded toward zero (never up: 0.99995 reads
-    0.9999, never 1.0000) and at least 2 decimals: 0.5 -> "0.50", 0.9993 -> "0.9993",
-    1.0 -> "1.00"; None -> "unscored"."""
-    if score is None:
-        return "unscored"
-    try:
-        cut = Decimal(repr(float(score))).quantize(Decimal("0.0001"), rounding=ROUND_DOWN)
-    except InvalidOperation:
-        return str(score)
-    text = f"{cut:f}".rstrip("0")
-    whole, _, frac = text.partition(".")
-    return f"{whole}.{frac.ljust(2, '0')}"
 
 
 def sparkline(scores: list[float]) -> str:
@@ -91,6 +76,11 @@ def _from_log(rec: loops.LoopRecord) -> dict[str, Any]:
         n = line.fields.get("n", "")
         if line.event == "TICK_START":
             reserved[n] = _num(line.fields.get("reserved_usd")) or 0.0
+        elif line.event == "TICK_DEFERRED":  # put off by a usage limit: what it spent is in the line
+            reserved.pop(n, None)
+            cost = _num(line.fields.get("cost")) or 0.0
+            known_cost = line.fields.get("cost_known", "").lower() == "true"
+            known, at_cap = known + (cost if known_cost else 0.0), at_cap + (0.0 if known_cost else cost)
         elif line.event == "TICK":
             reserved.pop(n, None)
             score = _num(line.fields.get("score"))
@@ -142,7 +132,9 @@ def status_data(project: Project, name: str) -> dict[str, Any]:
      per score), last_tick: {n, at (ISO-8601 UTC), verdict ({score, passed, done, summary,
      source}|null)}, schedule (see schedule_info.schedule_info), worktree: {path, branch,
      exists, base (the branch it is compared with), ahead, behind (commits; null on error),
-     error}, next_step (str|null: the command a human runs next)}.
+     error}, deferred ({until (ISO UTC), harness, source ("reported"|"backoff"), streak, reason}
+     while the account of the loop's harness is deferred on this machine by a usage limit, else
+     null), next_step (str|null: the command a human runs next)}.
     Errors: BadInput (exit 2) for an unknown, untracked or unreadable loop.
     """
     rec = loops.inspect(project, name)
@@ -169,9 +161,22 @@ def status_data(project: Project, name: str) -> dict[str, Any]:
         "scores": log["scores"], "sparkline": sparkline([s["score"] for s in log["scores"]]),
         "last_tick": {"n": state["iteration_count"] or None, "at": state["last_tick_at"], "verdict": verdict},
         "schedule": info, "worktree": _worktree(project, loop, state, config),
+        "deferred": _deferred(config),
     }
     data["next_step"] = _next_step(data)
     return data
+
+
+def _deferred(config: LoopConfig | None) -> dict[str, Any] | None:
+    if config is None:
+        return None
+    from automaton.store import deferrals
+
+    found = deferrals.read(config.harness.name)
+    if found is None or not found.active():
+        return None
+    return {"until": found.until_iso, "harness": found.harness, "source": found.source, "streak": found.streak,
+            "reason": found.reason}
 
 
 def _next_step(d: dict[str, Any]) -> str | None:
@@ -224,6 +229,10 @@ def loop_status(project: Project, name: str) -> Outcome:
         lines.append(f"  TAMPERED: {d['tamper']}")
     if d["config_error"]:
         lines.append(f"  loop.json: {d['config_error']}")
+    if d["deferred"]:
+        dd = d["deferred"]
+        lines.append(f"  deferred until {dd['until']}: {dd['harness']} usage limit ({dd['reason']}); ticks of every"
+                     f" loop using {dd['harness']} wait, nothing to do")
     lines.append(f"  iterations: {it['used']} used of {it['max'] if it['max'] is not None else '?'} since approval,"
                  f" {it['left'] if it['left'] is not None else '?'} left ({it['total']} in all)")
     budget = (f"{_usd(sp['used'])} used of {_usd(sp['max'])} since approval, {_usd(sp['left'])} left"
@@ -240,7 +249,7 @@ def loop_status(project: Project, name: str) -> Outcome:
     else:
         lines.append("  scores: none yet")
     verdict = last["verdict"] or {}
-    if last["at"]:
+    if last["at"] and last["n"]:  # a first tick put off by a usage limit set `at` but counted nothing
         lines.append(f"  last tick: {last['n']} at {last['at']}, score {score_text(verdict.get('score'))}"
                      + (f" ({verdict['summary']})" if verdict.get("summary") else ""))
     else:

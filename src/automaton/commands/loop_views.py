@@ -1,27 +1,27 @@
-"""Read-side loop use cases: `--can-edit --loop` (seed 000 R7), `--loop-list` and the Loops
-section of `--audit` (R9)."""
+"""Read-side loop use cases: `--can-edit --loop`, `--loop-list` and the Loops
+section of `--audit` (docs/architecture.md#stable-interfaces)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from automaton.commands.can_edit import Decision, protected, task_scope_allows
 from automaton.core.errors import BadInput, CorruptState, ExitCode
-from automaton.core.gates import (
-    scope_spec,
-)
 from automaton.core.names import LoopName, TaskRef
 from automaton.core.outcome import Outcome
 from automaton.resolve import posix, real, relative_parts
 from automaton.store import loops, tasks
 from automaton.store.layout import Project
 
+if TYPE_CHECKING:
+    from automaton.core.loopconfig import LoopConfig
+
 # ---- can-edit, list, audit ------------------------------------------------------------------
 
 def can_edit_loop(project: Project, name: str, file: str, *, loop_worktree: bool, task: str | None = None,
                   cwd: Path | None = None) -> Decision:
-    """R7: `file` must be inside the loop's worktree, match its file_scope (relative to the
+    """`file` must be inside the loop's worktree, match its file_scope (relative to the
     worktree root) and not be protected; with `task`, also that task's phase scope. A relative
     `file` is anchored at the worktree (`loop_worktree`) or at `cwd` (default: project root)."""
     config = loops.read_config(project, name)
@@ -35,6 +35,8 @@ def can_edit_loop(project: Project, name: str, file: str, *, loop_worktree: bool
     why = protected(parts)
     if why:
         return Decision(False, f"{posix(parts)}: {why}", str(path))
+    from automaton.core.gates import scope_spec  # here: its pathspec is an import --loop-list never needs
+
     if not scope_spec(config.blast_radius.file_scope).match_file(posix(parts)):
         return Decision(False, f"{posix(parts)} is outside the file_scope of loop {config.name}"
                         f" ({', '.join(config.blast_radius.file_scope)})", str(path))
@@ -62,8 +64,11 @@ def _rows(project: Project) -> list[dict[str, Any]]:
             row.update({k: rec.state[k] for k in ("status", "halt_reason", "iteration_count", "started_at",
                                                   "spent_usd")})
             row["last_score"] = (rec.state["last_verdict"] or {}).get("score")
-            row["task"] = next(iter(loops.bound_tasks(project, loop, rec.state)), None)
-            row["sandbox"] = _sandbox_mode(project, loop)
+            # loop.json read once for both (store.loops.bound_tasks reads it for the task alone):
+            # the task is loop.json's `task`, else the state's current_task, as bound_tasks orders them
+            config = _config_or_none(project, loop)
+            row["task"] = (config.task if config is not None else None) or rec.state["current_task"]
+            row["sandbox"] = config.sandbox if config is not None else None
             if rec.tamper:
                 row["flag"] = f"TAMPERED: {rec.tamper}"
             elif rec.state["status"] == "halted":
@@ -81,16 +86,16 @@ def _rows(project: Project) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: str(r["name"]))
 
 
-def _sandbox_mode(project: Project, loop: str) -> str | None:
-    """loop.json's `sandbox` ("on" | "off"), None when loop.json cannot be read now (the gate says why)."""
+def _config_or_none(project: Project, loop: str) -> LoopConfig | None:
+    """loop.json, None when it cannot be read now (the gate says why; the row's sandbox is then null)."""
     try:
-        return loops.read_config(project, loop).sandbox
+        return loops.read_config(project, loop)
     except BadInput:
         return None
 
 
 def _table(rows: list[dict[str, Any]]) -> list[str]:
-    from automaton.commands.loop_status import score_text
+    from automaton.core.scores import score_text
 
     lines = [f"  {'NAME':24} {'STATUS':9} {'HALT_REASON':21} {'ITER':>5} {'SPENT_USD':>10} {'SCORE':>8} STARTED_AT"]
     for r in rows:
@@ -107,7 +112,7 @@ def _table(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def loop_list(project: Project) -> Outcome:
-    """R9 `--loop-list`: a table; data {"loops": [{name, status, halt_reason, iteration_count, started_at, task,
+    """`--loop-list`: a table; data {"loops": [{name, status, halt_reason, iteration_count, started_at, task,
     flag, spent_usd (USD, all ticks), last_score (0..1 of the last verdict, or null), sandbox ("on" | "off",
     null when loop.json is unreadable)}]} (task:
     loop.json `task`, else current_task). Exit 2 (after the whole table) when a
@@ -121,7 +126,7 @@ def loop_list(project: Project) -> Outcome:
 
 
 def audit_section(project: Project) -> tuple[list[str], list[dict[str, object]], int]:
-    """R9: the Loops section of --audit: (text lines, rows, number flagged: halted/corrupt/untracked/tampered)."""
+    """The Loops section of --audit: (text lines, rows, number flagged: halted/corrupt/untracked/tampered)."""
     rows = _rows(project)
     flagged = sum(1 for r in rows if r["flag"])
     lines = [f"Loops: {len(rows)} loop(s), {flagged} flagged", *(_table(rows) if rows else [])]

@@ -1,4 +1,4 @@
-"""Loop use cases: create, pause/resume, approve (seed 000 R1–R3, R10; DESIGN §5).
+"""Loop use cases: create, pause/resume, approve (README.md#loops-bounded-unattended-agents).
 
 The gate (`loop_gate`) and the read-side views (`loop_views`) are re-exported here.
 """
@@ -36,8 +36,9 @@ from automaton.store.chainlog import utc_now
 from automaton.store.layout import Project, framework_home
 from automaton.store.locks import Busy, locked
 
-HALTED_MSG = "loop is halted, use --approve --loop to clear halt"  # seed 000 R3, verbatim
-# DESIGN §3: runtime files git must never see; the last three are what --install-schedule writes.
+HALTED_MSG = "loop is halted, use --approve --loop to clear halt"  # a stable text: docs/architecture.md
+# Runtime files git must never see (docs/architecture.md#what-git-sees); the last three are what
+# --install-schedule writes.
 # `sealed/` holds the copy of the sealed loop.json, beside the seal in `.state.loop` (excluded too).
 EXCLUDES = ("worktree/", "runs/", ".lock", ".state*", "run-tick.*", "schedule.json", "schedule.log", "sealed/")
 
@@ -58,7 +59,7 @@ def _template_dir(project: Project, template: str) -> tuple[Path, bool]:
 
 
 def create_loop(project: Project, name: str, template: str, task: str | None = None) -> Outcome:
-    """Create `.automaton/loops/NAME/` from a template (R1, R2): loop.json (name/task patched,
+    """Create `.automaton/loops/NAME/` from a template: loop.json (name/task patched,
     validated, sealed; its copy in `sealed/loop.json`), the role prompts, `.state.loop` and
     `.state.log` (CREATED). The output says when the project's template shadows a packaged one.
 
@@ -162,7 +163,10 @@ def pause_loop(project: Project, name: str) -> Outcome:
 
 
 def resume_loop(project: Project, name: str) -> Outcome:
-    """paused -> running (logged RESUMED). Never clears a halt: exit 1 with the seed's message."""
+    """paused -> running (logged RESUMED). Never clears a halt: exit 1 with HALTED_MSG. A human
+    act like `--approve`: a pause is a human's brake, which an agent must not release (exit 1
+    from an agent's process)."""
+    require_human("--resume-loop")
     return _status_change(project, str(loops.require_tracked(project, name)), "running")
 
 

@@ -1,4 +1,4 @@
-"""Read-only reports: `--validate-folder` and `--audit` (seed 003 §4, §6; seed 000 R9). They write nothing."""
+"""Read-only reports: `--validate-folder` and `--audit`. They write nothing."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from automaton.core.outcome import Outcome
 from automaton.store import tasks
 from automaton.store.layout import Project
 
-# Seed 003 §6, verbatim (its status.py is this CLI; DESIGN §3 ships scripts/status.py as a
-# shim onto it), then the direct command.
+# A stable text (docs/architecture.md#stable-interfaces; its status.py is this CLI, and
+# resources/scripts/status.py is a shim onto it), then the direct command.
 MANUAL = (
     "Task '{task}' was created manually (no .state file)."
     " Use 'python ~/.automaton/scripts/status.py --create-task' to create tasks properly."
@@ -41,7 +41,8 @@ def task_findings(ref: TaskRef, folder: Path, keyed: bool = False) -> tuple[str 
     bad = ph.forbidden_present(rec.phase, rec.present)
     if bad:
         found.append(f"forbidden artifacts for phase {rec.phase!r}: {', '.join(bad)}")
-    dem = demotion(rec.phase, rec.bound(), rec.current_hashes())
+    bound = rec.bound()  # only an artifact an approval binds can demote: hash those alone
+    dem = demotion(rec.phase, bound, rec.current_hashes(bound))
     if dem is not None:
         found.append(
             f"approved {dem.artifact} changed after sign-off: next command demotes"
@@ -137,7 +138,7 @@ def key_findings(project: Project) -> tuple[str | None, list[str]]:
     return path, found
 
 
-# The Loops section of --audit comes from the loop store (seed 000 R9); injected to keep
+# The Loops section of --audit comes from the loop store; injected to keep
 # this module free of loop imports. Signature: (project) -> (lines, rows, violations).
 LoopSection = Callable[[Project], tuple[list[str], list[dict[str, object]], int]]
 

@@ -6,7 +6,8 @@ rights per directory or per existing file (Landlock and Seatbelt alike):
 | phase | writable in the project |
 |---|---|
 | research … referee (one artifact each) | the task's folder |
-| implement | every top-level entry except `tasks/`, `.automaton/`, `.git`, agent settings folders; and the task's folder |
+| implement | every top-level entry except `tasks/`, `.automaton/`, `.git`, agent settings |
+|           | folders; and the task's folder |
 | doc_review | the task's folder, `docs/`, every existing `*.md` outside `tasks/`, `.automaton/`, `.git` |
 | `:awaiting_approval`, `:approved`, new, complete, human_intervention | nothing |
 | no task (no `--task`, no focus) | as implement, without a task folder |

@@ -1,6 +1,6 @@
 """Schedule use cases: install, uninstall, pause (disable) and resume (enable) a loop's OS unit.
 
-Seed 000 R6 and DESIGN §9. The loop folder keeps the tick script and `schedule.json`, the
+See README.md#schedules. The loop folder keeps the tick script and `schedule.json`, the
 record of what was installed (system, interval, interpreter, runner, PATH), so a resume or an
 approval re-installs exactly the same unit, and a loop that never had a schedule is left alone.
 """
@@ -162,7 +162,7 @@ def install_schedule(project: Project, name: str, interval_s: int | None = None,
 
 def _resolve_harness(project: Project, loop: LoopName, path_env: str, out: Outcome) -> str | None:
     """The harness executable resolved to an absolute path on the PATH the tick script exports
-    (DESIGN §7: cron and launchd start jobs with a bare PATH). Not found: a warning now, because
+    (cron and launchd start jobs with a bare PATH). Not found: a warning now, because
     every scheduled tick would fail. None for the in-process `scripted` harness."""
     import shutil
 

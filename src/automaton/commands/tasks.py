@@ -1,4 +1,4 @@
-"""Task use cases: create, transition, approve, phase (seed 003 §1–§6, DESIGN §4).
+"""Task use cases: create, transition, approve, phase (README.md#tasks-phases-and-sign-offs).
 
 Every change to a task happens under its lock (`store.tasks.lock_path`), on a record re-read
 under that lock after finishing any interrupted commit, so concurrent commands never lose an
@@ -79,7 +79,7 @@ def _settle(project: Project, rec: tasks.TaskRecord, out: Outcome, deleted: str 
         raise Refused(f"{deleted}; {RESEAL_HINT.format(ref=rec.ref)}")
     if rec.phase is None:
         inferred = ph.infer_phase(rec.present, _verdict(rec.dir))
-        # Seed 003 §3 infers the phase from artifacts. Anyone can create files, so a phase past
+        # A legacy folder's phase is inferred from its artifacts. Anyone can create files, so a phase past
         # the first sign-off is not trusted on its own: it goes to the human, who confirms it
         # with --approve --to (no sign-off is skipped by hand-making a folder).
         written = inferred if inferred in MIGRATE_FREELY else ph.HUMAN
@@ -124,7 +124,7 @@ def create_task(project: Project, name: str, parent: str | None = None) -> Outco
     """Create `tasks/NAME/` (or `tasks/PARENT/NAME/`) with `.state` = `new`.
 
     Exit 2: invalid name, existing task, unknown parent. Exit 1: parent not at
-    `decomposition:approved` (DESIGN §4 sub-tasks). data: {"task", "phase", "path"}.
+    `decomposition:approved`. data: {"task", "phase", "path"}.
     """
     task = TaskName.of(name)
     if parent is None:
@@ -176,7 +176,7 @@ def _make(project: Project, ref: TaskRef, folder: Path, parent_spec: Path | None
 
 
 def transition(project: Project, task: str, target: str) -> Outcome:
-    """Move a task to `target` if every rule allows it (seed 003 §2, §4; seed 000 R8).
+    """Move a task to `target` if every rule allows it (edges, artifacts, forbidden artifacts, halted owner loops).
 
     Exit 1 with the rule and files when refused; exit 2 for an unknown task/phase or a
     corrupt `.state`. data: {"task", "from", "to"}.

@@ -1,8 +1,6 @@
-"""Approvals bind to content (DESIGN §4): which approved artifact changed, and where that sends the task."""
+"""Approvals bind to content: which approved artifact changed, and where that sends the task."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from automaton.core.phases import (
     APPROVED,
@@ -13,6 +11,7 @@ from automaton.core.phases import (
     PHASES,
     SIGNOFF_PHASES,
 )
+from automaton.core.record import record  # not dataclasses: on the hook path
 
 MISSING = "missing"  # the hash recorded for an artifact that does not exist
 
@@ -39,7 +38,7 @@ def signoffs_passed(phase: str) -> list[str]:
     return [p for p in SIGNOFF_PHASES if PHASES.index(f"{p}:{APPROVED}") <= idx]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Demotion:
     """A changed approved `artifact` sends the task from `from_phase` to `to_phase`."""
 

@@ -12,11 +12,12 @@ written before keys existed carry no `mac`; they may only form a prefix of a log
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import re
-from dataclasses import dataclass, field
+
+# Not hashlib/hmac/dataclasses: every agent hook verifies a chain (core/digest.py, core/record.py).
+from automaton.core.digest import equal, hmac_sha256, sha256_hex
+from automaton.core.record import field, record
 
 GENESIS = "0" * 64
 _TOKEN = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S*)')
@@ -29,12 +30,12 @@ _CHAIN_FIELDS = ("state", "prev", "mac")  # written by format_line itself, never
 
 def line_hash(line: str) -> str:
     """SHA-256 hex of one log line without its newline."""
-    return hashlib.sha256(line.encode("utf-8")).hexdigest()
+    return sha256_hex(line.encode("utf-8"))
 
 
 def line_mac(key: bytes, body: str) -> str:
     """HMAC-SHA256 hex of `body` (a line without its ` mac=` suffix) under `key`."""
-    return hmac.new(key, body.encode("utf-8"), hashlib.sha256).hexdigest()
+    return hmac_sha256(key, body.encode("utf-8"))
 
 
 def _quote(value: object) -> str:
@@ -59,7 +60,7 @@ def format_line(ts: str, event: str, fields: dict[str, object], state: str, prev
     return body if key is None else f"{body} mac={line_mac(key, body)}"
 
 
-@dataclass
+@record
 class LogLine:
     """A parsed line: timestamp, event, fields (strings), and the chain fields (`mac` "" when unkeyed)."""
 
@@ -100,7 +101,7 @@ def parse_line(raw: str) -> LogLine | None:
     return LogLine(head[0], head[1], fields, state, prev, raw, mac)
 
 
-@dataclass
+@record
 class ChainCheck:
     """The verdict on a whole log: `ok`, the lines read up to the first fault, and that `error`.
 
@@ -155,7 +156,7 @@ def verify_text(text: str, key: bytes | None = None, *, check_macs: bool = True)
             if key is None:
                 return ChainCheck(False, lines, f"line {n} is sealed with a key (mac=) but there is no key"
                                   " to verify it", needs_key=True)
-            if not hmac.compare_digest(parsed.mac, line_mac(key, parsed.body)):
+            if not equal(parsed.mac, line_mac(key, parsed.body)):
                 return ChainCheck(False, lines, f"line {n} has a mac the key does not verify: it was"
                                   " forged (or written with another user's key)")
         if parsed.mac:

@@ -1,4 +1,4 @@
-"""Exit codes and the exceptions that carry them to the CLI edge (DESIGN §2)."""
+"""Exit codes and the exceptions that carry them to the CLI edge (README.md#exit-codes)."""
 
 from __future__ import annotations
 
@@ -6,17 +6,19 @@ import re
 from enum import IntEnum
 
 # Line breaks and other control characters (tab kept) that would split or forge an output line.
-_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f\x85\u2028\u2029]")
+# A pattern string, compiled by `re`'s cache on first use: an allowed hook call prints nothing
+# and should not pay for compiling it (the hook runs before every agent edit).
+_CONTROL = "[\x00-\x08\x0a-\x1f\x7f\x85\u2028\u2029]"
 
 
 def one_line(text: str) -> str:
     """`text` with every line break and control character escaped (`\\n`, `\\x1b` ...), so a
     message that quotes user input stays the one line it claims to be."""
-    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    return re.sub(_CONTROL, lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 class ExitCode(IntEnum):
-    """Process exit codes shared by every command (DESIGN §2 table)."""
+    """Process exit codes shared by every command (the table in README.md#exit-codes)."""
 
     OK = 0  # done / allowed / gate ok
     REFUSED = 1  # refused by a rule: transition refused, edit denied, gate not ok
@@ -46,7 +48,8 @@ class BadInput(AutomatonError):
 class CorruptState(BadInput):
     """A state/config file is empty, truncated, of wrong types or newer schema (exit 2).
 
-    State reads fail closed (DESIGN §3): this is raised, never replaced by defaults.
+    State reads fail closed (docs/architecture.md#state-files-and-their-invariants): this is
+    raised, never replaced by defaults.
     """
 
 

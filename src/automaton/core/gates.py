@@ -1,4 +1,4 @@
-"""The six pre-tick gates (seed 000 R4 order, DESIGN §5): pure rules, facts in, GateResult out.
+"""The six pre-tick gates (README.md#the-six-gates-and-how-to-clear-a-halt): pure rules, facts in, GateResult out.
 
 Order: status -> (config seal) -> iterations -> budget -> task phase -> drift -> plateau.
 The first gate that says no decides. Facts that cost I/O (task phase, git drift, VRAM probe)
@@ -16,6 +16,7 @@ import pathspec
 from automaton.core.loopconfig import Brakes, LoopConfig
 
 WAITING = "waiting:approval"
+DEFERRED = "deferred"  # reason `deferred:<ISO UTC until>`: the agent's account hit a usage limit
 CONFIG_CHANGED = "config_changed"
 STATE_TAMPERED = "state_tampered"
 _SHOWN_FILES = 10  # out-of-scope files named in halt_detail (all are in out_of_scope_files)
@@ -26,7 +27,8 @@ class GateResult:
     """The verdict. `halt` is a NEW halt to apply (one of the five deaths) or None.
 
     `reason`: "ok", "halted:<death>", "paused", "complete", "waiting:approval",
-    "task_tampered", "task_untracked" or "budget_unknown". `detail` becomes halt_detail.
+    "task_tampered", "task_untracked", "budget_unknown" or "deferred:<ISO UTC>". `detail`
+    becomes halt_detail.
     """
 
     ok: bool
@@ -51,7 +53,7 @@ class TaskFacts:
 class DriftFacts:
     """Changed files of the worktree, or why they are unknown.
 
-    `skipped`: no worktree / no git (gate skipped with this warning, seed 000 R4).
+    `skipped`: no worktree / no git (gate skipped with this warning).
     `error`: git is there but the diff failed (the gate halts, never "0 files").
     """
 
@@ -63,7 +65,7 @@ class DriftFacts:
 
 @dataclass(frozen=True)
 class VramFacts:
-    """The VRAM probe's answer for a local harness (DESIGN §8); `error` when it could not run."""
+    """The VRAM probe's answer for a local harness; `error` when it could not run."""
 
     eligible: bool = False
     context_tokens: int | None = None
@@ -95,7 +97,7 @@ def gate_status(state: dict[str, Any]) -> GateResult | None:
 
 
 def gate_config_seal(state: dict[str, Any], current_sha256: str) -> GateResult | None:
-    """Right after gate 1: loop.json must still be the sealed one (DESIGN §5)."""
+    """Right after gate 1: loop.json must still be the sealed one."""
     if current_sha256 == state["config_sha256"]:
         return None
     return _halt("config", "human_intervention", CONFIG_CHANGED)
@@ -205,6 +207,17 @@ def gate_score_plateau(history: list[float], brakes: Brakes) -> GateResult | Non
     return _halt("plateau", "verifier_failed",
                  f"last {len(window)} scores flat (spread {spread:g} <= {brakes.plateau_epsilon:g})"
                  f" below target {brakes.target_score:g}")
+
+
+def gate_deferred(harness: str, until_iso: str | None, why: str = "") -> GateResult | None:
+    """After the six gates pass: a deferral of the loop's harness account that has not ended
+    (`until_iso`, ISO-8601 UTC; None: none) refuses the tick without a halt, reason
+    `deferred:<until>`; `why`: the agent's line that caused it."""
+    if until_iso is None:
+        return None
+    said = f" ({why})" if why else ""
+    return GateResult(False, f"{DEFERRED}:{until_iso}", DEFERRED,
+                      detail=f"{harness} usage limit{said}: every loop using {harness} here waits until {until_iso}")
 
 
 def run_gates(state: dict[str, Any], facts: GateFacts) -> tuple[GateResult, LoopConfig | None]:

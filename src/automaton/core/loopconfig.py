@@ -1,4 +1,4 @@
-"""The loop model: `loop.json` (LoopConfig) and `.state.loop` validation (seed 000 R1, R2; DESIGN §5).
+"""The loop model: `loop.json` (LoopConfig) and `.state.loop` validation (docs/architecture.md#loop-files).
 
 Pure: bytes/objects in, validated values or BadInput/CorruptState out. Every message names the
 file and the key, because a brake that silently takes a wrong value is a brake that leaks.
@@ -23,12 +23,17 @@ SANDBOX_MODES = ("on", "off")
 # What a loop can tell a human about (loop.json `notify.events`): a new halt, a tick the gate put
 # off without halting, the loop reaching its goal, a task sign-off the loop waits for.
 NOTIFY_EVENTS = ("halt", "deferred", "complete", "needs_approval")
-# Upper bounds of the brakes (DESIGN §5: a brake that is finite but absurd, 1e30 iterations or
+# Upper bounds of the brakes (a brake that is finite but absurd, 1e30 iterations or
 # 1e308 USD, does not brake). Units: iterations, USD, seconds, scores.
 MAX_ITERATIONS = 100_000  # iterations per approval
 MAX_USD = 100_000.0  # USD: max_budget_usd and max_tick_usd
 MAX_TIMEOUT_S = 86_400  # seconds per role run (one day)
 MAX_PLATEAU_WINDOW = 1_000  # scores
+MAX_UNSCORED = 1_000  # unscored ticks in a row before the loop halts
+DEFAULT_MAX_UNSCORED = 3
+MAX_OUTPUT_MB = 10_240  # MiB of each output stream a role run keeps (10 GiB)
+DEFAULT_MAX_OUTPUT_MB = 50
+MIB = 1024 * 1024  # bytes in one `max_output_mb` unit
 _HARNESS_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 
@@ -39,8 +44,11 @@ class HarnessConfig:
     args: list[str]
     timeout_s: int  # seconds, per role run
     command: list[str] | None  # argv of the `command` harness
-    local: bool  # no USD cost: the budget gate asks the VRAM probe (DESIGN §8)
+    local: bool  # no USD cost: the budget gate asks the VRAM probe (automaton.vram)
     kv_kib_per_token: float | None  # KiB of KV cache per token of the local model
+    # MiB (1024 * 1024 bytes) of stdout and of stderr kept per role run and verify command: the
+    # last ones, the front is dropped (`proc.run_streaming(max_bytes=…)`), 1..MAX_OUTPUT_MB.
+    max_output_mb: int = DEFAULT_MAX_OUTPUT_MB
 
 
 @dataclass(frozen=True)
@@ -76,6 +84,8 @@ class Brakes:
     score_plateau_window: int  # scores compared by the plateau gate, >= 1
     plateau_epsilon: float  # max - min at or under this is flat, >= 0
     target_score: float  # 0..1; a plateau at or above it is not a failure
+    # ticks in a row whose verdict has no score before the loop halts verifier_failed, 1..MAX_UNSCORED
+    max_unscored: int = DEFAULT_MAX_UNSCORED
 
 
 @dataclass(frozen=True)
@@ -241,7 +251,7 @@ def loads_strict(text: str, source: str, exc: type[BadInput] = BadInput) -> obje
 
 
 def parse_config(data: object, source: str, defaults: dict[str, Any], sha256: str = "") -> LoopConfig:
-    """Validate a loop.json object (DESIGN §5). Raises BadInput naming `source` and the key.
+    """Validate a loop.json object. Raises BadInput naming `source` and the key.
 
     Unknown keys anywhere are errors; a missing brake takes `defaults` (store.config.loop_defaults());
     brakes are never unbounded; booleans and strings are never numbers.
@@ -264,10 +274,11 @@ def parse_config(data: object, source: str, defaults: dict[str, Any], sha256: st
         except BadInput as err:
             raise BadInput(f"{source}: task: {err.message}") from None
     harness = _harness(top.sub("harness", ("name", "model", "args", "timeout_s", "command", "local",
-                                           "kv_kib_per_token")), defaults)
+                                           "kv_kib_per_token", "max_output_mb")), defaults)
     roles = _roles(top.sub("roles", ("implement", "verify", "orchestrate")))
     brakes = _brakes(top.sub("brakes", ("max_iterations", "max_budget_usd", "max_tick_usd", "score_plateau_window",
-                                        "plateau_epsilon", "target_score")), defaults, harness.local)
+                                        "plateau_epsilon", "target_score", "max_unscored")), defaults,
+                     harness.local)
     br = top.sub("blast_radius", ("use_worktree", "file_scope", "base_branch", "protected"))
     blast = BlastRadius(br.boolean("use_worktree", True), br.strings("file_scope", nonempty=True),
                         br.string("base_branch", null=True), br.strings("protected", null=True))
@@ -329,6 +340,8 @@ def _harness(h: _Reader, defaults: dict[str, Any]) -> HarnessConfig:
         timeout_s=h.integer("timeout_s", defaults["timeout_s"], minimum=1, maximum=MAX_TIMEOUT_S), command=command,
         local=h.boolean("local", False),
         kv_kib_per_token=h.number("kv_kib_per_token", None, low=0, strict=True, null=True),
+        max_output_mb=h.integer("max_output_mb", defaults.get("max_output_mb", DEFAULT_MAX_OUTPUT_MB), minimum=1,
+                                maximum=MAX_OUTPUT_MB),
     )
 
 
@@ -354,9 +367,9 @@ def _roles(r: _Reader) -> Roles:
 
 
 def _brakes(b: _Reader, d: dict[str, Any], local: bool) -> Brakes:
-    """The brakes, each bounded below and above (MAX_ITERATIONS, MAX_USD, MAX_PLATEAU_WINDOW);
-    max_tick_usd may not exceed max_budget_usd (one tick could overspend the whole budget); a
-    left-out max_tick_usd takes the default capped at max_budget_usd."""
+    """The brakes, each bounded below and above (MAX_ITERATIONS, MAX_USD, MAX_PLATEAU_WINDOW,
+    MAX_UNSCORED); max_tick_usd may not exceed max_budget_usd (one tick could overspend the whole
+    budget); a left-out max_tick_usd takes the default capped at max_budget_usd."""
     budget = b.number("max_budget_usd", d["max_budget_usd"], low=0, strict=True, high=MAX_USD, null=local)
     default_tick = d["max_tick_usd"]
     if budget is not None and not b.has("max_tick_usd") and isinstance(default_tick, int | float):
@@ -372,6 +385,8 @@ def _brakes(b: _Reader, d: dict[str, Any], local: bool) -> Brakes:
                                        maximum=MAX_PLATEAU_WINDOW),
         plateau_epsilon=b.number("plateau_epsilon", d["plateau_epsilon"], low=0),
         target_score=b.number("target_score", d["target_score"], low=0, high=1),
+        max_unscored=b.integer("max_unscored", d.get("max_unscored", DEFAULT_MAX_UNSCORED), minimum=1,
+                               maximum=MAX_UNSCORED),
     )
 
 
@@ -387,7 +402,7 @@ COMMIT_HEX = re.compile(r"^[0-9a-f]{7,64}$")
 
 
 def initial_state(name: str, task: str | None, config_sha256: str, started_at: str) -> dict[str, Any]:
-    """A new loop's `.state.loop`: every R2 field plus the DESIGN §5 ones, status `running`."""
+    """A new loop's `.state.loop`: every key of STATE_KEYS, status `running`."""
     return {
         "schema_version": SCHEMA_VERSION, "name": name, "status": "running", "halt_reason": None,
         "iteration_count": 0, "resumed_count": 0, "last_tick_at": None, "last_verdict": None,
@@ -399,7 +414,7 @@ def initial_state(name: str, task: str | None, config_sha256: str, started_at: s
 
 
 def validate_state(data: object, source: str) -> dict[str, Any]:
-    """Check a parsed `.state.loop` (fail closed, DESIGN §3); raises CorruptState naming `source`.
+    """Check a parsed `.state.loop` (fail closed); raises CorruptState naming `source`.
 
     Invariants: every key of STATE_KEYS present and no other; status `halted` exactly when
     halt_reason is one of DEATHS; counters are non-negative and the approval marks never exceed them.

@@ -1,11 +1,11 @@
-"""Validated identifiers: a TaskName/LoopName that exists has been checked (DESIGN §3)."""
+"""Validated identifiers: a TaskName/LoopName that exists has been checked."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from automaton.core.errors import BadInput
+from automaton.core.record import record  # not dataclasses: on the hook path
 
 # `\Z`, not `$`: `$` also matches before a trailing newline, and "fix\n" must not pass.
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*\Z")
@@ -46,9 +46,9 @@ class LoopName(str):
         return cls(_check("loop", value))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TaskRef:
-    """A task address: `name`, or `parent/name` for a sub-task (DESIGN §4)."""
+    """A task address: `name`, or `parent/name` for a sub-task."""
 
     name: TaskName
     parent: TaskName | None = None

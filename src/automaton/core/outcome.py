@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
 from automaton.core.errors import ExitCode
+from automaton.core.record import field, record
+
+TYPE_CHECKING = False  # typing stays off the hook path (core/record.py says why)
+if TYPE_CHECKING:
+    from typing import Any
 
 
-@dataclass
+@record
 class Outcome:
     """What a command returns instead of printing.
 

@@ -1,4 +1,4 @@
-"""The task phase machine of seed 003 §1, §2, §4 as settled by DESIGN §4: pure tables and rules.
+"""The task phase machine (README.md#tasks-phases-and-sign-offs): pure tables and rules.
 
 Invariants: `.state` holds exactly one member of PHASES; only the four sign-off phases have
 `:awaiting_approval`/`:approved` sub-states; `complete` is terminal; `human_intervention` is
@@ -27,7 +27,7 @@ PHASES: tuple[str, ...] = (
     HUMAN,
 )
 
-# The deliverable each phase produces (DESIGN §4 "Artifacts gate transitions").
+# The deliverable each phase produces ("Artifacts gate transitions" in the README).
 ARTIFACT: dict[str, str] = {
     "research": "SPEC.md",
     "decomposition": "DECOMPOSITION.md",
@@ -41,7 +41,7 @@ ARTIFACT: dict[str, str] = {
 }
 ARTIFACTS: frozenset[str] = frozenset(ARTIFACT.values())
 
-# Seed 003 §4 table, verbatim.
+# The forbidden artifacts of each phase: files a later phase produces.
 _ALL_AFTER_SPEC = (
     "DESIGN.md", "DECOMPOSITION.md", "TEST_PLAN.md", "IMPLEMENTATION.md", "BUG_REPORT.md",
     "ADVERSARIAL_BUG_REPORT.md", "DOC_REVIEW.md", "VERDICT.md",
@@ -70,7 +70,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     HUMAN: (),
 }
 
-# Files that are metadata, never artifacts, never forbidden (seed 003 §4).
+# Files that are metadata, never artifacts, never forbidden.
 NON_ARTIFACTS = frozenset({".state", "VRAM_CONFIG.md", "PARENT_SPEC.md", "REVIEW.md", ".state.tmp"})
 
 
@@ -144,9 +144,9 @@ def approval_artifacts(phase: str) -> tuple[str, ...]:
 
 
 # `[ \t]`, not `\s`: the verdict must sit on one line ("Verdict:\nPASS" is no verdict).
-_VERDICT_RE = re.compile(
-    r"^[ \t>#*_-]*verdict[ \t*_]*:[ \t*_]*(PASS|FAIL|NEEDS[_ ]REVIEW)(?![A-Za-z0-9])", re.IGNORECASE | re.MULTILINE
-)
+# A pattern string compiled by `re`'s cache on first use: the hook path imports this module
+# and never reads a verdict.
+_VERDICT = r"^[ \t>#*_-]*verdict[ \t*_]*:[ \t*_]*(PASS|FAIL|NEEDS[_ ]REVIEW)(?![A-Za-z0-9])"
 
 
 def parse_verdict(text: str) -> str | None:
@@ -155,14 +155,14 @@ def parse_verdict(text: str) -> str | None:
     The line is `Verdict: PASS|FAIL|NEEDS_REVIEW`, case-insensitive, markdown emphasis
     allowed (`**Verdict:** PASS`). The last such line wins.
     """
-    found = _VERDICT_RE.findall(text)
+    found = re.findall(_VERDICT, text, re.IGNORECASE | re.MULTILINE)
     if not found:
         return None
     return str(found[-1]).upper().replace(" ", "_")
 
 
 def infer_phase(present: set[str], verdict: str | None) -> str:
-    """Seed 003 §3 heuristic for legacy folders: the latest artifact present names the phase.
+    """The heuristic for legacy folders (no `.state`): the latest artifact present names the phase.
 
     VERDICT decides complete (PASS) or human_intervention (anything else); none -> `new`.
     """

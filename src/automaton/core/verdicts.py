@@ -1,4 +1,4 @@
-"""Verify-role verdicts (DESIGN §8): scores from JUnit XML, test summaries or agent JSON.
+"""Verify-role verdicts: scores from JUnit XML, test summaries or agent JSON.
 
 A verdict is `{"score": 0..1 | None, "passed": bool, "done": bool, "summary": str,
 "source": "junit" | "summary" | "agent" | "none"}`. A missing score means *unscored*: never

@@ -23,7 +23,8 @@ def run_git(repo: Path, args: Sequence[str], *, timeout_s: float = GIT_TIMEOUT_S
     user's system and global config as well: only for reading settings (the identity), never
     for a call that writes or runs anything. Code 127: git is missing; 124: it ran longer than
     `timeout_s` seconds; 2 with a message: the repository's config cannot be neutralised.
-    `env` sets identity and date variables only (`harden.KEPT_ENV`; ValueError otherwise).
+    `env` sets identity and date variables, or automaton's own index file (`harden.KEPT_ENV`,
+    `harden.CALLER_ENV`; ValueError otherwise).
     """
     return run_hardened(str(repo), args, timeout_s=timeout_s, stdin=stdin, user_config=user_config,
                         extra_env=env)

@@ -1,14 +1,17 @@
-"""The runner's own commit of a tick's work: everything in the worktree, no hook, a known
-identity, and a one-line fix for the human when it cannot be made."""
+"""The runner's own commit of a tick's work: everything in the worktree but build and test
+artefacts, no hook, a known identity, and a one-line fix for the human when it cannot be made."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from automaton.git import run_git
 from automaton.git.errors import first_line
+from automaton.git.ignore import DEFAULT_EXCLUDES
 from automaton.git.locks import clear_stale_lock
 
 # Used for author and committer alike unless both name and email are known for both roles,
@@ -67,8 +70,29 @@ def _fix_for(err: str, lock: Path | None, worktree: Path, kept: str | None) -> s
     return f"run git status in {worktree} and fix what it reports, then the next tick commits"
 
 
+def _excludes_file(worktree: Path, folder: Path) -> Path:
+    """A `core.excludesFile` for the runner's `git add`: DEFAULT_EXCLUDES, then the patterns of
+    the repository's own `core.excludesFile` when it names a readable file (later lines win, so
+    the repository's negations still apply). Written into `folder`."""
+    lines = list(DEFAULT_EXCLUDES)
+    own = run_git(worktree, ["config", "--path", "--get", "core.excludesFile"])
+    if own.code == 0 and own.out.strip():
+        with contextlib.suppress(OSError):  # unreadable: git would not read it either
+            lines += (worktree / own.out.strip()).read_text(encoding="utf-8", errors="surrogateescape").splitlines()
+    path = folder / "excludes"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogateescape")
+    return path
+
+
 def commit_all(worktree: Path, message: str) -> CommitResult:
-    """Stage everything in `worktree` (`git add -A`) and commit it as `message`.
+    """Stage everything in `worktree` (`git add -A`) but build and test artefacts, and commit it
+    as `message`.
+
+    Left out: untracked files matching `automaton.git.ignore.DEFAULT_EXCLUDES` (bytecode, tool
+    caches, build output, `node_modules/` …) that the project's `.gitignore` misses, given to
+    `git add` as its `core.excludesFile`: like every ignore rule it never hides a change to a
+    tracked file, and the project's `.gitignore` (negations included) and `info/exclude` rank
+    above it. The drift check ignores the same patterns, so what is left out is never drift.
 
     No hook runs (the hardening in `automaton.git.harden`: the work is never lost to a failing
     or hostile hook, and a post-commit hook cannot act after the commit). A stale
@@ -89,7 +113,9 @@ def commit_all(worktree: Path, message: str) -> CommitResult:
         return CommitResult(None, f"git {step} failed: {first_line(err)}", _fix_for(err, lock, worktree, check.why),
                             cleared)
 
-    added = run_git(worktree, ["add", "-A"])
+    with tempfile.TemporaryDirectory(prefix="automaton-commit-") as scratch:
+        excludes = _excludes_file(worktree, Path(scratch))
+        added = run_git(worktree, ["-c", f"core.excludesFile={excludes}", "add", "-A"])
     if added.code != 0:
         return failed("add", added.err or added.out)
     staged = run_git(worktree, ["diff", "--cached", "--quiet"])

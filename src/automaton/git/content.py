@@ -2,18 +2,31 @@
 
 The index caches each file's stat data and blob id; an agent can rewrite it so that git status
 calls a modified file clean (forged stat data, `--assume-unchanged`, `--skip-worktree`). The
-content check below compares every file of a commit's tree with the file on disk instead.
+content check below compares every file of HEAD's tree with the file on disk through an index
+of automaton's own instead (`worktree_changes`).
+
+Why that index cannot be forged: it lives in the loop folder, which the kernel sandbox makes
+read-only to every agent process, and it is sealed with the per-user key (`PrivateIndex`),
+which the sandbox hides; without the sandbox, forging it takes the key, which would forge the
+loop's own state as well. Its stat data cannot be matched by a rewritten file either: git
+compares the ctime (`INDEX_CONFIG` insists), which the kernel sets on every write and no
+unprivileged process can set back (`utimensat` sets mtime, not ctime); git re-hashes every
+entry whose mtime falls in the second the index was written, and `_smudge_ctime_racy` does the
+same for the ctime, since git compares whole seconds. The index and the worktree sit on one
+filesystem (the worktree is inside the loop folder), so both timestamps come from one clock.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import stat
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
+from automaton.core.digest import equal
 from automaton.git.errors import DriftError, git_text
-from automaton.git.tree import GITLINK, SYMLINK, Entry, list_tree
 
 DELETED = "deleted"
 
@@ -44,59 +57,156 @@ def worktree_blobs(worktree: Path, paths: list[str]) -> dict[str, str]:
     return found
 
 
-def _hashable_by_git(path: str) -> bool:
-    # `git hash-object --stdin-paths` reads lines and C-unquotes a leading `"`
-    return "\n" not in path and not path.startswith('"') and not path.endswith("\r")
+# ---- the worktree against HEAD, through an index only automaton writes --------------------
+
+# Settings that decide what a status on automaton's own index trusts. Given with `-c`, they win
+# over every config file of the repository (which the agent can write): the stat check compares
+# ctime (which no unprivileged process can set back) besides mtime, size, inode and owner; no
+# cache of untracked folders, no split or sparse index (their extra files would live in the
+# agent's `.git`), no entry marked assume-unchanged on refresh. fsmonitor is off for every call
+# (`automaton.git.harden`).
+INDEX_CONFIG: tuple[str, ...] = (
+    "core.trustctime=true", "core.checkStat=default", "core.ignoreStat=false", "core.untrackedCache=false",
+    "core.splitIndex=false", "core.sparseCheckout=false", "index.sparse=false", "index.version=2",
+)
 
 
-def content_changes(worktree: Path, rev: str = "HEAD") -> list[str]:
-    """Sorted paths of the tree of `rev` whose file in `worktree` differs from the committed
-    one: content (as `git hash-object` with the repository's conversions, so a checkout's
-    line-ending conversion is no change), a file turned into a symlink or the reverse, a
-    changed symlink target, or a missing file. Submodules are left to `git status`.
-    Raises DriftError/GitMissing when git cannot answer.
+@dataclass(frozen=True)
+class PrivateIndex:
+    """A git index file automaton keeps for one worktree (`path`, in a folder the agent may not
+    write: the loop folder, read-only in the kernel sandbox), and `seal`, which returns the MAC
+    (hex) of the index bytes under the user's key. The seal (`<path>.seal`: the tree id the
+    index holds and the MAC) is checked before the index is used: an index someone else wrote
+    is thrown away, and every file is hashed again."""
+
+    path: Path
+    seal: Callable[[bytes], str]
+
+
+def worktree_changes(worktree: Path, tree: str, index: PrivateIndex | None = None) -> tuple[list[str], list[str]]:
+    """(paths of `tree` whose file in `worktree` differs from the committed one, paths on disk
+    that are not in `tree`), both sorted. `tree` is HEAD's tree id.
+
+    Differs: the content as `git hash-object` computes it (with the repository's conversions,
+    so a checkout's line-ending conversion is no change), a file turned into a symlink or the
+    reverse, a changed symlink target, a file behind a folder that became a symlink, a missing
+    file, a submodule not at its commit or dirty. Not in `tree`: every file git would list as
+    untracked or ignored, whatever `.gitignore`, `info/exclude` or `core.excludesFile` say.
+
+    The worktree's own index (the agent's to rewrite: stat data, flags) is never read. The
+    status runs on `index`: `tree` read into it (`git read-tree --reset`, which keeps the stat data
+    of unchanged entries), then refreshed by `git status`, which hashes only the files whose
+    stat data (ctime included, `INDEX_CONFIG`) no longer match and writes the new stat data
+    back. So a gate hashes what changed since the last one instead of every file. Without
+    `index`, a temporary one is used (every file hashed). Raises DriftError/GitMissing when git
+    cannot answer.
     """
+    if index is None:
+        import tempfile  # only callers without a loop folder (tests, one-off checks)
+
+        with tempfile.TemporaryDirectory(prefix="automaton-index-") as tmp:
+            return _status(worktree, tree, Path(tmp) / "index", None)
+    return _status(worktree, tree, index.path, index)
+
+
+def _status(worktree: Path, tree: str, path: Path, index: PrivateIndex | None) -> tuple[list[str], list[str]]:
+    env = {"GIT_INDEX_FILE": str(path), "GIT_OPTIONAL_LOCKS": "1"}  # 1: status writes the stat data back
+    config = [arg for setting in INDEX_CONFIG for arg in ("-c", setting)]
+    if index is None or _trusted_tree(index) != tree:
+        git_text(worktree, [*config, "read-tree", "--reset", tree], env=env)
+    out = git_text(worktree, [*config, "status", "--porcelain=v1", "-z", "--untracked-files=all",
+                              "--ignored=traditional", "--ignore-submodules=none", "--no-renames"], env=env)
+    if index is not None:
+        _smudge_ctime_racy(index.path, len(tree) // 2)
+        _reseal(index, tree)
     changed: list[str] = []
-    by_git: list[Entry] = []
-    links: dict[str, bool] = {}
-    for entry in list_tree(worktree, rev).values():
-        if entry.mode == GITLINK:
+    absent: list[str] = []
+    for entry in out.split("\0"):
+        if not entry:
             continue
-        full = os.path.join(worktree, entry.path)
+        if len(entry) < 4 or entry[2] != " ":
+            raise DriftError(f"unexpected git status entry {entry[:40]!r}")
+        (absent if entry[:2] in ("??", "!!") else changed).append(entry[3:])
+    return sorted(changed), sorted(absent)
+
+
+def _smudge_ctime_racy(path: Path, hash_len: int) -> None:
+    """Mark every entry of the index at `path` whose ctime falls in the second the index was
+    written, or later, as needing a re-hash (its recorded size set to 0, as git itself marks
+    "racily clean" entries), and fix the index's checksum.
+
+    git compares timestamps to the second unless built with USE_NSEC (most builds are not),
+    and its own racy rule looks at the mtime only, which a file's owner can set back: a file
+    whose ctime changed in the second the index was written (a metadata-only change, mtime
+    old) could be rewritten in that same second, keeping size and mtime, and still match.
+    `hash_len`: bytes of an object id (20 SHA-1, 32 SHA-256).
+    """
+    try:
+        data = path.read_bytes()
+        written = path.stat().st_mtime_ns // 1_000_000_000
+    except OSError as exc:
+        raise DriftError(f"cannot read the index {path}: {exc.strerror}") from None
+    # Fast path: no 4-byte big-endian timestamp of this 256-second block (or the next) occurs
+    # anywhere in the file, so no entry has a ctime at or after `written`.
+    if not any((written >> 8) + k <= 0xFFFFFF and ((written >> 8) + k).to_bytes(3, "big") in data
+               for k in (0, 1)):
+        return
+    if data[:4] != b"DIRC" or int.from_bytes(data[4:8], "big") not in (2, 3):
+        raise DriftError(f"{path} is not an index of version 2 or 3")
+    head = struct.Struct(f">I{36 + hash_len}xH").unpack_from  # ctime seconds, flags
+    buf: bytearray | None = None
+    pos, fixed = 12, 40 + hash_len + 2
+    for _ in range(int.from_bytes(data[8:12], "big")):
+        ctime, flags = head(data, pos)
+        start = fixed + 2 if flags & 0x4000 else fixed  # extended flags (version 3)
+        length = flags & 0xFFF
+        if length == 0xFFF:
+            length = data.index(b"\0", pos + start) - pos - start
+        if ctime >= written and data[pos + 36:pos + 40] != b"\0\0\0\0":
+            buf = buf if buf is not None else bytearray(data)
+            buf[pos + 36:pos + 40] = b"\0\0\0\0"
+        pos += (start + length + 8) & ~7
+    if buf is None:
+        return
+    if any(buf[-hash_len:]):  # a zero trailer: an index written without its checksum
+        buf[-hash_len:] = hashlib.new("sha1" if hash_len == 20 else "sha256", buf[:-hash_len]).digest()
+    tmp = path.with_name(path.name + ".smudge.tmp")
+    try:
+        tmp.write_bytes(bytes(buf))
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise DriftError(f"cannot rewrite the index {path}: {exc.strerror}") from None
+
+
+def _seal_path(index: PrivateIndex) -> Path:
+    return index.path.with_name(index.path.name + ".seal")
+
+
+def _trusted_tree(index: PrivateIndex) -> str | None:
+    """The tree id `index` holds when its seal verifies; otherwise the index and its seal are
+    removed (None: start from an empty index)."""
+    try:
+        words = _seal_path(index).read_text(encoding="ascii").split()
+        data = index.path.read_bytes()
+    except (OSError, UnicodeDecodeError):
+        words, data = [], b""
+    if len(words) == 2 and equal(words[1], index.seal(data)):
+        return words[0]
+    for stale in (index.path, _seal_path(index)):
         try:
-            st = os.lstat(full)
+            stale.unlink()
         except FileNotFoundError:
-            changed.append(entry.path)
-            continue
-        except OSError as exc:  # NotADirectoryError: a parent became a file or a symlink
-            if isinstance(exc, NotADirectoryError):
-                changed.append(entry.path)
-                continue
-            raise DriftError(f"cannot read {full}: {exc.strerror}") from None
-        if entry.mode == SYMLINK:
-            if not stat.S_ISLNK(st.st_mode) or worktree_blobs(worktree, [entry.path])[entry.path] != entry.oid:
-                changed.append(entry.path)
-        elif not stat.S_ISREG(st.st_mode) or _parent_is_link(worktree, entry.path, links):
-            changed.append(entry.path)
-        elif _hashable_by_git(entry.path):
-            by_git.append(entry)
-        elif worktree_blobs(worktree, [entry.path])[entry.path] != entry.oid:
-            changed.append(entry.path)
-    if by_git:
-        ids = git_text(worktree, ["hash-object", "--stdin-paths"],
-                       stdin="".join(f"{e.path}\n" for e in by_git)).split()
-        if len(ids) != len(by_git):
-            raise DriftError(f"git hash-object answered {len(ids)} ids for {len(by_git)} files in {worktree}")
-        changed += [e.path for e, oid in zip(by_git, ids, strict=True) if oid != e.oid]
-    return sorted(changed)
+            pass
+        except OSError as exc:
+            raise DriftError(f"cannot remove the unsealed index {stale}: {exc.strerror}") from None
+    return None
 
 
-def _parent_is_link(worktree: Path, rel: str, seen: dict[str, bool]) -> bool:
-    """Whether a folder on the way to `rel` is a symlink (the file then lives elsewhere);
-    `seen` caches the answer per folder."""
-    folder = rel.rpartition("/")[0]
-    if not folder:
-        return False
-    if folder not in seen:
-        seen[folder] = _parent_is_link(worktree, folder, seen) or os.path.islink(os.path.join(worktree, folder))
-    return seen[folder]
+def _reseal(index: PrivateIndex, tree: str) -> None:
+    """Seal the index git just wrote: `<tree> <mac>` in `<path>.seal`, replaced atomically."""
+    seal, tmp = _seal_path(index), index.path.with_name(index.path.name + ".seal.tmp")
+    try:
+        tmp.write_text(f"{tree} {index.seal(index.path.read_bytes())}\n", encoding="ascii")
+        os.replace(tmp, seal)
+    except OSError as exc:
+        raise DriftError(f"cannot seal the index {index.path}: {exc.strerror}") from None

@@ -5,14 +5,18 @@
   never a bare branch name, so a repository whose only branch is `master` works; two trees, not
   `base...HEAD`, because a branch reset below its base reverts files a merge-base diff never
   shows);
-- staged or unstaged, as `git status --porcelain=v1 -z` reports them (submodules included);
-- on disk: every file of HEAD's tree hashed from the worktree (`content.content_changes`), since
-  the index that `git status` trusts is the agent's to rewrite;
+- staged: the worktree's index differs from HEAD (`git diff-index --cached`: added, removed,
+  changed entries, submodules included);
+- on disk: every file of HEAD's tree whose file in the worktree differs from the committed one
+  (`content.worktree_changes`: a status on an index of automaton's own, since the worktree's
+  index, which a plain `git status` trusts, is the agent's to rewrite); this covers unstaged
+  changes, whatever the agent's index says;
 - flagged: every file the index marks assume-unchanged or skip-worktree (`git ls-files -v`);
-- untracked: `git ls-files --others -z` with no exclude source at all, minus what the BASE
+- untracked: every file on disk that is not in HEAD's tree (the same status, which lists
+  untracked and ignored files alike, so no exclude source hides one), minus what the BASE
   commit's `.gitignore` files and `DEFAULT_EXCLUDES` ignore (`ignore.BaseIgnore`), never the
   worktree's own `.gitignore`, `info/exclude` or `core.excludesFile`, all of which the agent
-  can write.
+  can write. A file the agent staged is drift whatever the base ignores (it is staged).
 Renames count on both sides, so a file moved from outside the scope into it is still drift.
 Replace refs never apply (`git replace` cannot make HEAD's tree look like the base's): see
 `automaton.git.harden`.
@@ -25,19 +29,22 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from automaton.core.gates import out_of_scope
-from automaton.git.content import DELETED, blob_id, content_changes, worktree_blobs
+from automaton.git import run_git
+from automaton.git.content import DELETED, PrivateIndex, blob_id, worktree_blobs, worktree_changes
 from automaton.git.errors import (
     DriftError,
     GitMissing,
+    first_line,
     git_text,
     nul_fields,
     require_commit,
     require_commit_id,
 )
+from automaton.git.harden import probe_once
 from automaton.git.ignore import DEFAULT_EXCLUDES, BaseIgnore
 from automaton.git.tree import list_tree
 
-__all__ = ["DEFAULT_EXCLUDES", "DELETED", "DriftError", "GitMissing", "blob_id", "branch_blobs",
+__all__ = ["DEFAULT_EXCLUDES", "DELETED", "DriftError", "GitMissing", "PrivateIndex", "blob_id", "branch_blobs",
            "branch_changed_paths", "changed_paths", "commit_blobs", "committed_out_of_scope",
            "committed_paths", "flagged_paths", "parse_status_z", "untracked_paths", "worktree_blobs"]
 
@@ -68,7 +75,10 @@ def flagged_paths(worktree: Path) -> list[str]:
     """Index entries marked assume-unchanged (a lowercase `git ls-files -v` tag) or
     skip-worktree (`S`): git status never looks at them, so they always count as changed."""
     found = []
+    # "H " (a plain cached entry) is nearly every line of a big index: skip it before parsing.
     for field in nul_fields(git_text(worktree, ["ls-files", "-v", "-z"])):
+        if field.startswith("H ") and len(field) > 2:
+            continue
         tag, _, path = field.partition(" ")
         if len(tag) != 1 or not path:
             raise DriftError(f"unexpected git ls-files -v entry {field[:40]!r}")
@@ -87,9 +97,13 @@ def untracked_paths(worktree: Path, base_commit: str, *, excludes: tuple[str, ..
     return [p for p in others if not rules.ignored(p)]
 
 
-def changed_paths(worktree: Path, base_commit: str, *, excludes: tuple[str, ...] = DEFAULT_EXCLUDES) -> list[str]:
+def changed_paths(worktree: Path, base_commit: str, *, excludes: tuple[str, ...] = DEFAULT_EXCLUDES,
+                  index: PrivateIndex | None = None) -> list[str]:
     """Sorted posix paths, relative to the worktree root, changed since `base_commit` (see the
     module docstring); `excludes`: gitignore patterns of untracked files that are never drift.
+    `index`: where automaton keeps its own index of this worktree, so that a check hashes only
+    the files changed since the last one (`content.PrivateIndex`); without it every file is
+    hashed.
 
     Raises GitMissing when git is not installed; DriftError when the worktree is not the top
     of a git work tree (a deleted `.git` file would make git answer for the enclosing
@@ -98,18 +112,36 @@ def changed_paths(worktree: Path, base_commit: str, *, excludes: tuple[str, ...]
     require_commit_id(base_commit, "base_commit")
     if not worktree.is_dir():
         raise DriftError(f"worktree {worktree} does not exist")
-    top = git_text(worktree, ["rev-parse", "--show-toplevel"]).strip()
+    with probe_once():  # nothing writes the repository's config during one check (harden.probe_once)
+        tree = _head_tree(worktree)
+        base = require_commit(worktree, base_commit, "base_commit")
+        committed = nul_fields(git_text(worktree, ["diff", "--name-only", "-z", "--no-renames",
+                                                   "--ignore-submodules=none", base, "HEAD"]))
+        staged = nul_fields(git_text(worktree, ["diff-index", "--cached", "--name-only", "-z", "--no-renames",
+                                                "--ignore-submodules=none", tree]))
+        on_disk, absent = worktree_changes(worktree, tree, index)
+        flagged = flagged_paths(worktree)
+        others: list[str] = []
+        if absent:
+            rules = BaseIgnore.from_commit(worktree, base, excludes)
+            others = [p for p in absent if not rules.ignored(p)]
+    return sorted(set(committed) | set(staged) | set(on_disk) | set(flagged) | set(others))
+
+
+def _head_tree(worktree: Path) -> str:
+    """The tree id of HEAD, asked in the same call that proves `worktree` is the top of its git
+    work tree (`rev-parse --show-toplevel`). Raises GitMissing/DriftError."""
+    done = run_git(worktree, ["rev-parse", "--show-toplevel", "--verify", "--quiet", "HEAD^{tree}"])
+    if done.code == 127:
+        raise GitMissing(f"git is not installed ({first_line(done.err)})")
+    lines = done.out.split("\n")
+    top = lines[0].strip()
     if not top or os.path.realpath(top) != os.path.realpath(worktree):
         raise DriftError(f"{worktree} is not the top of a git worktree (git answers for {top or 'nothing'})")
-    require_commit(worktree, base_commit, "base_commit")
-    committed = nul_fields(git_text(worktree, ["diff", "--name-only", "-z", "--no-renames",
-                                               "--ignore-submodules=none", base_commit, "HEAD"]))
-    status = parse_status_z(git_text(worktree, ["status", "--porcelain=v1", "-z", "--untracked-files=no",
-                                                "--ignore-submodules=none"]))
-    on_disk = content_changes(worktree, "HEAD")
-    flagged = flagged_paths(worktree)
-    others = untracked_paths(worktree, base_commit, excludes=excludes)
-    return sorted(set(committed) | set(status) | set(on_disk) | set(flagged) | set(others))
+    tree = lines[1].strip() if len(lines) > 1 else ""
+    if done.code != 0 or not tree:
+        raise DriftError(f"HEAD of {worktree} is not a commit: {first_line(done.err)}")
+    return tree
 
 
 def committed_paths(repo: Path, base_commit: str, commit: str) -> list[str]:

@@ -4,7 +4,7 @@ into one of them (never into an empty answer)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from automaton.git import run_git
@@ -26,10 +26,11 @@ def first_line(text: str) -> str:
     return lines[0] if lines else "no message"
 
 
-def git_text(repo: Path, args: Sequence[str], *, stdin: str = "") -> str:
-    """stdout of a hardened `git -C repo args…` (surrogateescape-decoded). Raises GitMissing
-    (exit 127) or DriftError naming the command, the folder and git's first error line."""
-    done = run_git(repo, args, stdin=stdin)
+def git_text(repo: Path, args: Sequence[str], *, stdin: str = "", env: Mapping[str, str] | None = None) -> str:
+    """stdout of a hardened `git -C repo args…` (surrogateescape-decoded); `env` as `run_git`
+    takes it. Raises GitMissing (exit 127) or DriftError naming the command, the folder and
+    git's first error line."""
+    done = run_git(repo, args, stdin=stdin, env=env)
     if done.code == 127:
         raise GitMissing(f"git is not installed ({first_line(done.err)})")
     if done.code != 0:

@@ -20,7 +20,8 @@ a program, hide changes, or read configuration automaton did not choose:
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
 from automaton.proc import Captured, run_capture
 
@@ -52,6 +53,9 @@ KEPT_ENV = frozenset({
 })
 # Kept as well when the caller asks for the user's own config (reading identity only).
 USER_CONFIG_ENV = frozenset({"GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM"})
+# Set by a caller only, never inherited: an index file of automaton's own (the drift check's,
+# `automaton.git.content.PrivateIndex`), which that caller lets git rewrite.
+CALLER_ENV = frozenset({"GIT_INDEX_FILE", "GIT_OPTIONAL_LOCKS"})
 
 # Porcelain commands that diff content: external diff drivers and textconv programs are off.
 _DIFFING = frozenset({"diff", "log", "show"})
@@ -94,12 +98,40 @@ class UnsafeConfig(Exception):
     """The repository's config defines something a `-c` setting cannot switch off."""
 
 
+# Inside `probe_once()`: (repo, config environment) -> its filter overrides.
+_probed: dict[tuple[str, tuple[tuple[str, str], ...]], list[str]] | None = None
+
+
+@contextmanager
+def probe_once() -> Iterator[None]:
+    """Within the block, each repository's filter drivers are probed once, not before every git
+    call that converts content (a drift check makes five such calls). For a sequence of calls
+    during which nothing else writes the repository's config: a gate, which runs under the
+    loop's lock while no agent of that loop runs."""
+    global _probed
+    outer, _probed = _probed, ({} if _probed is None else _probed)
+    try:
+        yield
+    finally:
+        _probed = outer
+
+
 def filter_overrides(repo: str, env: Mapping[str, str], timeout_s: float) -> list[str]:
     """`-c` arguments that empty every filter driver the config of `repo` defines.
 
     Raises UnsafeConfig for a driver whose name holds `=` or a newline: `-c` splits at the
     first `=`, so such a name could set another driver's command instead of emptying it.
     """
+    key = (repo, tuple(sorted((k, v) for k, v in env.items() if k.startswith("GIT_CONFIG"))))
+    if _probed is not None and key in _probed:
+        return list(_probed[key])
+    found = _probe(repo, env, timeout_s)
+    if _probed is not None:
+        _probed[key] = list(found)
+    return found
+
+
+def _probe(repo: str, env: Mapping[str, str], timeout_s: float) -> list[str]:
     found = run_capture(["git", "--no-pager", "-C", repo, "config", "--null", "--name-only", "--get-regexp",
                          r"^filter\..*\.(clean|smudge|process|required)$"],
                         env=env, stdin="", timeout_s=timeout_s, exact_bytes=True)
@@ -141,11 +173,11 @@ def run_hardened(repo: str, args: Sequence[str], *, timeout_s: float, stdin: str
                  user_config: bool, extra_env: Mapping[str, str] | None = None) -> Captured:
     """Run one hardened git call (see the module docstring); code 127 when git is missing,
     2 with the reason when the repository's config cannot be neutralised. `extra_env` may
-    only set variables of KEPT_ENV (ValueError otherwise: a programming error)."""
+    only set variables of KEPT_ENV and CALLER_ENV (ValueError otherwise: a programming error)."""
     env = git_env(user_config=user_config)
     if extra_env:
-        if not set(extra_env) <= KEPT_ENV:
-            raise ValueError(f"run_git may not set {sorted(set(extra_env) - KEPT_ENV)}")
+        if not set(extra_env) <= KEPT_ENV | CALLER_ENV:
+            raise ValueError(f"run_git may not set {sorted(set(extra_env) - KEPT_ENV - CALLER_ENV)}")
         env.update(extra_env)
     try:
         argv = hardened_argv(repo, args, env, timeout_s)

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pathspec
 
-from automaton.git.tree import GITLINK, SYMLINK, list_tree, read_blobs
+from automaton.git.errors import DriftError, git_text, require_commit
+from automaton.git.tree import GITLINK, SYMLINK, Entry, read_blobs
 
 # Artefacts of running a project's tests and builds: never drift, whatever the base ignores.
 DEFAULT_EXCLUDES: tuple[str, ...] = (
@@ -53,6 +54,37 @@ def _last_match(rules: list[_Rule], rel: str, is_dir: bool) -> bool | None:
     return None
 
 
+# The empty tree of SHA-1 and SHA-256 repositories, by the length of their object ids.
+_EMPTY_TREE = {40: "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+               64: "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321"}
+
+
+def _gitignore_entries(repo: Path, commit: str) -> list[Entry]:
+    """The `.gitignore` entries of the tree of `commit` (a full object id), `size` 0 (unknown).
+
+    Asked as the files `commit` adds to the empty tree under the pathspec `*.gitignore`
+    (`git diff-tree --raw`), so git prints a handful of lines rather than every file of a big
+    tree (`git ls-tree` cannot filter by name), which a drift check would parse. Raises
+    DriftError/GitMissing when git fails or answers oddly."""
+    if len(commit) not in _EMPTY_TREE:  # an abbreviated or symbolic name: its full id
+        commit = require_commit(repo, commit, "commit")
+    empty = _EMPTY_TREE.get(len(commit))
+    if empty is None:
+        raise DriftError(f"{commit!r} is not an object id git writes")
+    fields = git_text(repo, ["diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-abbrev", empty, commit,
+                             "--", "*.gitignore"]).split("\0")
+    if len(fields) % 2 != 1 or fields[-1]:
+        raise DriftError(f"unexpected git diff-tree answer for the .gitignore files of {commit}")
+    found: list[Entry] = []
+    for meta, path in zip(fields[0:-1:2], fields[1::2], strict=True):
+        parts = meta.split()
+        if len(parts) != 5 or not meta.startswith(":") or parts[4] != "A" or not path:  # ":0 MODE 0 OID A"
+            raise DriftError(f"unexpected git diff-tree entry {meta[:60]!r}")
+        if posixpath.basename(path) == ".gitignore":
+            found.append(Entry(path, parts[1], parts[3], 0))
+    return found
+
+
 class BaseIgnore:
     """Ignore rules read from the tree of one commit (see the module docstring)."""
 
@@ -64,8 +96,7 @@ class BaseIgnore:
     def from_commit(cls, repo: Path, commit: str, defaults: tuple[str, ...] = DEFAULT_EXCLUDES) -> BaseIgnore:
         """The `.gitignore` blobs of `commit` (symlinks are skipped, as git does) plus
         `defaults`. Raises DriftError/GitMissing when git cannot list or read them."""
-        files = [e for e in list_tree(repo, commit).values()
-                 if posixpath.basename(e.path) == ".gitignore" and e.mode not in (SYMLINK, GITLINK)]
+        files = [e for e in _gitignore_entries(repo, commit) if e.mode not in (SYMLINK, GITLINK)]
         by_dir: dict[str, list[_Rule]] = {}
         blobs = dict(read_blobs(repo, [e.oid for e in files], [e.size for e in files]))
         for entry in files:

@@ -234,3 +234,34 @@ def _merge_base(root: Path, base_branch: str | None, branch: str) -> str | None:
     """The commit an existing `loop/<name>` branched from `base_branch` (or HEAD)."""
     out = run_git(root, ["merge-base", base_branch or "HEAD", branch])
     return out.out.strip() if out.code == 0 and out.out.strip() else None
+
+
+def pointer_problem(repo_root: Path, worktree: Path) -> str | None:
+    """Why `<worktree>/.git` is not git's own pointer to this worktree's entry in `repo_root`,
+    or None when it is. The `.git` file sits inside the worktree, which the agent may write: a
+    `.git` rewritten to point at the main repository (or deleted, so that git finds the main
+    checkout above it) would make the runner's `git add -A` / `git commit` act on the user's
+    branch. The entry itself (`<common dir>/worktrees/<id>/gitdir`) lives in the repository's
+    `.git`, which the agent cannot write, so it is the fact this check trusts."""
+    dotgit = worktree / ".git"
+    if dotgit.is_symlink() or not dotgit.is_file():
+        return f"{dotgit} is no longer the file git wrote (removed, a folder or a link)"
+    common = run_git(repo_root, ["rev-parse", "--path-format=absolute", "--git-common-dir"])
+    if common.code != 0 or not common.out.strip():
+        return f"the repository at {repo_root} cannot be read"
+    admin = None
+    for entry in sorted((Path(common.out.strip()) / "worktrees").glob("*/gitdir")):
+        with contextlib.suppress(OSError):
+            if _same(entry.read_text(encoding="utf-8").strip(), dotgit):
+                admin = entry.parent
+                break
+    if admin is None:
+        return f"no worktree entry of {repo_root} points at {worktree}"
+    try:
+        text = dotgit.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return f"{dotgit} cannot be read"
+    target = text.removeprefix("gitdir:").strip()
+    if not text.startswith("gitdir:") or not _same(target, admin):
+        return f"{dotgit} points at {target[:200]!r}, not at its entry {admin}"
+    return None

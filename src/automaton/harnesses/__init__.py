@@ -17,6 +17,10 @@ from typing import Protocol, cast
 from automaton.core.errors import BadInput
 from automaton.core.sandbox import Policy
 
+# Bytes of each output stream a transcript keeps (`automaton.proc.MAX_BYTES`, not imported: the
+# scripted replay process imports this package and starts no processes of its own).
+DEFAULT_MAX_OUTPUT_BYTES = 50 * 1024 * 1024
+
 
 @dataclass(frozen=True)
 class HarnessRequest:
@@ -33,7 +37,8 @@ class HarnessRequest:
     env: automaton's own variables for the agent (AUTOMATON_LOOP, AUTOMATON_ITERATION, the
     leftovers marker …), set on top of the inherited environment that `_env.environment`
     cleans; sandbox: the kernel sandbox policy the agent process (and everything it starts)
-    is confined to, None to run it unconfined.
+    is confined to, None to run it unconfined; max_output_bytes: bytes of stdout (and of
+    stderr) kept in the transcript files, the last ones (loop.json `harness.max_output_mb`).
     """
 
     role: str
@@ -50,6 +55,7 @@ class HarnessRequest:
     iteration: int = 1
     env: Mapping[str, str] = field(default_factory=dict)
     sandbox: Policy | None = None
+    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
 
     @property
     def transcript(self) -> Path:
@@ -67,6 +73,21 @@ class Invocation:
 
 
 @dataclass(frozen=True)
+class UsageLimit:
+    """The agent's account hit a usage or rate limit: the provider refused the work, so the
+    tick is put off rather than judged (see `automaton.runner.deferral`).
+
+    message: the agent's own line saying so (one line, at most 300 characters); reset_epoch:
+    when the agent said the limit resets, as UTC epoch seconds, or None when it gave no time
+    that could be read (the runner then backs off; an unreadable time is never "no limit").
+    Each adapter's parser sets it from its CLI's documented or reported shapes (`_limits`).
+    """
+
+    message: str
+    reset_epoch: float | None = None
+
+
+@dataclass(frozen=True)
 class HarnessResult:
     """What a role run produced.
 
@@ -77,7 +98,8 @@ class HarnessResult:
     was stopped at the timeout; duration_s: seconds; unavailable: one line (why, and the fix)
     when the agent could not start here at all (not found, not executable, refused by the
     sandbox, not logged in, nested in another session), else None. An unavailable run did
-    no work: the runner halts the loop for a human instead of charging a tick.
+    no work: the runner halts the loop for a human instead of charging a tick. usage_limit:
+    the account's usage or rate limit stopped the run (`UsageLimit`), else None.
     """
 
     exit_status: int
@@ -88,6 +110,7 @@ class HarnessResult:
     timed_out: bool = False
     duration_s: float = 0.0
     unavailable: str | None = None
+    usage_limit: UsageLimit | None = None
 
 
 class Harness(Protocol):

@@ -42,17 +42,21 @@ def run_cli(req: HarnessRequest, inv: Invocation, parse: Parser, refusals: tuple
 
     A timeout is reported, not raised. `unavailable` is set when the agent could not start
     here: not found (127), not executable or not confinable (126), or one of the adapter's
-    `refusals` (its own "not logged in"-style answers; see `_unavailable`)."""
+    `refusals` (its own "not logged in"-style answers; see `_unavailable`). `usage_limit` is
+    what `parse` found (see `_limits`), kept unless the run timed out. Each output file keeps
+    its last `req.max_output_bytes` bytes."""
     req.run_dir.mkdir(parents=True, exist_ok=True)
     err_path = req.run_dir / f"{req.role}.stderr.log"
     done = run_streaming(inv.argv, out_path=req.transcript, err_path=err_path, cwd=req.cwd,
                          stdin=inv.stdin, env=environment(req, inv), timeout_s=req.timeout_s,
-                         sandbox=req.sandbox)
+                         sandbox=req.sandbox, max_bytes=req.max_output_bytes)
     out, err = read_text(req.transcript), read_text(err_path)
     parsed = parse(out, err, done.code)
-    error, unavailable = parsed.error, None
+    error, unavailable, limit = parsed.error, None, None
     if done.timed_out:
         error = f"timed out after {req.timeout_s:g} s; process group stopped"
+    elif parsed.usage_limit is not None:
+        limit = parsed.usage_limit  # the agent started and was refused by its provider: not "cannot run here"
     else:
         if done.code in (126, 127) and error is None:
             error = tail(err, 300) or f"{inv.argv[0]}: cannot run (exit {done.code})"
@@ -60,7 +64,7 @@ def run_cli(req: HarnessRequest, inv: Invocation, parse: Parser, refusals: tuple
     return HarnessResult(
         exit_status=done.code, final_text=parsed.final_text, cost_usd=parsed.cost_usd,
         tokens=parsed.tokens, error=error, timed_out=done.timed_out, duration_s=done.duration_s,
-        unavailable=unavailable,
+        unavailable=unavailable, usage_limit=limit,
     )
 
 

@@ -4,8 +4,8 @@ Sources: github.com/Aider-AI/aider `aider/args.py` (`--message`, `--yes-always` 
 was renamed in commit d4fe0b18a —, `--no-auto-commits`, `--analytics-log`),
 `aider/analytics.py` (the log file gets one JSON object per line, `{"event", "properties",
 …}`, even with remote analytics off) and `aider/coders/base_coder.py` (`message_send`
-properties `prompt_tokens`, `completion_tokens`, `total_tokens`, `cost`, `total_cost`);
-PROTOCOLS.md §4.1. The runner commits each tick itself, so aider's own commits are off.
+properties `prompt_tokens`, `completion_tokens`, `total_tokens`, `cost`, `total_cost`).
+The runner commits each tick itself, so aider's own commits are off.
 """
 
 from __future__ import annotations

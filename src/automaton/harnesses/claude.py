@@ -1,14 +1,22 @@
 """Claude Code headless: `claude -p --output-format json`.
 
 Sources: Claude Code docs `headless.md` and `cli-reference.md` (code.claude.com/docs/en/…;
-mirror github.com/ericbuess/claude-code-docs), summarised in shared/reference/PROTOCOLS.md
-§1.7: the prompt is read from piped stdin; `--max-budget-usd` stops the run at a client-side
-cost estimate; `--settings <file>` adds hooks (project settings do not follow a worktree);
-the result object has `type:"result"`, `subtype`, `is_error`, `result`, `total_cost_usd`,
-`usage` {input_tokens, output_tokens, cache_creation_input_tokens, cache_read_input_tokens}.
-With verbose on, `--output-format json` prints an ARRAY of all messages whose last
-`type=="result"` element is the result (anthropics/claude-code #84784); stream-json prints
-one object per line, the result last. Both are accepted here.
+mirror github.com/ericbuess/claude-code-docs): the prompt is read from piped stdin;
+`--max-budget-usd` stops the run at a client-side cost estimate; `--settings <file>` adds hooks
+(project settings do not follow a worktree); the result object has `type:"result"`, `subtype`,
+`is_error`, `result`, `total_cost_usd`, `usage` {input_tokens, output_tokens,
+cache_creation_input_tokens, cache_read_input_tokens}. With verbose on, `--output-format json`
+prints an ARRAY of all messages whose last `type=="result"` element is the result
+(anthropics/claude-code #84784); stream-json prints one object per line, the result last. Both
+are accepted here.
+
+Usage limits (`usage_limit`, see `_limits` for the reset times read): a failed result whose
+text, `errors` or stderr says "Claude AI usage limit reached|<epoch>" (anthropics/claude-code
+#6119), "5-hour limit reached ∙ resets 3pm" (#6392), "You've hit your limit · resets 4pm
+(Area/City)" (#19673), "API Error: 429 {…"rate_limit_error"…}" (#9046) or "You have reached your
+specified API usage limits. You will regain access on … UTC" (#38035); or `api_error_status`
+429; or a `rate_limit_event` whose `rate_limit_info.status` is "rejected" (its `resetsAt`,
+#38673), printed with verbose or stream-json output.
 """
 
 from __future__ import annotations
@@ -16,8 +24,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from automaton.harnesses import HarnessRequest, HarnessResult, Invocation
+from automaton.harnesses import HarnessRequest, HarnessResult, Invocation, UsageLimit
 from automaton.harnesses._cli import count, has_flag, number, run_cli, sub, tail, text_of
+from automaton.harnesses._limits import detect
 from automaton.harnesses._unavailable import Refusal
 
 EXECUTABLE = "claude"
@@ -64,20 +73,32 @@ def invocation(req: HarnessRequest) -> Invocation:
     return Invocation(argv=argv, stdin=req.prompt)
 
 
+# Lines of a failed run that mean the account's usage or rate limit stopped it (case-insensitive).
+LIMIT_NEEDLES = ("usage limit", "5-hour limit", "session limit", "weekly limit", "hit your limit",
+                 "rate_limit_error", "rate limit", "Error: 429", "API usage limits")
+
+
+def _messages(stdout: str) -> list[Any]:
+    """The JSON values of `stdout`: one object, the elements of an array, or one per line."""
+    text = stdout.strip()
+    try:
+        doc = json.loads(text)
+        return doc if isinstance(doc, list) else [doc]
+    except ValueError:
+        pass
+    candidates: list[Any] = []
+    for line in text.splitlines():
+        try:
+            candidates.append(json.loads(line))
+        except ValueError:
+            continue
+    return candidates
+
+
 def result_object(stdout: str) -> dict[str, Any] | None:
     """The result message in `stdout`: one object, an array (last `type=="result"`), or JSON
     lines (last `type=="result"` line). None when there is none."""
-    text = stdout.strip()
-    candidates: list[Any] = []
-    try:
-        doc = json.loads(text)
-        candidates = doc if isinstance(doc, list) else [doc]
-    except ValueError:
-        for line in text.splitlines():
-            try:
-                candidates.append(json.loads(line))
-            except ValueError:
-                continue
+    candidates = _messages(stdout)
     results = [c for c in candidates if isinstance(c, dict) and c.get("type") == "result"]
     if results:
         return results[-1]
@@ -93,7 +114,10 @@ def parse(stdout: str, stderr: str, code: int) -> HarnessResult:
     obj = result_object(stdout)
     if obj is None:
         why = tail(stderr, 300) or tail(stdout, 300) or f"claude printed no result (exit {code})"
-        return HarnessResult(code, "", None, {}, why.splitlines()[-1])
+        # No result object: plain text on stdout is the CLI's own message; JSON messages (verbose,
+        # stream-json) are the agent's work and never read for a limit.
+        limit = detect([tail(stderr), "" if _messages(stdout) else tail(stdout)], LIMIT_NEEDLES)
+        return HarnessResult(code, "", None, {}, why.splitlines()[-1], usage_limit=limit)
     text = text_of(obj, "result")
     usage = sub(obj, "usage")
     tokens = {k: count(usage.get(k)) for k in TOKEN_KEYS if k in usage}
@@ -104,7 +128,25 @@ def parse(stdout: str, stderr: str, code: int) -> HarnessResult:
         error = f"claude reported an error ({subtype or 'is_error'}): {detail}".strip().rstrip(":")
     elif code != 0:
         error = f"claude exited {code}"
-    return HarnessResult(code, str(text), number(obj.get("total_cost_usd")), tokens, error)
+    limit = usage_limit(obj, stdout, stderr) if error is not None else None
+    return HarnessResult(code, str(text), number(obj.get("total_cost_usd")), tokens, error, usage_limit=limit)
+
+
+def usage_limit(obj: dict[str, Any], stdout: str, stderr: str) -> UsageLimit | None:
+    """The usage limit a FAILED result reports (see the module docstring), or None. Read from
+    the result's own text and `errors`, stderr, `api_error_status` and rejected
+    `rate_limit_event` messages: never from the assistant's or the tools' messages."""
+    errors = obj.get("errors")
+    texts = [text_of(obj, "result"), *(str(e) for e in errors if isinstance(e, str | dict))] \
+        if isinstance(errors, list) else [text_of(obj, "result")]
+    texts.append(tail(stderr))
+    for msg in _messages(stdout):
+        info = msg.get("rate_limit_info") if isinstance(msg, dict) and msg.get("type") == "rate_limit_event" else None
+        reset = number(info.get("resetsAt")) if isinstance(info, dict) and info.get("status") == "rejected" else None
+        if reset is not None:
+            texts.append(f"rate limit rejected ({info.get('rateLimitType')}), resetsAt: {int(reset)}")  # type: ignore[union-attr]
+    forced = "API Error: 429 (api_error_status)" if obj.get("api_error_status") == 429 else None
+    return detect(texts, LIMIT_NEEDLES, forced=forced)
 
 
 def run(req: HarnessRequest) -> HarnessResult:

@@ -6,14 +6,22 @@ github.com/openai/codex `codex-rs/exec/src/exec_events.rs` (events `thread.start
 `turn.failed` {error.message}, `item.completed` {item: {type: "agent_message", text}},
 `error` {message}); openai/codex issue #5276 shows a real `turn.completed` line. Exit code
 reflects session health, not the task: `turn.failed` has been seen with exit 0, so it is
-treated as a failure here (PROTOCOLS.md §2.1). Codex prints no USD cost: cost comes from
+treated as a failure here. Codex prints no USD cost: cost comes from
 PRICES_PER_MTOK below for a known model, else None (the tick then counts max_tick_usd).
+
+Usage limits (`usage_limit`, reset times read by `_limits`): a failed run whose `turn.failed`
+or `error` event, or stderr, says "You've hit your usage limit. … try again at 12:16 PM." (the
+`error` + `turn.failed` pair quoted in link-assistant/hive-mind issue #719), "… or try again in
+5 days 22 hours 11 minutes." (openai/codex #3899), "usage_limit_reached" with `resets_at`
+(earendil-works/pi #4172) or "429 Too Many Requests". Only a failed run counts: Codex also
+prints `error` events for retries that later succeed.
 """
 
 from __future__ import annotations
 
 from automaton.harnesses import HarnessRequest, HarnessResult, Invocation
 from automaton.harnesses._cli import Parser, count, has_flag, json_lines, run_cli, tail
+from automaton.harnesses._limits import detect
 from automaton.harnesses._unavailable import Refusal
 
 EXECUTABLE = "codex"
@@ -28,6 +36,9 @@ REFUSALS = (
             "log in as the user the ticks run as (codex login), or give the tick's environment CODEX_API_KEY",
             needles=("Not logged in", "401 Unauthorized")),
 )
+
+# Lines of a failed run's error events or stderr that mean a usage or rate limit (case-insensitive).
+LIMIT_NEEDLES = ("usage limit", "usage_limit_reached", "rate limit", "rate_limit", "429 Too Many Requests")
 
 # USD per million tokens: (input, cached input, output), from openai.com/api/pricing
 # (published list prices, 2025). A model not listed gives cost None, never $0.
@@ -70,6 +81,8 @@ def parse_for(model: str | None) -> Parser:
     def parse(stdout: str, stderr: str, code: int) -> HarnessResult:
         tokens: dict[str, int] = {}
         text, error = "", None
+        said: list[str] = []  # what Codex itself reported as errors (never a tool's output)
+        turn_failed = False
         for ev in json_lines(stdout):
             kind = ev.get("type")
             if kind == "turn.completed" and isinstance(ev.get("usage"), dict):
@@ -79,8 +92,12 @@ def parse_for(model: str | None) -> Parser:
                 err = ev.get("error")
                 msg = err.get("message") if isinstance(err, dict) else err
                 error = f"codex turn failed: {msg}"
-            elif kind == "error" and error is None:
-                error = f"codex error: {ev.get('message')}"
+                said.append(str(msg))
+                turn_failed = True
+            elif kind == "error":
+                said.append(str(ev.get("message")))
+                if error is None:
+                    error = f"codex error: {ev.get('message')}"
             elif kind == "item.completed" and isinstance(ev.get("item"), dict):
                 item = ev["item"]
                 if item.get("type") == "agent_message" and isinstance(item.get("text"), str):
@@ -88,7 +105,9 @@ def parse_for(model: str | None) -> Parser:
         if error is None and code != 0:
             error = f"codex exited {code}: {tail(stderr, 200)}".strip().rstrip(":")
         cost = price(model, tokens) if tokens else None
-        return HarnessResult(code, text, cost, tokens, error)
+        failed = error is not None and (code != 0 or turn_failed)
+        limit = detect([*reversed(said), tail(stderr)], LIMIT_NEEDLES) if failed else None
+        return HarnessResult(code, text, cost, tokens, error, usage_limit=limit)
 
     return parse
 

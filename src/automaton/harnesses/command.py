@@ -1,4 +1,4 @@
-"""Any argv as a harness (DESIGN §7): scripts and deterministic tools.
+"""Any argv as a harness (README.md#harnesses): scripts and deterministic tools.
 
 argv is loop.json `harness.command` with `harness.args` appended. The rendered prompt goes
 on stdin and into a file named by `AUTOMATON_PROMPT_FILE` (`runs/<n>/<role>.prompt.md`);

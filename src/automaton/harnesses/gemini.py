@@ -1,11 +1,17 @@
 """Gemini CLI headless: `gemini -p PROMPT -o json`.
 
 Sources: github.com/google-gemini/gemini-cli `docs/cli/headless.md`,
-`docs/cli/cli-reference.md`, `packages/core/src/output/types.ts` (PROTOCOLS.md §3): the JSON
+`docs/cli/cli-reference.md`, `packages/core/src/output/types.ts`: the JSON
 output is one object `{session_id?, response, stats, error?}`; `stats.models[<model>].tokens`
 has `input`, `prompt`, `candidates`, `total`, `cached`, `thoughts`, `tool`. No cost field, so
 cost is None (the tick counts max_tick_usd). Exit codes (`packages/core/src/utils/errors.ts`):
 0 ok, 1 general/API error, 41 authentication error, 42 input error, 53 turn limit exceeded.
+
+Usage limits (`usage_limit`, reset times read by `_limits`): a failed run whose JSON `error`
+(code 429, or its message) or stderr says RESOURCE_EXHAUSTED / "Quota exceeded for quota metric
+…" (google-gemini/gemini-cli issues #10925, #1848), "You have exhausted your capacity on this
+model. Your quota will reset after 2h52m39s." or "Please retry in 38.5s" (TerminalQuotaError /
+RetryableQuotaError, `packages/core/src/utils/googleQuotaErrors.ts`).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import json
 
 from automaton.harnesses import HarnessRequest, HarnessResult, Invocation
 from automaton.harnesses._cli import count, has_flag, run_cli, sub, tail, text_of
+from automaton.harnesses._limits import detect
 from automaton.harnesses._unavailable import Refusal
 
 EXECUTABLE = "gemini"
@@ -29,6 +36,13 @@ REFUSALS = (
             " with their credentials), or choose an auth method in ~/.gemini/settings.json as that user",
             needles=("Please set an Auth method",), codes=(41,)),
 )
+
+
+# Lines of a failed run's error or stderr that mean a usage or rate limit (case-insensitive).
+LIMIT_NEEDLES = ("RESOURCE_EXHAUSTED", "Quota exceeded", "exceeded your current quota", "exhausted your capacity",
+                 "exhausted your daily quota", "Resource has been exhausted", "Resource exhausted",
+                 "rateLimitExceeded", "TerminalQuotaError", "RetryableQuotaError", "429 Too Many Requests",
+                 "status 429", '"code": 429', '"code":429')
 
 
 def invocation(req: HarnessRequest) -> Invocation:
@@ -58,7 +72,9 @@ def parse(stdout: str, stderr: str, code: int) -> HarnessResult:
     elif code != 0:
         error = f"gemini exited {code}"
     if not isinstance(obj, dict):
-        return HarnessResult(code, "", None, {}, error or f"gemini printed no JSON: {tail(stderr, 200)}")
+        limit = detect([tail(stderr)], LIMIT_NEEDLES) if code != 0 else None
+        return HarnessResult(code, "", None, {}, error or f"gemini printed no JSON: {tail(stderr, 200)}",
+                             usage_limit=limit)
     tokens: dict[str, int] = {}
     stats = sub(obj, "stats")
     models = sub(stats, "models")
@@ -66,12 +82,17 @@ def parse(stdout: str, stderr: str, code: int) -> HarnessResult:
         if isinstance(entry, dict) and isinstance(entry.get("tokens"), dict):
             for key, value in entry["tokens"].items():
                 tokens[key] = tokens.get(key, 0) + count(value)
+    said, forced = [tail(stderr)], None
     if isinstance(obj.get("error"), dict | str) and obj.get("error"):
         err = obj["error"]
         msg = err.get("message", err) if isinstance(err, dict) else err
         error = f"gemini error: {msg}" + (f" ({error})" if error else "")
+        said.insert(0, str(msg))
+        if isinstance(err, dict) and str(err.get("code")) == "429":
+            forced = f"gemini error 429: {msg}"
     text = text_of(obj, "response")
-    return HarnessResult(code, str(text), None, tokens, error)
+    limit = detect(said, LIMIT_NEEDLES, forced=forced) if error is not None else None
+    return HarnessResult(code, str(text), None, tokens, error, usage_limit=limit)
 
 
 def run(req: HarnessRequest) -> HarnessResult:

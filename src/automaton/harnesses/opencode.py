@@ -1,7 +1,7 @@
 """OpenCode: `opencode run --format json MESSAGE` (JSON lines on stdout).
 
 Sources: github.com/anomalyco/opencode `packages/opencode/src/cli/cmd/run.ts` and
-`session/message-v2.ts` StepFinishPart (PROTOCOLS.md §4.2): events `{type, timestamp,
+`session/message-v2.ts` StepFinishPart: events `{type, timestamp,
 sessionID, part?}` of types `step_start`, `text` (`part.text`), `tool_use`, `step_finish`
 (`part.cost` in USD, `part.tokens` {input, output, reasoning, cache: {read, write}}), `error`.
 The run's cost is the sum of every `step_finish.part.cost`. `--auto` is needed in current

@@ -3,21 +3,24 @@
 Every agent here blocks a tool call when its hook exits 2 with the reason on stderr, and lets
 it run when the hook exits 0 with nothing on stdout; every other outcome (exit 1, a crash, a
 missing executable) is *allow* to the agents, so `run` turns any failure into exit 2.
-Sources: Claude Code hooks.md "Exit code output" (PROTOCOLS.md §1.4); Codex hooks
-(developers.openai.com/codex/hooks, PROTOCOLS.md §2.3); Gemini CLI docs/hooks/reference.md
-"Exit codes" and packages/core/src/hooks/hookRunner.ts (exit 2 + non-empty stderr = deny;
-PROTOCOLS.md §3). The hook runs before every edit: this module imports only the standard
-library, and the rest lazily.
+Sources: Claude Code hooks.md "Exit code output" (code.claude.com/docs/en/hooks); Codex hooks
+(developers.openai.com/codex/hooks); Gemini CLI docs/hooks/reference.md "Exit codes" and
+packages/core/src/hooks/hookRunner.ts (exit 2 + non-empty stderr = deny). The hook runs before
+every edit: this module imports only json, os, sys, pathlib and core.record, and the rest lazily.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
-from dataclasses import dataclass, field
+import sys
 from pathlib import Path
-from typing import Any
+
+from automaton.core.record import field, record  # not dataclasses (core/record.py says why)
+
+TYPE_CHECKING = False  # typing stays off the hook path too
+if TYPE_CHECKING:
+    from typing import Any
 
 # agent -> module with `parse(payload: dict) -> Call`
 AGENTS: dict[str, str] = {
@@ -29,7 +32,7 @@ ALLOW_CODE = 0
 DENY_CODE = 2  # the one exit code all three agents treat as "block"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Call:
     """What one tool call would do: write `paths` and/or run shell `command`, in `cwd`.
 
@@ -42,7 +45,7 @@ class Call:
     command: str | None = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Answer:
     """The hook's reply: exit `code` (0 allow, 2 deny) and the one stderr line (empty on allow)."""
 
@@ -106,7 +109,10 @@ def run(agent: str, stdin_text: str, project_flag: str | None) -> Answer:
             return precommit.check(project_flag, Path(os.getcwd()))
         if agent not in AGENTS:
             return deny(f"unknown agent {agent!r}: use one of {', '.join(sorted(AGENTS))}")
-        call: Call = importlib.import_module(AGENTS[agent]).parse(payload_of(stdin_text))
+        if _names_key_folder(stdin_text):
+            return deny("the record key's folder (~/.config/automaton) is never read or written by an agent")
+        __import__(AGENTS[agent])  # not importlib.import_module: one import fewer before every edit
+        call: Call = sys.modules[AGENTS[agent]].parse(payload_of(stdin_text))
         return decide(call, project_flag)
     except BaseException as exc:  # fail closed: a crashing hook must block, never allow
         return deny(_why(exc))
@@ -130,6 +136,15 @@ def decide(call: Call, project_flag: str | None) -> Answer:
     project = policy.project_for(project_flag, call.cwd)
     verdict = policy.check(project, call.cwd, paths)
     return Answer(ALLOW_CODE) if verdict.allowed else deny(f"{call.tool}: {verdict.reason}")
+
+
+def _names_key_folder(text: str) -> bool:
+    """Whether a tool call's payload names the record key's folder in any spelling the hook can
+    see (`~/.config/automaton`, `$HOME/.config/automaton`, the absolute path, JSON-escaped
+    slashes): even a read tool may not open the key, which would let the agent forge keyed log
+    lines. Reading it some other way is stopped by the kernel sandbox, not here."""
+    flat = text.replace("\\/", "/").lower()
+    return ".config/automaton" in flat
 
 
 def deny(reason: str) -> Answer:

@@ -1,5 +1,4 @@
-"""Claude Code `PreToolUse` payloads (PROTOCOLS.md §1.3, §1.4; code.claude.com/docs/en/hooks,
-/docs/en/tools-reference).
+"""Claude Code `PreToolUse` payloads (code.claude.com/docs/en/hooks, /docs/en/tools-reference).
 
 Input: `cwd`, `tool_name`, `tool_input`. `Write`/`Edit` carry `tool_input.file_path` (absolute
 in current builds; a relative one is resolved against `cwd`); `NotebookEdit` carries
@@ -19,9 +18,11 @@ knows what it writes.
 
 from __future__ import annotations
 
-from typing import Any
-
 from automaton.hooks import BadPayload, Call, cwd_of, text_field, tool_of
+
+TYPE_CHECKING = False  # typing stays off the hook path (core/record.py says why)
+if TYPE_CHECKING:
+    from typing import Any
 
 WRITERS: dict[str, str] = {
     "Write": "file_path",

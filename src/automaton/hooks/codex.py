@@ -1,4 +1,4 @@
-"""Codex CLI `PreToolUse` payloads (developers.openai.com/codex/hooks; PROTOCOLS.md §2.3).
+"""Codex CLI `PreToolUse` payloads (developers.openai.com/codex/hooks).
 
 File edits arrive as `tool_name: "apply_patch"` with the raw patch text in
 `tool_input.command` (openai/codex PR #18391 "emit hooks for apply_patch edits"; a `patch`
@@ -19,9 +19,12 @@ friends are unsupported on PreToolUse and fail open, so they are never used).
 from __future__ import annotations
 
 import shlex
-from typing import Any
 
 from automaton.hooks import BadPayload, Call, cwd_of, tool_of
+
+TYPE_CHECKING = False  # typing stays off the hook path (core/record.py says why)
+if TYPE_CHECKING:
+    from typing import Any
 
 PATCH_TOOLS = frozenset({"apply_patch", "Edit", "Write"})
 SHELLS = frozenset({"Bash", "shell", "exec_command", "local_shell", "shell_command"})

@@ -1,5 +1,4 @@
-"""Gemini CLI `BeforeTool` payloads (google-gemini/gemini-cli docs/hooks/reference.md;
-PROTOCOLS.md §3).
+"""Gemini CLI `BeforeTool` payloads (google-gemini/gemini-cli docs/hooks/reference.md).
 
 Input: `cwd`, `tool_name`, `tool_input` (the model's raw arguments). File writers are
 `write_file` and `replace` with `tool_input.file_path` (tools/definitions/base-declarations.ts);
@@ -17,9 +16,12 @@ stderr, so the reason is never empty. Allow: exit 0 with empty stdout (no JSON i
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from automaton.hooks import BadPayload, Call, cwd_of, text_field, tool_of
+
+TYPE_CHECKING = False  # typing stays off the hook path (core/record.py says why)
+if TYPE_CHECKING:
+    from typing import Any
 
 WRITERS = frozenset({"write_file", "replace", "edit"})
 SHELLS = frozenset({"run_shell_command"})

@@ -1,4 +1,4 @@
-"""Human acts and hidden commands in a shell line (DESIGN §4, §7): what the hook denies by name.
+"""Human acts and hidden commands in a shell line: what the hook denies by name (SECURITY.md#threat-model).
 
 Sign-offs and focus changes (`automaton --approve` / `--focus`) are human acts, and the CLI's
 own check for a human (a terminal on stdin, `commands.human.require_human`) is a weak signal:
@@ -24,12 +24,14 @@ backslashes, backticks and carets (`autom\\aton`, `--a''pprove`, `AUTOMATON`, Po
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from automaton.core.record import record  # not dataclasses: on the hook path
 from automaton.hooks.shellparse import Program, Unsafe, operands
 
 _APPROVE = re.compile(r"--ap(p(r(o(ve?)?)?)?)?(?![\w-])", re.IGNORECASE)
 _FOCUS = re.compile(r"--fo(c(us?)?)?(?![\w-])", re.IGNORECASE)
+# The other human acts: releasing a human's pause, re-arming or removing a loop.
+_LOOP_ACTS = re.compile(r"--(resume-loop|rearm-loop|remove-loop)(?![\w-])", re.IGNORECASE)
 _MENTION = re.compile(r"automaton|status\.py|loop-runner\.py", re.IGNORECASE)
 _MENTION_LETTERS = re.compile(r"automaton|statuspy|looprunnerpy")
 _STEER_ENV = re.compile(r"automaton_(task|home)\b", re.IGNORECASE)
@@ -70,7 +72,7 @@ ALWAYS_DYNAMIC = frozenset({"eval", "source", ".", "xargs", "parallel", "iex", "
                             "watch", "trap", "alias", "invoke-command", "start-job", "at", "batch"})
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Views:
     """Readings of one line: `texts` (raw, dequoted, decoded, lowercase-stripped) and `letters`
     (lowercase letters, digits and `_` only)."""
@@ -118,6 +120,9 @@ def check_text(views: Views) -> None:
     named = views.search(_MENTION) or _MENTION_LETTERS.search(views.letters)
     if named and (views.search(_APPROVE) or views.search(_FOCUS)):
         raise Unsafe("sign-offs and focus are human acts: an agent may not run automaton --approve or --focus")
+    act = views.search(_LOOP_ACTS) if named else None
+    if act:
+        raise Unsafe(f"{act.group(0)} is a human act: an agent may not run it")
     if "automaton_approver" in views.letters:
         raise Unsafe("AUTOMATON_APPROVER names a human approver: an agent may not set or use it")
     steer = views.search(_STEER_ENV)

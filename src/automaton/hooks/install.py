@@ -23,11 +23,13 @@ hook off: Claude `disableAllHooks: true` (in `.claude/settings.json` or
 The command is absolute (the `automaton` script next to `sys.executable`, or
 `sys.executable -m automaton`), pins `--project`, and ends in `|| exit 2` so that even a
 missing or broken executable blocks instead of failing open (every agent runs the command
-through a shell). Where (PROTOCOLS.md): Claude `.claude/settings.json` → `hooks.PreToolUse`
-(§1.1; a loop worktree gets `loop_settings()` through `claude --settings`, because project
-settings do not follow a worktree); Codex `.codex/hooks.json` → `hooks.PreToolUse` (§2.3; the
-project layer must be trusted in `/hooks`); Gemini `.gemini/settings.json` → `hooks.BeforeTool`
-(§3; the folder must be trusted). git: `pre-commit` in `git rev-parse --git-path hooks`.
+through a shell). Where: Claude `.claude/settings.json` → `hooks.PreToolUse`
+(code.claude.com/docs/en/hooks; a loop worktree gets `loop_settings()` through
+`claude --settings`, because project settings do not follow a worktree); Codex
+`.codex/hooks.json` → `hooks.PreToolUse` (developers.openai.com/codex/hooks; the project layer
+must be trusted in `/hooks`); Gemini `.gemini/settings.json` → `hooks.BeforeTool` (gemini-cli
+docs/hooks/reference.md; the folder must be trusted). git: `pre-commit` in
+`git rev-parse --git-path hooks`.
 """
 
 from __future__ import annotations

@@ -13,12 +13,11 @@ only options common to both or documented by either are listed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
+from automaton.core.record import field, record  # not dataclasses: on the hook path
 from automaton.hooks.shellparse import Unsafe
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Spec:
     """A program's options: `short` letter -> role, `long` name (without `--`) -> role."""
 
@@ -26,7 +25,7 @@ class Spec:
     long: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass
+@record
 class Scan:
     """What the options say: `outs` (paths written), `operands`, and the options seen (names)."""
 

@@ -1,4 +1,4 @@
-"""The one decision every agent hook and the git pre-commit hook share (DESIGN §4, §7).
+"""The one decision every agent hook and the git pre-commit hook share.
 
 Given the project, the directory the tool call runs in (`cwd`) and the paths it would write,
 answer allowed or denied with one line. Three layers, all of which must allow:
@@ -27,16 +27,16 @@ exceptions; the hook entry turns every exception into a denial (fail closed).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from automaton.commands import can_edit
 from automaton.core.names import LoopName, TaskRef
+from automaton.core.record import record  # not dataclasses: on the hook path
 from automaton.resolve import posix, real, relative_parts
 from automaton.store.layout import DOT, Project
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Verdict:
     """`allowed`, and a one-line `reason` (for a denial: the path, the rule, what to do)."""
 
@@ -44,7 +44,7 @@ class Verdict:
     reason: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Worktree:
     """A loop worktree: the loop's `name` and the worktree's real `root`."""
 
@@ -54,7 +54,7 @@ class Worktree:
 
 def project_for(project_flag: str | None, cwd: Path) -> Project:
     """`--project DIR` when given, else the project found from the tool call's `cwd`
-    (inside a loop worktree: the main checkout owning it, DESIGN §2)."""
+    (inside a loop worktree: the main checkout owning it, `store.layout.find_root`)."""
     return Project.at(project_flag, cwd)
 
 

@@ -1,4 +1,4 @@
-"""The paths PowerShell's file cmdlets write (Claude Code's `PowerShell` tool, PROTOCOLS.md §1.3).
+"""The paths PowerShell's file cmdlets write (Claude Code's `PowerShell` tool, code.claude.com/docs/en/hooks).
 
 Cmdlet and parameter names are case-insensitive and parameters may be shortened to any unique
 prefix (about_Parameters); values come as `-Path X`, `-Path:X` or by position, and a list as

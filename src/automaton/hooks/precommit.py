@@ -3,10 +3,10 @@
 git runs `.git/hooks/pre-commit` (or `core.hooksPath`) in the top of the work tree and aborts
 the commit on any non-zero exit (githooks(5)). Refused: a staged path (added, changed,
 deleted or renamed) outside the current task phase scope (the same policy as the agent hooks,
-DESIGN §4/§7), and a staged task `.state` that its `.state.log` does not explain (tampered
+`hooks.policy`), and a staged task `.state` that its `.state.log` does not explain (tampered
 task, or a staged phase different from the log's last line). The task's `.state.log` may be
 committed; `.automaton/` holds runtime files, but a loop's `loop.json` and role prompts are
-trackable (DESIGN §3) and pass. The agents' hook settings (`commands.can_edit.HOOK_CONFIG`) are
+trackable (docs/architecture.md#what-git-sees) and pass. The agents' hook settings (`commands.can_edit.HOOK_CONFIG`) are
 refused like every always-denied path: this hook cannot tell a human committer from an agent,
 so the message tells a human to commit them with `git commit --no-verify`, which skips any
 pre-commit hook and which the agent hooks deny to agents; for humans this is a guard rail, not a wall.

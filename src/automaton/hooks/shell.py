@@ -23,12 +23,11 @@ target for the policy to judge, once for every directory the shell may be in (`h
 
 from __future__ import annotations
 
-import glob
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from automaton.core.record import field, record  # not dataclasses: on the hook path
 from automaton.hooks import aliases, detach, gitcmd, schedules
 from automaton.hooks import humanacts as acts
 from automaton.hooks import shellparse as parse
@@ -39,7 +38,7 @@ from automaton.hooks.writers import read_only, targets
 __all__ = ["Analysis", "Unsafe", "analyze", "git_subcommand"]
 
 
-@dataclass
+@record
 class Analysis:
     """Write targets found: (path as written, directory it is relative to)."""
 
@@ -157,4 +156,6 @@ def _add(out: Analysis, target: str, here: Dirs, opened: set[int]) -> None:
         out.targets.append((target, base))
         if _GLOB.search(target):  # a glob may match a protected name (`.st*`): check each match too
             pattern = os.path.join(base, expanded)
+            import glob  # only a glob target needs it (the hook path's imports are its cost)
+
             out.targets.extend((match, base) for match in sorted(glob.glob(pattern, include_hidden=True)))

@@ -1,4 +1,4 @@
-"""Tokens and simple commands of one shell line, for the hooks' best-effort analysis (DESIGN §7).
+"""Tokens and simple commands of one shell line, for the hooks' best-effort analysis.
 
 A reading, not a shell: quotes are removed the way the shell removes them (POSIX `shlex`), a
 PowerShell line keeps its backslashes (they are path separators there, the escape character is
@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from dataclasses import dataclass, field
 
+from automaton.core.record import field, record  # not dataclasses: on the hook path
 from automaton.hooks.argv import GIT_VALUE_OPTIONS, git_subcommand, operands, option_values
 
 __all__ = ["GIT_VALUE_OPTIONS", "Program", "Simple", "Unsafe", "git_subcommand", "operands", "option_values",
@@ -24,7 +24,7 @@ class Unsafe(Exception):
     """The command line must be denied; the message is the one-line reason."""
 
 
-@dataclass
+@record
 class Simple:
     """One simple command: its `words`, output redirect targets (`writes`), input redirect files
     (`reads`), the text a heredoc or here-string feeds it (`stdin`), whether its standard
@@ -43,7 +43,7 @@ class Simple:
     scopes: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Program:
     """What a simple command runs after env assignments, keywords and wrappers: `name` (lowercase
     basename, `.exe` dropped: a case-insensitive volume runs `RM` as `rm`), its `args`, the

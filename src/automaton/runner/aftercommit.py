@@ -53,7 +53,11 @@ def settle(project: Project, name: str, cfg: LoopConfig, wt: WorktreeResult, n: 
         tip = run_git(project.root, ["rev-parse", "--verify", f"refs/heads/loop/{name}^{{commit}}"])
         out.head = tip.out.strip() if tip.code == 0 and tip.out.strip() else None
     elif wt.in_worktree:
-        from automaton.git.worktree import commit_all
+        from automaton.git.worktree import commit_all, pointer_problem
+
+        tampered = pointer_problem(project.root, wt.path)
+        if tampered:  # never run git in a worktree whose .git the agent rewrote: it may be the user's branch
+            return _halt(out, project, name, "drift_detected", f"worktree_lost: {tampered}")
 
         done = commit_all(wt.path, f"automaton: tick {n}")
         out.sha = done.sha

@@ -1,11 +1,11 @@
-"""`automaton-loop`: the loop runner's console script (DESIGN §2, §6).
+"""`automaton-loop`: the loop runner's console script (docs/architecture.md#the-life-of-a-tick).
 
     automaton-loop --mode tick|run|dry-run --loop NAME [--project DIR] [--max-ticks N]
                    [--settings FILE] [--json]
     automaton-loop --demo
     automaton-loop --version
 
-Exit codes as everywhere (DESIGN §2): 0 a tick ran or was skipped busy / run stopped
+Exit codes as everywhere (README.md#exit-codes): 0 a tick ran or was skipped busy / run stopped
 normally; 1 a gate refused; 2 bad input or a corrupt file (one line on stderr); 3 a bug (one
 line plus the path of a crash log with the traceback).
 """
@@ -16,9 +16,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
-import time
-import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -54,6 +51,10 @@ def build() -> argparse.ArgumentParser:
 
 def crash_log(exc: BaseException) -> str:
     """The traceback goes to a log file, never the screen; returns its path."""
+    import tempfile  # here: only a crash needs them, and a tick that gives up should not pay
+    import time
+    import traceback
+
     fd, path = tempfile.mkstemp(prefix=f"automaton-loop-crash-{int(time.time())}-", suffix=".log")
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write("".join(traceback.format_exception(exc)))
@@ -100,19 +101,28 @@ def dispatch(ns: argparse.Namespace) -> Outcome:
         settings = Path(ns.settings).expanduser().resolve()
         if not settings.is_file():
             raise BadInput(f"--settings {ns.settings!r} is not a file: pass the agent settings JSON file")
+    project = Project.at(ns.project)
+    progress = Progress(enabled=not ns.quiet)
+    if ns.mode == "tick":  # the tick lock first: a tick that gives up never imports the runner
+        from automaton.runner import skip
+
+        with skip.tick_lock(project, ns.loop, progress) as busy:
+            if busy is not None:
+                return busy
+            from automaton.runner import tick
+
+            return tick.tick(project, ns.loop, tick.TickOptions(settings_path=settings, progress=progress),
+                             lock_held=True)
     from automaton.runner import modes, tick
 
-    project = Project.at(ns.project)
-    opts = tick.TickOptions(settings_path=settings, progress=Progress(enabled=not ns.quiet))
-    if ns.mode == "tick":
-        return tick.tick(project, ns.loop, opts)
+    opts = tick.TickOptions(settings_path=settings, progress=progress)
     if ns.mode == "run":
         return modes.run_loop(project, ns.loop, ns.max_ticks, opts)
     return modes.dry_run(project, ns.loop, opts)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the runner; returns the exit code (DESIGN §2)."""
+    """Run the runner; returns the exit code (README.md#exit-codes)."""
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in args
     try:

@@ -49,12 +49,15 @@ HOOKLESS = {
 
 
 def warnings(cfg: LoopConfig) -> list[str]:
-    """What every tick prints about its confinement: the sandbox switched off, and a harness
-    whose agent runs no hook (then the sandbox, or with it off only the gates, is what holds)."""
+    """What every tick prints about its confinement, once per tick: the sandbox switched off,
+    and for a harness whose agent runs no hook one line saying what holds instead (the kernel
+    sandbox, `hook_notes`; with the sandbox off only the gates between ticks)."""
     out = [SANDBOX_OFF_WARNING.format(name=cfg.name)] if cfg.sandbox == "off" else []
     why = HOOKLESS.get(cfg.harness.name)
     if why and cfg.sandbox == "off":
         out.append(f"loop {cfg.name}: {why}, and the sandbox is off: only the gates between ticks hold")
+    elif why:
+        out.append(f"loop {cfg.name}: {hook_notes(cfg.harness.name)}")
     return out
 
 

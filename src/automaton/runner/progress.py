@@ -9,12 +9,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
-from rich.console import Console, Group, RenderableType
-from rich.live import Live
-from rich.spinner import Spinner
-from rich.text import Text
+if TYPE_CHECKING:  # rich is imported only where it draws: a tick under cron never does
+    from rich.console import Console, RenderableType
 
 TAIL_LINES = 6
 TAIL_BYTES = 8192
@@ -49,10 +47,15 @@ class _PhaseView:
     """Re-rendered by rich.Live on every refresh: spinner, phase, elapsed seconds, output tail."""
 
     def __init__(self, label: str, tail: Path | None) -> None:
+        from rich.spinner import Spinner
+
         self.label, self.tail, self.started = label, tail, time.monotonic()
         self.spinner = Spinner("dots")
 
     def __rich__(self) -> RenderableType:
+        from rich.console import Group
+        from rich.text import Text
+
         elapsed = time.monotonic() - self.started
         self.spinner.text = Text.assemble((self.label, "bold"), f"  {elapsed:5.1f}s")
         lines = [Text(f"  │ {line}", style="dim") for line in tail_lines(self.tail)]
@@ -66,7 +69,11 @@ class Progress:
         self.stream = stream or sys.stderr
         self.enabled = enabled
         self.rich = enabled and fancy(self.stream)
-        self.console = Console(file=self.stream, highlight=False) if self.rich else None
+        self.console: Console | None = None
+        if self.rich:
+            from rich.console import Console
+
+            self.console = Console(file=self.stream, highlight=False)
 
     def note(self, text: str) -> None:
         """One line of information (a phase result, a warning)."""
@@ -90,6 +97,8 @@ class Progress:
             yield
             print(f"{label}: done ({time.monotonic() - started:.1f}s)", file=self.stream, flush=True)
             return
+        from rich.live import Live
+
         with Live(_PhaseView(label, tail), console=self.console, refresh_per_second=8, transient=True):
             yield
         self.console.print(f"[green]✓[/] {label} [dim]({time.monotonic() - started:.1f}s)[/]")

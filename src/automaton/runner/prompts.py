@@ -1,4 +1,4 @@
-"""Role prompts of a tick: the loop's prompt file plus the tick's context (DESIGN §6 step 4)."""
+"""Role prompts of a tick: the loop's prompt file plus the tick's context (see docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""One tick of a loop (DESIGN §6): lock, leftovers of a dead tick, gates, worktree, the
-reservation, implement, commit, verify, orchestrate, and the settling state update. Every
-artefact lands in `runs/<n>/`.
+"""One tick of a loop (docs/architecture.md#the-life-of-a-tick): lock, leftovers of a dead tick,
+gates, worktree, the reservation, implement, commit, verify, orchestrate, and the settling state
+update. Every artefact lands in `runs/<n>/`.
 
 The reservation (`TICK_START n=… reserved_usd=…`): before any harness starts, ONE locked update
 counts the iteration and charges `max_tick_usd`; the closing `TICK` line corrects spent_usd by
@@ -11,9 +11,9 @@ a reused `runs/<n>`."""
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
+import time
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,18 +23,19 @@ from automaton import harnesses
 from automaton.commands import loops as loop_cmds
 from automaton.core.errors import ExitCode
 from automaton.core.gates import remaining
-from automaton.core.loopconfig import LoopConfig
+from automaton.core.loopconfig import MIB, LoopConfig
 from automaton.core.outcome import Outcome
-from automaton.core.verdicts import Verdict, json_objects
 from automaton.core.sandbox import Policy
+from automaton.core.verdicts import Verdict
 from automaton.git.worktree import WorktreeResult
 from automaton.harnesses import HarnessRequest, HarnessResult
-from automaton.runner import aftercommit, confine, leftovers, prompts
+from automaton.runner import aftercommit, confine, deferral, ledger, leftovers, orchestrate, prompts, skip, unscored
 from automaton.runner import verify as verify_mod
+from automaton.runner.ledger import tick_cost as tick_cost  # re-exported: callers and tests read it here
 from automaton.runner.progress import QUIET, Progress
 from automaton.runner.worktree import ensure_for_tick
+from automaton.store import deferrals
 from automaton.store import loops as store
-from automaton.store.chainlog import utc_now
 from automaton.store.layout import Project
 from automaton.store.locks import Busy, locked
 
@@ -45,7 +46,7 @@ SANDBOX_UNAVAILABLE = "sandbox_unavailable"
 @dataclass(frozen=True)
 class TickOptions:
     """settings_path: agent settings with the automaton hooks for Claude `--settings`
-    (default: the project's `.claude/settings.json` when it exists, DESIGN §7);
+    (default: `default_settings`, the loop's own hook settings);
     progress: where phases are shown."""
 
     settings_path: Path | None = None
@@ -57,7 +58,7 @@ def run_dir(project: Project, name: str, n: int) -> Path:
 
 
 def default_settings(project: Project, name: str, harness: str, *, write: bool = True) -> Path | None:
-    """Claude's `--settings` for a loop tick: the loop's own hook settings (DESIGN §7), i.e.
+    """Claude's `--settings` for a loop tick: the loop's own hook settings, i.e.
     the project's `.claude/settings.json` plus the automaton hook, written into the loop folder
     (`write=False`: only the path, for dry-run). None for harnesses that take no settings file."""
     if harness != "claude":
@@ -69,26 +70,26 @@ def default_settings(project: Project, name: str, harness: str, *, write: bool =
     return loop_settings(project, name)
 
 
-def tick(project: Project, name: str, options: TickOptions | None = None) -> Outcome:
-    """Run one tick of loop `name`.
+def tick(project: Project, name: str, options: TickOptions | None = None, *, lock_held: bool = False) -> Outcome:
+    """Run one tick of loop `name`. `lock_held`: the caller holds the loop's tick lock already
+    (`runner.skip.tick_lock`, taken by `automaton-loop` before it imports the runner).
 
     Exit codes (Outcome.code): 0 a tick ran (any verdict, also one that completed the loop)
     or was skipped because another tick holds the loop's lock (logged `SKIPPED reason=busy`);
-    1 a gate refused (data = the gate's seed 000 R4 object + `ran: false`). BadInput /
+    1 a gate refused (data = the gate object of docs/architecture.md#stable-interfaces + `ran: false`). BadInput /
     CorruptState (exit 2) propagate. data keys: ran, skipped, iteration, verdict, cost_usd
     (USD counted against the budget), cost_known, status, worktree, worktree_fallback, run_dir.
     A gate that refuses because loop.json is invalid gives exit 2 (its data carries `error`).
     """
     opts = options or TickOptions()
     store.require_tracked(project, name)
+    if lock_held:
+        return _locked_tick(project, name, opts)
     with ExitStack() as stack:
         try:
             stack.enter_context(locked(store.tick_lock_path(project, name), timeout_s=0))
         except Busy:
-            store.log_event(project, name, "SKIPPED", {"reason": "busy"})
-            opts.progress.note(f"loop {name}: another tick is running; skipped")
-            return Outcome(ExitCode.OK, [f"tick skipped: another tick of loop {name} is running"],
-                           {"ran": False, "skipped": "busy"})
+            return skip.skipped(project, name, opts.progress)
         return _locked_tick(project, name, opts)
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -128,7 +129,7 @@ def _locked_tick(project: Project, name: str, opts: TickOptions) -> Outcome:
         show.note(f"warning: {wt.fallback}; running in {wt.path}")
     before = store.read_state(project, name)
     iters_left, usd_left = remaining(before, cfg.brakes)  # what the agent is told: before this tick
-    state = _reserve(project, name, cfg)
+    state = ledger.reserve(project, name, cfg)
     n = state["iteration_count"]
     folder = run_dir(project, name, n)
     if folder.exists():  # left by a tick of an older automaton that crashed before recording itself
@@ -146,8 +147,10 @@ def _run_roles(project: Project, name: str, cfg: LoopConfig, opts: TickOptions, 
                state: dict[str, Any], n: int, folder: Path, tmp: Path, iters_left: int, usd_left: float | None,
                warnings: list[str]) -> Outcome:
     """Steps 4–8 with the reservation made: implement, commit, the checks on the commit,
-    verify on a clean export, orchestrate, and the settling record."""
-    show = opts.progress
+    verify on a clean export, orchestrate, and the settling record. A usage limit reported by
+    any role ends the roles there and settles the tick as deferred (`runner.deferral`); an
+    unscored tick may halt the loop (`runner.unscored`)."""
+    show, started = opts.progress, time.time()
     loop_dir = project.loop_dir(store.require_tracked(project, name))
     ctx = prompts.TickContext(cfg.task or state["current_task"], n, iters_left, usd_left,
                               state["last_verdict"], cfg.blast_radius.file_scope, wt.path)
@@ -175,9 +178,11 @@ def _run_roles(project: Project, name: str, cfg: LoopConfig, opts: TickOptions, 
             command=tuple(cfg.harness.command) if cfg.harness.command else None, loop_dir=loop_dir,
             iteration=n, env={"AUTOMATON_LOOP": name, "AUTOMATON_ITERATION": str(n), **leftovers.marker(loop_dir)},
             sandbox=sandbox if cwd is not None else policy_for(where, role, cfg.harness.name),
+            max_output_bytes=cfg.harness.max_output_mb * MIB,
         )
 
-    adapter = harnesses.get(cfg.harness.name)
+    watch = deferral.Watch(harnesses.get(cfg.harness.name))  # every role's usage limit, for the deferral
+    adapter: harnesses.Harness = watch
     with show.phase(f"loop {name} tick {n}: implement ({cfg.harness.name})", folder / "implement.log"):
         impl = adapter.run(request("implement", prompts.implement_prompt(cfg, loop_dir, ctx)))
     costs["implement"] = impl.cost_usd
@@ -188,13 +193,18 @@ def _run_roles(project: Project, name: str, cfg: LoopConfig, opts: TickOptions, 
         show.note(f"  {line}")
     verdict = Verdict(None, False, False, after.skip_verify or "", "none")
     complete, decision = False, "continue"
-    if after.skip_verify is None:
+    if after.skip_verify is None and watch.limit is None:
         with show.phase(f"loop {name} tick {n}: verify", folder / "verify.log"):
             verdict = _verify_clean(cfg, adapter, request, folder, wt, after.head, tmp, loop_dir, ctx, costs,
                                     policy_for, project)
-        complete, decision = _orchestrate(cfg, adapter, request, loop_dir, ctx, verdict, costs)
+        if watch.limit is None:
+            complete, decision = orchestrate.decide(cfg, adapter, request, loop_dir, ctx, verdict, costs)
+    if watch.limit is not None and after.halt is None:  # put off: no verdict, the iteration given back
+        done = deferral.settle(project, name, cfg, n, folder, watch.limit, costs, after.sha)
+        show.note(f"  {done.line}")
+        return deferral.outcome(done, name, n, cfg, after.sha, wt.path, warnings)
     (folder / "verdict.json").write_text(json.dumps(verdict.to_dict(), indent=2) + "\n", encoding="utf-8")
-    asked, applied = _apply_transition(project, ctx.task, decision)
+    asked, applied = orchestrate.apply_transition(project, ctx.task, decision)
     if asked is not None:
         show.note(f"  orchestrate: transition {ctx.task} -> {asked}: {applied}")
         (folder / "transition.json").write_text(json.dumps({"task": ctx.task, "phase": asked, "result": applied})
@@ -204,7 +214,13 @@ def _run_roles(project: Project, name: str, cfg: LoopConfig, opts: TickOptions, 
         counted, known = 0.0, True
     (folder / "cost.json").write_text(json.dumps(
         {"by_role": costs, "known": known, "counted_usd": counted}, indent=2) + "\n", encoding="utf-8")
-    new = _record(project, name, cfg, n, verdict, counted, known, complete, impl, after.sha)
+    new = ledger.record(project, name, cfg, n, verdict, counted, known, complete, impl, after.sha,
+                        halted=after.halt is not None)
+    later = _after_record(project, name, cfg, watch, verdict, new, started)  # None when after.halt: not running
+    halt = after.halt or later
+    if later is not None:
+        warnings.append(f"loop {name}: halted: {halt}; a human fixes it and runs automaton --approve --loop {name}")
+        show.note(f"  halted: {halt}")
     if new["status"] == "complete":
         from automaton.notify import notify_completion
 
@@ -216,7 +232,7 @@ def _run_roles(project: Project, name: str, cfg: LoopConfig, opts: TickOptions, 
     data = {"ran": True, "skipped": None, "iteration": n, "verdict": verdict.to_dict(), "cost_usd": counted,
             "cost_known": known, "status": new["status"], "decision": decision,
             "transition": None if asked is None else {"task": ctx.task, "phase": asked, "result": applied},
-            "worktree": str(wt.path), "sandbox": cfg.sandbox, "halt": after.halt,
+            "worktree": str(wt.path), "sandbox": cfg.sandbox, "halt": halt,
             "worktree_branch": wt.branch, "worktree_fallback": wt.fallback, "commit": after.sha,
             "run_dir": str(folder), "implement": {"exit_status": impl.exit_status, "error": impl.error,
                                                   "timed_out": impl.timed_out}}
@@ -239,108 +255,25 @@ def _verify_clean(cfg: LoopConfig, adapter: harnesses.Harness, request: Any, fol
                                  lambda: prompts.verify_prompt(cfg, loop_dir, ctx), costs)
 
 
+def _after_record(project: Project, name: str, cfg: LoopConfig, watch: deferral.Watch, verdict: Verdict,
+                  new: dict[str, Any], started: float) -> str | None:
+    """After a recorded (not deferred) tick: the account deferral (recorded when a role hit a
+    usage limit, cleared when none did) and the max_unscored brake. Returns a new halt or None."""
+    if watch.limit is not None:  # the tick halted after its commit, but the account still waits
+        deferrals.record(cfg.harness.name, watch.limit.reset_epoch, watch.limit.message, name)
+    else:
+        deferrals.clear(cfg.harness.name, started_at=started)
+    if verdict.score is None and new["status"] == "running":
+        return unscored.check(project, name, cfg)
+    return None
+
+
 def _note_result(show: Progress, role: str, res: HarnessResult) -> None:
-    if res.timed_out:
+    if res.usage_limit is not None:
+        show.note(f"  {role}: usage limit: {res.usage_limit.message}")
+    elif res.timed_out:
         show.note(f"  {role}: timed out; the iteration still counts")
     elif res.error:
         show.note(f"  {role}: {res.error}")
 
 
-def _orchestrate(cfg: LoopConfig, adapter: harnesses.Harness, request: Any, loop_dir: Path,
-                 ctx: prompts.TickContext, verdict: Verdict, costs: dict[str, float | None]) -> tuple[bool, str]:
-    """Step 7. Builtin: complete when the verdict is done or its score reaches target_score.
-    Otherwise the orchestrate prompt's last JSON object with a `decision` key:
-    `{"decision": "complete"|"continue", "transition": PHASE?}`; an unreadable decision
-    continues (the brakes still bound the loop). A `transition` is applied to the loop's task
-    later, through the enforced task API (see `_apply_transition`)."""
-    reached = verdict.score is not None and verdict.score >= cfg.brakes.target_score
-    if cfg.roles.orchestrate.builtin:
-        return (verdict.done or reached), ("complete" if (verdict.done or reached) else "continue")
-    res = adapter.run(request("orchestrate", prompts.orchestrate_prompt(cfg, loop_dir, ctx, verdict.to_dict())))
-    costs["orchestrate"] = res.cost_usd
-    decision = "continue"
-    for obj in reversed(json_objects(res.final_text)):
-        if obj.get("decision") in ("complete", "continue"):
-            decision = str(obj["decision"])
-            if isinstance(obj.get("transition"), str):
-                decision += f" transition={obj['transition']}"
-            break
-    return decision.startswith("complete"), decision
-
-
-def _apply_transition(project: Project, task: str | None, decision: str) -> tuple[str | None, str | None]:
-    """Apply an orchestrator's `transition=PHASE` to the loop's task through the same enforced
-    task API a human uses (`commands.tasks.transition`: sign-offs, artifacts, forbidden files,
-    R8 all apply). Returns (phase asked, result line); a refusal is recorded, never forced."""
-    _, _, phase = decision.partition(" transition=")
-    if not phase:
-        return None, None
-    if not task:
-        return phase, "refused: the loop has no task to transition"
-    from automaton.commands.tasks import transition
-    from automaton.core.errors import AutomatonError
-
-    try:
-        out = transition(project, task, phase)
-    except AutomatonError as exc:
-        return phase, f"refused: {exc.message}"
-    return phase, "; ".join(out.lines)
-
-
-def _reserve(project: Project, name: str, cfg: LoopConfig) -> dict[str, Any]:
-    """Before any harness: ONE locked update counts the iteration and charges max_tick_usd
-    (logged `TICK_START n=… reserved_usd=…`); returns the new state (its iteration_count is n)."""
-    reserved = cfg.brakes.max_tick_usd
-
-    def mutate(s: dict[str, Any]) -> None:
-        s["iteration_count"] += 1
-        s["spent_usd"] = round(float(s["spent_usd"]) + reserved, 6)
-        s["last_tick_at"] = utc_now()
-
-    n = store.read_state(project, name)["iteration_count"] + 1
-    # reserved_usd exactly as the float (repr round-trips): the log check gives back no more.
-    new = store.update_state(project, name, "TICK_START", {"n": n, "reserved_usd": repr(reserved)}, mutate)
-    if new["iteration_count"] != n:  # impossible under the tick lock; never mis-number runs/<n>
-        raise RuntimeError(f"loop {name}: iteration moved under the tick lock ({n} -> {new['iteration_count']})")
-    return new
-
-
-def tick_cost(costs: dict[str, float | None], max_tick_usd: float) -> tuple[float, bool]:
-    """(USD counted against the budget, whether every role's cost was known).
-
-    An unknown cost is never $0 (DESIGN §5 gate 3): each role whose cost could not be read
-    counts at `max_tick_usd`, on top of what the known roles reported, so a tick with a known
-    expensive role and an unknown one is never counted below what it is known to have spent.
-    A negative or non-finite reported cost is unknown too.
-    """
-    # A negative or non-finite "cost" is not a reading: counted as unknown (a refund would lower spent_usd).
-    readable = [c for c in costs.values() if c is not None and math.isfinite(c) and c >= 0]
-    unknown = len(costs) - len(readable)
-    known_sum = sum(readable)
-    return round(known_sum + unknown * max_tick_usd, 6), unknown == 0
-
-
-def _record(project: Project, name: str, cfg: LoopConfig, n: int, verdict: Verdict, counted: float, known: bool,
-            complete: bool, impl: HarnessResult, commit_sha: str | None) -> dict[str, Any]:
-    """Step 8: ONE locked read-modify-write settling the reservation (spent_usd += counted −
-    max_tick_usd; the iteration was counted by `_reserve`), the verdict and the score window."""
-    window = cfg.brakes.score_plateau_window
-    reserved = cfg.brakes.max_tick_usd
-
-    def mutate(s: dict[str, Any]) -> None:
-        s["spent_usd"] = round(max(0.0, float(s["spent_usd"]) + counted - reserved), 6)
-        s["last_tick_at"] = utc_now()
-        s["last_verdict"] = verdict.to_dict()
-        if verdict.score is not None:  # unscored iterations never feed the plateau window
-            s["score_history"] = [*s["score_history"], verdict.score][-window:]
-        if complete and s["status"] == "running":
-            s["status"] = "complete"
-
-    score = "null" if verdict.score is None else f"{verdict.score:.4f}"
-    fields: dict[str, object] = {"n": n, "score": score, "cost": f"{counted:.4f}",
-                                 "cost_known": known, "complete": complete}
-    if impl.timed_out:
-        fields["timed_out"] = True
-    if commit_sha:
-        fields["commit"] = commit_sha[:12]
-    return store.update_state(project, name, "TICK", fields, mutate, refund_usd=max(0.0, reserved - counted))

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from automaton import harnesses
-from automaton.core.loopconfig import LoopConfig
+from automaton.core.loopconfig import MIB, LoopConfig
 from automaton.core.sandbox import Policy
 from automaton.core.verdicts import Verdict, from_agent, from_command
 from automaton.harnesses import HarnessRequest
@@ -66,7 +66,8 @@ def run_verify(cfg: LoopConfig, adapter: harnesses.Harness, request: Callable[..
                costs: dict[str, float | None]) -> Verdict:
     """The verify command (JUnit XML or summary line, or agent JSON with score "agent") or the
     verify prompt run by the harness; `verify.log` and `junit.xml` land in `folder` (`runs/<n>/`,
-    outside the sandbox). costs["verify"] is set for an agent verifier."""
+    outside the sandbox), the log keeping its last `harness.max_output_mb` MiB. costs["verify"]
+    is set for an agent verifier."""
     role = cfg.roles.verify
     try:
         if role.command:
@@ -91,7 +92,8 @@ def _command(cfg: LoopConfig, folder: Path, cwd: Path, tmp: Path, loop_dir: Path
         argv.append(f"--junitxml={junit}")
     env = dict(os.environ, AUTOMATON_ROLE="verify", PYTHONDONTWRITEBYTECODE="1", **leftovers.marker(loop_dir))
     log = folder / "verify.log"
-    done = run_streaming(argv, out_path=log, cwd=cwd, env=env, timeout_s=cfg.harness.timeout_s, sandbox=policy)
+    done = run_streaming(argv, out_path=log, cwd=cwd, env=env, timeout_s=cfg.harness.timeout_s, sandbox=policy,
+                         max_bytes=cfg.harness.max_output_mb * MIB)
     output = log.read_text(encoding="utf-8", errors="replace")
     if done.timed_out:
         return Verdict(None, False, False, f"verify timed out after {cfg.harness.timeout_s} s", "none")

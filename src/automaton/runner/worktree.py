@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from automaton.core.errors import Refused
+from automaton.core.errors import BadInput, Refused
 from automaton.core.loopconfig import LoopConfig
 from automaton.git.worktree import WorktreeResult, ensure_worktree, worktree_path
 from automaton.store import loops as store
@@ -18,18 +18,19 @@ _HARMLESS = ("no_git", "not_repo")
 
 
 def ensure_for_tick(project: Project, name: str, cfg: LoopConfig, state: dict[str, Any]) -> WorktreeResult:
-    """Ensure the worktree (seed 002 R1–R6) and record `worktree_path`, `worktree_branch`,
-    `base_commit`, `worktree_fallback` when they change. use_worktree false: nothing is
-    recorded (R1: no state mutation).
+    """Ensure the worktree (tick step 6 in docs/architecture.md) and record `worktree_path`,
+    `worktree_branch`, `base_commit`, `worktree_fallback` when they change. use_worktree false:
+    nothing is recorded (no state mutation).
 
-    Only two cases may run the tick in the main checkout (seed 002 R2, logged `WARNING
-    reason=worktree_fallback`): a project without git / outside a repository, and a loop that
-    never had a worktree whose first `git worktree add` failed. Everything else halts the loop
+    Only one case may run the tick in the main checkout (logged `WARNING
+    reason=worktree_fallback`): a project without git / outside a repository. A repository in
+    which no worktree can be made (no commit, a bad base_branch, git failing) refuses the tick
+    with BadInput (exit 2) before anything is charged. Everything else halts the loop
     (`drift_detected`, halt_detail `worktree_lost: …`, Refused exit 1): something that is not
     this repository's worktree on `loop/<name>` at the worktree path (a plain folder, a file, a
     symlink, another branch, a detached HEAD), the branch checked out elsewhere, or a worktree
     the loop had that cannot be re-created. A worktree that is simply gone is re-created from
-    its branch (R5). `worktree_fallback`, once set, stays set until a human approves
+    its branch. `worktree_fallback`, once set, stays set until a human approves
     (commands.loops.approve_loop), so a fallback is never forgotten by the next good tick.
     """
     loop_dir = project.loop_dir(store.require_tracked(project, name))
@@ -42,13 +43,19 @@ def ensure_for_tick(project: Project, name: str, cfg: LoopConfig, state: dict[st
         return result
     if result.fallback is not None and _must_halt(result, state, loop_dir):
         _halt_lost_worktree(project, name, str(state["worktree_path"] or worktree_path(loop_dir)), result.fallback)
+    if result.kind == "failed":
+        # A repository is there but no worktree can be made (no commit yet, a base_branch that
+        # names no commit, git failing): running in the main checkout would drop the drift and
+        # protected-path checks, so the tick refuses (exit 2, before anything is charged).
+        raise BadInput(f"loop {name}: {result.fallback}; the tick did not run. Fix it (make a first commit,"
+                       f" or correct blast_radius.base_branch and approve loop.json), then tick again")
     if result.in_worktree:
         want = {"worktree_path": str(result.path), "worktree_branch": result.branch,
                 "base_commit": result.base_commit, "worktree_fallback": state["worktree_fallback"]}
     else:
         want = {"worktree_path": None, "worktree_branch": None, "worktree_fallback": result.fallback}
     if all(state.get(k) == v for k, v in want.items()):
-        return result  # reused as recorded: no state write (seed 002 R1)
+        return result  # reused as recorded: no state write
 
     def record(s: dict[str, Any]) -> None:
         s.update(want)
@@ -70,7 +77,7 @@ def _must_halt(result: WorktreeResult, state: dict[str, Any], loop_dir: Path) ->
     if result.kind in ("occupied", "elsewhere"):
         return True
     # No git, not a repository, or a failed add: harmless only for a loop that never had a
-    # worktree (seed 002 R2). A loop that had one and now finds no repository (a broken or
+    # worktree. A loop that had one and now finds no repository (a broken or
     # moved .git, git gone from PATH) would otherwise run in the main checkout, unwatched.
     had = state["worktree_path"] is not None or state["base_commit"] is not None
     if result.kind in _HARMLESS:

@@ -1,4 +1,4 @@
-"""OS schedulers for loop ticks (seed 000 R6, DESIGN §9): a Protocol and a registry by OS."""
+"""OS schedulers for loop ticks (README.md#schedules): a Protocol and a registry by OS."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ class Job:
 
     `interval_s` is in seconds. `python` is the absolute interpreter and `runner` the absolute
     `loop-runner.py` the tick script runs; `path_env` is the PATH seen at install time (cron
-    and launchd start jobs with a bare PATH, PROTOCOLS §6.7).
+    and launchd start jobs with a bare PATH).
     """
 
     name: LoopName
@@ -63,10 +63,10 @@ class Scheduler(Protocol):
         """Remove the unit (idempotent)."""
 
     def disable(self, job: Job) -> list[str]:
-        """Stop the unit firing but keep what `enable` needs (seed R6 pause)."""
+        """Stop the unit firing but keep what `enable` needs (`--pause-loop`)."""
 
     def enable(self, job: Job) -> list[str]:
-        """Undo `disable` with the same schedule (seed R6 resume)."""
+        """Undo `disable` with the same schedule (`--resume-loop`)."""
 
 
 # platform.system() value -> module defining SCHEDULER (imported lazily: the hook path stays fast).

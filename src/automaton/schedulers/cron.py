@@ -1,6 +1,6 @@
-"""Linux cron: one tagged block per loop in the user's crontab (seed 000 R6, DESIGN §9).
+"""Linux cron: one tagged block per loop in the user's crontab (README.md#schedules).
 
-Protocol facts (PROTOCOLS §6.2): `crontab -l` with no table prints `no crontab for <user>` on
+Protocol facts: `crontab -l` with no table prints `no crontab for <user>` on
 stderr and exits 1 (cronie `src/crontab.c`); `crontab -` installs stdin; an unescaped `%` in
 the command becomes a newline (crontab(5)); a step only works within its field (`*/90` in the
 minute field fires hourly), so longer intervals go to the hour field or are refused.
@@ -178,7 +178,7 @@ def write_table(text: str) -> None:
 
 
 class Cron:
-    """The cron scheduler: pause strips the block, resume re-adds the same block (seed R6)."""
+    """The cron scheduler: pause strips the block, resume re-adds the same block."""
 
     kind = "cron"
     tick_file = "run-tick.sh"

@@ -1,6 +1,6 @@
-"""macOS launchd: one LaunchAgent plist per loop (seed 000 R6, DESIGN §9).
+"""macOS launchd: one LaunchAgent plist per loop (README.md#schedules).
 
-Protocol facts (PROTOCOLS §6.1; launchd.plist(5), launchctl(1)): the plist lives in
+Protocol facts (launchd.plist(5), launchctl(1)): the plist lives in
 `~/Library/LaunchAgents/<Label>.plist`; `ProgramArguments` is an argv array run without a
 shell; `StartInterval` is in seconds; agents get a bare PATH, so `EnvironmentVariables.PATH`
 is set; `launchctl bootstrap gui/<uid> <plist>` loads, `launchctl bootout gui/<uid>/<Label>`
@@ -24,13 +24,13 @@ from automaton.schedulers.tickscript import render_sh
 
 DISABLED_SUFFIX = ".disabled"
 # bootout is asynchronous: a bootstrap right after it can fail with "5: Input/output error"
-# while the old job drains (PROTOCOLS §6.1), so bootstrap is retried a few times.
+# while the old job drains, so bootstrap is retried a few times.
 BOOTSTRAP_TRIES = 3
 BOOTSTRAP_RETRY_S = 1.0
 
 
 def label(name: str) -> str:
-    """The job label, e.g. `com.automaton.loop.demo` (seed 000 R6)."""
+    """The job label, e.g. `com.automaton.loop.demo` (a stable name: docs/architecture.md#stable-interfaces)."""
     return f"com.automaton.loop.{name}"
 
 
@@ -117,7 +117,7 @@ def bootstrap(path: Path) -> None:
 
 
 class Launchd:
-    """The launchd scheduler: pause = bootout + rename to .disabled; resume = the reverse (R6)."""
+    """The launchd scheduler: pause = bootout + rename to .disabled; resume = the reverse."""
 
     kind = "launchd"
     tick_file = "run-tick.sh"

@@ -1,6 +1,6 @@
-"""Windows Task Scheduler through `schtasks` argv lists, never a shell (seed 000 R6, DESIGN §9).
+"""Windows Task Scheduler through `schtasks` argv lists, never a shell (README.md#schedules).
 
-Protocol facts (PROTOCOLS §6.3; Microsoft schtasks-create/-change/-delete): `/sc minute /mo N`
+Protocol facts (Microsoft schtasks-create/-change/-delete): `/sc minute /mo N`
 takes N in 1..1439; `/sc daily /mo N` 1..365; `/tr` is at most 262 characters and a path with
 spaces is quoted inside it; `/f` overwrites or skips confirmation; `/change /disable|/enable`;
 `/delete /tn X /f`. `/tn *` would delete every task, so the name is always a validated

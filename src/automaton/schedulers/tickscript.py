@@ -1,4 +1,4 @@
-"""The tick scripts a scheduler fires: `run-tick.sh` (seed 000 R6 shape) and `run-tick.bat`."""
+"""The tick scripts a scheduler fires: `run-tick.sh` and `run-tick.bat` (docs/architecture.md#stable-interfaces)."""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ _DQ_SPECIAL = re.compile(r'([\\"$`])')
 
 
 def dq(value: str) -> str:
-    """`value` as one double-quoted bash word, e.g. `"/my \\"proj\\""`; keeps the seed's shape."""
+    """`value` as one double-quoted bash word, e.g. `"/my \\"proj\\""`; keeps the script's stable shape."""
     if "\0" in value:
         raise BadInput(f"value {value!r} contains a NUL byte and cannot be put in a script")
     return '"' + _DQ_SPECIAL.sub(r"\\\1", value) + '"'
 
 
 def render_sh(job: Job) -> str:
-    """`run-tick.sh`: seed 000 R6's three lines, plus the install-time PATH (DESIGN §9).
+    """`run-tick.sh`: the stable three lines (shebang, `cd`, the runner), plus the install-time PATH.
 
     The interpreter and runner are absolute (cron/launchd have a bare PATH); every value is
     double-quoted with `dq`, so paths with spaces, quotes or `$` stay one literal word.
@@ -43,7 +43,7 @@ def _bat_value(value: str) -> str:
 
 
 def render_bat(job: Job) -> str:
-    """`run-tick.bat` (seed 000 R6 Windows): cd /d to the project, then the runner, CRLF lines."""
+    """`run-tick.bat` (Windows): cd /d to the project, then the runner, CRLF lines."""
     lines = [
         "@echo off",
         f"rem automaton loop tick for {job.name}: written by automaton --install-schedule; do not edit.",

@@ -1,4 +1,4 @@
-"""State file + hash-chained log written as one unit, and the tamper check (DESIGN §3, §4, §5).
+"""State file + hash-chained log written as one unit, and the tamper check.
 
 Every line automaton appends is keyed (`mac=`, see `core.chain` and `store.key`): writers load
 the key, creating it on first use; readers only load it, so a read-only command never makes one.
@@ -12,13 +12,15 @@ someone wrote outside automaton.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable
 from pathlib import Path
 
 from automaton.core.chain import ChainCheck, format_line, verify_text
 from automaton.store import key as keys
-from automaton.store.atomic import append_line, publish, tmp_path, write_tmp
+from automaton.store.atomic import append_line, publish, read_all, tmp_path, write_tmp
+
+TYPE_CHECKING = False  # typing/collections.abc stay off the hook path (core/record.py says why)
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 def utc_now() -> str:
@@ -60,8 +62,10 @@ def read_chain(log_path: Path) -> ChainCheck:
 
 
 def _read_text(log_path: Path) -> str | ChainCheck:
+    """The log as text, exactly its bytes decoded (no newline translation: automaton never
+    writes a carriage return into a line, json-escaping it in values)."""
     try:
-        return log_path.read_text(encoding="utf-8")
+        return read_all(log_path).decode("utf-8")
     except FileNotFoundError:
         return ChainCheck(True, [])
     except (OSError, UnicodeDecodeError) as exc:
@@ -120,5 +124,4 @@ def recover(state_path: Path, log_path: Path, token_of: Callable[[bytes], str | 
     if chain.ok and tmp_token is not None and tmp_token == chain.last_state != current:
         publish(tmp, state_path)
         return
-    with contextlib.suppress(FileNotFoundError):
-        tmp.unlink()
+    tmp.unlink(missing_ok=True)

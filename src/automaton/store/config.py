@@ -1,9 +1,11 @@
-"""The framework's config.md: `## Framework Version` and `## Loop Defaults` (seed 000 R3, DESIGN §3)."""
+"""The framework's config.md: `## Framework Version` and `## Loop Defaults`."""
 
 from __future__ import annotations
 
 import math
+import os
 import re
+import time
 from pathlib import Path
 
 from automaton.core.errors import BadInput
@@ -80,6 +82,12 @@ def _config_text() -> str | None:
     return text
 
 
+# config.md path -> (its stat key, the defaults parsed from it): read once per process while
+# the file stays the same (`--loop-list` and `--audit` read the defaults for every loop).
+_DEFAULTS: dict[Path, tuple[tuple[int, int, int, int], dict[str, float | int]]] = {}
+_SETTLED_NS = 2_000_000_000
+
+
 def loop_defaults() -> dict[str, float | int]:
     """Brake and schedule defaults: built-in finite values overridden by config.md.
 
@@ -90,7 +98,26 @@ def loop_defaults() -> dict[str, float | int]:
     not UTF-8, empty, cut (no final newline) or without a `## Loop Defaults` section, or when
     an item there names an unknown key, repeats one, or is not a finite number (> 0, except
     plateau_epsilon >= 0): a default that silently fell back would loosen the user's brakes.
+    Parsed once per process per version of the file (its device, inode, size and mtime; a file
+    changed in the last two seconds is read every time, since a rewrite within one clock tick
+    keeps its mtime).
     """
+    path = config_path()
+    try:
+        st = os.stat(path)
+        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    except OSError:
+        key = None  # absent or unreadable: `_config_text` decides, nothing is cached
+    known = _DEFAULTS.get(path)
+    if key is not None and known is not None and known[0] == key:
+        return dict(known[1])
+    values = _parse_defaults()
+    if key is not None and time.time_ns() - key[3] > _SETTLED_NS:
+        _DEFAULTS[path] = (key, dict(values))
+    return values
+
+
+def _parse_defaults() -> dict[str, float | int]:
     values = dict(_BUILTIN_DEFAULTS)
     text = _config_text()
     if text is None:

@@ -17,12 +17,11 @@ unkeyed was replaced by a forger, not left over from before keys existed (see
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import os
 import re
 from pathlib import Path
 
+from automaton.core.digest import sha256_hex  # not hashlib: the hook reads logs (core/digest.py)
 from automaton.core.errors import BadInput, CorruptState
 
 KEY_BYTES = 32
@@ -36,12 +35,19 @@ class KeyHidden(BadInput):
     """The key exists but this process may not open it (exit 2 for a writer): an agent's sandbox."""
 
 
+_paths: dict[str | None, Path] = {}  # $HOME -> its key path (every log read asks; the audit reads thousands)
+
+
 def key_path() -> Path:
     """`~/.config/automaton/key`. BadInput (exit 2) when the home folder cannot be found."""
-    try:
-        return Path.home() / ".config" / "automaton" / "key"
-    except RuntimeError:
-        raise BadInput("cannot find the home folder for the automaton key: set HOME") from None
+    home = os.environ.get("HOME")
+    found = _paths.get(home)
+    if found is None:
+        try:
+            found = _paths[home] = Path.home() / ".config" / "automaton" / "key"
+        except RuntimeError:
+            raise BadInput("cannot find the home folder for the automaton key: set HOME") from None
+    return found
 
 
 def load_key(create: bool) -> bytes | None:
@@ -131,7 +137,7 @@ def _create(path: Path) -> bytes:
 
 
 def _mark(log_path: Path) -> Path:
-    name = hashlib.sha256(str(log_path.resolve()).encode("utf-8", "surrogateescape")).hexdigest()
+    name = sha256_hex(str(log_path.resolve()).encode("utf-8", "surrogateescape"))
     return key_path().parent / "keyed" / name
 
 
@@ -139,13 +145,17 @@ def mark_keyed(log_path: Path) -> None:
     """Record that automaton sealed `log_path` with the key. Best effort: without the mark, a
     replaced log at this path reads as unkeyed legacy (flagged by --audit) instead of tampered."""
     mark = _mark(log_path)
-    with contextlib.suppress(OSError):  # FileExistsError included: marked before
+    try:
         mark.parent.mkdir(mode=0o700, exist_ok=True)
         fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:  # the path, for a human who wonders what a mark stands for
-            os.write(fd, f"{log_path.resolve()}\n".encode("utf-8", "surrogateescape"))
-        finally:
-            os.close(fd)
+    except OSError:  # FileExistsError included: marked before
+        return
+    try:  # the path, for a human who wonders what a mark stands for
+        os.write(fd, f"{log_path.resolve()}\n".encode("utf-8", "surrogateescape"))
+    except OSError:
+        return
+    finally:
+        os.close(fd)
 
 
 def was_keyed(log_path: Path) -> bool:
@@ -155,3 +165,16 @@ def was_keyed(log_path: Path) -> bool:
         return _mark(log_path).exists()
     except OSError:
         return False
+
+
+def seal_bytes(data: bytes) -> str:
+    """HMAC-SHA256 (hex) of `data` under the key, created when absent (writers only): the seal of
+    a file automaton writes outside the chained logs (the drift check's own index,
+    `automaton.git.content.PrivateIndex`). Raises as `load_key(create=True)`."""
+    import hashlib  # here, not at the top: the hook path imports this module and never seals
+    import hmac
+
+    key = load_key(create=True)
+    if key is None:  # pragma: no cover - create=True returns a key or raises
+        raise BadInput(f"{key_path()}: no automaton key could be made")
+    return hmac.new(key, data, hashlib.sha256).hexdigest()

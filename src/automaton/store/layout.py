@@ -1,13 +1,14 @@
-"""Where things live: project root discovery and the paths of tasks and loops (DESIGN §2, §3)."""
+"""Where things live: project root discovery and the paths of tasks and loops."""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from automaton.core.errors import BadInput
 from automaton.core.names import LoopName, TaskRef
+from automaton.core.record import record  # not dataclasses: on the hook path
 
 TASKS = "tasks"
 DOT = ".automaton"
@@ -16,21 +17,20 @@ COMPLETE_DIR = "complete"
 
 def framework_home() -> Path:
     """The framework folder: `$AUTOMATON_HOME` if set, else the packaged resources."""
-    # Lazy (here and `subprocess` below): importlib.resources pulls in tempfile and shutil,
-    # which the hook path (run before every agent edit) never needs (bench/bench_hook.py).
-    from importlib import resources
-
     env = os.environ.get("AUTOMATON_HOME")
     if env:
         return Path(env)
-    return Path(str(resources.files("automaton") / "resources"))
+    # The package folder, as importlib.resources.files("automaton") names it for a package on
+    # disk (the only kind this path was ever usable for), without importing importlib.resources
+    # (zipfile, tempfile, shutil): every loop command reads the packaged config.md.
+    return Path(__file__).parent.parent / "resources"
 
 
 def _git_common_root(start: Path) -> Path | None:
     """Inside a linked worktree, the main checkout that owns it (`git rev-parse --git-common-dir`)."""
     if not (start / ".git").is_file():
         return None
-    import subprocess
+    import subprocess  # lazy: the hook path (run before every agent edit) rarely needs it
 
     try:
         out = subprocess.run(
@@ -62,7 +62,7 @@ def find_root(start: Path) -> Path:
     return start
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Project:
     """A project root and the paths derived from it. `root` is absolute and resolved."""
 
@@ -78,15 +78,17 @@ class Project:
             return cls(path.resolve())
         return cls(find_root(cwd or Path.cwd()))
 
-    @property
+    # Cached (the instance's __dict__, which a frozen record still has): listing 500 loops
+    # asked for these paths some 14,000 times, each a new Path.
+    @cached_property
     def tasks_dir(self) -> Path:
         return self.root / TASKS
 
-    @property
+    @cached_property
     def dot(self) -> Path:
         return self.root / DOT
 
-    @property
+    @cached_property
     def loops_dir(self) -> Path:
         return self.dot / "loops"
 

@@ -1,12 +1,15 @@
 """A loop's `.state.log` read as a ledger: the counters each line carries, the checks that a
-hash-valid log was still written by automaton, and a state rebuilt from it (DESIGN §3, §5).
+hash-valid log was still written by automaton, and a state rebuilt from it.
 
 Every state line carries the counters (`iterations`, `spent_usd`, `iterations_at_approval`,
-`spent_usd_at_approval`, `resumed`). They never go down, with one bounded exception: a tick
-reserves `max_tick_usd` up front (`TICK_START n=… reserved_usd=…`) and the `TICK n=…` line that
-closes it may give back at most that reservation. Approval marks move only on APPROVED,
-REARMED, RESEALED and re-seal lines (a line with a `tamper` field). The events form a closed
-list; REMOVED is written only as the last line of a log that `--remove-loop` archived.
+`spent_usd_at_approval`, `resumed`). They never go down, with two bounded exceptions, both
+closing the reservation a tick made up front (`TICK_START n=… reserved_usd=…`): the `TICK n=…`
+line may give back at most that reservation, and a `TICK_DEFERRED n=… refund_usd=… cost=…`
+line (the tick was put off by the agent's usage limit) gives back that tick's iteration and
+`refund_usd`, which is at most the reservation minus the `cost` it charges; nothing else.
+Approval marks move only on APPROVED, REARMED, RESEALED and re-seal lines (a line with a
+`tamper` field). The events form a closed list; REMOVED is written only as the last line of a
+log that `--remove-loop` archived.
 """
 
 from __future__ import annotations
@@ -29,10 +32,12 @@ COUNTERS = {"iteration_count": "iterations", "spent_usd": "spent_usd", "iteratio
 GROWING = ("iteration_count", "spent_usd", "resumed_count", "iterations_at_approval", "spent_usd_at_approval")
 _COUNTS = ("iteration_count", "spent_usd", "resumed_count")  # only grow (bar a tick's refund)
 _MARKS = ("iterations_at_approval", "spent_usd_at_approval")  # set by approvals and re-seals
-# The closed list of events this code writes to a loop log (seed 000 R10 + DESIGN §5/§6);
+# The closed list of events this code writes to a loop log (docs/architecture.md#loop-files);
 # any other event in a log was written by someone else.
-EVENTS = frozenset({"CREATED", "TICK_START", "TICK", "HALT", "APPROVED", "RESEALED", "PAUSED", "RESUMED",
-                    "WORKTREE", "WARNING", "SKIPPED", "INSTALLED", "UNINSTALLED", "REARMED", "REMOVED"})
+EVENTS = frozenset({"CREATED", "TICK_START", "TICK", "TICK_DEFERRED", "HALT", "APPROVED", "RESEALED", "PAUSED",
+                    "RESUMED", "WORKTREE", "WARNING", "SKIPPED", "INSTALLED", "UNINSTALLED", "REARMED", "REMOVED"})
+# The events that close a TICK_START reservation.
+CLOSING = ("TICK", "TICK_DEFERRED")
 # Human acts that hand out a fresh allowance: the approval marks may move on these lines.
 MARK_EVENTS = ("APPROVED", "RESEALED", "REARMED")
 EPS_USD = 1e-6  # USD rounding slack (spent_usd is rounded to 6 places)
@@ -65,10 +70,10 @@ def log_finding(lines: list[LogLine], log_file: Path) -> str:
     """Why a hash-valid loop log was still not written by automaton ("" when it was).
 
     Checked from the last re-seal on (what came before was vouched for by it): every event is
-    one of EVENTS; the growing counters never go down from one line to the next, except
-    spent_usd on the `TICK` that closes a `TICK_START` reservation (by at most `reserved_usd`);
-    the approval marks never go down except on MARK_EVENTS / re-seal lines; a re-seal
-    line's growing counters are at least the highest value logged before it.
+    one of EVENTS; the growing counters never go down from one line to the next, except on the
+    line that closes an open `TICK_START` of the same `n` (see `_give_back`); the approval
+    marks never go down except on MARK_EVENTS / re-seal lines; a re-seal line's growing
+    counters are at least the highest value logged before it.
     """
     start = max((i for i, line in enumerate(lines) if _is_reseal(line)), default=0)
     high: dict[str, float] = {}
@@ -76,27 +81,52 @@ def log_finding(lines: list[LogLine], log_file: Path) -> str:
         for key, value in logged_counters(line).items():
             high[key] = max(high.get(key, value), value)
     prev: dict[str, float] = {}
-    reserved: dict[str, float] = {}
+    reserved: dict[str, tuple[float, dict[str, float]]] = {}  # n -> (reserved_usd, TICK_START's counters)
     for n, line in enumerate(lines[start:], start=start + 1):
         where = f"{log_file}: line {n} ({line.event})"
         if line.event not in EVENTS:
             return f"{where}: unknown event: it was not written by automaton"
         values = logged_counters(line)
         if line.event == "TICK_START":
-            reserved[line.fields.get("n", "")] = _number(line.fields.get("reserved_usd")) or 0.0
-        refund = reserved.pop(line.fields.get("n", ""), 0.0) if line.event == "TICK" else 0.0
+            reserved[line.fields.get("n", "")] = (_number(line.fields.get("reserved_usd")) or 0.0, values)
+        held = reserved.pop(line.fields.get("n", ""), None) if line.event in CLOSING else None
+        back = _give_back(line, held)
+        if isinstance(back, str):
+            return f"{where}: {back}"
         floor = high if n == start + 1 and _is_reseal(line) else prev
         for key in (*_COUNTS, *_MARKS):
             if key not in values or key not in floor:
                 continue
             if key in _MARKS and (line.event in MARK_EVENTS or _is_reseal(line)):
                 continue
-            slack = refund + EPS_USD if key == "spent_usd" else EPS_USD
-            if values[key] < floor[key] - slack:
+            slack = back.get(key, 0.0) + EPS_USD
+            lowest = [floor[key] - slack] + ([held[1][key] - slack] if held is not None and key in held[1] else [])
+            if values[key] < max(lowest):
                 return (f"{where}: {COUNTERS[key]} goes down ({floor[key]:g} -> {values[key]:g}):"
                         " counters are never lowered, the log was forged")
         prev.update(values)
     return ""
+
+
+def _give_back(line: LogLine, held: tuple[float, dict[str, float]] | None) -> dict[str, float] | str:
+    """How far each counter may go down on `line` (state key -> amount), or why the line is forged.
+
+    `held`: the open reservation `line` closes ((reserved_usd, the TICK_START's counters)), None
+    when it closes none: then nothing may go down. A `TICK` gives back at most `reserved_usd` of
+    spent_usd. A `TICK_DEFERRED` gives back exactly one iteration (that tick's) and its
+    `refund_usd`, which must be a number in 0..reserved_usd − `cost` (the cost it charges, a
+    number >= 0); the floors are also checked against its own TICK_START's counters."""
+    if held is None:
+        return {}
+    reserved_usd = held[0]
+    if line.event == "TICK":
+        return {"spent_usd": reserved_usd}
+    refund, cost = _number(line.fields.get("refund_usd")), _number(line.fields.get("cost"))
+    if refund is None or cost is None or refund < 0 or cost < 0 or refund > reserved_usd - cost + EPS_USD:
+        return (f"refund_usd={line.fields.get('refund_usd')} cost={line.fields.get('cost')} of a"
+                f" {reserved_usd:g} reservation: a deferred tick gives back at most its reservation minus"
+                " its cost, the log was forged")
+    return {"spent_usd": refund, "iteration_count": 1.0}
 
 
 def state_below_log(state: dict[str, Any], lines: list[LogLine], state_file: Path) -> str:

@@ -1,13 +1,14 @@
 """Loop folders on disk: `.state.loop` (fail closed, tamper-checked), its chained log, loop.json.
 
-Layout (seed 000 R1, DESIGN §3): `.automaton/loops/<name>/` holds loop.json, `.state.loop`,
+Layout (docs/architecture.md#loop-files): `.automaton/loops/<name>/` holds loop.json, `.state.loop`,
 `.state.log`, `.state.lock` (short read-modify-write lock), `.lock` (held for a whole tick),
 `worktree/`, `runs/`. Invariants: only automaton writes `.state.loop`; each write appends one
 chained log line whose `state=sha256:<hex>` token is the SHA-256 of the bytes written and which
 also carries the counters (`iterations`, `spent_usd`, `iterations_at_approval`,
 `spent_usd_at_approval`, `resumed`), so the log can rebuild them; counters never decrease, with
 one bounded exception: a tick reserves `max_tick_usd` up front (`TICK_START n=… reserved_usd=…`)
-and its closing `TICK n=…` line may give back at most that reservation. Every read checks the
+and its closing `TICK n=…` line may give back at most that reservation (a `TICK_DEFERRED n=…`
+line, a tick put off by a usage limit, also its one iteration: `store.looplog`). Every read checks the
 log against itself and the state (`log_finding`): a counter that goes down, a state below its
 log, or an event this code never writes is tampering.
 """
@@ -51,14 +52,14 @@ TICK_LOCK = ".lock"
 STATE_LOCK = ".state.lock"
 CONFIG_FILE = "loop.json"
 SEALED_COPY = "sealed/loop.json"  # the last sealed loop.json, kept to show a human what changed
-UNTRACKED_HINT = "Run --upgrade-loops to bootstrap"  # seed 000 R1, verbatim
+UNTRACKED_HINT = "Run --upgrade-loops to bootstrap"  # a stable text: docs/architecture.md#stable-interfaces
 # `.automaton/loops/.archive/<name>-<UTC>/`: what `--remove-loop` keeps of a removed loop. Never a
 # loop (a loop name cannot start with a dot), so no listing, gate or audit sees it as one.
 ARCHIVE_DIR = ".archive"
 
 
 def untracked_hint(loop: str) -> str:
-    """The seed's hint plus a step that exists (there is no --upgrade-loops command yet)."""
+    """The stable hint (UNTRACKED_HINT) plus a step that exists (there is no --upgrade-loops command yet)."""
     return (f"{UNTRACKED_HINT} (no such command yet: remove the folder .automaton/loops/{loop}/ and run"
             f" automaton --create-loop {loop} again)")
 
@@ -87,7 +88,7 @@ def encode_state(state: dict[str, Any]) -> bytes:
 
 
 def require_tracked(project: Project, name: str) -> LoopName:
-    """The validated name of a tracked loop (one with `.state.loop`); BadInput otherwise (R1)."""
+    """The validated name of a tracked loop (one with `.state.loop`); BadInput otherwise."""
     loop = LoopName.of(name)
     folder = project.loop_dir(loop)
     stray = not_a_folder(project, loop)
@@ -111,7 +112,7 @@ def list_loops(project: Project) -> list[LoopName]:
     """Every loop folder (tracked or not) with a valid name, sorted (never ARCHIVE_DIR). [] when `.automaton/loops/`
     does not exist or is a file (no loop can live there; the audit reports it); CorruptState
     (exit 2) when it exists but cannot be listed (fail closed: an unreadable folder may hold a
-    halted loop that owns a task, seed 000 R8)."""
+    halted loop that owns a task)."""
     try:
         entries = sorted(project.loops_dir.iterdir())
     except (FileNotFoundError, NotADirectoryError):
@@ -185,7 +186,7 @@ def parse_config_bytes(data: bytes, source: str) -> LoopConfig:
 
 
 def read_config(project: Project, name: str) -> LoopConfig:
-    """loop.json of a tracked loop, validated on every read (fail closed, DESIGN §5)."""
+    """loop.json of a tracked loop, validated on every read (fail closed)."""
     loop = require_tracked(project, name)
     path = project.loop_dir(loop) / CONFIG_FILE
     try:
@@ -319,20 +320,25 @@ class Session:
         self.rec = rec
 
     def commit(self, event: str, fields: dict[str, object], new: dict[str, Any], *,
-               refund_usd: float = 0.0) -> dict[str, Any]:
+               refund_usd: float = 0.0, refund_iterations: int = 0) -> dict[str, Any]:
         """Write `new` and log `event` (with the counters) as one crash-safe unit; returns `new`.
 
-        `refund_usd` (USD, only for the `TICK` that closes a `TICK_START` reservation): how far
-        spent_usd may go down. ValueError (a bug) for an unknown event or a lowered counter.
+        `refund_usd` (USD, only for the `TICK` or `TICK_DEFERRED` that closes a `TICK_START`
+        reservation): how far spent_usd may go down; `refund_iterations` (0 or 1, only for a
+        `TICK_DEFERRED`): how far iteration_count may. ValueError (a bug) for an unknown event
+        or a lowered counter.
         """
         old = self.rec.state
         _known(event)
         if new["name"] != old["name"] or new["schema_version"] != old["schema_version"]:
             raise ValueError("a loop's name and schema_version never change")
-        if refund_usd and event != "TICK":
-            raise ValueError("only a TICK gives back its reservation")
+        if refund_usd and event not in ("TICK", "TICK_DEFERRED"):
+            raise ValueError("only a TICK or TICK_DEFERRED gives back its reservation")
+        if refund_iterations not in (0, 1) or (refund_iterations and event != "TICK_DEFERRED"):
+            raise ValueError("only a TICK_DEFERRED gives back its one iteration")
         for key in GROWING:
             slack = refund_usd + EPS_USD if key == "spent_usd" and refund_usd else 0
+            slack = refund_iterations if key == "iteration_count" else slack
             if new[key] < old[key] - slack:
                 raise ValueError(f"{key} may not decrease ({old[key]} -> {new[key]}): counters are never reset")
         try:
@@ -405,19 +411,21 @@ def session(project: Project, name: str, *, rebuild: bool = False) -> Iterator[S
 
 
 def update_state(project: Project, name: str, event: str, fields: dict[str, object],
-                 mutate: Callable[[dict[str, Any]], None], *, refund_usd: float = 0.0) -> dict[str, Any]:
-    """ONE locked read-modify-write plus its chained log line (R10 event names); returns the new state.
+                 mutate: Callable[[dict[str, Any]], None], *, refund_usd: float = 0.0,
+                 refund_iterations: int = 0) -> dict[str, Any]:
+    """ONE locked read-modify-write plus its chained log line (an event of EVENTS); returns the new state.
 
     `mutate` edits a copy in place. Raises StateTampered for a tampered state, CorruptState for
     an unreadable one, ValueError (a bug) when the result is invalid, the event is not one of
-    EVENTS, or a counter would decrease (spent_usd by more than `refund_usd`, see Session.commit).
+    EVENTS, or a counter would decrease (spent_usd by more than `refund_usd`, iteration_count by
+    more than `refund_iterations`, see Session.commit).
     """
     with session(project, name) as s:
         if s.rec.tamper:
             raise StateTampered(f"{s.rec.tamper}; a human clears it with: automaton --approve --loop {s.rec.name}")
         new = copy.deepcopy(s.rec.state)
         mutate(new)
-        return s.commit(event, fields, new, refund_usd=refund_usd)
+        return s.commit(event, fields, new, refund_usd=refund_usd, refund_iterations=refund_iterations)
 
 
 def log_event(project: Project, name: str, event: str, fields: dict[str, object]) -> None:
@@ -478,7 +486,7 @@ def add_excludes(exclude_file: Path, patterns: list[str], header: str) -> list[s
 def bound_tasks(project: Project, loop: LoopName, state: dict[str, Any]) -> list[str]:
     """The task(s) loop `loop` works on: loop.json `task` (when loop.json is valid) and the
     state's `current_task`, de-duplicated, loop.json's first. A loop is bound to both: the one
-    the human configured and the one its state recorded (fail safe for R8)."""
+    the human configured and the one its state recorded (fail safe for `halted_owners`)."""
     names: list[str] = []
     try:
         cfg_task = read_config(project, loop).task
@@ -499,7 +507,7 @@ def _same_task(task: str, ref: TaskRef) -> bool:
 
 def halted_owners(project: Project, ref: TaskRef) -> list[tuple[LoopName, str]]:
     """Loops bound to `ref` (loop.json `task` or `current_task`, see `bound_tasks`) whose status
-    is `halted` with one of the five deaths: [(loop name, halt_reason)] (seed 000 R8). A loop
+    is `halted` with one of the five deaths: [(loop name, halt_reason)]; such a task refuses transitions. A loop
     whose state cannot be read raises CorruptState: fail closed, it might own the task. A
     tampered loop bound to `ref` raises StateTampered (exit 1): its file's status cannot be
     trusted (the next gate halts it)."""

@@ -18,14 +18,14 @@ scopes.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from automaton.core import phases as ph
+from automaton.core.digest import sha256_hex  # not hashlib/dataclasses: read on every hook call
 from automaton.core.errors import BadInput, Refused
+from automaton.core.record import record
 from automaton.store import chainlog
 from automaton.store.layout import Project
 
@@ -44,10 +44,10 @@ class ConfigNotSealed(BadInput):
 
 def token_of(data: bytes | None) -> str:
     """The seal token of config.json bytes: `sha256:<hex>`, or `absent` for no file."""
-    return ABSENT if data is None else "sha256:" + hashlib.sha256(data).hexdigest()
+    return ABSENT if data is None else "sha256:" + sha256_hex(data)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Seal:
     """config.json as found, against its seal.
 

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+import os
 from pathlib import Path
 
 from automaton.core.approvals import MISSING, parse_bind
 from automaton.core.chain import ChainCheck
+from automaton.core.digest import sha256
 from automaton.core.errors import BadInput, CorruptState
 from automaton.core.names import NAME_RE, TaskName, TaskRef
 from automaton.core.phases import ARTIFACTS, is_phase
+from automaton.core.record import field, record
 from automaton.store import chainlog
-from automaton.store.atomic import tmp_path
+from automaton.store.atomic import read_all, tmp_path
 from automaton.store.layout import COMPLETE_DIR, Project
+
+TYPE_CHECKING = False  # typing and collections.abc stay off the hook path (core/record.py)
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
 
 STATE = ".state"
 LOG = ".state.log"
@@ -67,19 +71,19 @@ def _ref_of(folder: Path) -> str:
 def sha256_file(path: Path) -> str:
     """SHA-256 hex of the file; MISSING when absent, UNREADABLE when not a readable file."""
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return sha256(path.read_bytes()).hexdigest()
     except FileNotFoundError:
         return MISSING
     except OSError:  # a directory or no permission: differs from any hash, so it demotes
         return UNREADABLE
 
 
-@dataclass
+@record
 class TaskRecord:
     """One task as found on disk. `phase` None = legacy folder (no `.state`, no log).
 
     `tamper` is empty when `.state` agrees with the last line of an intact `.state.log`;
-    otherwise it says what disagrees (DESIGN §4 tamper evidence).
+    otherwise it says what disagrees (tamper evidence).
     """
 
     ref: TaskRef
@@ -109,8 +113,11 @@ class TaskRecord:
                 out.update(parse_bind(line.fields["bind"]))
         return out
 
-    def current_hashes(self) -> dict[str, str]:
-        return {name: sha256_file(self.dir / name) for name in ARTIFACTS}
+    def current_hashes(self, names: Iterable[str] = ARTIFACTS) -> dict[str, str]:
+        """artifact -> SHA-256 now (MISSING/UNREADABLE), for `names` (default: all nine).
+        A demotion check passes `bound()`: only an artifact an approval binds can demote, and
+        the hook runs this check before every agent edit."""
+        return {name: sha256_file(self.dir / name) for name in names}
 
     def subtasks(self) -> list[Path]:
         """Sub-task folders: child folders with a `.state` or a `.state.log`."""
@@ -122,10 +129,36 @@ class TaskRecord:
 def present_artifacts(folder: Path) -> set[str]:
     """Artifact file names in `folder` (only the nine deliverables; metadata never counts)."""
     try:
-        names = {p.name for p in folder.iterdir() if p.is_file()}
+        return _artifacts(_scan(folder))
     except OSError:
         return set()
-    return names & ARTIFACTS
+
+
+def _scan(folder: Path) -> dict[str, os.DirEntry[str]]:
+    """name -> entry of every name in `folder`. `os.scandir` reports each entry's type with the
+    listing, so telling files from folders costs no `stat` (the audit reads thousands of
+    task folders). Raises OSError when the folder cannot be listed."""
+    with os.scandir(folder) as found:
+        return {entry.name: entry for entry in found}
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    """`Path.is_dir()` of the entry: symlinks followed, False when it cannot be looked at."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def _artifacts(entries: dict[str, os.DirEntry[str]]) -> set[str]:
+    found = set()
+    for name in ARTIFACTS & entries.keys():
+        try:
+            if entries[name].is_file():  # symlinks followed, as Path.is_file()
+                found.add(name)
+        except OSError:
+            pass
+    return found
 
 
 def load(project: Project, ref: TaskRef, *, strict: bool = True) -> TaskRecord:
@@ -139,7 +172,7 @@ def load(project: Project, ref: TaskRef, *, strict: bool = True) -> TaskRecord:
 
 def _read_bytes(path: Path) -> bytes | None:
     try:
-        return path.read_bytes()
+        return read_all(path)
     except FileNotFoundError:
         return None
     except IsADirectoryError:
@@ -174,15 +207,25 @@ def load_dir(ref: TaskRef, folder: Path, *, strict: bool = True) -> TaskRecord:
     CorruptState (exit 2) when `.state`, `.state.log` or the `.state` temp file is a directory,
     even with `strict=False` (nothing can be re-sealed over a directory)."""
     state_file, log_file = folder / STATE, folder / LOG
-    _no_directories(state_file, log_file, tmp_path(state_file))
+    temp = tmp_path(state_file)
+    try:
+        entries: dict[str, os.DirEntry[str]] | None = _scan(folder)
+    except OSError:  # not listable (searchable only?): look at each name instead
+        entries = None
+    if entries is None:
+        _no_directories(state_file, log_file, temp)
+    else:
+        for path in (state_file, log_file, temp):
+            if path.name in entries and _is_dir(entries[path.name]):
+                raise CorruptState(_directory(path))
     for _ in range(_READ_TRIES):
         before = _read_bytes(state_file)
         chain = chainlog.read_chain(log_file)
-        pending = _read_bytes(tmp_path(state_file))
+        pending = _read_bytes(temp)
         after = _read_bytes(state_file)
         if before == after:
             break
-    present = present_artifacts(folder)
+    present = present_artifacts(folder) if entries is None else _artifacts(entries)
     pending_phase = phase_token(pending) if pending is not None else None
     # An interrupted commit (temp file written and logged, rename not done): the logged state
     # is the truth, and the next locked command rolls the temp file forward.
@@ -270,9 +313,15 @@ def deleted_state(project: Project, ref: TaskRef) -> str:
 
 def _subs(folder: Path) -> list[Path]:
     return sorted(
-        sub for sub in folder.iterdir()
-        if sub.is_dir() and NAME_RE.match(sub.name) and ((sub / STATE).exists() or (sub / LOG).exists())
+        folder / name for name, entry in _scan(folder).items()
+        if NAME_RE.match(name) and _is_dir(entry)
+        and ((folder / name / STATE).exists() or (folder / name / LOG).exists())
     )
+
+
+def _folders(parent: Path) -> list[tuple[str, Path]]:
+    """(name, path) of every folder in `parent` (symlinks followed), sorted by name."""
+    return [(name, parent / name) for name, entry in sorted(_scan(parent).items()) if _is_dir(entry)]
 
 
 def iter_tasks(project: Project) -> Iterator[tuple[TaskRef, Path]]:
@@ -283,20 +332,20 @@ def iter_tasks(project: Project) -> Iterator[tuple[TaskRef, Path]]:
     root = project.tasks_dir
     if not root.is_dir():
         return
-    for folder in sorted(root.iterdir()):
-        if not folder.is_dir() or folder.name.startswith("."):
+    for name, folder in _folders(root):
+        if name.startswith("."):
             continue
-        if folder.name == COMPLETE_DIR:
-            for done in sorted(folder.iterdir()):
-                if done.is_dir() and NAME_RE.match(done.name):
-                    ref = TaskRef(TaskName(done.name))
+        if name == COMPLETE_DIR:
+            for done_name, done in _folders(folder):
+                if NAME_RE.match(done_name):
+                    ref = TaskRef(TaskName(done_name))
                     yield ref, done
                     for sub in _subs(done):
                         yield TaskRef(TaskName(sub.name), ref.name), sub
             continue
-        if not NAME_RE.match(folder.name):
+        if not NAME_RE.match(name):
             continue
-        ref = TaskRef(TaskName(folder.name))
+        ref = TaskRef(TaskName(name))
         yield ref, folder
         for sub in _subs(folder):
             yield TaskRef(TaskName(sub.name), ref.name), sub
@@ -311,7 +360,5 @@ def stray_folders(project: Project) -> list[Path]:
     for parent in (root, root / COMPLETE_DIR):
         if not parent.is_dir():
             continue
-        for folder in sorted(parent.iterdir()):
-            if folder.is_dir() and not folder.name.startswith(".") and not NAME_RE.match(folder.name):
-                found.append(folder)
+        found += [folder for name, folder in _folders(parent) if not name.startswith(".") and not NAME_RE.match(name)]
     return found

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Seed path of the loop runner (run-tick.sh calls it): a thin shim onto automaton.runner.cli."""
+"""The stable path of the loop runner (run-tick.sh calls it): a thin shim onto automaton.runner.cli."""
 
 import sys
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Seed path of the `automaton` CLI (status.py): a thin shim onto automaton.cli.main."""
+"""The stable path of the `automaton` CLI (status.py): a thin shim onto automaton.cli.main."""
 
 import sys
 
