@@ -127,7 +127,9 @@ def main() -> int:
             c.run(["git", "ls-tree", "-r", "-z", "HEAD"], cwd=wt)
             c.run(["git", "hash-object", "--stdin-paths"], cwd=wt, stdin=listing.read_bytes())
 
-        imports = [sys.executable, "-c", "import automaton.cli.main, automaton.commands.loops"]
+        # What `--check-gate` imports before it runs (tests/test_imports.py keeps it so).
+        imports = [sys.executable, "-c",
+                   "import automaton.cli.main, automaton.cli.verbs_loops, automaton.commands.loop_gate"]
         in_process = gate_in_process(project)
         cases = {
             "the gate's git commands": gate_git(wt, base, index),
