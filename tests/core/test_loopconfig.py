@@ -205,3 +205,11 @@ def test_a_left_out_tick_cap_never_exceeds_the_budget() -> None:
     assert c.brakes.max_tick_usd == 1.0  # the default 2.0, capped at the budget
     local = parse_config(cfg(harness__local=True, brakes__max_budget_usd=None), "loop.json", DEFAULTS)
     assert local.brakes.max_tick_usd == 2.0
+
+
+@pytest.mark.parametrize("patterns", [["../**"], ["src/**", "a/../b"], ["..\\x"]])
+def test_scope_patterns_may_not_leave_the_worktree(patterns: list[str]) -> None:
+    with pytest.raises(BadInput, match=r"file_scope must be gitignore patterns inside the worktree \(no '\.\.'\)"):
+        parse_config(cfg(blast_radius__file_scope=patterns), "loop.json", DEFAULTS)
+    with pytest.raises(BadInput, match=r"blast_radius\.protected"):
+        parse_config(cfg(blast_radius__protected=patterns), "loop.json", DEFAULTS)

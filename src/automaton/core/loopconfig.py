@@ -280,6 +280,12 @@ def parse_config(data: object, source: str, defaults: dict[str, Any], sha256: st
                                         "plateau_epsilon", "target_score", "max_unscored")), defaults,
                      harness.local)
     br = top.sub("blast_radius", ("use_worktree", "file_scope", "base_branch", "protected"))
+    for key in ("file_scope", "protected"):
+        for pattern in br.strings(key, null=True) or []:
+            if ".." in pattern.replace("\\", "/").split("/"):
+                # gitignore patterns are relative to the worktree root: `..` matches nothing
+                # there, so such a scope would silently make every edit drift (or protect nothing)
+                raise br.fail(key, "gitignore patterns inside the worktree (no '..')")
     blast = BlastRadius(br.boolean("use_worktree", True), br.strings("file_scope", nonempty=True),
                         br.string("base_branch", null=True), br.strings("protected", null=True))
     sandbox = top.string("sandbox", "on")
