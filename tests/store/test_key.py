@@ -198,3 +198,45 @@ def test_a_sandboxed_agent_may_not_read_the_key_and_its_hook_still_judges(tmp_pa
     assert codes["read_key"][0] != 0 and "Permission" in codes["read_key"][1]
     assert codes["can_edit"][0] == 0, codes["can_edit"]
     assert codes["outside"][0] == 1, codes["outside"]
+
+
+@pytest.mark.parametrize(("mode", "hidden"), [(0o600, True), (0o000, False), (0o200, False)])
+def test_only_a_sandbox_denial_relaxes_the_mac_check(monkeypatch: pytest.MonkeyPatch, mode: int,
+                                                      hidden: bool) -> None:
+    """A non-root user's key that its own permission bits make unreadable (an agent's `chmod 000`
+    outside any sandbox) is a bad key file (exit 2), never `KeyHidden`, which would let readers
+    take keyed lines on their SHA-256 chain alone. Only an EACCES the permission bits do not
+    explain (the kernel sandbox) is KeyHidden."""
+    key.load_key(create=True)
+    path = key.key_path()
+    key.forget()
+    os.chmod(path, mode)
+    me = os.stat(path).st_uid
+    monkeypatch.setattr(os, "geteuid", lambda: me if me else 1000)
+    if me == 0:  # running as root: pretend to be the file's non-root owner
+        monkeypatch.setattr(os, "stat", _as_owner(os.stat, 1000))
+    real_open = os.open
+
+    def denied(file: object, flags: int, *args: object, **kwargs: object) -> int:
+        if os.fspath(file) == os.fspath(path):  # type: ignore[arg-type]
+            raise PermissionError(13, "Permission denied")
+        return real_open(file, flags, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", denied)
+    with pytest.raises(BadInput) as caught:
+        key.load_key(create=False)
+    assert isinstance(caught.value, key.KeyHidden) is hidden
+    if not hidden:
+        assert "chmod 600" in caught.value.message
+
+
+def _as_owner(real_stat: object, uid: int) -> object:
+    """os.stat whose results name `uid` as the owner (a non-root user, on a root test machine)."""
+
+    def fake(path: object, *args: object, **kwargs: object) -> os.stat_result:
+        st = real_stat(path, *args, **kwargs)  # type: ignore[operator]
+        fields = list(st)
+        fields[stat.ST_UID] = uid
+        return os.stat_result(fields)
+
+    return fake

@@ -83,9 +83,13 @@ def _read(path: Path) -> bytes | None:
     except FileNotFoundError:
         return None
     except PermissionError as exc:
+        if not _owner_may_read(path):
+            # The file's own permissions refuse us (someone ran `chmod 000` on it or its folder):
+            # that is not a sandbox, and readers must not fall back to the unkeyed chain for it.
+            raise BadInput(f"{path}: this process may not read the automaton key ({exc.strerror}); fix the"
+                           f" permissions: chmod 700 {path.parent}; chmod 600 {path}") from None
         raise KeyHidden(f"{path}: this process may not read the automaton key ({exc.strerror}): inside an"
-                        " agent's sandbox automaton writes no log (run it outside); elsewhere fix the"
-                        f" permissions: chmod 700 {path.parent}; chmod 600 {path}") from None
+                        " agent's sandbox automaton writes no log (run it outside the sandbox)") from None
     except OSError as exc:
         raise BadInput(f"{path}: cannot read the automaton key ({exc.strerror}); make it the file automaton"
                        f" wrote (mode 600) or restore it from a backup") from None
@@ -105,6 +109,22 @@ def _read(path: Path) -> bytes | None:
                            " newline): restore it from a backup, or remove it (a new key is made on the next"
                            " write) and re-seal each keyed log with a human --approve or --focus")
     return bytes.fromhex(data[:64].decode("ascii"))
+
+
+def _owner_may_read(path: Path) -> bool:
+    """Whether the permission bits let this process read `path` (root: always; else owner read on
+    the file and owner search on its folder, both ours). An EACCES where they do comes from a
+    security module: the kernel sandbox hiding the key's folder, which only automaton sets up
+    around agents. `stat` needs no read right, so it still answers inside that sandbox."""
+    if not _POSIX or os.geteuid() == 0:
+        return True
+    try:
+        folder, file = os.stat(path.parent), os.stat(path)
+    except OSError:
+        return False
+    uid = os.geteuid()
+    return (folder.st_uid == uid and bool(folder.st_mode & 0o100)
+            and file.st_uid == uid and bool(file.st_mode & 0o400))
 
 
 def _create(path: Path) -> bytes:
