@@ -180,11 +180,14 @@ def mark_keyed(log_path: Path) -> None:
 
 def was_keyed(log_path: Path) -> bool:
     """Whether automaton has sealed the log at `log_path` with the key (see `mark_keyed`).
-    False where the mark cannot be looked at (a sandbox hiding the key's folder: see KeyHidden)."""
+    False where the mark cannot be looked at because the kernel sandbox hides the key's folder
+    (see KeyHidden); True where the permission bits refuse the look (fail closed: an unkeyed log
+    then reads as replaced, not as legacy)."""
+    mark = _mark(log_path)
     try:
-        return _mark(log_path).exists()
+        return mark.exists()
     except OSError:
-        return False
+        return not _owner_may_read(mark.parent)
 
 
 def seal_bytes(data: bytes) -> str:
