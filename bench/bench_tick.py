@@ -9,11 +9,13 @@ Target: <= 3x. Figure 7: the same tick with the kernel sandbox against the same 
 loop with `"sandbox": "off"`. Target: <= 1.2x. All three interleaved in one run.
 
 What the tick adds to its git work is measured in the same run and printed: interpreter start
-+ the runner's imports, the clean export the verifier runs in (`git.export.export_tree` of
-the worktree's HEAD into an empty folder, called in this process) next to its floor (writing
-files of the same names and sizes with os.open/os.write), and the sandbox (figure 7).
-The repository has 2,000 files (200 with --quick); the clean export writes every one of them
-on every tick.
++ the runner's imports, and the export the verifier runs in, called in this process the way the
+tick calls it: `git.export.refresh_export` of the worktree's HEAD into a folder an earlier call
+left (every file read and compared with its blob; what the tick does where it keeps the export,
+runner/verify.py). For comparison, a full export into an empty folder (`export_tree`, what every
+tick did before, and still does where no export may be kept) and its floor (writing files of
+the same names and sizes with os.open/os.write). And the sandbox (figure 7).
+The repository has 2,000 files (200 with --quick).
 Run: .venv/bin/python bench/bench_tick.py [--quick] [--reps N]
 """
 
@@ -48,9 +50,11 @@ def ticker(project: Path, name: str) -> Callable[[], c.Sample]:
     return tick
 
 
-def exporter(project: Path, name: str, tmp: Path) -> Callable[[], c.Sample]:
-    """The clean export a tick's verifier runs in, done in this process (the tick's own call)."""
-    from automaton.git.export import export_tree
+def exporter(project: Path, name: str, tmp: Path, kept: bool) -> Callable[[], c.Sample]:
+    """The export a tick's verifier runs in, done in this process with the tick's own call:
+    `kept`: refresh_export into one folder kept between calls (as a tick where it keeps the
+    export); else export_tree into a new empty folder, removed afterwards."""
+    from automaton.git.export import export_tree, refresh_export
     from automaton.runner.verify import protected_patterns
     from automaton.store import loops
     from automaton.store.layout import Project
@@ -60,12 +64,21 @@ def exporter(project: Path, name: str, tmp: Path) -> Callable[[], c.Sample]:
     cfg = loops.read_config(proj, name)
     wt = Path(state["worktree_path"])
     counter = itertools.count()
+    folder = tmp / "kept-export"
 
     def work() -> None:
+        protected = protected_patterns(cfg, wt)
+        if kept:
+            done = refresh_export(wt, "HEAD", folder, protected=protected, base_commit=state["base_commit"])
+            if done.kept != done.files:
+                raise c.BenchError(f"the kept export rewrote {done.files - done.kept} of {done.files} files")
+            return
         dest = tmp / f"export-{next(counter)}"
-        export_tree(wt, "HEAD", dest, protected=protected_patterns(cfg, wt), base_commit=state["base_commit"])
+        export_tree(wt, "HEAD", dest, protected=protected, base_commit=state["base_commit"])
         shutil.rmtree(dest)
 
+    if kept:  # the first call writes every file: untimed, as a loop's first tick
+        refresh_export(wt, "HEAD", folder, protected=protected_patterns(cfg, wt), base_commit=state["base_commit"])
     return lambda: c.measure(work)
 
 
@@ -111,7 +124,8 @@ def main() -> int:
                 c.run(["git", "commit", "-q", "--allow-empty", "-m", "tick"], cwd=direct))),
             "tick, sandbox on": ticker(project, "on"),
             "tick, sandbox off": ticker(project, "off"),
-            "clean export": exporter(project, "on", tmp),
+            "export (kept folder)": exporter(project, "on", tmp, kept=True),
+            "full export": exporter(project, "on", tmp, kept=False),
             "write the files": file_writer(project, tmp),
             "imports only": lambda: c.timed(imports, cwd=project),
         }
@@ -119,19 +133,19 @@ def main() -> int:
     for name, xs in times.items():
         print(f"  {name:20} {c.spread(xs)}")
     base, on, off = times["git add -A + commit"], times["tick, sandbox on"], times["tick, sandbox off"]
-    export, imported = c.wall(times["clean export"]), c.wall(times["imports only"])
-    written = c.wall(times["write the files"])
+    export, imported = c.wall(times["export (kept folder)"]), c.wall(times["imports only"])
+    full, written = c.wall(times["full export"]), c.wall(times["write the files"])
     print(f"  what the tick adds to its git work ({c.ms(c.wall(on) - c.wall(base))}): interpreter start + runner"
-          f" imports {c.ms(imported)}, the clean export {c.ms(export)}, the sandbox {c.ms(c.wall(on) - c.wall(off))};"
+          f" imports {c.ms(imported)}, the export {c.ms(export)}, the sandbox {c.ms(c.wall(on) - c.wall(off))};"
           f" the rest (gates, the harness and verifier processes, state writes with fsync, the run folder)"
           f" {c.ms(c.wall(on) - c.wall(base) - imported - export - (c.wall(on) - c.wall(off)))}")
     c.figure(4, f"one tick on an existing worktree ({files} files) vs git add -A + git commit",
              c.wall(on) / c.wall(base), TARGET,
              f"tick {c.ms(c.wall(on))} vs git {c.ms(c.wall(base))} (cpu ratio {c.cpu(on) / c.cpu(base):.2f}x);"
-             f" of which the clean export {c.ms(export)} (writing its {files} files alone: {c.ms(written)}) and"
-             f" interpreter start + imports {c.ms(imported)};"
-             f" without the export and the imports {(c.wall(on) - export - imported) / c.wall(base):.2f}x;"
-             f" medians of {reps} interleaved runs")
+             f" of which the export {c.ms(export)} (kept folder, every file compared; a full export"
+             f" {c.ms(full)}, writing its {files} files alone {c.ms(written)}) and interpreter start + imports"
+             f" {c.ms(imported)}; without the export and the imports"
+             f" {(c.wall(on) - export - imported) / c.wall(base):.2f}x; medians of {reps} interleaved runs")
     c.figure(7, "tick with the kernel sandbox vs \"sandbox\": \"off\"", c.wall(on) / c.wall(off), SANDBOX_TARGET,
              f"sandbox on {c.ms(c.wall(on))} vs off {c.ms(c.wall(off))} (cpu ratio {c.cpu(on) / c.cpu(off):.2f}x);"
              f" medians of {reps} interleaved runs")

@@ -22,7 +22,8 @@ from pathlib import Path
 import _common as c
 
 HERE = Path(__file__).resolve().parent
-# script -> the figures it prints (bench_tick.py measures the tick and its sandbox together)
+# script -> the figures it prints (bench_tick.py measures the tick and its sandbox together).
+# A new benchmark is one more line here; tests/test_bench_smoke.py reads this table.
 SCRIPTS = {
     "bench_hook.py": (1,),
     "bench_gate.py": (2,),
@@ -31,6 +32,7 @@ SCRIPTS = {
     "bench_race.py": (5,),
     "bench_sandbox.py": (6,),
     "bench_list.py": (8,),
+    "bench_dashboard.py": (9, 10),
 }
 FIGURES = sorted(n for nums in SCRIPTS.values() for n in nums)
 

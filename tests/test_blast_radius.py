@@ -91,7 +91,7 @@ def test_ensure_worktree_use_worktree_false_returns_project_root(project: Path, 
     assert calls(fake_bin.dir, "git") == []  # no git calls at all
     proj = make_loop(project, blast_radius={"use_worktree": False}, script=WRITE_SRC, **VERIFY)
     before = state(proj)
-    assert ensure_for_tick(proj, "demo", store.read_config(proj, "demo"), before).path == proj.root
+    assert ensure_for_tick(store.Loop.resolve(proj, "demo"), store.read_config(proj, "demo"), before).path == proj.root
     assert state(proj) == before  # no state mutation
 
 
@@ -102,7 +102,7 @@ def test_ensure_worktree_missing_field_defaults_true(project: Path) -> None:
     del data["blast_radius"]["use_worktree"]
     cfg = store.parse_config_bytes(json.dumps(data).encode(), str(cfg_path))
     assert cfg.blast_radius.use_worktree is True
-    res = ensure_for_tick(proj, "demo", cfg, state(proj))
+    res = ensure_for_tick(store.Loop.resolve(proj, "demo"), cfg, state(proj))
     assert res.path == loop_dir(proj) / "worktree" and res.path.is_dir()
 
 
@@ -145,7 +145,7 @@ def test_failed_worktree_add_in_a_repository_refuses_the_tick(project: Path, fak
     proj = make_loop(project, script=WRITE_SRC, **VERIFY)
     wrap_git(fake_bin, fail_add=True)
     with pytest.raises(BadInput, match="simulated"):
-        ensure_for_tick(proj, "demo", store.read_config(proj, "demo"), state(proj))
+        ensure_for_tick(store.Loop.resolve(proj, "demo"), store.read_config(proj, "demo"), state(proj))
     out = run_cli("--mode", "tick", "--loop", "demo", "--project", str(proj.root), entry="automaton-loop")
     assert out.code == 2 and "the tick did not run" in out.err and "Traceback" not in out.err
     s = state(proj)
@@ -231,7 +231,7 @@ def test_ensure_worktree_clears_stale_worktree_path(project: Path) -> None:
     blocker.mkdir()
     (blocker / "keep.txt").write_text("not automaton's")
     with pytest.raises(Refused, match="not a git worktree"):
-        ensure_for_tick(proj, "demo", store.read_config(proj, "demo"), state(proj))
+        ensure_for_tick(store.Loop.resolve(proj, "demo"), store.read_config(proj, "demo"), state(proj))
     s = state(proj)
     assert s["status"] == "halted" and s["halt_reason"] == "drift_detected"
     assert s["halt_detail"].startswith("worktree_lost: ")
@@ -239,7 +239,7 @@ def test_ensure_worktree_clears_stale_worktree_path(project: Path) -> None:
     shutil.rmtree(blocker)  # truly gone: re-created, no fallback
     store.update_state(proj, "demo", "APPROVED", {}, lambda s: s.update(status="running", halt_reason=None,
                                                                          halt_detail=None))
-    res = ensure_for_tick(proj, "demo", store.read_config(proj, "demo"), state(proj))
+    res = ensure_for_tick(store.Loop.resolve(proj, "demo"), store.read_config(proj, "demo"), state(proj))
     assert res.cleared_stale and res.created and res.fallback is None
     assert state(proj)["worktree_path"] == str(blocker)
 
@@ -249,7 +249,7 @@ def test_ensure_worktree_recreates_after_deletion(project: Path) -> None:
     assert tick(proj, "demo").code == 0
     wt = Path(state(proj)["worktree_path"])
     shutil.rmtree(wt)  # registered with git but missing on disk
-    res = ensure_for_tick(proj, "demo", store.read_config(proj, "demo"), state(proj))
+    res = ensure_for_tick(store.Loop.resolve(proj, "demo"), store.read_config(proj, "demo"), state(proj))
     assert res.path == wt and res.created and res.cleared_stale and res.fallback is None
     assert (wt / "src" / "one.py").is_file()  # tick 1's commit on loop/demo came back
     assert state(proj)["worktree_path"] == str(wt)
@@ -294,7 +294,7 @@ def test_a_loop_that_had_a_worktree_halts_when_the_repository_disappears(project
     (project / ".git").rename(project / ".git-moved")
     # the worktree step alone refuses to fall back ...
     with pytest.raises(Refused, match="the tick did not run in the main checkout"):
-        ensure_for_tick(proj, "demo", store.read_config(proj, "demo"), state(proj))
+        ensure_for_tick(store.Loop.resolve(proj, "demo"), store.read_config(proj, "demo"), state(proj))
     assert state(proj)["halt_detail"].startswith("worktree_lost")
 
 

@@ -1,5 +1,5 @@
 """The frequent paths import only what they need: the agent hook (before every tool call), a
-tick that gives up because another tick holds the loop's lock, and `--check-gate`.
+tick that gives up because another tick holds the loop's lock, `--check-gate` and `--loop-list`.
 
 Each runs as a real process under `python -X importtime`, whose report names every module the
 process imported (bench/bench_hook.py, bench_race.py and bench_gate.py measure what they cost).
@@ -18,7 +18,7 @@ import pytest
 
 from automaton.store import loops
 from automaton.store.locks import locked
-from tests.commands.loopkit import add_worktree, loop_with
+from tests.commands.loopkit import add_worktree, loop_with, tick
 from tests.helpers import run_cli
 
 # Never on the hook path: each is an import the hook does not need (the reasons are in
@@ -27,9 +27,21 @@ HOOK_NEVER = ("dataclasses", "typing", "inspect", "hashlib", "hmac", "_hashlib",
               "unicodedata", "importlib.resources", "tempfile", "shutil", "subprocess", "datetime", "filelock",
               "pathspec", "rich", "automaton.store.loops", "automaton.git", "automaton.runner", "automaton.harnesses",
               "automaton.sandbox", "automaton.commands.loops")
-# Never on the give-up path of a tick: the runner and what only a running tick needs.
+# The loop store (store.loops, store.looplog, store.chainlog, store.config) imports none of these:
+# records instead of dataclasses, core.digest instead of hashlib/hmac, copy and shutil only where
+# a writer needs them, `time` for its log's clock; every path that reads or logs a loop loads it.
+LOOP_STORE_NEVER = ("dataclasses", "inspect", "hashlib", "hmac", "_hashlib", "copy", "shutil", "datetime")
+# Never on the give-up path of a tick: the runner and what only a running tick needs, and
+# argparse (a plain tick argv is parsed by runner.cli.plain_tick).
 SKIP_NEVER = ("automaton.runner.tick", "automaton.harnesses", "automaton.commands", "automaton.git",
-              "automaton.sandbox", "automaton.hooks", "rich", "filelock", "pathspec", "subprocess", "tempfile")
+              "automaton.sandbox", "automaton.hooks", "rich", "filelock", "pathspec", "subprocess", "tempfile",
+              "argparse", "gettext", *LOOP_STORE_NEVER)
+# Never on --loop-list: the loop store's own, and typing (annotations under TYPE_CHECKING).
+LIST_NEVER = (*LOOP_STORE_NEVER, "typing")
+# The loop model, the gates, the gate's last step and proc (every git call) import none of these
+# themselves (records instead of dataclasses, annotations under TYPE_CHECKING, pathspec when a
+# file is matched): the gate and every tick load them, and so does a tick that gives up.
+MODEL_NEVER = ("dataclasses", "typing", "inspect", "pathspec", "argparse")
 # Never on --check-gate: the parser's help machinery, the runner, and the other loop verbs.
 GATE_NEVER = ("argparse", "gettext", "rich", "filelock", "importlib.resources", "automaton.runner",
               "automaton.harnesses", "automaton.sandbox", "automaton.hooks", "automaton.commands.loops",
@@ -73,6 +85,32 @@ def test_a_tick_that_gives_up_imports_no_runner(project: Path) -> None:
     assert "automaton.runner.skip" in names
     assert offending(names, SKIP_NEVER) == set()
     assert "SKIPPED" in (p.loop_dir(loops.LoopName("demo")) / loops.LOG_FILE).read_text()
+
+
+def test_the_loop_model_and_the_gates_import_little() -> None:
+    code = ("import sys; import automaton.core.loopconfig, automaton.core.gates, automaton.commands.gate_next,"
+            " automaton.proc; print(' '.join(sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    names = set(done.stdout.split())
+    assert "automaton.core.gates" in names
+    assert offending(names, MODEL_NEVER) == set()
+
+
+def test_the_loop_store_imports_little() -> None:
+    code = ("import sys; import automaton.store.loops, automaton.store.looplog, automaton.store.chainlog,"
+            " automaton.store.config; print(' '.join(sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    names = set(done.stdout.split())
+    assert "automaton.store.loops" in names
+    assert offending(names, (*LOOP_STORE_NEVER, "typing")) == set()
+
+
+def test_loop_list_imports_only_what_it_needs(project: Path) -> None:
+    p = loop_with(project)
+    tick(p, 0.5, {"implement": 0.1})  # a verdict, a reservation and its settlement to read
+    names = imported("automaton.cli.main", ["--loop-list", "--json"], project)
+    assert "automaton.commands.loop_views" in names
+    assert offending(names, LIST_NEVER) == set()
 
 
 def test_check_gate_imports_only_what_it_needs(project: Path) -> None:

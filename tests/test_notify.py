@@ -177,13 +177,14 @@ def test_events_not_listed_are_not_sent(project: Path, notifier: Path) -> None:
 
 
 def test_halt_now_notifies(project: Path, notifier: Path) -> None:
-    from automaton.commands.loop_gate import halt_now
+    from automaton.commands.halts import halt_now
+    from automaton.store.loops import Loop
 
     p = loop_with(project, notify={"command": ["notifier"]})
-    halt_now(p, "demo", "drift_detected", "src/x.py out of scope", "drift_after_commit")
+    halt_now(Loop.resolve(p, "demo"), "drift_detected", "src/x.py out of scope", "drift_after_commit")
     [call] = received(notifier)
     assert call["body"]["halt_reason"] == "drift_detected" and call["body"]["gate"] == "drift_after_commit"
-    halt_now(p, "demo", "drift_detected", "again", "drift_after_commit")  # no longer running: no new halt
+    halt_now(Loop.resolve(p, "demo"), "drift_detected", "again", "drift_after_commit")  # no longer running
     assert len(received(notifier)) == 1
 
 

@@ -86,6 +86,33 @@ def test_the_key_is_hidden_in_a_session(project: Path, session: Callable[..., tu
     assert code == 0 and f"denied {key_path()} 13" in out
 
 
+READ = ("import sys\n"
+        "for p in sys.argv[1:]:\n"
+        "    try:\n"
+        "        open(p, 'rb').read()\n"
+        "        print('read', p)\n"
+        "    except OSError as exc:\n"
+        "        print('denied', p, exc.errno)\n")
+
+
+def test_browser_cookie_stores_are_hidden_in_a_session(project: Path) -> None:
+    # The dashboard's session cookie lives in the browser's profile: an agent that read it
+    # could approve its own halt. A file beside the profiles stays readable.
+    home = Path.home()
+    cookies = [home / ".config" / "chromium" / "Default" / "Cookies", home / ".mozilla" / "firefox" / "cookies.sqlite"]
+    for c in cookies:
+        c.parent.mkdir(parents=True, exist_ok=True)
+        c.write_bytes(b"SQLite format 3\x00session=stolen")
+    other = home / ".config" / "editor.conf"
+    other.write_text("ok\n")
+    done = run_exe("automaton", "--sandbox", "--project", str(project), "--", sys.executable, "-c", READ,
+                   *map(str, cookies), str(other), cwd=project)
+    assert done.returncode == 0, done.stderr
+    for c in cookies:
+        assert f"denied {c} 13" in done.stdout
+    assert f"read {other}" in done.stdout
+
+
 def test_bad_input_and_no_sandbox(project: Path, session: Callable[..., tuple[int, str, str]]) -> None:
     done = run_exe("automaton", "--sandbox", "--project", str(project))
     assert done.returncode == 2 and "--sandbox" in done.stderr and "Traceback" not in done.stderr

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from automaton.commands import loops as uc
-from automaton.commands.loop_gate import halt_now
+from automaton.commands.halts import halt_now
 from automaton.store.layout import Project
+from automaton.store.loops import Loop
 from tests.commands.test_loops import DEATHS, _cause, cli
 from tests.store.test_loops import make_loop, state_file
 
@@ -90,8 +91,8 @@ def test_each_halt_new_and_recorded(project: Path, death: str) -> None:
 
 def test_a_halt_for_unscored_ticks_names_the_doctor(project: Path) -> None:
     p = make_loop(project)
-    halt_now(p, "demo", "verifier_failed", "unscored: 3 ticks in a row without a score; check the verify command"
-             " with automaton --doctor --loop demo", "unscored")
+    halt_now(Loop.resolve(p, "demo"), "verifier_failed", "unscored: 3 ticks in a row without a score;"
+             " check the verify command with automaton --doctor --loop demo", "unscored")
     out = uc.check_gate(p, "demo")
     assert any("unscored: 3 ticks in a row" in line for line in out.lines)
     assert step(p).startswith("check the verify command with automaton --doctor --loop demo")

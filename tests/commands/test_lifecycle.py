@@ -178,6 +178,20 @@ def test_remove_with_delete_branch_lets_the_name_start_clean(project: Path, appr
     assert len(list((p.loops_dir / ".archive").iterdir())) == 2
 
 
+def test_remove_deletes_the_verifiers_kept_export(project: Path, approver: str) -> None:
+    from automaton.store.layout import kept_export_of
+
+    p = loop_with(project)
+    kept = kept_export_of(p.root, "demo")
+    (kept / "src").mkdir(parents=True)
+    (kept / "src" / "calc.py").write_text("x = 1\n")
+    kept.with_name(kept.name + ".idle").touch()
+    other = kept_export_of(p.root, "other")  # another loop's export stays
+    other.mkdir(parents=True)
+    assert cli(p, "--remove-loop", "demo").code == 0
+    assert not kept.exists() and not kept.with_name(kept.name + ".idle").exists() and other.is_dir()
+
+
 def test_remove_refuses_while_a_tick_runs_and_without_a_human(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     p = loop_with(project)
     r = cli(p, "--remove-loop", "demo")

@@ -16,6 +16,7 @@ from automaton.commands import schedule
 from automaton.core.errors import BadInput
 from automaton.schedulers import cron, launchd
 from automaton.store.layout import Project, framework_home
+from automaton.store.loops import Loop
 from tests.helpers import calls, run_cli
 from tests.schedulers.fakes import install_crontab, install_launchctl, install_schtasks, loaded, tasks
 
@@ -124,7 +125,7 @@ def test_best_effort_returns_a_warning_instead_of_raising(project: Path, table: 
     fake_bin("crontab", 'sys.stderr.write("crontab: spool is read-only\\n")\nsys.exit(1)\n')
     warning = schedule.disable_best_effort(proj, "demo")
     assert warning is not None and "spool is read-only" in warning
-    (proj.loop_dir(schedule.loop_store.require_tracked(proj, "demo")) / "schedule.json").write_text("{")
+    (Loop.resolve(proj, "demo").dir / "schedule.json").write_text("{")
     assert "unreadable schedule record" in (schedule.enable_best_effort(proj, "demo") or "")
 
 

@@ -31,9 +31,9 @@ def loop(project: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         seen["calls"].append({"name": name, "file": file, "loop_worktree": loop_worktree, "task": task})
         return Decision(seen["allow"], "in file_scope" if seen["allow"] else f"{file} is outside file_scope", file)
 
-    fake = types.ModuleType("automaton.commands.loops")
+    fake = types.ModuleType("automaton.commands.loop_views")
     fake.can_edit_loop = can_edit_loop  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "automaton.commands.loops", fake)
+    monkeypatch.setitem(sys.modules, "automaton.commands.loop_views", fake)
     monkeypatch.setattr(automaton.store.loops, "read_state", lambda p, n: seen["state"], raising=False)
     seen["tree"] = tree
     return seen
@@ -98,7 +98,7 @@ def test_no_task_leaves_only_the_loop_check(project: Path, hook: Any, loop: dict
 def test_missing_loop_module_fails_closed(project: Path, hook: Any, loop: dict[str, Any],
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     loop["state"] = {"current_task": None}
-    monkeypatch.setitem(sys.modules, "automaton.commands.loops", None)
+    monkeypatch.setitem(sys.modules, "automaton.commands.loop_views", None)
     tree = loop["tree"]
     assert_denied(hook("claude", write(tree / "src/app.py", tree)), "the hook failed")
 

@@ -101,7 +101,7 @@ def test_r16_info_exclude_does_not_hide_drift(looped: Looped, tmp_path: Path) ->
 
 def test_r02_files_touched_after_the_tick_commit(project: Path) -> None:
     """The verify agent runs after the tick's commit, on a clean export of it: what it leaves
-    behind never reaches the worktree or the branch (the export is removed after the run)."""
+    behind never reaches the worktree or the branch (the export is rebuilt from the commit before every run)."""
     from tests.runner.loopkit import make_loop
 
     script = {"implement": [{"actions": [{"write": "src/a.py", "content": "x = 1\n"}], "text": "ok", "cost_usd": 0.1}],

@@ -565,3 +565,58 @@ def test_a_keyed_loop_log_replaced_by_an_unkeyed_one_is_tampering_until_a_human_
     assert (folder / ".state.log.broken").is_file()  # the replaced log is kept as evidence
     rec = loops.inspect(p, "demo")
     assert rec.tamper == "" and rec.state["iteration_count"] == 1 and all(line.mac for line in rec.chain.lines)
+
+
+# ---- resolving a loop ------------------------------------------------------------------------
+
+def test_resolve_names_what_sits_where_the_loop_folder_should_be(project: Path) -> None:
+    """Loop.resolve looks closer only when the folder or its state is not what it should be:
+    every case it refuses still gets its own message."""
+    p = make_loop(project)
+    p.loops_dir.joinpath("afile").write_text("x")
+    with pytest.raises(BadInput, match="is a file where the folder of loop 'afile' should be"):
+        loops.Loop.resolve(p, "afile")
+    p.loops_dir.joinpath("gone").symlink_to(project / "nowhere")
+    with pytest.raises(BadInput, match="is a dangling symlink where the folder of loop 'gone'"):
+        loops.Loop.resolve(p, "gone")
+    with pytest.raises(BadInput, match="unknown loop 'ghost': no folder"):
+        loops.Loop.resolve(p, "ghost")
+    state = state_file(p)
+    state.unlink()
+    state.mkdir()
+    with pytest.raises(CorruptState, match="not a regular file"):
+        loops.Loop.resolve(p, "demo")
+    state.rmdir()
+    state.symlink_to(project / "nowhere")
+    with pytest.raises(CorruptState, match="not a regular file"):
+        loops.Loop.resolve(p, "demo")
+    state.unlink()
+    assert loops.Loop.resolve(p, "demo").name == "demo"  # its log says it was tracked: a deletion
+    (state.parent / loops.LOG_FILE).unlink()
+    with pytest.raises(BadInput, match="UNTRACKED"):
+        loops.Loop.resolve(p, "demo")
+
+
+def test_a_resolved_loop_behaves_like_the_frozen_dataclass_it_was(project: Path) -> None:
+    from automaton.core.record import FrozenInstanceError, replace
+
+    p = make_loop(project)
+    one, two = loops.Loop.resolve(p, "demo"), loops.Loop.resolve(p, "demo")
+    assert one == two and hash(one) == hash(two) and {one: 1}[two] == 1
+    assert repr(one) == f"Loop(project={p!r}, name='demo', dir={p.loop_dir(loops.LoopName('demo'))!r})"
+    with pytest.raises(FrozenInstanceError):
+        one.name = loops.LoopName("other")  # type: ignore[misc]
+    assert replace(one, name=loops.LoopName("x")).name == "x"
+    rec = one.inspect()
+    assert rec == one.inspect() and rec.tamper == "" and not rec.rebuilt
+    with pytest.raises(TypeError):
+        hash(rec)  # a mutable record is unhashable, as a dataclass with eq is
+
+
+def test_utc_now_is_the_datetime_stamp_it_replaced() -> None:
+    from datetime import UTC, datetime
+
+    before = datetime.now(UTC).replace(microsecond=0)
+    stamp = chainlog.utc_now()
+    after = datetime.now(UTC)
+    assert before <= datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC) <= after

@@ -22,8 +22,10 @@ from automaton.core.loopconfig import LoopConfig
 from automaton.core.names import LoopName
 from automaton.core.outcome import Outcome
 from automaton.git import run_git
+from automaton.harnesses import hook_notes
 from automaton.store import loops
 from automaton.store.layout import Project
+from automaton.store.loops import Loop
 
 
 def project_checks(project: Project) -> list[Finding]:
@@ -65,10 +67,20 @@ def _key_check() -> Finding:
 
 def doctor_loop(project: Project, name: LoopName) -> list[Finding]:
     """The checks of one loop: config and state readable, status, harness on the tick's PATH,
-    agent login, verify command scoring on the base commit, sandbox, schedule, hook note."""
+    agent login, verify command scoring on the base commit, sandbox, schedule, hook note. A
+    loop that cannot be resolved is one problem finding."""
+    try:
+        loop = Loop.resolve(project, name)
+    except AutomatonError as exc:
+        return [Finding(name, "state", "problem", exc.message)]
+    return _loop_checks(loop)
+
+
+def _loop_checks(loop: Loop) -> list[Finding]:
+    project, name = loop.project, loop.name
     out: list[Finding] = []
     try:
-        rec = loops.inspect(project, name)
+        rec = loop.inspect()
     except AutomatonError as exc:
         return [Finding(name, "state", "problem", exc.message)]
     state = rec.state
@@ -84,7 +96,7 @@ def doctor_loop(project: Project, name: LoopName) -> list[Finding]:
     else:
         out.append(Finding(name, "status", "ok" if state["status"] == "running" else "note", state["status"]))
     try:
-        config = loops.read_config(project, name)
+        config = loop.read_config()
     except AutomatonError as exc:
         return [*out, Finding(name, "config", "problem", exc.message)]
     if config.sha256 != state["config_sha256"] and not rec.tamper:
@@ -95,8 +107,6 @@ def doctor_loop(project: Project, name: LoopName) -> list[Finding]:
     out.append(verify_check(project, name, config, state, info["path"]))
     out.append(_sandbox_check(name, config))
     out += _schedule_checks(name, config, state["status"], info)
-    from automaton.runner.confine import hook_notes
-
     note = hook_notes(config.harness.name)
     if note:
         out.append(Finding(name, "hooks", "note", f"harness {config.harness.name}: {note}"))
@@ -147,11 +157,15 @@ def doctor(project: Project, name: str | None = None) -> Outcome:
     or "N problem(s) found". data: {ok, problems (int), findings: [{loop, check, level, message,
     fix}]}. Exit 1 with any problem, 0 otherwise; exit 2 for an unknown or untracked --loop."""
     findings = project_checks(project)
-    targets = [loops.require_tracked(project, name)] if name is not None else loops.list_loops(project)
-    if name is None and not targets:
-        findings.append(Finding(None, "loops", "note", "no loops yet: automaton --create-loop NAME --from-template T"))
-    for loop in targets:
-        findings += doctor_loop(project, loop)
+    if name is not None:  # exit 2 for an unknown or untracked --loop, before any check
+        findings += _loop_checks(Loop.resolve(project, name))
+    else:
+        targets = loops.list_loops(project)
+        if not targets:
+            findings.append(Finding(None, "loops", "note",
+                                    "no loops yet: automaton --create-loop NAME --from-template T"))
+        for each in targets:
+            findings += doctor_loop(project, each)
     problems = [f for f in findings if f.level == "problem"]
     lines = [f.line() for f in findings]
     lines.append(f"{len(problems)} problem(s) found" if problems else "no problems found")

@@ -8,11 +8,14 @@ refusal of `--check-gate` ends with: what a human does next (or that nothing nee
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
-
 from automaton.core.gates import DEFERRED, WAITING, GateResult, gate_deferred
-from automaton.core.loopconfig import LoopConfig
+from automaton.core.record import replace
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (`--check-gate` imports this)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from automaton.core.loopconfig import LoopConfig
 
 
 def deferral_gate(harness: str, passed: GateResult) -> GateResult:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import getpass
 import os
 import sys
+from dataclasses import dataclass
 
 from automaton.commands import ancestry
 from automaton.core.errors import BadInput, Refused
@@ -23,6 +24,36 @@ APPROVER_ENV = "AUTOMATON_APPROVER"
 AGENT_MARKERS = ("CLAUDECODE", "GEMINI_CLI", "CODEX_SANDBOX", "AUTOMATON_LOOP", "AUTOMATON_LOOP_DIR")
 # Builds the process-table reader; a test replaces it to simulate an unreadable /proc.
 READER = ancestry.system_reader
+
+
+@dataclass(frozen=True)
+class Human:
+    """A human already established by the caller, for the use cases that are human acts.
+
+    `name`: who acts, logged as `by=` (the dashboard passes its OS user). `via`: the channel,
+    logged as `via=` ("dashboard"). Only a caller that checked `require_human` itself when it
+    started (the dashboard does, and then authenticates each request) may build one: the use
+    case takes it instead of asking for a terminal or `AUTOMATON_APPROVER` again.
+    """
+
+    name: str
+    via: str
+
+    def __post_init__(self) -> None:
+        # Both are written into a log line: one printable line each, `via` a bare word.
+        if not self.name or not self.name.isprintable() or len(self.name) > 128:
+            raise ValueError(f"Human.name must be a printable name of at most 128 characters, got {self.name[:40]!r}")
+        if not self.via.isidentifier():
+            raise ValueError(f"Human.via must be one word, got {self.via[:40]!r}")
+
+
+def acting(action: str, human: Human | None) -> tuple[str, dict[str, object]]:
+    """(the approver's name, the extra log fields of the act): `human`'s name and `via` when
+    given, else `require_human(action)` and no extra field (the CLI's lines stay as they were).
+    Raises as `require_human`."""
+    if human is not None:
+        return human.name, {"via": human.via}
+    return require_human(action), {}
 
 
 def require_human(action: str) -> str:

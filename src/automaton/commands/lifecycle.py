@@ -1,7 +1,7 @@
 """The end of a loop's life, as human acts: re-arm a complete loop, or remove a loop for good.
 
 Both are refused without a human (`commands.human.require_human`, as `--approve --loop`) and
-while a tick holds the loop's lock (`commands.loops.between_ticks`).
+while a tick holds the loop's lock (`commands.loops.held_between_ticks`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 from automaton.commands.human import require_human
-from automaton.commands.loops import between_ticks
+from automaton.commands.loops import held_between_ticks
 from automaton.commands.loops_common import optional
 from automaton.core.errors import BadInput, Refused
 from automaton.core.names import LoopName
@@ -21,7 +21,7 @@ from automaton.core.outcome import Outcome
 from automaton.git import run_git
 from automaton.git.worktree import branch_name, list_worktrees
 from automaton.store import chainlog, loops
-from automaton.store.layout import Project
+from automaton.store.layout import Project, kept_export_of
 from automaton.store.locks import locked
 
 # Files that only exist to be locked: never archived, and removed last (Windows cannot delete
@@ -38,8 +38,9 @@ def rearm_loop(project: Project, name: str) -> Outcome:
     that fits), on a tampered state, without a human, or while a tick runs; exit 2 for an
     unknown or untracked loop."""
     who = require_human("--rearm-loop")
-    loop = loops.require_tracked(project, name)
-    with between_ticks(project, loop, "--rearm-loop"), loops.session(project, loop) as s:
+    handle = loops.Loop.resolve(project, name)
+    loop = handle.name
+    with held_between_ticks(handle, "--rearm-loop"), handle.session() as s:
         if s.rec.tamper:
             raise loops.StateTampered(f"{s.rec.tamper}; a human clears it with: automaton --approve --loop {loop}")
         old = s.rec.state
@@ -90,16 +91,16 @@ def remove_loop(project: Project, name: str, *, delete_branch: bool = False) -> 
     when git cannot remove the worktree (nothing is archived then); exit 2 for an unknown loop.
     """
     who = require_human("--remove-loop")
-    loop = loops.require_tracked(project, name)
-    folder = project.loop_dir(loop)
+    handle = loops.Loop.resolve(project, name)
+    loop, folder = handle.name, handle.dir
     out = Outcome()
-    with between_ticks(project, loop, "--remove-loop"):
-        scheduled = _unschedule(project, loop, out)
+    with held_between_ticks(handle, "--remove-loop"):
+        scheduled = _unschedule(handle, out)
         removed, dirty = _remove_worktree(project, loop, out)
         branch = _branch(project, loop, delete_branch, out)
         dest = archive_dir(project, loop)
-        with locked(folder / loops.STATE_LOCK):
-            chain = chainlog.read_chain(folder / loops.LOG_FILE)
+        with locked(handle.state_lock):
+            chain = chainlog.read_chain(handle.log_file)
             dest.mkdir(parents=True)
             for entry in sorted(folder.iterdir()):
                 if entry.name not in (*_LOCKS, "worktree"):
@@ -108,6 +109,7 @@ def remove_loop(project: Project, name: str, *, delete_branch: bool = False) -> 
                                          "archive": dest.relative_to(project.root).as_posix()}
             chainlog.append_event(dest / loops.LOG_FILE, "REMOVED", fields, chain.last_state or "none", chain)
             _drop(folder / "worktree")
+        _drop_kept_export(project, loop, out)
     for lock in _LOCKS:  # only now, once released: Windows cannot delete a file still held open
         with contextlib.suppress(FileNotFoundError):
             (folder / lock).unlink()
@@ -123,15 +125,31 @@ def remove_loop(project: Project, name: str, *, delete_branch: bool = False) -> 
     return out
 
 
-def _unschedule(project: Project, loop: LoopName, out: Outcome) -> bool:
+def _drop_kept_export(project: Project, loop: LoopName, out: Outcome) -> None:
+    """Delete the verifier's kept export of the loop (`runner/verify.py` `kept_export`) and its
+    idle mark; a symlink in their place is removed itself, never followed. A failure is a
+    warning: the folder only costs disk."""
+    folder = kept_export_of(project.root, loop)
+    for path in (folder, folder.with_name(folder.name + ".idle")):
+        try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+        except OSError as exc:
+            out.warnings.append(f"could not delete the verifier's kept export {path}: {exc.strerror};"
+                                " delete it by hand")
+
+
+def _unschedule(loop: loops.Loop, out: Outcome) -> bool:
     """Uninstall the unit when `--install-schedule` left a record or a tick script."""
     from automaton.commands import schedule
     from automaton.commands.schedule_info import TICK_FILES
 
-    folder = project.loop_dir(loop)
+    folder = loop.dir
     if not (folder / schedule.RECORD_FILE).exists() and not any((folder / f).exists() for f in TICK_FILES):
         return False
-    done = schedule.uninstall_schedule(project, loop)
+    done = schedule.uninstall(loop)
     out.lines += [f"  {line}" for line in done.lines]
     out.warnings += done.warnings
     return True

@@ -1,7 +1,9 @@
 """The pre-tick gate as a use case: `--check-gate`, `--can-continue` (docs/architecture.md#stable-interfaces).
 
 The rules are pure (core/gates.py); this module gathers their facts (state, config, task
-phase, drift, VRAM) and applies a halt atomically.
+phase, drift, VRAM) and applies a halt atomically. `check_gate` and `can_continue` take a
+loop's name (the CLI's entry); a tick, which resolved its loop already, calls `check` and
+`drift_after_commit` with the `Loop` handle.
 """
 
 from __future__ import annotations
@@ -9,12 +11,11 @@ from __future__ import annotations
 import copy
 import importlib
 import os
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from automaton.commands.gate_next import deferral_gate, next_step
-from automaton.commands.loops_common import optional as _optional
+from automaton.commands.halts import halt_now, stop_schedule
 from automaton.commands.loops_common import project_config_problem
 from automaton.core.errors import BadInput, ExitCode
 from automaton.core.gates import (
@@ -29,8 +30,9 @@ from automaton.core.gates import (
     run_gates,
 )
 from automaton.core.loopconfig import LoopConfig
-from automaton.core.names import LoopName, TaskRef
+from automaton.core.names import TaskRef
 from automaton.core.outcome import Outcome
+from automaton.core.record import replace  # GateResult is a record
 from automaton.git import run_git
 from automaton.git.drift import (
     DriftError,
@@ -46,24 +48,30 @@ from automaton.resolve import real
 from automaton.store import loops, tasks
 from automaton.store.key import seal_bytes
 from automaton.store.layout import Project
+from automaton.store.loops import Loop
 
 # ---- gates ----------------------------------------------------------------------------------
 
 class _Facts:
     """The I/O behind core.gates.GateFacts for one loop."""
 
-    def __init__(self, project: Project, loop: LoopName, state: dict[str, Any], task: str | None,
-                 drift_cwd: Path | None) -> None:
-        self.project, self.loop, self.state, self.task_arg, self.drift_cwd = project, loop, state, task, drift_cwd
+    def __init__(self, handle: Loop, state: dict[str, Any], task: str | None, drift_cwd: Path | None) -> None:
+        self.handle, self.project, self.loop = handle, handle.project, handle.name
+        self.state, self.task_arg, self.drift_cwd = state, task, drift_cwd
         self.task_seen: TaskFacts | None = None
         self._config: LoopConfig | None = None
 
+    @classmethod
+    def of(cls, loop: Loop, state: dict[str, Any], task: str | None, drift_cwd: Path | None) -> _Facts:
+        """The facts of a resolved loop, read through its handle."""
+        return cls(loop, state, task, drift_cwd)
+
     def config_sha256(self) -> str:
-        return loops.config_sha256(self.project, self.loop)
+        return self.handle.config_sha256()
 
     def config(self) -> LoopConfig:
         if self._config is None:
-            self._config = loops.read_config(self.project, self.loop)
+            self._config = self.handle.read_config()
         return self._config
 
     def vram(self, kv_kib_per_token: float | None) -> VramFacts:
@@ -160,10 +168,10 @@ def _task_phase(project: Project, name: str | None) -> str | None:
         return None
 
 
-def _config_error(project: Project, loop: LoopName) -> str | None:
+def _config_error(loop: Loop) -> str | None:
     """Why loop.json is not a valid config now (one line naming the file and key), None when it is."""
     try:
-        loops.read_config(project, loop)
+        loop.read_config()
     except BadInput as exc:
         return exc.message
     return None
@@ -183,6 +191,12 @@ def _project_config_gate(project: Project, state: dict[str, Any], facts: _Facts)
 
 
 def check_gate(project: Project, name: str, task: str | None = None, *, drift_cwd: Path | None = None) -> Outcome:
+    """`--check-gate NAME`: `check` of the loop named `name` (exit 2, BadInput, for an unknown
+    or untracked loop)."""
+    return check(Loop.resolve(project, name), task, drift_cwd=drift_cwd)
+
+
+def check(loop: Loop, task: str | None = None, *, drift_cwd: Path | None = None) -> Outcome:
     """Run the six gates and apply a halt atomically (logged `HALT reason=…`,
     schedule disabled best-effort). data: the gate object {ok, reason, halt_reason,
     remaining_iterations, remaining_budget_usd (USD | null), task_phase, task_in_halt_loop,
@@ -205,12 +219,12 @@ def check_gate(project: Project, name: str, task: str | None = None, *, drift_cw
     A new halt, a wait for a task sign-off and a tick put off are sent to loop.json `notify`
     (`automaton.notify.after_gate`); a failed notification is a warning, never an error.
     """
-    loop = loops.require_tracked(project, name)
+    project, name = loop.project, loop.name
     if task is not None:
         task = str(TaskRef.parse(task))
     invalid: str | None = None
-    with loops.session(project, loop) as s:
-        facts = _Facts(project, loop, s.rec.state, task, drift_cwd)
+    with loop.session() as s:
+        facts = _Facts.of(loop, s.rec.state, task, drift_cwd)
         was_halted = not s.rec.tamper and s.rec.state["status"] == "halted"
         since = next((line.ts for line in reversed(s.rec.chain.lines) if line.event == "HALT"), None)
         config: LoopConfig | None = None
@@ -227,7 +241,7 @@ def check_gate(project: Project, name: str, task: str | None = None, *, drift_cw
                 result = deferral_gate(config.harness.name, result)
             state = s.rec.state
             if result.halt is not None and result.detail == CONFIG_CHANGED:
-                invalid = _config_error(project, loop)
+                invalid = _config_error(loop)
                 if invalid is not None:  # say which file and what is wrong, not only "changed"
                     result = replace(result, detail=f"{CONFIG_CHANGED}: {invalid}")
             if result.halt is not None:
@@ -235,16 +249,16 @@ def check_gate(project: Project, name: str, task: str | None = None, *, drift_cw
                 new.update(status="halted", halt_reason=result.halt, halt_detail=result.detail)
                 state = s.commit("HALT", {"reason": result.halt, "detail": result.detail, "gate": result.gate}, new)
     if invalid is None and not result.ok and config is None:
-        invalid = _config_error(project, loop)  # a halted loop whose loop.json is invalid now
+        invalid = _config_error(loop)  # a halted loop whose loop.json is invalid now
     code = ExitCode.BAD_INPUT if invalid is not None else ExitCode.OK if result.ok else ExitCode.REFUSED
     out = Outcome(code=code, warnings=list(result.warnings))
     if result.halt is not None:
-        warning = _optional("automaton.commands.schedule", "disable_best_effort", project, loop)
+        warning = stop_schedule(loop)
         if warning:
             out.warnings.append(warning)
-    if config is None and invalid is None and loops.config_sha256(project, loop) == state["config_sha256"]:
+    if config is None and invalid is None and loop.config_sha256() == state["config_sha256"]:
         try:
-            config = loops.read_config(project, loop)
+            config = loop.read_config()
         except BadInput:  # changed under us since: no remaining counts, the next gate says why
             config = None
     left_iter, left_usd = remaining(state, config.brakes) if config else (None, None)
@@ -260,7 +274,7 @@ def check_gate(project: Project, name: str, task: str | None = None, *, drift_cw
         "ok": result.ok, "reason": result.reason, "halt_reason": state["halt_reason"],
         "remaining_iterations": left_iter, "remaining_budget_usd": left_usd, "task_phase": phase,
         "task_in_halt_loop": in_halt, "out_of_scope_files": list(result.out_of_scope_files),
-        "loop": loop, "status": state["status"], "halt_detail": state["halt_detail"],
+        "loop": name, "status": state["status"], "halt_detail": state["halt_detail"],
         "halted_now": result.halt is not None, "worktree_fallback": state["worktree_fallback"],
         "task": task_name,
     }
@@ -270,7 +284,7 @@ def check_gate(project: Project, name: str, task: str | None = None, *, drift_cw
         out.data.update(deferred_until=result.reason.partition(":")[2], harness=config.harness.name)
     if was_halted:
         out.data["halted_since"] = since
-    head = f"{loop}: gate ok" if result.ok else f"{loop}: gate not ok: {result.reason}"
+    head = f"{name}: gate ok" if result.ok else f"{name}: gate not ok: {result.reason}"
     if was_halted and result.halt is None:  # the recorded halt, labelled: the facts below are current
         recorded = state["halt_reason"] + (f": {state['halt_detail']}" if state["halt_detail"] else "")
         out.lines += [head, f"  halted since {since or 'an unlogged time'}: {recorded}"
@@ -279,26 +293,26 @@ def check_gate(project: Project, name: str, task: str | None = None, *, drift_cw
         out.lines.append(head + (f" ({result.detail})" if result.detail and not result.ok else ""))
     stepped = True  # a line below already names the next step
     if invalid is not None:
-        out.lines.append(f"  invalid loop.json: {invalid}; fix it, then a human runs automaton --approve --loop {loop}")
+        out.lines.append(f"  invalid loop.json: {invalid}; fix it, then a human runs automaton --approve --loop {name}")
     elif (not result.ok and (state["halt_detail"] or "").startswith(CONFIG_CHANGED)
-          and loops.config_sha256(project, loop) != state["config_sha256"]):
-        out.lines.append(f"  {project.loop_dir(loop) / loops.CONFIG_FILE} is not the sealed loop.json: review it,"
-                         f" then a human runs automaton --approve --loop {loop}")
+          and loop.config_sha256() != state["config_sha256"]):
+        out.lines.append(f"  {loop.config_file} is not the sealed loop.json: review it,"
+                         f" then a human runs automaton --approve --loop {name}")
     else:
         stepped = False
     if not result.ok:
         unsealed = project_config_problem(project)
         if unsealed is not None:
-            out.lines.append(f"  {unsealed}, then automaton --approve --loop {loop}")
+            out.lines.append(f"  {unsealed}, then automaton --approve --loop {name}")
         elif not stepped:
-            out.lines.append(f"  next step: {next_step(loop, result.reason, state, task_name, config)}")
+            out.lines.append(f"  next step: {next_step(name, result.reason, state, task_name, config)}")
     out.lines += [f"  out of scope: {f}" for f in result.out_of_scope_files]
     out.lines.append(f"  remaining_iterations={left_iter} remaining_budget_usd={left_usd} task_phase={phase}")
     if state["worktree_fallback"]:
         out.lines.append(f"  note: ticks ran in the main checkout: {state['worktree_fallback']}")
     from automaton import notify  # after every lock is released: a slow receiver never holds a tick
 
-    failed = notify.after_gate(project, loop, out.data, state, detail=result.detail)
+    failed = notify.after_gate(project, name, out.data, state, detail=result.detail)
     if failed is not None:
         out.warnings.append(failed)
     return out
@@ -306,7 +320,7 @@ def check_gate(project: Project, name: str, task: str | None = None, *, drift_cw
 
 def can_continue(project: Project, name: str) -> Outcome:
     """Is the loop alive at all: data {ok, status} (+ tamper when tampered); exit 0 / 1."""
-    rec = loops.inspect(project, name)
+    rec = Loop.resolve(project, name).inspect()
     status = rec.state["status"]
     ok = status == "running" and not rec.tamper
     data: dict[str, Any] = {"ok": ok, "status": status}
@@ -320,33 +334,7 @@ def can_continue(project: Project, name: str) -> Outcome:
 
 # ---- checks a tick makes after its agent ran ------------------------------------------------
 
-def halt_now(project: Project, name: str, reason: str, detail: str, gate: str,
-             fields: dict[str, object] | None = None) -> None:
-    """Halt a running loop at once (`reason`: one of the five deaths) with `detail`, logged
-    `HALT reason=… detail=… gate=…` plus `fields`; the schedule is disabled best-effort. A loop
-    that is no longer running (halted meanwhile, paused, complete) keeps its status, and the
-    line is logged as a WARNING instead, so nothing recorded is overwritten. A halt is sent to
-    loop.json `notify` (a failure is logged `WARNING reason=notify_failed`)."""
-    loop = loops.require_tracked(project, name)
-    halted = False
-    with loops.session(project, loop) as s:
-        extra = {"reason": reason, "detail": detail, "gate": gate, **(fields or {})}
-        if s.rec.tamper or s.rec.state["status"] != "running":
-            s.log("WARNING", extra)
-        else:
-            new = copy.deepcopy(s.rec.state)
-            new.update(status="halted", halt_reason=reason, halt_detail=detail)
-            s.commit("HALT", extra, new)
-            halted = True
-    if halted:
-        _optional("automaton.commands.schedule", "disable_best_effort", project, loop)
-        from automaton import notify
-
-        notify.notify_logged(project, loop, "halt", notify.payload(project, loop, "halt", new, reason=reason,
-                                                                     gate=gate))
-
-
-def drift_after_commit(project: Project, name: str) -> GateResult | None:
+def drift_after_commit(loop: Loop) -> GateResult | None:
     """The drift gate alone, run by a tick right after the runner committed the agent's work:
     a tick whose changes leave `file_scope` halts `drift_detected` before its verdict can
     complete the loop (the pre-tick gate of the next fire would come too late). Returns the
@@ -354,16 +342,15 @@ def drift_after_commit(project: Project, name: str) -> GateResult | None:
     gates are not run here: the iteration of this very tick is already counted."""
     from automaton.core.gates import gate_drift
 
-    loop = loops.require_tracked(project, name)
-    with loops.session(project, loop) as s:
+    with loop.session() as s:
         tamper = s.rec.tamper
         if not tamper:
-            facts = _Facts(project, loop, s.rec.state, None, None)
+            facts = _Facts.of(loop, s.rec.state, None, None)
             result = gate_drift(facts.drift(), facts.config(), s.rec.state["accepted_drift"])
     if tamper:  # a forged accepted_drift must not excuse anything: the full gate halts for the tamper
-        check_gate(project, loop)
+        check(loop)
         return GateResult(False, STATE_TAMPERED, "tamper", "human_intervention", f"{STATE_TAMPERED}: {tamper}")
     if result is not None and result.halt is not None:
-        halt_now(project, loop, result.halt, result.detail or "out of scope", "drift_after_commit",
+        halt_now(loop, result.halt, result.detail or "out of scope", "drift_after_commit",
                  {"files": len(result.out_of_scope_files)})
     return result

@@ -10,20 +10,20 @@ schedule (`commands.schedule_info`) and git (the worktree branch against its bas
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from automaton.commands.schedule_info import schedule_info
 from automaton.core.errors import AutomatonError
 from automaton.core.gates import remaining, used
 from automaton.core.loopconfig import LoopConfig
-from automaton.core.names import LoopName
 from automaton.core.outcome import Outcome
 from automaton.core.scores import score_text as score_text  # moved to core: --loop-list needs it alone
 from automaton.git import run_git
 from automaton.git.worktree import branch_name
 from automaton.store import loops
 from automaton.store.layout import Project
-from automaton.store.looplog import logged_counters
+from automaton.store.loops import Loop
 
 BARS = "▁▂▃▄▅▆▇█"
 SHOWN_BARS = 120  # sparkline characters in the text form (the JSON carries every scored tick)
@@ -40,10 +40,12 @@ def _usd(value: float | None) -> str:
 
 
 def _num(text: str | None) -> float | None:
+    """A finite number from a log field; None for absent, "null", or anything else."""
     try:
-        return None if text in (None, "null") else float(str(text))
+        value = None if text in (None, "null") else float(str(text))
     except ValueError:
         return None
+    return value if value is not None and math.isfinite(value) else None
 
 
 def _cost_split(folder: Any, n: str, cost: float, known: bool) -> tuple[float, float]:
@@ -58,20 +60,23 @@ def _cost_split(folder: Any, n: str, cost: float, known: bool) -> tuple[float, f
         return (cost, 0.0) if known else (0.0, cost)
 
 
-def _from_log(rec: loops.LoopRecord) -> dict[str, Any]:
+def _from_log(rec: loops.LoopRecord, costs: bool = True) -> dict[str, Any]:
     """Scores of every tick, and the cost split of the ticks since the approval marks last
-    moved (an approval or re-arm hands out a fresh allowance)."""
+    moved (an approval or re-arm hands out a fresh allowance). Without `costs`, runs/<n>/cost.json
+    is not read: a tick's whole cost counts as reported or as at the cap by its line's cost_known."""
     scores: list[dict[str, Any]] = []
     known = at_cap = 0.0
     reserved: dict[str, float] = {}
     marks: tuple[float, float] | None = None
     for line in rec.chain.lines:
-        counters = logged_counters(line)
-        now = (counters.get("iterations_at_approval", -1.0), counters.get("spent_usd_at_approval", -1.0))
-        if "iterations_at_approval" in counters and marks is not None and now != marks:
-            known = at_cap = 0.0
-            reserved.clear()
-        if "iterations_at_approval" in counters:
+        # The two marks alone (not logged_counters: this runs for every line of every loop a
+        # dashboard lists). A line without a readable mark leaves the marks as they were.
+        mark = _num(line.fields.get("iterations_at_approval"))
+        if mark is not None:
+            now = (mark, _num(line.fields.get("spent_usd_at_approval")) or -1.0)
+            if marks is not None and now != marks:
+                known = at_cap = 0.0
+                reserved.clear()
             marks = now
         n = line.fields.get("n", "")
         if line.event == "TICK_START":
@@ -86,15 +91,18 @@ def _from_log(rec: loops.LoopRecord) -> dict[str, Any]:
             score = _num(line.fields.get("score"))
             if score is not None and n.isdigit():
                 scores.append({"n": int(n), "score": score})
-            k, c = _cost_split(rec.dir, n, _num(line.fields.get("cost")) or 0.0,
-                               line.fields.get("cost_known", "").lower() == "true")
+            cost = _num(line.fields.get("cost")) or 0.0
+            cost_known = line.fields.get("cost_known", "").lower() == "true"
+            k, c = (_cost_split(rec.dir, n, cost, cost_known) if costs
+                    else (cost, 0.0) if cost_known else (0.0, cost))
             known, at_cap = known + k, at_cap + c
     return {"scores": scores, "known": round(known, 6), "at_cap": round(at_cap, 6),
             "reserved": round(float(sum(reserved.values())), 6)}
 
 
-def _worktree(project: Project, loop: LoopName, state: dict[str, Any], config: LoopConfig | None) -> dict[str, Any]:
-    path, branch = state["worktree_path"], state["worktree_branch"] or branch_name(loop)
+def _worktree(loop: Loop, state: dict[str, Any], config: LoopConfig | None) -> dict[str, Any]:
+    project = loop.project
+    path, branch = state["worktree_path"], state["worktree_branch"] or branch_name(loop.name)
     out: dict[str, Any] = {"path": path, "branch": state["worktree_branch"], "exists": False, "base": None,
                            "ahead": None, "behind": None, "error": None}
     if path is None:
@@ -116,6 +124,63 @@ def _worktree(project: Project, loop: LoopName, state: dict[str, Any], config: L
     return out
 
 
+def loop_summary(project: Project, name: str, *, costs: bool = True) -> dict[str, Any]:
+    """The part of `status_data` that reads only the loop's own files (no OS scheduler, no git),
+    for views that list many loops at once (the dashboard). `costs` False: runs/<n>/cost.json is
+    not read, so spend_usd's known / counted_at_cap split is only as exact as the log lines say
+    (a tick with any unknown cost counts wholly at the cap). One JSON-ready dict:
+
+    {loop, status, halt_reason, halt_detail, tamper, config_error, iterations, spend_usd, scores,
+     sparkline, last_tick, deferred} (each as in `status_data`), plus schedule_record
+    ({interval_seconds (seconds), enabled, system} as `--install-schedule` recorded it in
+    schedule.json, or null when there is none or it cannot be read; the unit itself is not
+    checked here).
+    Errors: BadInput (exit 2) for an unknown, untracked or unreadable loop.
+    """
+    return _summary(Loop.resolve(project, name), costs)[0]
+
+
+def _summary(handle: Loop, costs: bool = True) -> tuple[dict[str, Any], dict[str, Any], LoopConfig | None]:
+    """(loop_summary's dict, the loop's state, its loop.json or None when unreadable)."""
+    rec = handle.inspect()
+    loop, state = rec.name, rec.state
+    config: LoopConfig | None = None
+    config_error = None
+    try:
+        config = handle.read_config()
+    except AutomatonError as exc:
+        config_error = exc.message
+    iters, usd = used(state)
+    left_iter, left_usd = remaining(state, config.brakes) if config else (None, None)
+    log = _from_log(rec, costs)
+    verdict = state["last_verdict"]
+    data = {
+        "loop": loop, "status": state["status"], "halt_reason": state["halt_reason"],
+        "halt_detail": state["halt_detail"], "tamper": rec.tamper or None, "config_error": config_error,
+        "iterations": {"used": iters, "max": config.brakes.max_iterations if config else None, "left": left_iter,
+                       "total": state["iteration_count"]},
+        "spend_usd": {"used": round(usd, 6), "max": config.brakes.max_budget_usd if config else None,
+                      "left": left_usd, "total": state["spent_usd"], "known": log["known"],
+                      "counted_at_cap": log["at_cap"], "reserved": log["reserved"]},
+        "scores": log["scores"], "sparkline": sparkline([s["score"] for s in log["scores"]]),
+        "last_tick": {"n": state["iteration_count"] or None, "at": state["last_tick_at"], "verdict": verdict},
+        "deferred": _deferred(config), "schedule_record": _schedule_record(handle),
+    }
+    return data, state, config
+
+
+def _schedule_record(loop: Loop) -> dict[str, Any] | None:
+    from automaton.commands.schedule import read_record
+
+    try:
+        record = read_record(loop.project, loop.name)
+    except AutomatonError:
+        return None
+    if record is None:
+        return None
+    return {"interval_seconds": record["interval_seconds"], "enabled": record["enabled"], "system": record["system"]}
+
+
 def status_data(project: Project, name: str) -> dict[str, Any]:
     """Everything `--loop-status` shows, as one JSON-ready dict:
 
@@ -135,34 +200,19 @@ def status_data(project: Project, name: str) -> dict[str, Any]:
      error}, deferred ({until (ISO UTC), harness, source ("reported"|"backoff"), streak, reason}
      while the account of the loop's harness is deferred on this machine by a usage limit, else
      null), next_step (str|null: the command a human runs next)}.
+    The fields that read only the loop's files come from `loop_summary` (one source).
     Errors: BadInput (exit 2) for an unknown, untracked or unreadable loop.
     """
-    rec = loops.inspect(project, name)
-    loop, state = rec.name, rec.state
-    config: LoopConfig | None = None
-    config_error = None
-    try:
-        config = loops.read_config(project, loop)
-    except AutomatonError as exc:
-        config_error = exc.message
-    iters, usd = used(state)
-    left_iter, left_usd = remaining(state, config.brakes) if config else (None, None)
-    log = _from_log(rec)
-    verdict = state["last_verdict"]
-    info = schedule_info(project, loop, last_tick_at=state["last_tick_at"])
-    data: dict[str, Any] = {
-        "loop": loop, "status": state["status"], "halt_reason": state["halt_reason"],
-        "halt_detail": state["halt_detail"], "tamper": rec.tamper or None, "config_error": config_error,
-        "iterations": {"used": iters, "max": config.brakes.max_iterations if config else None, "left": left_iter,
-                       "total": state["iteration_count"]},
-        "spend_usd": {"used": round(usd, 6), "max": config.brakes.max_budget_usd if config else None,
-                      "left": left_usd, "total": state["spent_usd"], "known": log["known"],
-                      "counted_at_cap": log["at_cap"], "reserved": log["reserved"]},
-        "scores": log["scores"], "sparkline": sparkline([s["score"] for s in log["scores"]]),
-        "last_tick": {"n": state["iteration_count"] or None, "at": state["last_tick_at"], "verdict": verdict},
-        "schedule": info, "worktree": _worktree(project, loop, state, config),
-        "deferred": _deferred(config),
-    }
+    return _status_data(Loop.resolve(project, name))
+
+
+def _status_data(loop: Loop) -> dict[str, Any]:
+    data, state, config = _summary(loop)
+    data.pop("schedule_record")
+    deferred = data.pop("deferred")
+    data["schedule"] = schedule_info(loop.project, loop.name, last_tick_at=state["last_tick_at"])
+    data["worktree"] = _worktree(loop, state, config)
+    data["deferred"] = deferred
     data["next_step"] = _next_step(data)
     return data
 
@@ -219,7 +269,7 @@ def _worktree_line(w: dict[str, Any]) -> str:
 def loop_status(project: Project, name: str) -> Outcome:
     """`--loop-status NAME [--json]`: the lines below, data = `status_data` (exit 0; exit 2 for
     an unknown, untracked or unreadable loop)."""
-    d = status_data(project, name)
+    d = _status_data(Loop.resolve(project, name))
     it, sp, last = d["iterations"], d["spend_usd"], d["last_tick"]
     head = f"loop {d['loop']}: {d['status']}"
     if d["halt_reason"]:

@@ -4,7 +4,6 @@ section of `--audit` (docs/architecture.md#stable-interfaces)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from automaton.commands.can_edit import Decision, protected, task_scope_allows
 from automaton.core.errors import BadInput, CorruptState, ExitCode
@@ -14,7 +13,10 @@ from automaton.resolve import posix, real, relative_parts
 from automaton.store import loops, tasks
 from automaton.store.layout import Project
 
+TYPE_CHECKING = False  # typing (with contextlib and collections.abc) stays off --loop-list's path
 if TYPE_CHECKING:
+    from typing import Any
+
     from automaton.core.loopconfig import LoopConfig
 
 # ---- can-edit, list, audit ------------------------------------------------------------------
@@ -24,8 +26,9 @@ def can_edit_loop(project: Project, name: str, file: str, *, loop_worktree: bool
     """`file` must be inside the loop's worktree, match its file_scope (relative to the
     worktree root) and not be protected; with `task`, also that task's phase scope. A relative
     `file` is anchored at the worktree (`loop_worktree`) or at `cwd` (default: project root)."""
-    config = loops.read_config(project, name)
-    state = loops.read_state(project, name)
+    loop = loops.Loop.resolve(project, name)  # once: each by-name read would resolve it again
+    config = loop.read_config()
+    state = loop.read_state()
     root = real(project.root, project.root)
     worktree = real(state["worktree_path"] or project.worktree_dir(LoopName(config.name)), root)
     path = real(file, worktree if loop_worktree else (cwd or root))
@@ -55,7 +58,10 @@ def _rows(project: Project) -> list[dict[str, Any]]:
                                "started_at": None, "task": None, "flag": None, "spent_usd": None, "last_score": None,
                                "sandbox": None}
         try:
-            rec = loops.inspect(project, loop)
+            # Resolved once, then read through the handle: the by-name readers resolve the
+            # loop again on every call (a few `stat` calls each).
+            handle = loops.Loop.resolve(project, loop)
+            rec = handle.inspect()
         except CorruptState as exc:
             row["flag"] = f"CORRUPT: {exc.message}"
         except BadInput as exc:
@@ -66,7 +72,7 @@ def _rows(project: Project) -> list[dict[str, Any]]:
             row["last_score"] = (rec.state["last_verdict"] or {}).get("score")
             # loop.json read once for both (store.loops.bound_tasks reads it for the task alone):
             # the task is loop.json's `task`, else the state's current_task, as bound_tasks orders them
-            config = _config_or_none(project, loop)
+            config = _config_or_none(handle)
             row["task"] = (config.task if config is not None else None) or rec.state["current_task"]
             row["sandbox"] = config.sandbox if config is not None else None
             if rec.tamper:
@@ -79,17 +85,31 @@ def _rows(project: Project) -> list[dict[str, Any]]:
                 row["flag"] = (f"UNKEYED (legacy): {rec.log_file} has no keyed line: written before automaton"
                                f" keyed its logs, or wholly replaced by someone without the key; {fix}")
         rows.append(row)
-    for stray in loops.stray_entries(project):
+    for stray in _stray_entries(project):
         rows.append({"name": stray, "status": None, "halt_reason": None, "iteration_count": None,
                      "started_at": None, "task": None, "flag": f"NOT A LOOP: {loops.not_a_folder(project, stray)}",
                      "spent_usd": None, "last_score": None, "sandbox": None})
     return sorted(rows, key=lambda r: str(r["name"]))
 
 
-def _config_or_none(project: Project, loop: str) -> LoopConfig | None:
+def _stray_entries(project: Project) -> list[LoopName]:
+    """`loops.stray_entries`, without its look at every entry when one listing shows nothing but
+    real folders (none of which can be stray): that look cost a few stat calls per loop."""
+    import os
+
+    try:
+        with os.scandir(project.loops_dir) as listing:
+            if all(entry.is_dir(follow_symlinks=False) for entry in listing):
+                return []
+    except OSError:
+        pass
+    return loops.stray_entries(project)
+
+
+def _config_or_none(loop: loops.Loop) -> LoopConfig | None:
     """loop.json, None when it cannot be read now (the gate says why; the row's sandbox is then null)."""
     try:
-        return loops.read_config(project, loop)
+        return loop.read_config()
     except BadInput:
         return None
 

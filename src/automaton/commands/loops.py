@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from automaton.commands.human import require_human
+from automaton.commands.human import Human, acting
 from automaton.commands.loop_gate import _Facts, can_continue, check_gate
 from automaton.commands.loop_views import audit_section, can_edit_loop, loop_list
 from automaton.commands.loops_common import optional as _optional
@@ -35,6 +35,7 @@ from automaton.store import loops, tasks
 from automaton.store.chainlog import utc_now
 from automaton.store.layout import Project, framework_home
 from automaton.store.locks import Busy, locked
+from automaton.store.loops import Loop
 
 HALTED_MSG = "loop is halted, use --approve --loop to clear halt"  # a stable text: docs/architecture.md
 # Runtime files git must never see (docs/architecture.md#what-git-sees); the last three are what
@@ -135,10 +136,13 @@ def _exclude_runtime(project: Project) -> list[str]:
 
 
 # ---- pause / resume / approve ---------------------------------------------------------------
+# Each public entry looks the name up once (`Loop.resolve`) and hands the `Loop` down: every step
+# below reads the loop's files through it, so none can see another folder than the one checked.
 
-def _status_change(project: Project, name: str, want: str) -> Outcome:
-    """pause (want "paused") or resume (want "running")."""
-    with loops.session(project, name) as s:
+def _status_change(loop: Loop, want: str, extra: dict[str, object] | None = None) -> Outcome:
+    """pause (want "paused") or resume (want "running"); `extra`: more fields of the log line."""
+    name = str(loop.name)
+    with loop.session() as s:
         if s.rec.tamper:
             raise loops.StateTampered(f"{s.rec.tamper}; a human clears it with: automaton --approve --loop {name}")
         status = s.rec.state["status"]
@@ -150,43 +154,59 @@ def _status_change(project: Project, name: str, want: str) -> Outcome:
             return Outcome(lines=[f"{name}: already {want}"], data={"loop": name, "status": want})
         new = copy.deepcopy(s.rec.state)
         new["status"] = want
-        s.commit("PAUSED" if want == "paused" else "RESUMED", {"loop": name}, new)
+        s.commit("PAUSED" if want == "paused" else "RESUMED", {"loop": name, **(extra or {})}, new)
     func = "disable_best_effort" if want == "paused" else "enable_best_effort"
-    warning = _optional("automaton.commands.schedule", func, project, LoopName(name))
+    warning = _optional("automaton.commands.schedule", func, loop.project, loop.name)
     return Outcome(lines=[f"{name}: {status} -> {want}"], data={"loop": name, "status": want},
                    warnings=[warning] if warning else [])
 
 
-def pause_loop(project: Project, name: str) -> Outcome:
-    """running -> paused (logged PAUSED; schedule disabled best-effort). Exit 1 on halted/complete."""
-    return _status_change(project, str(loops.require_tracked(project, name)), "paused")
+def pause_loop(project: Project, name: str, *, human: Human | None = None) -> Outcome:
+    """running -> paused (logged PAUSED; schedule disabled best-effort). Exit 1 on halted/complete.
+    Anyone may pause (a brake); `human` (an established human, see commands.human.Human) is
+    logged on the line as `by=` and `via=`."""
+    extra: dict[str, object] | None = {"by": human.name, "via": human.via} if human is not None else None
+    return _status_change(Loop.resolve(project, name), "paused", extra)
 
 
-def resume_loop(project: Project, name: str) -> Outcome:
+def resume_loop(project: Project, name: str, *, human: Human | None = None) -> Outcome:
     """paused -> running (logged RESUMED). Never clears a halt: exit 1 with HALTED_MSG. A human
     act like `--approve`: a pause is a human's brake, which an agent must not release (exit 1
-    from an agent's process)."""
-    require_human("--resume-loop")
-    return _status_change(project, str(loops.require_tracked(project, name)), "running")
+    from an agent's process). `human`: a human the caller established (logged `by=`, `via=`)
+    instead of the terminal / AUTOMATON_APPROVER check."""
+    who, via = acting("--resume-loop", human)
+    extra: dict[str, object] | None = {"by": who, **via} if human is not None else None
+    return _status_change(Loop.resolve(project, name), "running", extra)
 
 
-def review_loop(project: Project, name: str) -> Review:
+def review_loop(project: Project, name: str, *, human: Human | None = None) -> Review:
     """What `--approve --loop NAME` would approve, for the human to judge first (read-only).
 
     `lines`: the halt (reason: detail) or the tamper finding; when the approval would seal a
     loop.json other than the sealed one, also a unified diff of the sealed copy
     (`sealed/loop.json`) against it, and `ask` is True: the human must say yes. Exit 1 without
     a human, while a tick runs, or while `.automaton/config.json` is not sealed; exit 2 for an
-    unknown loop, or an invalid loop.json that the approval would seal.
+    unknown loop, or an invalid loop.json that the approval would seal. `human`: a human the
+    caller established (commands.human.Human) instead of the terminal check.
     """
-    require_human("--approve --loop")
-    loop = loops.require_tracked(project, name)
-    require_sealed_project_config(project, loop)
-    with between_ticks(project, loop, "--approve --loop"), loops.session(project, loop, rebuild=True) as s:
-        return _review(project, loop, s.rec)
+    acting("--approve --loop", human)
+    loop = Loop.resolve(project, name)
+    require_sealed_project_config(project, loop.name)
+    with held_between_ticks(loop, "--approve --loop"), loop.session(rebuild=True) as s:
+        return _review(loop, s.rec)
 
 
-def approve_loop(project: Project, name: str, reviewed: Review | None = None) -> Outcome:
+def preview_loop(project: Project, name: str) -> Review:
+    """What `review_loop` would show, for a read-only viewer (no human, no lock, nothing written):
+    the same Review from the loop as it reads now. Not a binding for an approval: an approval
+    needs `review_loop`. Exit 2 for an unknown loop, an unreadable state, or an invalid
+    loop.json that the approval would seal."""
+    loop = Loop.resolve(project, name)
+    return _review(loop, loop.inspect())
+
+
+def approve_loop(project: Project, name: str, reviewed: Review | None = None, *,
+                 human: Human | None = None) -> Outcome:
     """The only way out of `halted` (a human act): running again with a fresh allowance
     (iterations/spend marks at their current values, score_history emptied, a drift halt's
     current out-of-scope files accepted), loop.json re-sealed, resumed_count += 1, logged
@@ -202,23 +222,30 @@ def approve_loop(project: Project, name: str, reviewed: Review | None = None) ->
     carries `diff` (the diff that was approved, [] when loop.json was not changed). Exit 1 on
     any other status, without a human, when loop.json or the halt changed since `reviewed`,
     or while `.automaton/config.json` is not sealed; exit 2 when the new loop.json is invalid
-    (still halted).
+    (still halted). `human`: a human the caller established (commands.human.Human), logged as
+    `by=` and `via=` on the APPROVED / RESEALED line, instead of the terminal check.
     """
-    who = require_human("--approve --loop")
-    loop = loops.require_tracked(project, name)
-    require_sealed_project_config(project, loop)
-    with between_ticks(project, loop, "--approve --loop"):
-        return _approve(project, loop, who, reviewed)
+    who, via = acting("--approve --loop", human)
+    loop = Loop.resolve(project, name)
+    require_sealed_project_config(project, loop.name)
+    with held_between_ticks(loop, "--approve --loop"):
+        return _approve(loop, who, reviewed, via)
 
 
 @contextmanager
-def between_ticks(project: Project, loop: LoopName, action: str) -> Iterator[None]:
+def held_between_ticks(loop: Loop, action: str) -> Iterator[None]:
     """Hold the loop's tick lock for a human act: never while a tick runs.
 
     A process inside a running tick (the agent, or code it wrote that the verify step runs)
     would otherwise be able to clear its own loop's halt. Refused (exit 1) when a tick holds it.
     """
-    held = locked(loops.tick_lock_path(project, loop), timeout_s=0)
+    with _tick_lock_held(loop.tick_lock, loop.name, action):
+        yield
+
+
+@contextmanager
+def _tick_lock_held(path: Path, loop: LoopName, action: str) -> Iterator[None]:
+    held = locked(path, timeout_s=0)
     try:
         held.__enter__()
     except Busy:
@@ -230,72 +257,75 @@ def between_ticks(project: Project, loop: LoopName, action: str) -> Iterator[Non
         held.__exit__(None, None, None)
 
 
-def _seal_of(project: Project, loop: LoopName, rec: loops.LoopRecord) -> str:
+def _seal_of(loop: Loop, rec: loops.LoopRecord) -> str:
     """The SHA-256 hex of the loop.json an approval replaces: `config_sha256` of a sound state;
     for a tampered one (its recorded seal proves nothing) that of the kept sealed copy, which
     lies outside the agent's reach ("" without one)."""
     if not rec.tamper:
         return str(rec.state["config_sha256"])
-    kept = loops.sealed_copy(project, loop)
+    kept = loop.sealed_copy()
     return hashlib.sha256(kept).hexdigest() if kept is not None else ""
 
 
-def _review(project: Project, loop: LoopName, rec: loops.LoopRecord) -> Review:
+def _review(loop: Loop, rec: loops.LoopRecord) -> Review:
     """The Review of approving `rec` now (see review_loop); the caller holds the loop's locks."""
+    name = loop.name
     state, tamper, status = rec.state, rec.tamper, rec.state["status"]
-    current = loops.config_bytes(project, loop)
+    current = loop.config_bytes()
     sha = hashlib.sha256(current).hexdigest() if current is not None else ""
-    seal = _seal_of(project, loop, rec)
+    seal = _seal_of(loop, rec)
     # Only an approval that goes on to seal asks: one that is refused anyway (complete, or a
     # running loop with nothing to re-seal) says why without a question.
     ask = sha != seal and (bool(tamper) or status in ("halted", "running", "paused"))
     if ask:
-        loops.read_config(project, loop)  # BadInput: an invalid loop.json is refused, never asked about
+        loop.read_config()  # BadInput: an invalid loop.json is refused, never asked about
     lines: list[str] = []
     if tamper:
-        lines.append(f"{loop}: state tampered: {tamper}")
+        lines.append(f"{name}: state tampered: {tamper}")
     elif status == "halted":
         detail = f": {state['halt_detail']}" if state["halt_detail"] else ""
-        lines.append(f"{loop}: halted ({state['halt_reason']}{detail})")
+        lines.append(f"{name}: halted ({state['halt_reason']}{detail})")
     diff: list[str] = []
     if ask:
-        base = loops.sealed_copy(project, loop)
+        base = loop.sealed_copy()
         if base is not None and hashlib.sha256(base).hexdigest() != seal:
             base = None  # a copy of another loop.json (older loops): not what was sealed
-        folder = project.loop_dir(loop).relative_to(project.root).as_posix()
+        folder = loop.dir.relative_to(loop.project.root).as_posix()
         diff = diff_lines(base, current, f"{folder}/{loops.SEALED_COPY}", f"{folder}/{loops.CONFIG_FILE}")
-        lines.append(f"{loop}: this approval seals a loop.json that differs from the sealed one:")
+        lines.append(f"{name}: this approval seals a loop.json that differs from the sealed one:")
         lines += diff
     seen = json.dumps([sha, status, state["halt_reason"], state["halt_detail"], tamper])
     return Review("loop.json", seen, ask, lines, diff)
 
 
-def _bind(loop: LoopName, now: Review, reviewed: Review | None) -> None:
+def _bind(loop: Loop, now: Review, reviewed: Review | None) -> None:
     """Refused unless the approval seals what the human was shown (or nothing new)."""
+    name = loop.name
     if reviewed is not None and reviewed.seen != now.seen:
-        raise Refused(f"loop {loop} changed while you reviewed it (its loop.json or its halt): nothing was"
-                      f" approved; run automaton --approve --loop {loop} again")
+        raise Refused(f"loop {name} changed while you reviewed it (its loop.json or its halt): nothing was"
+                      f" approved; run automaton --approve --loop {name} again")
     if reviewed is None and now.ask:
-        raise Refused(f"loop {loop}: this approval would seal a loop.json that differs from the sealed one"
-                      f" and nobody reviewed the diff: run automaton --approve --loop {loop}, which shows it")
+        raise Refused(f"loop {name}: this approval would seal a loop.json that differs from the sealed one"
+                      f" and nobody reviewed the diff: run automaton --approve --loop {name}, which shows it")
 
 
-def _approve(project: Project, loop: LoopName, who: str, reviewed: Review | None) -> Outcome:
-    with loops.session(project, loop, rebuild=True) as s:
-        review = _review(project, loop, s.rec)
+def _approve(loop: Loop, who: str, reviewed: Review | None, via: dict[str, object]) -> Outcome:
+    name = loop.name
+    with loop.session(rebuild=True) as s:
+        review = _review(loop, s.rec)
         _bind(loop, review, reviewed)
         old, tampered, tamper = s.rec.state, bool(s.rec.tamper), s.rec.tamper
         if not tampered and old["status"] in ("running", "paused"):
-            resealed = _reseal_config(project, loop, s, old, who, review.diff)
+            resealed = _reseal_config(loop, s, old, who, review.diff, via)
             if resealed is not None:
                 return resealed
         if not tampered and old["status"] != "halted":
-            raise Refused(f"loop {loop} is {old['status']}: --approve --loop only clears a halt"
+            raise Refused(f"loop {name} is {old['status']}: --approve --loop only clears a halt"
                           + (" (use --resume-loop for a paused loop)" if old["status"] == "paused" else ""))
-        config = loops.read_config(project, loop)
+        config = loop.read_config()
         accepted: list[str] = []  # "path@blob": bound to the content the human saw (a later write is drift)
         if old["halt_reason"] == "drift_detected" and not tampered:
-            drift = _Facts(project, loop, old, None, None).drift_of(None)
+            drift = _Facts.of(loop, old, None, None).drift_of(None)
             blobs = dict(drift.blobs)
             accepted = [accepted_entry(f, blobs.get(f, "unknown"))
                         for f in out_of_scope(drift.files, config.blast_radius.file_scope, old["accepted_drift"],
@@ -310,7 +340,7 @@ def _approve(project: Project, loop: LoopName, who: str, reviewed: Review | None
                        accepted_drift=sorted({*(e for e in new["accepted_drift"]
                                                  if "@" in e and e.rpartition("@")[0] not in replaced), *accepted}))
 
-        fields: dict[str, object] = {"loop": loop, "by": who,
+        fields: dict[str, object] = {"loop": name, "by": who, **via,
                                      "cleared": STATE_TAMPERED if tampered else old["halt_reason"]}
         if accepted:
             fields["accepted"] = ",".join(accepted)
@@ -322,36 +352,37 @@ def _approve(project: Project, loop: LoopName, who: str, reviewed: Review | None
             state = copy.deepcopy(old)
             fresh(state)
             s.commit("APPROVED", fields, state)
-        loops.keep_sealed_copy(project, loop, config.sha256)
+        loop.keep_sealed_copy(config.sha256)
     cleared = f"{STATE_TAMPERED}; the file said {old['status']}" if tampered else old["halt_reason"]
-    out = Outcome(lines=[f"{loop}: halted ({cleared}) -> running (approved by {who};"
+    out = Outcome(lines=[f"{name}: halted ({cleared}) -> running (approved by {who};"
                          f" resumed_count={state['resumed_count']})"],
-                  data={"loop": loop, "status": "running", "by": who, "cleared": fields["cleared"],
+                  data={"loop": name, "status": "running", "by": who, **via, "cleared": fields["cleared"],
                         "resumed_count": state["resumed_count"], "accepted_drift": accepted,
                         "diff": review.diff})
     out.lines += [f"  accepted drift: {path} at {blob[:12]}" for path, _, blob in (e.rpartition("@") for e in accepted)]
     if tampered:  # say what the human vouched for (a broken log is kept as .state.log.broken*)
         out.lines.append(f"  re-sealed: {tamper}")
-    warning = _optional("automaton.commands.schedule", "enable_best_effort", project, loop)
+    warning = _optional("automaton.commands.schedule", "enable_best_effort", loop.project, name)
     if warning:
         out.warnings.append(warning)
     return out
 
 
-def _reseal_config(project: Project, loop: LoopName, s: loops.Session, old: dict[str, Any], who: str,
-                   diff: list[str]) -> Outcome | None:
+def _reseal_config(loop: Loop, s: loops.Session, old: dict[str, Any], who: str,
+                   diff: list[str], via: dict[str, object]) -> Outcome | None:
     """A human who edited loop.json of a running or paused loop seals the new config without
     waiting for the gate to halt on it (status and counters unchanged). None: nothing to seal."""
-    config = loops.read_config(project, loop)
+    name = loop.name
+    config = loop.read_config()
     if config.sha256 == old["config_sha256"]:
         return None
     state = copy.deepcopy(old)
     state["config_sha256"] = config.sha256
-    s.commit("RESEALED", {"loop": loop, "by": who, "config": config.sha256[:12]}, state)
-    loops.keep_sealed_copy(project, loop, config.sha256)
-    return Outcome(lines=[f"{loop}: loop.json re-sealed (approved by {who}); status stays {old['status']}"],
-                   data={"loop": loop, "status": old["status"], "by": who, "resealed": config.sha256,
+    s.commit("RESEALED", {"loop": name, "by": who, **via, "config": config.sha256[:12]}, state)
+    loop.keep_sealed_copy(config.sha256)
+    return Outcome(lines=[f"{name}: loop.json re-sealed (approved by {who}); status stays {old['status']}"],
+                   data={"loop": name, "status": old["status"], "by": who, **via, "resealed": config.sha256,
                          "diff": diff})
 
 __all__ = ["HALTED_MSG", "approve_loop", "audit_section", "can_continue", "can_edit_loop", "check_gate",
-           "create_loop", "loop_list", "pause_loop", "resume_loop", "review_loop"]
+           "create_loop", "loop_list", "pause_loop", "preview_loop", "resume_loop", "review_loop"]

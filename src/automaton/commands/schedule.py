@@ -21,12 +21,12 @@ from automaton.core.errors import AutomatonError, BadInput, CorruptState, Refuse
 from automaton.core.names import LoopName
 from automaton.core.outcome import Outcome
 from automaton.schedulers import Job, Scheduler, for_system
-from automaton.store import loops as loop_store
 from automaton.store.atomic import atomic_write
 from automaton.store.chainlog import utc_now
 from automaton.store.config import loop_defaults
 from automaton.store.layout import Project, framework_home
 from automaton.store.locks import locked
+from automaton.store.loops import Loop
 
 RECORD_FILE = "schedule.json"
 RECORD_SCHEMA = 1
@@ -95,9 +95,9 @@ def _job(project: Project, loop: LoopName, interval_s: int, record: dict[str, An
                Path(framework_home(), *RUNNER).resolve(), os.environ.get("PATH", os.defpath))
 
 
-def _default_interval(project: Project, loop: LoopName) -> int:
+def _default_interval(loop: Loop) -> int:
     """loop.json `schedule.interval_seconds`, else config.md's `interval_seconds` (seconds)."""
-    config = loop_store.read_config(project, loop)
+    config = loop.read_config()
     schedule = getattr(config, "schedule", None)
     value = getattr(schedule, "interval_seconds", None)
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
@@ -105,9 +105,9 @@ def _default_interval(project: Project, loop: LoopName) -> int:
     return int(loop_defaults()["interval_seconds"])
 
 
-def _log(project: Project, loop: LoopName, event: str, fields: dict[str, object], out: Outcome) -> None:
+def _log(loop: Loop, event: str, fields: dict[str, object], out: Outcome) -> None:
     try:
-        loop_store.log_event(project, loop, event, fields)
+        loop.log_event(event, fields)
     except AutomatonError as exc:  # the unit changed already; say so rather than hide it
         out.warnings.append(f"schedule changed but {event} was not logged: {exc.message}")
 
@@ -124,18 +124,23 @@ def install_schedule(project: Project, name: str, interval_s: int | None = None,
     Refused (exit 1) for a complete loop, a tampered state, or a unit name already used by
     another project's loop.
     """
-    loop = loop_store.require_tracked(project, name)
+    return install(Loop.resolve(project, name), interval_s, system=system)
+
+
+def install(handle: Loop, interval_s: int | None = None, *, system: str | None = None) -> Outcome:
+    """`install_schedule` of a resolved loop."""
+    project, loop = handle.project, handle.name
     scheduler = for_system(system)
     sys_name = system or _platform()
-    if loop_store.read_state(project, loop)["status"] == "complete":
+    if handle.read_state()["status"] == "complete":
         raise Refused(f"loop {loop} is complete (terminal): there is nothing to schedule")
-    interval = parse_interval(interval_s) or _default_interval(project, loop)
+    interval = parse_interval(interval_s) or _default_interval(handle)
     scheduler.check_interval(interval)
     job = _job(project, loop, interval)
     out = Outcome()
     if not job.runner.is_file():
         out.warnings.append(f"runner {job.runner} does not exist yet: scheduled ticks fail until it does")
-    harness_exe = _resolve_harness(project, loop, job.path_env, out)
+    harness_exe = _resolve_harness(handle, job.path_env, out)
     tick = job.tick_path(scheduler.tick_file)
     atomic_write(tick, scheduler.render_tick(job).encode("utf-8"))
     tick.chmod(0o755)
@@ -145,7 +150,7 @@ def install_schedule(project: Project, name: str, interval_s: int | None = None,
     _write_record(project, loop, job, sys_name, enabled=True)
     # Read the status after the record exists: a halt from now on finds the record and
     # disables the unit itself; a pause or halt before now is handled here.
-    status = loop_store.read_state(project, loop)["status"]
+    status = handle.read_state()["status"]
     enabled = status == "running"
     if not enabled:
         with locked(_lock_path(), timeout_s=LOCK_TIMEOUT_S):
@@ -153,20 +158,20 @@ def install_schedule(project: Project, name: str, interval_s: int | None = None,
         _write_record(project, loop, job, sys_name, enabled=False)
         out.lines.append(f"loop {loop} is {status}: the schedule stays disabled until"
                          " --resume-loop (paused) or --approve --loop (halted)")
-    _log(project, loop, "INSTALLED", {"scheduler": scheduler.kind, "interval_s": interval, "enabled": enabled}, out)
+    _log(handle, "INSTALLED", {"scheduler": scheduler.kind, "interval_s": interval, "enabled": enabled}, out)
     out.data = {"ok": True, "loop": str(loop), "system": sys_name, "scheduler": scheduler.kind,
                 "interval_seconds": interval, "tick_script": str(tick), "enabled": enabled,
                 "harness_executable": harness_exe}
     return out
 
 
-def _resolve_harness(project: Project, loop: LoopName, path_env: str, out: Outcome) -> str | None:
+def _resolve_harness(loop: Loop, path_env: str, out: Outcome) -> str | None:
     """The harness executable resolved to an absolute path on the PATH the tick script exports
     (cron and launchd start jobs with a bare PATH). Not found: a warning now, because
     every scheduled tick would fail. None for the in-process `scripted` harness."""
     import shutil
 
-    harness = loop_store.read_config(project, loop).harness
+    harness = loop.read_config().harness
     if harness.name == "scripted":
         return None
     if harness.name == "command":
@@ -192,7 +197,12 @@ def uninstall_schedule(project: Project, name: str, *, system: str | None = None
 
     data: {ok, loop, system, scheduler, removed: [paths]}. Errors as install_schedule.
     """
-    loop = loop_store.require_tracked(project, name)
+    return uninstall(Loop.resolve(project, name), system=system)
+
+
+def uninstall(handle: Loop, *, system: str | None = None) -> Outcome:
+    """`uninstall_schedule` of a resolved loop."""
+    project, loop = handle.project, handle.name
     out = Outcome()
     try:
         record = read_record(project, loop)
@@ -210,7 +220,7 @@ def uninstall_schedule(project: Project, name: str, *, system: str | None = None
             path.unlink()
             removed.append(str(path))
     out.lines += [f"removed {p}" for p in removed]
-    _log(project, loop, "UNINSTALLED", {"scheduler": scheduler.kind}, out)
+    _log(handle, "UNINSTALLED", {"scheduler": scheduler.kind}, out)
     out.data = {"ok": True, "loop": str(loop), "system": sys_name, "scheduler": scheduler.kind, "removed": removed}
     return out
 

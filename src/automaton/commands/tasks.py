@@ -11,7 +11,7 @@ import os
 import shutil
 from pathlib import Path
 
-from automaton.commands.human import require_human
+from automaton.commands.human import Human, acting
 from automaton.core import phases as ph
 from automaton.core.approvals import demotion, format_bind, signoffs_passed
 from automaton.core.errors import BadInput, ExitCode, Refused
@@ -258,14 +258,21 @@ def _sub_phase(parent: TaskRef, folder: Path) -> str | None:
     return None if rec.tamper else rec.phase
 
 
-def approve(project: Project, task: str, to: str | None = None) -> Outcome:
+def approve(project: Project, task: str, to: str | None = None, *, human: Human | None = None,
+            seen: tuple[str, str] | None = None) -> Outcome:
     """Human sign-off: `X:awaiting_approval` -> `X:approved`, binding X's artifact SHA-256.
 
     With `to`: the human exit from `human_intervention`, or the re-seal of a tampered (also a
     corrupt) task; rebinds every approved artifact to its current content. Exit 1 without a
-    human (no terminal and no AUTOMATON_APPROVER). data: {"task", "from", "to", "by"}.
+    human (no terminal and no AUTOMATON_APPROVER). data: {"task", "from", "to", "by"} (and
+    "via" with `human`).
+
+    `human`: a human the caller established (commands.human.Human) instead of the terminal
+    check; logged as `by=` and `via=`. `seen`: (phase, artifact sha256 hex) the human was shown;
+    the sign-off is refused (exit 1, nothing written) unless the task is still at that phase and
+    its artifact still has that content.
     """
-    who = require_human("--approve")
+    who, via = acting("--approve", human)
     ref = TaskRef.parse(task)
     if to is not None and not ph.is_phase(to):
         raise BadInput(f"unknown phase {to!r}: one of {', '.join(ph.PHASES)}")
@@ -273,7 +280,7 @@ def approve(project: Project, task: str, to: str | None = None) -> Outcome:
     with locked(tasks.lock_path(project, ref)):
         out = Outcome()
         if to is not None:
-            return _approve_to(project, _fresh(project, ref, strict=False), to, who, out)
+            return _approve_to(project, _fresh(project, ref, strict=False), to, who, out, via)
         rec = _settle(project, _fresh(project, ref), out, deleted)
         current = rec.phase
         assert current is not None
@@ -287,14 +294,20 @@ def approve(project: Project, task: str, to: str | None = None) -> Outcome:
             raise _refusal(out, Refused(f"nothing to approve: {rec.dir / art} is missing"))
         target = current.replace(ph.AWAITING, ph.APPROVED)
         digest = tasks.sha256_file(rec.dir / art)
-        _commit(rec, target, "APPROVED", {"task": str(ref), "from": current, "to": target, "by": who,
+        if seen is not None and seen != (current, digest):
+            raise _refusal(out, Refused(
+                f"{ref} changed while you reviewed it (now {current!r}, {art} sha256 {digest[:12]}; you saw"
+                f" {seen[0]!r}, sha256 {seen[1][:12]}): nothing was approved; review it again"
+            ))
+        _commit(rec, target, "APPROVED", {"task": str(ref), "from": current, "to": target, "by": who, **via,
                                           "bind": format_bind({art: digest})})
     out.lines.append(f"{ref}: {current} -> {target} (approved by {who}; {art} sha256 {digest[:12]})")
-    out.data = {"task": str(ref), "from": current, "to": target, "by": who}
+    out.data = {"task": str(ref), "from": current, "to": target, "by": who, **via}
     return out
 
 
-def _approve_to(project: Project, rec: tasks.TaskRecord, to: str, who: str, out: Outcome) -> Outcome:
+def _approve_to(project: Project, rec: tasks.TaskRecord, to: str, who: str, out: Outcome,
+                via: dict[str, object]) -> Outcome:
     # An unkeyed (legacy) log is vouched for like a tampered one: the human's line keys it.
     if not rec.tamper and not rec.chain.legacy and rec.phase is not None and rec.phase != ph.HUMAN:
         raise Refused(
@@ -309,7 +322,7 @@ def _approve_to(project: Project, rec: tasks.TaskRecord, to: str, who: str, out:
     bind = {ph.ARTIFACT[p]: tasks.sha256_file(rec.dir / ph.ARTIFACT[p]) for p in signoffs_passed(to)}
     event = "RESEALED" if rec.tamper else "APPROVED"
     previous = rec.phase or ("corrupt" if rec.tamper else "none")
-    fields: dict[str, object] = {"task": str(rec.ref), "from": previous, "to": to, "by": who}
+    fields: dict[str, object] = {"task": str(rec.ref), "from": previous, "to": to, "by": who, **via}
     if rec.tamper:
         fields["tamper"] = rec.tamper
         # A broken chain, or one copied from another task, is kept as evidence; the new line
@@ -324,7 +337,7 @@ def _approve_to(project: Project, rec: tasks.TaskRecord, to: str, who: str, out:
     _commit(rec, to, event, fields)
     out.lines.append(f"{rec.ref}: {previous} -> {to} ({event.lower()} by {who})")
     _place(project, tasks.load_dir(rec.ref, rec.dir), out)
-    out.data = {"task": str(rec.ref), "from": previous, "to": to, "by": who, "event": event}
+    out.data = {"task": str(rec.ref), "from": previous, "to": to, "by": who, **via, "event": event}
     return out
 
 

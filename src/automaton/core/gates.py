@@ -7,13 +7,20 @@ are asked for lazily through `GateFacts`, so a loop halted at gate 2 never runs 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from automaton.core.record import record, replace
 
-import pathspec
+# `--check-gate` and every tick import this module: `record` instead of `dataclasses`,
+# annotations only under TYPE_CHECKING, pathspec only when the drift gate matches files.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any, Protocol
 
-from automaton.core.loopconfig import Brakes, LoopConfig
+    import pathspec
+
+    from automaton.core.loopconfig import Brakes, LoopConfig
+else:
+    Protocol = object
 
 WAITING = "waiting:approval"
 DEFERRED = "deferred"  # reason `deferred:<ISO UTC until>`: the agent's account hit a usage limit
@@ -22,7 +29,7 @@ STATE_TAMPERED = "state_tampered"
 _SHOWN_FILES = 10  # out-of-scope files named in halt_detail (all are in out_of_scope_files)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class GateResult:
     """The verdict. `halt` is a NEW halt to apply (one of the five deaths) or None.
 
@@ -40,7 +47,7 @@ class GateResult:
     warnings: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TaskFacts:
     """The bound task: its phase (None: legacy folder without `.state`) and tamper finding."""
 
@@ -49,7 +56,7 @@ class TaskFacts:
     tamper: str = ""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DriftFacts:
     """Changed files of the worktree, or why they are unknown.
 
@@ -63,7 +70,7 @@ class DriftFacts:
     blobs: tuple[tuple[str, str], ...] = ()  # (path, git blob id or "deleted") of accepted-drift paths
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class VramFacts:
     """The VRAM probe's answer for a local harness; `error` when it could not run."""
 
@@ -159,6 +166,8 @@ def gate_task_phase(task: TaskFacts | None) -> GateResult | None:
 
 def scope_spec(file_scope: Iterable[str]) -> pathspec.GitIgnoreSpec:
     """gitignore-style patterns (`src/**`, `!src/secret.py`), as `pathspec` reads them."""
+    import pathspec
+
     return pathspec.GitIgnoreSpec.from_lines(list(file_scope))
 
 

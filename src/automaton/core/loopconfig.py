@@ -9,11 +9,17 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
-from typing import Any
 
 from automaton.core.errors import BadInput, CorruptState
 from automaton.core.names import LoopName, TaskRef
+from automaton.core.record import record
+
+# The loop store and the gates import this module on every tick, `--check-gate` and a tick that
+# gives up on a busy lock: `record` instead of `dataclasses`, annotations only under
+# TYPE_CHECKING (see core/record.py; tests/test_imports.py keeps it so).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_VERSION = 1
 STATUSES = ("running", "halted", "paused", "complete")
@@ -37,7 +43,7 @@ MIB = 1024 * 1024  # bytes in one `max_output_mb` unit
 _HARNESS_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class HarnessConfig:
     name: str
     model: str | None
@@ -51,32 +57,32 @@ class HarnessConfig:
     max_output_mb: int = DEFAULT_MAX_OUTPUT_MB
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RolePrompt:
     prompt: str  # file name relative to the loop folder
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class VerifyRole:
     command: list[str] | None
     prompt: str | None
     score: str  # "junit" | "summary" | "agent"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class OrchestrateRole:
     builtin: bool
     prompt: str | None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Roles:
     implement: RolePrompt
     verify: VerifyRole
     orchestrate: OrchestrateRole
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Brakes:
     max_iterations: int  # iterations per approval, >= 1
     max_budget_usd: float | None  # USD per approval, > 0; None only for a local harness
@@ -88,7 +94,7 @@ class Brakes:
     max_unscored: int = DEFAULT_MAX_UNSCORED
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class BlastRadius:
     use_worktree: bool
     file_scope: list[str]  # gitignore-style patterns relative to the worktree root, non-empty
@@ -99,12 +105,12 @@ class BlastRadius:
     protected: list[str] | None = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Schedule:
     interval_seconds: int  # seconds between scheduled ticks
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Notify:
     """loop.json `notify`: who hears of the loop's events. `command`: argv run with the event's
     JSON on stdin (None: no command); `webhook`: an http(s) URL the JSON is POSTed to (None: no
@@ -115,7 +121,7 @@ class Notify:
     events: tuple[str, ...] = NOTIFY_EVENTS
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LoopConfig:
     schema_version: int
     name: str
@@ -234,11 +240,13 @@ def loads_strict(text: str, source: str, exc: type[BadInput] = BadInput) -> obje
     """json.loads that refuses duplicate keys and NaN/Infinity (both could hide a brake)."""
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, value in items:
-            if key in out:
-                raise exc(f"{source}: duplicate key {key!r}")
-            out[key] = value
+        out = dict(items)  # every state and config read parses here: the key loop only on a duplicate
+        if len(out) != len(items):
+            seen: set[str] = set()
+            for key, _ in items:
+                if key in seen:
+                    raise exc(f"{source}: duplicate key {key!r}")
+                seen.add(key)
         return out
 
     def constant(name: str) -> Any:

@@ -17,15 +17,16 @@ generates the same methods for the plain cases those modules use and nothing els
 Not supported, refused with TypeError: inheriting from a record, `ClassVar`/`InitVar`
 fields, mutable defaults (list, dict, set). The type checker sees `dataclasses.dataclass`
 itself (the `TYPE_CHECKING` branch), so mypy checks every use exactly as for a dataclass;
-tests/core/test_record.py checks that the runtime behaves like one. `dataclasses.fields`,
-`replace` and `asdict` do not work on records: modules that need them use `@dataclass`.
+tests/core/test_record.py checks that the runtime behaves like one. `dataclasses.fields`
+and `asdict` do not work on records: modules that need them use `@dataclass`. `replace` here
+is `dataclasses.replace` for records and dataclasses alike.
 """
 
 from __future__ import annotations
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy reads the name)
 if TYPE_CHECKING:
-    from dataclasses import FrozenInstanceError, field
+    from dataclasses import FrozenInstanceError, field, replace
     from dataclasses import dataclass as record
 else:
     from operator import attrgetter  # loaded on every path already: `re` imports it (via functools)
@@ -146,5 +147,18 @@ else:
 
         return __hash__
 
+    def replace(obj, /, **changes):
+        """A copy of record (or dataclass) `obj` with `changes` (field -> value), as
+        `dataclasses.replace`: TypeError for a name that is not a field."""
+        names = getattr(type(obj), "__record_fields__", None)
+        if names is None:
+            import dataclasses
 
-__all__ = ["FrozenInstanceError", "field", "record"]
+            return dataclasses.replace(obj, **changes)
+        unknown = sorted(set(changes) - set(names))
+        if unknown:
+            raise TypeError(f"{type(obj).__qualname__} has no field {unknown[0]!r}")
+        return type(obj)(**{name: changes[name] if name in changes else getattr(obj, name) for name in names})
+
+
+__all__ = ["FrozenInstanceError", "field", "record", "replace"]

@@ -8,20 +8,29 @@ is written (no `..`, no `.git`, no absolute path: a crafted tree object can hold
 are created with O_EXCL|O_NOFOLLOW in folders created by the export, and symlinks come last,
 only when their target stays inside the export (absolute targets never do); a symlink that
 would lead out is left out and listed in `ExportResult.skipped`.
+
+`refresh_export` brings a folder kept from an earlier export to the same result without
+writing what is already there: every file in it is read and compared with its blob (nothing
+about the folder is trusted: the verifier that ran in it could write anything there), what
+differs is written again, and everything else is removed. The caller keeps the folder where
+no agent process of a later tick can write, and only while no process of an earlier run
+survives it (runner/verify.py says where and when).
 """
 
 from __future__ import annotations
 
 import os
+import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from automaton.git.errors import DriftError, GitMissing, require_commit, require_commit_id
+from automaton.git.errors import DriftError, GitMissing, git_text, nul_fields, require_commit, require_commit_id
 from automaton.git.protect import default_protected, protected_changes, protected_spec
 from automaton.git.tree import EXECUTABLE, GITLINK, SYMLINK, Entry, list_tree, read_blobs
 
 __all__ = ["MAX_EXPORT_BYTES", "MAX_EXPORT_FILES", "ExportError", "ExportResult", "default_protected",
-           "export_tree", "protected_changes"]
+           "export_tree", "protected_changes", "refresh_export"]
 
 # Bounds of one export: it is a repository-sized copy, written for every tick.
 MAX_EXPORT_FILES = 200_000
@@ -48,6 +57,10 @@ class ExportResult:
     restored: tuple[str, ...]
     removed: tuple[str, ...]
     skipped: tuple[str, ...]
+    # refresh_export: files found in the folder with the right content and mode, kept as they
+    # were (export_tree: 0), and entries removed from it (found there, not in the export)
+    kept: int = 0
+    cleared: int = 0
 
 
 def _check_path(path: str) -> None:
@@ -62,11 +75,12 @@ def _plan(tree: dict[str, Entry], base: dict[str, Entry], protected: list[str]) 
     """(entries to write, restored, removed): the commit's entries with protected ones replaced
     by the base's. Where a commit entry and a protected base entry collide (one is a folder
     of the other), the base entry wins."""
-    spec = protected_spec(protected)
-    plan = {p: e for p, e in tree.items() if not spec.match_file(p)}
-    kept = {p: e for p, e in base.items() if spec.match_file(p)}
+    matches = protected_matcher(protected)
+    hit = {p: matches(p) for p in tree.keys() | base.keys()}  # once per path: it is most of the cost
+    plan = {p: e for p, e in tree.items() if not hit[p]}
+    kept = {p: e for p, e in base.items() if hit[p]}
     restored = sorted(p for p, e in kept.items() if tree.get(p) != e)
-    removed = sorted(p for p in tree if spec.match_file(p) and p not in base)
+    removed = sorted(p for p in tree if hit[p] and p not in base)
     for path in kept:  # drop commit entries that sit at a folder of, or under, a protected path
         parts = path.split("/")
         for i in range(1, len(parts)):
@@ -75,6 +89,35 @@ def _plan(tree: dict[str, Entry], base: dict[str, Entry], protected: list[str]) 
     plan = {p: e for p, e in plan.items() if not p.startswith(prefixes)}
     plan.update(kept)
     return plan, restored, removed
+
+
+def protected_matcher(protected: list[str]) -> Callable[[str], bool]:
+    """`protected_spec(protected).match_file`, faster for the many paths no pattern matches:
+    one regular expression made of every pattern's (pathspec's own, named groups unnamed) says
+    first whether any pattern matches at all; only then does pathspec decide (a negation or
+    a later pattern may still say no). Exactly pathspec's answer; pathspec's alone where its
+    patterns do not expose what this needs."""
+    import re
+
+    from pathspec.util import normalize_file
+
+    spec = protected_spec(protected)
+    try:
+        regexes = [p.regex for p in spec.patterns if p.regex is not None]
+        flags = {r.flags for r in regexes}
+        sources = [re.sub(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>", "(?:", r.pattern) for r in regexes]
+        if len(flags) > 1 or any("(?P=" in src for src in sources):
+            return spec.match_file
+        anyone = re.compile("|".join(f"(?:{src})" for src in sources), flags.pop() if flags else 0) if sources else None
+    except (AttributeError, TypeError, re.error):
+        return spec.match_file
+
+    def matches(path: str) -> bool:
+        if anyone is None or anyone.match(normalize_file(path)) is None:
+            return False
+        return spec.match_file(path)
+
+    return matches
 
 
 class _Writer:
@@ -119,6 +162,25 @@ def _prepare(dest: Path) -> str:
     return os.path.realpath(dest)
 
 
+def _commits(repo: Path, commit: str, base_commit: str) -> tuple[str, str]:
+    """The full ids of `commit` and `base_commit`, both checked to be commits: one
+    `git cat-file --batch-check` for the two; anything it does not answer plainly is asked of
+    `rev-parse` one by one, whose refusal names the culprit (DriftError)."""
+    require_commit_id(base_commit, "base_commit")
+    if commit and not any(c.isspace() for c in commit):
+        asked = f"{commit}^{{commit}}\n{base_commit}^{{commit}}\n"
+        answer = [line.split() for line in git_text(repo, ["cat-file", "--batch-check"], stdin=asked).splitlines()]
+        if len(answer) == 2 and all(len(a) == 3 and a[1] == "commit" for a in answer):
+            return answer[0][0], answer[1][0]
+    return require_commit(repo, commit, "commit"), require_commit(repo, base_commit, "base_commit")
+
+
+def _bounded(plan: dict[str, Entry], total: int, tip: str, max_files: int, max_bytes: int) -> None:
+    if len(plan) > max_files or total > max_bytes:
+        raise ExportError(f"commit {tip} has {len(plan)} entries and {total} bytes, over the export bounds"
+                          f" ({max_files} entries, {max_bytes} bytes)")
+
+
 def export_tree(repo: Path, commit: str, dest: Path, *, protected: list[str], base_commit: str,
                 max_files: int = MAX_EXPORT_FILES, max_bytes: int = MAX_EXPORT_BYTES) -> ExportResult:
     """Write the tree of `commit` into the empty (or missing) folder `dest`, every path matching
@@ -130,18 +192,16 @@ def export_tree(repo: Path, commit: str, dest: Path, *, protected: list[str], ba
     is turned into ExportError too (a half-written `dest` is the caller's to remove).
     """
     try:
-        require_commit_id(base_commit, "base_commit")
-        tip = require_commit(repo, commit, "commit")
-        base = require_commit(repo, base_commit, "base_commit")
+        tip, base = _commits(repo, commit, base_commit)
         plan, restored, removed = _plan(list_tree(repo, tip), list_tree(repo, base), protected)
         for path in plan:
             _check_path(path)
         total = sum(e.size for e in plan.values())
-        if len(plan) > max_files or total > max_bytes:
-            raise ExportError(f"commit {tip} has {len(plan)} entries and {total} bytes, over the export bounds"
-                              f" ({max_files} entries, {max_bytes} bytes)")
+        _bounded(plan, total, tip, max_files, max_bytes)
         root = _prepare(dest)
-        skipped = _write(repo, plan, _Writer(root))
+        out = _Writer(root)
+        _write_files(repo, plan, [e for e in plan.values() if e.mode not in (SYMLINK, GITLINK)], out)
+        skipped = _write_links(repo, plan, out)
     except ExportError:
         raise
     except (DriftError, GitMissing) as exc:
@@ -152,28 +212,262 @@ def export_tree(repo: Path, commit: str, dest: Path, *, protected: list[str], ba
     return ExportResult(dest, tip, files, total, tuple(restored), tuple(removed), tuple(skipped))
 
 
-def _write(repo: Path, plan: dict[str, Entry], out: _Writer) -> list[str]:
-    """Write `plan` into `out`; returns the symlinks left out."""
-    blobs = sorted((e for e in plan.values() if e.mode not in (SYMLINK, GITLINK)), key=lambda e: e.path)
-    links = sorted((e for e in plan.values() if e.mode == SYMLINK), key=lambda e: e.path)
+def refresh_export(repo: Path, commit: str, dest: Path, *, protected: list[str], base_commit: str,
+                   max_files: int = MAX_EXPORT_FILES, max_bytes: int = MAX_EXPORT_BYTES) -> ExportResult:
+    """Make `dest` hold exactly what `export_tree` writes into an empty folder, reusing the files
+    an earlier export left there when their content is right.
+
+    Nothing in `dest` is trusted: every regular file of it that the export has at that path is
+    read and its git blob id compared with the commit's (mode and link count too); a file that
+    differs is written again from the object database; every other entry (a file, folder,
+    fifo or device the export lacks, anything named `.git`) is removed without following a
+    symlink; every symlink is removed and made again under export_tree's rules; folders get
+    the mode a new one gets. `dest` itself is replaced when it is not a folder. Same errors as
+    export_tree, except that `dest` need not be empty; on an error `dest` is left partly
+    updated (the next call repairs it). The caller must make sure no other process writes in
+    `dest` meanwhile: what this call compared is what the verifier sees only then.
+    """
+    try:
+        tip, base = _commits(repo, commit, base_commit)
+        plan, restored, removed = _plan(*_list_both(repo, tip, base), protected)
+        for path in plan:
+            _check_path(path)
+        _bounded(plan, 0, tip, max_files, max_bytes)
+        root = _prepare_kept(dest)
+        sync = _Sync(root, plan, max_bytes)
+        sync.walk()
+        missing = [e for e in plan.values() if e.mode not in (SYMLINK, GITLINK) and e.path not in sync.good]
+        sizes = _sizes(repo, {e.oid for e in missing} | {e.oid for e in plan.values() if e.mode == SYMLINK})
+        total = sync.good_bytes + sum(sizes[e.oid] for e in missing)
+        _bounded(plan, total, tip, max_files, max_bytes)
+        sized = {p: (Entry(p, e.mode, e.oid, sizes[e.oid]) if e.oid in sizes else e) for p, e in plan.items()}
+        out = _Writer(root)
+        out.dirs |= sync.dirs
+        _write_files(repo, sized, [sized[e.path] for e in missing], out)
+        skipped = _write_links(repo, sized, out)
+    except ExportError:
+        raise
+    except (DriftError, GitMissing) as exc:
+        raise ExportError(str(exc)) from None
+    except OSError as exc:
+        raise ExportError(f"cannot write the export in {dest}: {exc}") from None
+    files = len(plan) - len(skipped)
+    return ExportResult(dest, tip, files, total, tuple(restored), tuple(removed), tuple(skipped),
+                        kept=len(sync.good), cleared=sync.cleared)
+
+
+def _list_both(repo: Path, tip: str, base: str) -> tuple[dict[str, Entry], dict[str, Entry]]:
+    """`_list_names` of `tip` and of `base`, the two git processes running at once."""
+    import threading
+
+    found: dict[str, dict[str, Entry] | BaseException] = {}
+
+    def list_base() -> None:
+        try:
+            found["base"] = _list_names(repo, base)
+        except BaseException as exc:  # re-raised below, in the caller's thread
+            found["base"] = exc
+
+    other = threading.Thread(target=list_base, name="automaton-ls-tree")
+    other.start()
+    try:
+        listed = _list_names(repo, tip)
+    finally:
+        other.join()
+    if isinstance(found["base"], BaseException):
+        raise found["base"]
+    return listed, found["base"]
+
+
+def _list_names(repo: Path, rev: str) -> dict[str, Entry]:
+    """Like tree.list_tree, without the sizes (size -1): `ls-tree -l` looks up every blob for
+    its size, which costs more than the listing; the export asks for the sizes of the blobs it
+    writes only (`_sizes`)."""
+    out = git_text(repo, ["ls-tree", "-r", "-z", "--full-tree", rev])
+    found: dict[str, Entry] = {}
+    for field in nul_fields(out):
+        meta, tab, path = field.partition("\t")
+        parts = meta.split()
+        if not tab or len(parts) != 3 or parts[1] not in ("blob", "commit"):
+            raise DriftError(f"unexpected git ls-tree entry {field[:60]!r}")
+        found[path] = Entry(path, parts[0], parts[2], -1 if parts[1] == "blob" else 0)
+    return found
+
+
+def _sizes(repo: Path, oids: set[str]) -> dict[str, int]:
+    """{oid: size in bytes} of blobs (`git cat-file --batch-check`); DriftError for one missing."""
+    if not oids:
+        return {}
+    wanted = sorted(oids)
+    out = git_text(repo, ["cat-file", "--batch-check"], stdin="".join(f"{o}\n" for o in wanted))
+    found: dict[str, int] = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] == "blob" and parts[2].isdigit():
+            found[parts[0]] = int(parts[2])
+    lost = [o for o in wanted if o not in found]
+    if lost:
+        raise DriftError(f"git cat-file cannot read blob {lost[0]} in {repo}")
+    return found
+
+
+def _prepare_kept(dest: Path) -> str:
+    """`dest` as a real folder (made when missing; a symlink or file there is removed, never
+    followed), with the mode `Path.mkdir` gives a new one (as `_prepare`)."""
+    try:
+        st = os.lstat(dest)
+    except FileNotFoundError:
+        dest.mkdir(parents=True)
+        return os.path.realpath(dest)
+    if not stat.S_ISDIR(st.st_mode):
+        os.unlink(dest)
+        dest.mkdir()
+    elif stat.S_IMODE(st.st_mode) != 0o777 & ~_umask():
+        os.chmod(dest, 0o777 & ~_umask())
+    return os.path.realpath(dest)
+
+
+def _umask() -> int:
+    """This process's umask, read without changing it where Linux shows it (os.umask can only
+    be read by setting it, which would race the threads that create files meanwhile)."""
+    try:
+        with open("/proc/self/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_READ_CHUNK = 1024 * 1024
+
+
+class _Sync:
+    """One pass over a kept export folder (see refresh_export): `good` the paths whose file is
+    right (`good_bytes` their bytes), `dirs` the folders kept, `cleared` the entries removed."""
+
+    def __init__(self, root: str, plan: dict[str, Entry], max_bytes: int) -> None:
+        self.root, self.plan, self.max_bytes = root, plan, max_bytes
+        self.good: set[str] = set()
+        self.good_bytes = 0
+        self.cleared = 0
+        self.dirs: set[str] = {""}
+        self.needed: set[str] = set()
+        for path, entry in plan.items():
+            if entry.mode == GITLINK:
+                self.needed.add(path)
+            parts = path.split("/")
+            for i in range(1, len(parts)):
+                self.needed.add("/".join(parts[:i]))
+        self.folder_mode = 0o755 & ~_umask()  # what `_Writer.folder` makes
+
+    def walk(self) -> None:
+        todo = [""]
+        while todo:
+            rel = todo.pop()
+            with os.scandir(os.path.join(self.root, rel)) as listing:
+                entries = list(listing)
+            for item in entries:
+                path = f"{rel}/{item.name}" if rel else item.name
+                if item.is_dir(follow_symlinks=False):
+                    if path in self.needed and item.name.lower() != ".git":
+                        if stat.S_IMODE(item.stat(follow_symlinks=False).st_mode) != self.folder_mode:
+                            os.chmod(item.path, self.folder_mode)
+                        self.dirs.add(path)
+                        todo.append(path)
+                    else:
+                        self._remove_tree(item.path)
+                elif not (item.is_file(follow_symlinks=False) and self._right(path, item.path)):
+                    os.unlink(item.path)  # a symlink, a file that differs, a fifo, socket or device
+                    self.cleared += path not in self.plan  # (a plan file or symlink is made again)
+
+    def _remove_tree(self, full: str) -> None:
+        import shutil
+
+        def unlock(func: object, path: str, exc: object) -> None:
+            # a folder the verifier made unreadable or unwritable: give it back a mode, retry
+            os.chmod(os.path.dirname(path), 0o700)
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.chmod(path, 0o700)
+                shutil.rmtree(path, onerror=unlock)
+            elif os.path.lexists(path):
+                os.unlink(path)
+
+        shutil.rmtree(full, onerror=unlock)  # never follows a symlink (fd-based on Linux)
+        self.cleared += 1
+
+    def _right(self, path: str, full: str) -> bool:
+        """Whether the regular file at `full` is the plan's file at `path`: same blob id (its
+        content read now), same mode, one link."""
+        entry = self.plan.get(path)
+        if entry is None or entry.mode in (SYMLINK, GITLINK):
+            return False
+        try:
+            fd = os.open(full, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        except OSError:
+            return False
+        try:
+            st = os.fstat(fd)
+            mode = 0o755 if entry.mode == EXECUTABLE else 0o644  # as `_Writer.file` sets it
+            if (not stat.S_ISREG(st.st_mode) or stat.S_IMODE(st.st_mode) != mode or st.st_nlink != 1
+                    or st.st_size > self.max_bytes):
+                return False
+            if _blob_id(fd, st.st_size, len(entry.oid)) != entry.oid:
+                return False
+        finally:
+            os.close(fd)
+        self.good.add(path)
+        self.good_bytes += st.st_size
+        return True
+
+
+def _blob_id(fd: int, size: int, hex_len: int) -> str:
+    """git's blob id of the `size` bytes of open file `fd` (SHA-1, or SHA-256 in a repository
+    whose ids have 64 hex digits); "" when the file does not hold exactly `size` bytes."""
+    import hashlib
+
+    make = hashlib.sha1 if hex_len == 40 else hashlib.sha256
+    if size < _READ_CHUNK:  # one read: a regular file returns less than asked only at its end
+        data = os.read(fd, size + 1)
+        return make(b"blob %d\0%b" % (size, data), usedforsecurity=False).hexdigest() if len(data) == size else ""
+    digest = make(b"blob %d\0" % size, usedforsecurity=False)
+    left = size
+    while left > 0:
+        chunk = os.read(fd, min(left, _READ_CHUNK))
+        if not chunk:
+            return ""
+        digest.update(chunk)
+        left -= len(chunk)
+    return "" if os.read(fd, 1) else digest.hexdigest()
+
+
+def _write_files(repo: Path, plan: dict[str, Entry], blobs: list[Entry], out: _Writer) -> None:
+    """Write the regular files `blobs` and the submodule folders of `plan` into `out`."""
+    blobs = sorted(blobs, key=lambda e: e.path)
     by_oid: dict[str, list[Entry]] = {}
-    for entry in blobs + links:
+    for entry in blobs:
         by_oid.setdefault(entry.oid, []).append(entry)
     oids = list(by_oid)
-    targets: dict[str, bytes] = {}
     for oid, data in read_blobs(repo, oids, [by_oid[o][0].size for o in oids]):
         for entry in by_oid[oid]:
-            if entry.mode == SYMLINK:
-                targets[entry.path] = data
-            else:
-                out.file(entry.path, data, entry.mode == EXECUTABLE)
+            out.file(entry.path, data, entry.mode == EXECUTABLE)
     for entry in plan.values():
         if entry.mode == GITLINK:
             out.folder(entry.path)  # a submodule is checked out as an empty folder
+
+
+def _write_links(repo: Path, plan: dict[str, Entry], out: _Writer) -> list[str]:
+    """Make the symlinks of `plan` in `out`, last: no file is ever written through a symlink of
+    the export. Returns those left out (they would lead out of it)."""
+    links = sorted((e for e in plan.values() if e.mode == SYMLINK), key=lambda e: e.path)
+    targets = dict(read_blobs(repo, [e.oid for e in links], [e.size for e in links])) if links else {}
     skipped = []
     made: list[str] = []
-    for entry in links:  # last: no file is ever written through a symlink of the export
-        target = os.fsdecode(targets[entry.path])
+    for entry in links:
+        target = os.fsdecode(targets[entry.oid])
         parent, _, name = entry.path.rpartition("/")
         full = os.path.join(out.folder(parent), name)
         if os.path.isabs(target) or "\0" in target or not out.inside(os.path.join(os.path.dirname(full), target)):

@@ -132,6 +132,27 @@ REGISTRY: dict[str, str] = {
 }
 
 
+# Harnesses whose agent runs no automaton hook in the mode a tick uses. Codex: project hooks
+# load only from a `.codex/` layer the user trusted, and a loop worktree is a new, untrusted
+# path (Codex hooks docs, "trust gate"). The others have no hook protocol automaton installs.
+# Claude gets the hook through `--settings`, and its subagents' tool calls fire it too
+# (Claude Code hooks reference), so it is not listed. Here, beside the registry, because both
+# a tick (`runner.confine.warnings`) and `--doctor` say it.
+HOOKLESS: dict[str, str] = {
+    "codex": "codex exec does not run project hooks from an untrusted .codex/ (a loop worktree is one)",
+    "gemini": "gemini -p gets no automaton hook in a loop tick",
+    "aider": "aider has no pre-edit hook",
+    "opencode": "opencode has no pre-edit hook automaton installs",
+    "command": "a command harness runs no hook",
+}
+
+
+def hook_notes(harness: str) -> str | None:
+    """One line for --doctor and the tick's record: why the hooks do not hold for `harness`."""
+    why = HOOKLESS.get(harness)
+    return f"{why}; the kernel sandbox is what holds" if why else None
+
+
 def get(name: str) -> Harness:
     """The adapter named `name`; BadInput (exit 2) naming the known ones otherwise."""
     module = REGISTRY.get(name)

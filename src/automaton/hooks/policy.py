@@ -9,7 +9,7 @@ answer allowed or denied with one line. Three layers, all of which must allow:
 2. The task phase scope (`commands.can_edit`). Outside a loop worktree: `$AUTOMATON_TASK`,
    else the project's focus, else none (only layer 1 applies).
 3. Inside a loop worktree `<project>/.automaton/loops/<name>/worktree`: the path must stay in
-   that worktree and `commands.loops.can_edit_loop(..., loop_worktree=True)` must allow it (the
+   that worktree and `commands.loop_views.can_edit_loop(..., loop_worktree=True)` must allow it (the
    loop's `file_scope`). The task is the loop's own (loop.json `task`, else the loop state's
    `current_task`), never the human's focus: a loop's scope must not change when a human
    focuses another task in the main checkout. A task-less loop gets only its `file_scope`. The
@@ -23,6 +23,9 @@ it names whatever another process has open, not a file the rules can judge.
 
 Errors (corrupt `.state`, unknown task, a loop store that cannot be read) propagate as
 exceptions; the hook entry turns every exception into a denial (fail closed).
+
+Of the use cases, the hooks import only the edit decisions: `commands.can_edit` and
+`commands.loop_views.can_edit_loop` (an import-linter contract in pyproject.toml says so).
 """
 
 from __future__ import annotations
@@ -120,7 +123,7 @@ def _in_worktree(project: Project, cwd: Path, path: Path, tree: Worktree, memo: 
         verdict = _phase_scope(project, ref, parts, memo)
         if not verdict.allowed:
             return verdict
-    from automaton.commands.loops import can_edit_loop  # written by the loop store; lazy: hook path
+    from automaton.commands.loop_views import can_edit_loop  # reads the loop store; lazy: hook path
 
     decision = can_edit_loop(project, tree.name, str(path), loop_worktree=True,
                              task=str(refs[0]) if refs else None, cwd=cwd)

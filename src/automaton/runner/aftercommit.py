@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from automaton.commands import loop_gate
+from automaton.commands.halts import halt_now
+from automaton.commands.loop_gate import drift_after_commit
 from automaton.core.loopconfig import LoopConfig
 from automaton.git import run_git
 from automaton.git.worktree import WorktreeResult
 from automaton.harnesses import HarnessResult
 from automaton.store.layout import Project
+from automaton.store.loops import Loop
 
 COMMIT_FAILED = "commit_failed"
 HARNESS_UNAVAILABLE = "harness_unavailable"
@@ -39,11 +41,12 @@ class After:
     notes: list[str] = field(default_factory=list)
 
 
-def settle(project: Project, name: str, cfg: LoopConfig, wt: WorktreeResult, n: int, impl: HarnessResult) -> After:
+def settle(loop: Loop, cfg: LoopConfig, wt: WorktreeResult, n: int, impl: HarnessResult) -> After:
     """Commit, then halt on the first of: the harness could not start (human_intervention,
     harness_unavailable, charged nothing), the commit failed (human_intervention,
     commit_failed with git's message and the fix), the commit drifts out of file_scope
     (drift_detected), the commit changed a protected path (drift_detected, protected)."""
+    project, name = loop.project, loop.name
     out = After()
     if wt.in_worktree and not wt.path.is_dir():
         # The agent removed or moved its own worktree: nothing is left to commit, the branch
@@ -57,22 +60,22 @@ def settle(project: Project, name: str, cfg: LoopConfig, wt: WorktreeResult, n: 
 
         tampered = pointer_problem(project.root, wt.path)
         if tampered:  # never run git in a worktree whose .git the agent rewrote: it may be the user's branch
-            return _halt(out, project, name, "drift_detected", f"worktree_lost: {tampered}")
+            return _halt(out, loop, "drift_detected", f"worktree_lost: {tampered}")
 
         done = commit_all(wt.path, f"automaton: tick {n}")
         out.sha = done.sha
         if done.error:  # the work is not on loop/<name>: its verdict must not count
             fix = f"; fix: {done.fix}" if done.fix else ""
-            return _halt(out, project, name, "human_intervention", f"{COMMIT_FAILED}: {done.error}{fix}")
+            return _halt(out, loop, "human_intervention", f"{COMMIT_FAILED}: {done.error}{fix}")
         tip = run_git(wt.path, ["rev-parse", "--verify", "HEAD^{commit}"])
         out.head = tip.out.strip() if tip.code == 0 and tip.out.strip() else None
     unavailable = impl.unavailable
     if unavailable:
         out.free = out.sha is None  # an agent that changed files did start: its tick is charged
-        return _halt(out, project, name, "human_intervention", f"{HARNESS_UNAVAILABLE}: {unavailable}")
+        return _halt(out, loop, "human_intervention", f"{HARNESS_UNAVAILABLE}: {unavailable}")
     if not wt.in_worktree:
         return out
-    drift = loop_gate.drift_after_commit(project, name)
+    drift = drift_after_commit(loop)
     if drift is not None and drift.halt is not None:
         out.halt = f"{drift.halt}: {drift.detail}"
         out.skip_verify = f"halted after the commit: {out.halt}"
@@ -83,10 +86,10 @@ def settle(project: Project, name: str, cfg: LoopConfig, wt: WorktreeResult, n: 
     try:
         changed = _protected_changes(cfg, project, wt, out.head)
     except DriftError as exc:  # git failed: unknown is never "nothing protected changed"
-        return _halt(out, project, name, "drift_detected", f"{PROTECTED}: cannot compare with the base commit ({exc})")
+        return _halt(out, loop, "drift_detected", f"{PROTECTED}: cannot compare with the base commit ({exc})")
     if changed:
         shown = ", ".join(changed[:10]) + (f" (+{len(changed) - 10} more)" if len(changed) > 10 else "")
-        return _halt(out, project, name, "drift_detected", f"{PROTECTED}: {shown}")
+        return _halt(out, loop, "drift_detected", f"{PROTECTED}: {shown}")
     return out
 
 
@@ -99,10 +102,11 @@ def _protected_changes(cfg: LoopConfig, project: Project, wt: WorktreeResult, he
     return protected_changes(project.root, wt.base_commit, head, protected_patterns(cfg, project.root))
 
 
-def _halt(out: After, project: Project, name: str, reason: str, detail: str) -> After:
-    loop_gate.halt_now(project, name, reason, detail, "tick")
+def _halt(out: After, loop: Loop, reason: str, detail: str) -> After:
+    halt_now(loop, reason, detail, "tick")
     out.halt = f"{reason}: {detail}"
     out.skip_verify = f"halted: {out.halt}"
     out.notes.append(out.skip_verify)
-    out.warnings.append(f"loop {name}: {out.skip_verify}; a human fixes it and runs automaton --approve --loop {name}")
+    out.warnings.append(f"loop {loop.name}: {out.skip_verify}; a human fixes it and runs automaton --approve"
+                        f" --loop {loop.name}")
     return out

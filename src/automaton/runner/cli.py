@@ -12,29 +12,32 @@ line plus the path of a crash log with the traceback).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 from automaton.core.errors import AutomatonError, BadInput, ExitCode, one_line, path_error
 from automaton.core.outcome import Outcome
-from automaton.runner.progress import Progress
 from automaton.store.layout import Project
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (core/record.py says why)
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
 
 
 class _Usage(Exception):
     pass
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise _Usage(message)
-
-
 def build() -> argparse.ArgumentParser:
+    import argparse  # here: a scheduled tick's argv is parsed by `plain_tick` (argparse builds slowly)
+
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> None:  # type: ignore[override]
+            raise _Usage(message)
+
     p = _Parser(prog="automaton-loop", description="Run ticks of an automaton loop.")
     p.add_argument("--mode", choices=("tick", "run", "dry-run"),
                    help="one tick, ticks until a gate says no, or a dry run")
@@ -47,6 +50,44 @@ def build() -> argparse.ArgumentParser:
     p.add_argument("--demo", action="store_true", help="run the offline demo in a temporary project")
     p.add_argument("--version", action="store_true", help="print the framework version")
     return p
+
+
+# The argv of a scheduled tick (run-tick.sh) and of most hand-run ones: exact spellings only.
+_TICK_VALUES = {"--mode": "mode", "--loop": "loop", "--project": "project", "--settings": "settings"}
+_TICK_SWITCHES = {"--json": "json", "--quiet": "quiet"}
+
+
+def plain_tick(args: Sequence[str]) -> argparse.Namespace | None:
+    """The Namespace `build().parse_args(args)` returns for a plain `--mode tick` argv, without
+    importing argparse; None for anything else (the caller uses the parser then).
+
+    Plain: only the exact flags of _TICK_VALUES and _TICK_SWITCHES, each at most once, a value
+    flag followed by a non-empty value that does not start with `-`, `--mode tick` and
+    `--loop` among them. When twenty ticks start at once nineteen give up, and argparse's
+    import and the parser's construction were a fifth of each one's cost (bench/bench_race.py).
+    """
+    from types import SimpleNamespace
+
+    found: dict[str, object] = {"mode": None, "loop": None, "project": None, "max_ticks": None,
+                                "settings": None, "json": False, "quiet": False, "demo": False, "version": False}
+    seen: set[str] = set()
+    i = 0
+    while i < len(args):
+        flag = args[i]
+        if flag in seen:
+            return None
+        seen.add(flag)
+        if flag in _TICK_SWITCHES:
+            found[_TICK_SWITCHES[flag]] = True
+            i += 1
+            continue
+        if flag not in _TICK_VALUES or i + 1 >= len(args) or not args[i + 1] or args[i + 1].startswith("-"):
+            return None
+        found[_TICK_VALUES[flag]] = args[i + 1]
+        i += 2
+    if found["mode"] != "tick" or found["loop"] is None:
+        return None
+    return SimpleNamespace(**found)  # type: ignore[return-value]  # duck-typed as argparse's Namespace
 
 
 def crash_log(exc: BaseException) -> str:
@@ -102,6 +143,8 @@ def dispatch(ns: argparse.Namespace) -> Outcome:
         if not settings.is_file():
             raise BadInput(f"--settings {ns.settings!r} is not a file: pass the agent settings JSON file")
     project = Project.at(ns.project)
+    from automaton.runner.progress import Progress
+
     progress = Progress(enabled=not ns.quiet)
     if ns.mode == "tick":  # the tick lock first: a tick that gives up never imports the runner
         from automaton.runner import skip
@@ -126,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in args
     try:
-        out = dispatch(build().parse_args(args))
+        out = dispatch(plain_tick(args) or build().parse_args(args))
     except _Usage as exc:
         hint = "" if "--help" in str(exc) else " (see automaton-loop --help)"
         return _error(f"usage: {exc}{hint}", int(ExitCode.BAD_INPUT), as_json)

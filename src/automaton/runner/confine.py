@@ -15,9 +15,10 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from automaton.commands.sandbox_session import key_dir, project_writable
+from automaton.commands.writable import hidden_paths, project_writable
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.sandbox import Policy
+from automaton.harnesses import HOOKLESS, hook_notes
 
 SANDBOX_OFF_WARNING = ('loop {name}: "sandbox": "off" in loop.json: the agent runs unconfined and can reach'
                        " the brakes' own files; only the hooks and the gates stand in its way")
@@ -34,20 +35,6 @@ def refusal(cfg: LoopConfig) -> str | None:
     return None if found.ok else found.detail
 
 
-# Harnesses whose agent runs no automaton hook in the mode a tick uses. Codex: project hooks
-# load only from a `.codex/` layer the user trusted, and a loop worktree is a new, untrusted
-# path (Codex hooks docs, "trust gate"). The others have no hook protocol automaton installs.
-# Claude gets the hook through `--settings`, and its subagents' tool calls fire it too
-# (Claude Code hooks reference), so it is not listed.
-HOOKLESS = {
-    "codex": "codex exec does not run project hooks from an untrusted .codex/ (a loop worktree is one)",
-    "gemini": "gemini -p gets no automaton hook in a loop tick",
-    "aider": "aider has no pre-edit hook",
-    "opencode": "opencode has no pre-edit hook automaton installs",
-    "command": "a command harness runs no hook",
-}
-
-
 def warnings(cfg: LoopConfig) -> list[str]:
     """What every tick prints about its confinement, once per tick: the sandbox switched off,
     and for a harness whose agent runs no hook one line saying what holds instead (the kernel
@@ -59,12 +46,6 @@ def warnings(cfg: LoopConfig) -> list[str]:
     elif why:
         out.append(f"loop {cfg.name}: {hook_notes(cfg.harness.name)}")
     return out
-
-
-def hook_notes(harness: str) -> str | None:
-    """One line for --doctor and the tick's record: why the hooks do not hold for `harness`."""
-    why = HOOKLESS.get(harness)
-    return f"{why}; the kernel sandbox is what holds" if why else None
 
 
 @contextlib.contextmanager
@@ -91,4 +72,4 @@ def role_policy(cfg: LoopConfig, cwd: Path, tmp: Path, *, project_root: Path, in
 
     work = [cwd] if in_worktree else project_writable(project_root, None, None)
     own = agent_state_dirs(harness or cfg.harness.name, Path.home())
-    return Policy(tuple([*work, tmp, *own]), (key_dir(),), tmp, label)
+    return Policy(tuple([*work, tmp, *own]), hidden_paths(), tmp, label)

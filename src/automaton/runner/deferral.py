@@ -31,9 +31,8 @@ from automaton.core.outcome import Outcome
 from automaton.harnesses import HarnessRequest, HarnessResult, Invocation, UsageLimit
 from automaton.runner.ledger import tick_cost
 from automaton.store import deferrals
-from automaton.store import loops as store
 from automaton.store.chainlog import utc_now
-from automaton.store.layout import Project
+from automaton.store.loops import Loop
 
 TICK_DEFERRED = "TICK_DEFERRED"
 
@@ -74,16 +73,17 @@ class Deferred:
         return f"deferred until {d.until_iso} ({how}): {d.reason}"
 
 
-def settle(project: Project, name: str, cfg: LoopConfig, n: int, folder: Path, limit: UsageLimit,
+def settle(loop: Loop, cfg: LoopConfig, n: int, folder: Path, limit: UsageLimit,
            costs: dict[str, float | None], commit_sha: str | None) -> Deferred:
     """Record the account deferral, then ONE locked update closing this tick's reservation with
     `TICK_DEFERRED` (see the module docstring), notify `deferred`, and keep the tick's folder.
     The iteration is given back only down to the approval mark, spent_usd only down to its
     mark (an approval made while the tick ran is never undercut). Raises what
-    `store.update_state` raises (StateTampered, CorruptState)."""
+    `Loop.update_state` raises (StateTampered, CorruptState)."""
     reserved = cfg.brakes.max_tick_usd
     counted, known = tick_cost(costs, reserved)
     refund = max(0.0, reserved - counted)
+    project, name = loop.project, loop.name
     account = deferrals.record(cfg.harness.name, limit.reset_epoch, limit.message, name)
     (folder / "cost.json").write_text(json.dumps({"by_role": costs, "known": known, "counted_usd": counted},
                                                  indent=2) + "\n", encoding="utf-8")
@@ -104,7 +104,7 @@ def settle(project: Project, name: str, cfg: LoopConfig, n: int, folder: Path, l
                                  "source": account.source}
     if commit_sha:
         fields["commit"] = commit_sha[:12]
-    new = store.update_state(project, name, TICK_DEFERRED, fields, mutate, refund_usd=refund, refund_iterations=1)
+    new = loop.update_state(TICK_DEFERRED, fields, mutate, refund_usd=refund, refund_iterations=1)
     from automaton import notify
 
     body = notify.payload(project, name, "deferred", new, reason="usage_limit", detail=limit.message,

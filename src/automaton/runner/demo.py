@@ -115,7 +115,7 @@ _HIDDEN = ("state=", "prev=", "iterations_at_approval=", "spent_usd_at_approval=
 
 def _log_tail(project: Project, name: str, n: int = 8) -> list[str]:
     """The last `n` tick-log lines without their hash-chain fields."""
-    path = project.loop_dir(store.require_tracked(project, name)) / store.LOG_FILE
+    path = store.Loop.resolve(project, name).log_file
     shown = []
     for line in path.read_text(encoding="utf-8").splitlines()[-n:]:
         keep = [p for p in line.split(" ") if not p.startswith(_HIDDEN)]
@@ -145,7 +145,7 @@ def _show_loop(console: Console, project: Project, name: str) -> None:
 
 
 def _show_attempts(console: Console, project: Project, name: str) -> None:
-    runs = project.loop_dir(store.require_tracked(project, name)) / "runs"
+    runs = store.Loop.resolve(project, name).runs
     for log in sorted(runs.glob("*/implement.log")):
         for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
             if line.startswith("attempt_write"):
@@ -157,7 +157,7 @@ def _show_attempts(console: Console, project: Project, name: str) -> None:
 
 def _refused(project: Project, name: str) -> int:
     """Writes the kernel sandbox refused to the loop's agent (`denied` lines of its transcripts)."""
-    runs = project.loop_dir(store.require_tracked(project, name)) / "runs"
+    runs = store.Loop.resolve(project, name).runs
     return sum(line.startswith("attempt_write") and ": denied" in line
                for log in runs.glob("*/implement.log")
                for line in log.read_text(encoding="utf-8", errors="replace").splitlines())

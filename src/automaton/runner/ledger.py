@@ -14,12 +14,11 @@ from typing import Any
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.verdicts import Verdict
 from automaton.harnesses import HarnessResult
-from automaton.store import loops as store
 from automaton.store.chainlog import utc_now
-from automaton.store.layout import Project
+from automaton.store.loops import Loop
 
 
-def reserve(project: Project, name: str, cfg: LoopConfig) -> dict[str, Any]:
+def reserve(loop: Loop, cfg: LoopConfig) -> dict[str, Any]:
     """Before any harness: ONE locked update counts the iteration and charges max_tick_usd
     (logged `TICK_START n=… reserved_usd=…`); returns the new state (its iteration_count is n)."""
     reserved = cfg.brakes.max_tick_usd
@@ -29,11 +28,11 @@ def reserve(project: Project, name: str, cfg: LoopConfig) -> dict[str, Any]:
         s["spent_usd"] = round(float(s["spent_usd"]) + reserved, 6)
         s["last_tick_at"] = utc_now()
 
-    n = store.read_state(project, name)["iteration_count"] + 1
+    n = loop.read_state()["iteration_count"] + 1
     # reserved_usd exactly as the float (repr round-trips): the log check gives back no more.
-    new = store.update_state(project, name, "TICK_START", {"n": n, "reserved_usd": repr(reserved)}, mutate)
+    new = loop.update_state("TICK_START", {"n": n, "reserved_usd": repr(reserved)}, mutate)
     if new["iteration_count"] != n:  # impossible under the tick lock; never mis-number runs/<n>
-        raise RuntimeError(f"loop {name}: iteration moved under the tick lock ({n} -> {new['iteration_count']})")
+        raise RuntimeError(f"loop {loop.name}: iteration moved under the tick lock ({n} -> {new['iteration_count']})")
     return new
 
 
@@ -52,10 +51,11 @@ def tick_cost(costs: dict[str, float | None], max_tick_usd: float) -> tuple[floa
     return round(known_sum + unknown * max_tick_usd, 6), unknown == 0
 
 
-def record(project: Project, name: str, cfg: LoopConfig, n: int, verdict: Verdict, counted: float, known: bool,
+def record(loop: Loop, cfg: LoopConfig, n: int, verdict: Verdict, counted: float, known: bool,
            complete: bool, impl: HarnessResult, commit_sha: str | None, *, halted: bool = False) -> dict[str, Any]:
-    """Step 8: ONE locked read-modify-write settling the reservation (spent_usd += counted −
-    max_tick_usd; the iteration was counted by `reserve`), the verdict and the score window.
+    """Tick step 13 (docs/architecture.md, "Settle"): ONE locked read-modify-write settling the
+    reservation (spent_usd += counted − max_tick_usd; the iteration was counted by `reserve`),
+    the verdict and the score window.
     `halted`: the tick halted after its commit (logged `halted=True`: its missing score is not
     the verifier's, see `runner.unscored`)."""
     window = cfg.brakes.score_plateau_window
@@ -79,4 +79,4 @@ def record(project: Project, name: str, cfg: LoopConfig, n: int, verdict: Verdic
         fields["commit"] = commit_sha[:12]
     if halted:
         fields["halted"] = True
-    return store.update_state(project, name, "TICK", fields, mutate, refund_usd=max(0.0, reserved - counted))
+    return loop.update_state("TICK", fields, mutate, refund_usd=max(0.0, reserved - counted))

@@ -13,9 +13,9 @@ from automaton.core.outcome import Outcome
 from automaton.git.worktree import branch_name, worktree_path
 from automaton.harnesses import HarnessRequest
 from automaton.runner import prompts
-from automaton.runner.tick import RUNS_DIR, TickOptions, default_settings, tick
-from automaton.store import loops as store
+from automaton.runner.tick import TickOptions, default_settings, tick
 from automaton.store.layout import Project
+from automaton.store.loops import Loop
 
 
 def run_loop(project: Project, name: str, max_ticks: int | None = None,
@@ -52,10 +52,10 @@ def dry_run(project: Project, name: str, options: TickOptions | None = None) -> 
     no harness, no state write. data: {loop, iteration, cwd, implement_prompt, implement_argv,
     verify_argv | verify_prompt, status}."""
     opts = options or TickOptions()
-    loop = store.require_tracked(project, name)
-    cfg = store.read_config(project, name)
-    state = store.read_state(project, name)
-    loop_dir = project.loop_dir(loop)
+    loop = Loop.resolve(project, name)
+    loop_dir = loop.dir
+    cfg = loop.read_config()
+    state = loop.read_state()
     n = state["iteration_count"] + 1
     if not cfg.blast_radius.use_worktree:
         cwd, where = project.root, "the project root (blast_radius.use_worktree is false)"
@@ -67,17 +67,17 @@ def dry_run(project: Project, name: str, options: TickOptions | None = None) -> 
                               cfg.blast_radius.file_scope, cwd)
     implement = prompts.implement_prompt(cfg, loop_dir, ctx)
     max_usd = cfg.brakes.max_tick_usd if left_usd is None else min(cfg.brakes.max_tick_usd, left_usd)
-    run_dir = loop_dir / RUNS_DIR / str(n)
-    settings = opts.settings_path or default_settings(project, loop, cfg.harness.name, write=False)
+    run_dir = loop.run_dir(n)
+    settings = opts.settings_path or default_settings(loop, cfg.harness.name, write=False)
     req = HarnessRequest(role="implement", prompt=implement, cwd=cwd, timeout_s=cfg.harness.timeout_s,
                          run_dir=run_dir, model=cfg.harness.model, args=tuple(cfg.harness.args), max_usd=max_usd,
                          settings_path=settings,
                          command=tuple(cfg.harness.command) if cfg.harness.command else None,
                          loop_dir=loop_dir, iteration=n)
     inv = harnesses.get(cfg.harness.name).invocation(req)
-    data: dict[str, Any] = {"loop": loop, "status": state["status"], "iteration": n, "cwd": str(cwd),
+    data: dict[str, Any] = {"loop": loop.name, "status": state["status"], "iteration": n, "cwd": str(cwd),
                             "implement_prompt": implement, "implement_argv": inv.argv}
-    lines = [f"dry run of loop {loop}: status {state['status']}, next iteration {n}; nothing is changed",
+    lines = [f"dry run of loop {loop.name}: status {state['status']}, next iteration {n}; nothing is changed",
              f"cwd: {where}", f"implement ({cfg.harness.name}) argv: {json.dumps(inv.argv)}"]
     if cfg.roles.verify.command:
         argv = list(cfg.roles.verify.command)

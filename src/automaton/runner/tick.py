@@ -2,6 +2,9 @@
 gates, worktree, the reservation, implement, commit, verify, orchestrate, and the settling state
 update. Every artefact lands in `runs/<n>/`.
 
+`tick` resolves the loop's name once (`store.loops.Loop.resolve`) and every step below takes
+that `Loop` handle: nothing in the pipeline looks the loop up by name again.
+
 The reservation (`TICK_START n=… reserved_usd=…`): before any harness starts, ONE locked update
 counts the iteration and charges `max_tick_usd`; the closing `TICK` line corrects spent_usd by
 (counted − reserved). A tick killed at any point (even `kill -9` of the runner by its own
@@ -20,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from automaton import harnesses
-from automaton.commands import loops as loop_cmds
+from automaton.commands import loop_gate
 from automaton.core.errors import ExitCode
 from automaton.core.gates import remaining
 from automaton.core.loopconfig import MIB, LoopConfig
@@ -35,11 +38,10 @@ from automaton.runner.ledger import tick_cost as tick_cost  # re-exported: calle
 from automaton.runner.progress import QUIET, Progress
 from automaton.runner.worktree import ensure_for_tick
 from automaton.store import deferrals
-from automaton.store import loops as store
 from automaton.store.layout import Project
 from automaton.store.locks import Busy, locked
+from automaton.store.loops import Loop
 
-RUNS_DIR = "runs"
 SANDBOX_UNAVAILABLE = "sandbox_unavailable"
 
 
@@ -53,11 +55,7 @@ class TickOptions:
     progress: Progress = QUIET
 
 
-def run_dir(project: Project, name: str, n: int) -> Path:
-    return project.loop_dir(store.require_tracked(project, name)) / RUNS_DIR / str(n)
-
-
-def default_settings(project: Project, name: str, harness: str, *, write: bool = True) -> Path | None:
+def default_settings(loop: Loop, harness: str, *, write: bool = True) -> Path | None:
     """Claude's `--settings` for a loop tick: the loop's own hook settings, i.e.
     the project's `.claude/settings.json` plus the automaton hook, written into the loop folder
     (`write=False`: only the path, for dry-run). None for harnesses that take no settings file."""
@@ -66,8 +64,8 @@ def default_settings(project: Project, name: str, harness: str, *, write: bool =
     from automaton.hooks.install import LOOP_SETTINGS, loop_settings
 
     if not write:
-        return project.loop_dir(store.require_tracked(project, name)) / LOOP_SETTINGS
-    return loop_settings(project, name)
+        return loop.dir / LOOP_SETTINGS
+    return loop_settings(loop.project, loop.name)
 
 
 def tick(project: Project, name: str, options: TickOptions | None = None, *, lock_held: bool = False) -> Outcome:
@@ -82,28 +80,26 @@ def tick(project: Project, name: str, options: TickOptions | None = None, *, loc
     A gate that refuses because loop.json is invalid gives exit 2 (its data carries `error`).
     """
     opts = options or TickOptions()
-    store.require_tracked(project, name)
+    loop = Loop.resolve(project, name)  # the tick's one lookup by name: every step gets the handle
     if lock_held:
-        return _locked_tick(project, name, opts)
+        return _locked_tick(loop, opts)
     with ExitStack() as stack:
         try:
-            stack.enter_context(locked(store.tick_lock_path(project, name), timeout_s=0))
+            stack.enter_context(locked(loop.tick_lock, timeout_s=0))
         except Busy:
-            return skip.skipped(project, name, opts.progress)
-        return _locked_tick(project, name, opts)
+            return skip.skipped(project, loop.name, opts.progress)
+        return _locked_tick(loop, opts)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _locked_tick(project: Project, name: str, opts: TickOptions) -> Outcome:
-    show = opts.progress
-    loop_dir = project.loop_dir(store.require_tracked(project, name))
+def _locked_tick(loop: Loop, opts: TickOptions) -> Outcome:
+    show, name, loop_dir = opts.progress, loop.name, loop.dir
     killed = leftovers.kill_leftovers(loop_dir)  # we hold the tick lock: no live tick owns them
     if killed:
-        store.log_event(project, name, "WARNING", {"reason": "leftover_harness",
-                                                   "pids": ",".join(map(str, killed))})
+        loop.log_event("WARNING", {"reason": "leftover_harness", "pids": ",".join(map(str, killed))})
         show.note(f"loop {name}: killed {len(killed)} process(es) left running by a dead tick")
     with show.phase(f"loop {name}: gates"):
-        gate = loop_cmds.check_gate(project, name)
+        gate = loop_gate.check(loop)
     if gate.code != ExitCode.OK:
         data = dict(gate.data or {})
         data["ran"] = False
@@ -111,27 +107,27 @@ def _locked_tick(project: Project, name: str, opts: TickOptions) -> Outcome:
         show.note(f"loop {name}: gate refused ({reason})")
         code = ExitCode.BAD_INPUT if gate.code == ExitCode.BAD_INPUT else ExitCode.REFUSED
         return Outcome(code, [*gate.lines, f"tick not run: gate says {reason}"], data, gate.warnings)
-    cfg = store.read_config(project, name)
+    cfg = loop.read_config()
     unavailable = confine.refusal(cfg)
     if unavailable is not None:  # before the reservation: a tick that cannot be confined costs nothing
-        store.log_event(project, name, "WARNING", {"reason": SANDBOX_UNAVAILABLE, "detail": unavailable})
+        loop.log_event("WARNING", {"reason": SANDBOX_UNAVAILABLE, "detail": unavailable})
         line = f"tick not run: {SANDBOX_UNAVAILABLE}: {unavailable}"
         show.note(f"loop {name}: {line}")
         return Outcome(ExitCode.REFUSED, [line], {"ran": False, "reason": SANDBOX_UNAVAILABLE, "detail": unavailable})
-    state = store.read_state(project, name)
+    state = loop.read_state()
     with show.phase(f"loop {name}: worktree"):
-        wt = ensure_for_tick(project, name, cfg, state)
+        wt = ensure_for_tick(loop, cfg, state)
     warnings = [*gate.warnings, *confine.warnings(cfg)]
     for warning in confine.warnings(cfg):
         show.note(f"warning: {warning}")
     if wt.fallback:
         warnings.append(f"loop {name}: running in the main checkout: {wt.fallback}")
         show.note(f"warning: {wt.fallback}; running in {wt.path}")
-    before = store.read_state(project, name)
+    before = loop.read_state()
     iters_left, usd_left = remaining(before, cfg.brakes)  # what the agent is told: before this tick
-    state = ledger.reserve(project, name, cfg)
+    state = ledger.reserve(loop, cfg)
     n = state["iteration_count"]
-    folder = run_dir(project, name, n)
+    folder = loop.run_dir(n)
     if folder.exists():  # left by a tick of an older automaton that crashed before recording itself
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
@@ -140,10 +136,10 @@ def _locked_tick(project: Project, name: str, opts: TickOptions) -> Outcome:
          "marker": leftovers.marker(loop_dir), "reserved_usd": cfg.brakes.max_tick_usd,
          "sandbox": cfg.sandbox}) + "\n", encoding="utf-8")
     with confine.private_tmp(name, n) as tmp:
-        return _run_roles(project, name, cfg, opts, wt, state, n, folder, tmp, iters_left, usd_left, warnings)
+        return _run_roles(loop, cfg, opts, wt, state, n, folder, tmp, iters_left, usd_left, warnings)
 
 
-def _run_roles(project: Project, name: str, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResult,
+def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResult,
                state: dict[str, Any], n: int, folder: Path, tmp: Path, iters_left: int, usd_left: float | None,
                warnings: list[str]) -> Outcome:
     """Steps 4–8 with the reservation made: implement, commit, the checks on the commit,
@@ -151,10 +147,10 @@ def _run_roles(project: Project, name: str, cfg: LoopConfig, opts: TickOptions, 
     any role ends the roles there and settles the tick as deferred (`runner.deferral`); an
     unscored tick may halt the loop (`runner.unscored`)."""
     show, started = opts.progress, time.time()
-    loop_dir = project.loop_dir(store.require_tracked(project, name))
+    project, name, loop_dir = loop.project, loop.name, loop.dir
     ctx = prompts.TickContext(cfg.task or state["current_task"], n, iters_left, usd_left,
                               state["last_verdict"], cfg.blast_radius.file_scope, wt.path)
-    settings = opts.settings_path or default_settings(project, name, cfg.harness.name)
+    settings = opts.settings_path or default_settings(loop, cfg.harness.name)
     max_usd = cfg.brakes.max_tick_usd if usd_left is None else min(cfg.brakes.max_tick_usd, usd_left)
     costs: dict[str, float | None] = {}
 
@@ -187,7 +183,7 @@ def _run_roles(project: Project, name: str, cfg: LoopConfig, opts: TickOptions, 
         impl = adapter.run(request("implement", prompts.implement_prompt(cfg, loop_dir, ctx)))
     costs["implement"] = impl.cost_usd
     _note_result(show, "implement", impl)
-    after = aftercommit.settle(project, name, cfg, wt, n, impl)
+    after = aftercommit.settle(loop, cfg, wt, n, impl)
     warnings += after.warnings
     for line in after.notes:
         show.note(f"  {line}")
@@ -200,7 +196,7 @@ def _run_roles(project: Project, name: str, cfg: LoopConfig, opts: TickOptions, 
         if watch.limit is None:
             complete, decision = orchestrate.decide(cfg, adapter, request, loop_dir, ctx, verdict, costs)
     if watch.limit is not None and after.halt is None:  # put off: no verdict, the iteration given back
-        done = deferral.settle(project, name, cfg, n, folder, watch.limit, costs, after.sha)
+        done = deferral.settle(loop, cfg, n, folder, watch.limit, costs, after.sha)
         show.note(f"  {done.line}")
         return deferral.outcome(done, name, n, cfg, after.sha, wt.path, warnings)
     (folder / "verdict.json").write_text(json.dumps(verdict.to_dict(), indent=2) + "\n", encoding="utf-8")
@@ -214,9 +210,9 @@ def _run_roles(project: Project, name: str, cfg: LoopConfig, opts: TickOptions, 
         counted, known = 0.0, True
     (folder / "cost.json").write_text(json.dumps(
         {"by_role": costs, "known": known, "counted_usd": counted}, indent=2) + "\n", encoding="utf-8")
-    new = ledger.record(project, name, cfg, n, verdict, counted, known, complete, impl, after.sha,
+    new = ledger.record(loop, cfg, n, verdict, counted, known, complete, impl, after.sha,
                         halted=after.halt is not None)
-    later = _after_record(project, name, cfg, watch, verdict, new, started)  # None when after.halt: not running
+    later = _after_record(loop, cfg, watch, verdict, new, started)  # None when after.halt: not running
     halt = after.halt or later
     if later is not None:
         warnings.append(f"loop {name}: halted: {halt}; a human fixes it and runs automaton --approve --loop {name}")
@@ -255,16 +251,16 @@ def _verify_clean(cfg: LoopConfig, adapter: harnesses.Harness, request: Any, fol
                                  lambda: prompts.verify_prompt(cfg, loop_dir, ctx), costs)
 
 
-def _after_record(project: Project, name: str, cfg: LoopConfig, watch: deferral.Watch, verdict: Verdict,
+def _after_record(loop: Loop, cfg: LoopConfig, watch: deferral.Watch, verdict: Verdict,
                   new: dict[str, Any], started: float) -> str | None:
     """After a recorded (not deferred) tick: the account deferral (recorded when a role hit a
     usage limit, cleared when none did) and the max_unscored brake. Returns a new halt or None."""
     if watch.limit is not None:  # the tick halted after its commit, but the account still waits
-        deferrals.record(cfg.harness.name, watch.limit.reset_epoch, watch.limit.message, name)
+        deferrals.record(cfg.harness.name, watch.limit.reset_epoch, watch.limit.message, loop.name)
     else:
         deferrals.clear(cfg.harness.name, started_at=started)
     if verdict.score is None and new["status"] == "running":
-        return unscored.check(project, name, cfg)
+        return unscored.check(loop, cfg)
     return None
 
 

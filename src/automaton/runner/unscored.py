@@ -12,12 +12,11 @@ not the verifier's failure and is skipped; so is a tick put off by a usage limit
 
 from __future__ import annotations
 
-from automaton.commands import loop_gate
+from automaton.commands.halts import halt_now
 from automaton.core.chain import LogLine
 from automaton.core.loopconfig import LoopConfig
-from automaton.store import loops as store
-from automaton.store.layout import Project
 from automaton.store.looplog import MARK_EVENTS
+from automaton.store.loops import Loop
 
 REASON = "verifier_failed"
 
@@ -41,16 +40,16 @@ def detail(count: int, name: str) -> str:
             f" automaton --doctor --loop {name}")
 
 
-def check(project: Project, name: str, cfg: LoopConfig) -> str | None:
+def check(loop: Loop, cfg: LoopConfig) -> str | None:
     """After a tick's record: halt a running loop `verifier_failed` when its last
     `brakes.max_unscored` ticks (or more) had no score. Returns the halt (`reason: detail`) or
     None. A tampered or no longer running loop is left to the gate."""
-    rec = store.inspect(project, name)
+    rec = loop.inspect()
     if rec.tamper or rec.state["status"] != "running":
         return None
     count = streak(rec.chain.lines)
     if count < cfg.brakes.max_unscored:
         return None
-    why = detail(count, name)
-    loop_gate.halt_now(project, name, REASON, why, "unscored", {"unscored": count})
+    why = detail(count, loop.name)
+    halt_now(loop, REASON, why, "unscored", {"unscored": count})
     return f"{REASON}: {why}"

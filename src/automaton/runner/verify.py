@@ -2,10 +2,22 @@
 
 The agent's working tree is never what gets verified: whatever it left uncommitted, whatever
 it hid from git, a `conftest.py` it planted — none of that reaches the verifier. The runner
-exports the tree of the commit it made itself (`git archive`), replaces every protected path
-(`blast_radius.protected`) with the base commit's version, and runs the verify command or the
-verify agent there, inside the sandbox with only that export and a temp dir writable. A loop
-without a worktree (no commit to export) is verified in place, read-only.
+exports the tree of the commit it made itself (read from the object database, no attributes
+or filters), replaces every protected path (`blast_radius.protected`) with the base commit's
+version, and runs the verify command or the verify agent there, inside the sandbox with only
+that export and a temp dir writable. A loop without a worktree (no commit to export) is
+verified in place, read-only.
+
+Where this process is a child subreaper (Linux), the export is kept between ticks
+(`kept_export`) and brought up to date by `git.export.refresh_export`, which reads every file
+in it and compares it with the commit's blob before the verifier runs: writing a repository's
+files on every tick cost far more than the rest of the tick (BENCHMARKS.md, figure 4). What
+that rests on (SECURITY.md, "The verifier's export"): the folder is in a private folder of
+this user outside the project, where no agent process of a tick may write (the sandbox gives
+the verifier that export only); the comparison happens when no process of an earlier run can
+still write there: `proc.run_streaming` kills every descendant of a run when it ends, and a
+run that did not end that way (the runner killed mid-verify) leaves no `.idle` mark, so the
+next tick removes the folder, inode and all, and exports into a new one.
 """
 
 from __future__ import annotations
@@ -23,6 +35,7 @@ from automaton.core.verdicts import Verdict, from_agent, from_command
 from automaton.harnesses import HarnessRequest
 from automaton.proc import run_streaming
 from automaton.runner import leftovers
+from automaton.store.layout import kept_export_of, kept_exports_dir
 
 # Builds the policy of one process: (cwd, label, harness name) -> Policy | None.
 PolicyFor = Callable[[Path, str, str], Policy | None]
@@ -31,25 +44,111 @@ PolicyFor = Callable[[Path, str, str], Policy | None]
 @dataclass(frozen=True)
 class VerifyPlace:
     """cwd: where the verifier runs (an export, or the main checkout); exported: whether it is
-    a clean export (then removed after the run)."""
+    a clean export (then removed after the run, unless kept); idle: the mark to write once the
+    verifier's run ended and every process it started is dead, for a kept export (else None)."""
 
     cwd: Path
     exported: bool
+    idle: Path | None = None
 
 
 def place(cfg: LoopConfig, repo: Path, commit: str | None, base: str | None, tmp: Path, fallback_cwd: Path) -> \
         VerifyPlace:
-    """Export `commit` (with protected paths from `base`) into `tmp/verify-tree`; without a
-    commit to export, the verifier runs in `fallback_cwd`. Raises DriftError when git fails
-    (an ExportError: the tick then records an unscored verdict; it never verifies the agent's
+    """Export `commit` (with protected paths from `base`) into the loop's kept export
+    (`kept_export`) or, where there is none, into `tmp/verify-tree`; without a commit to
+    export, the verifier runs in `fallback_cwd`. Raises DriftError when git fails (an
+    ExportError: the tick then records an unscored verdict; it never verifies the agent's
     tree instead)."""
     if commit is None or base is None:
         return VerifyPlace(fallback_cwd, False)
-    from automaton.git.export import export_tree
+    from automaton.git.export import ExportError, export_tree, refresh_export
 
-    dest = tmp / "verify-tree"
-    export_tree(repo, commit, dest, protected=protected_patterns(cfg, repo), base_commit=base)
-    return VerifyPlace(dest, True)
+    protected = protected_patterns(cfg, repo)
+    kept = kept_export(repo, cfg.name)
+    if kept is None:
+        dest = tmp / "verify-tree"
+        export_tree(repo, commit, dest, protected=protected, base_commit=base)
+        return VerifyPlace(dest, True)
+    folder, idle = kept
+    quiet = _take_mark(idle)  # from here until the mark is written again, the folder is suspect
+    if not quiet:
+        _remove(folder)  # a run that may have left a process behind: a new folder, a new inode
+    try:
+        refresh_export(repo, commit, folder, protected=protected, base_commit=base)
+    except ExportError:
+        if not quiet:
+            raise
+        _remove(folder)  # something in the kept folder could not be repaired: export afresh
+        refresh_export(repo, commit, folder, protected=protected, base_commit=base)
+    return VerifyPlace(folder, True, idle)
+
+
+def kept_export(repo: Path, loop: str) -> tuple[Path, Path] | None:
+    """(the kept export folder of loop `loop` of the project at `repo`, its idle mark), or None
+    where none may be kept: not Linux (no child subreaper, so a verifier's daemon could outlive
+    its run), or the folder of kept exports (`store/layout.py` `kept_exports_dir`) is not a
+    real folder of this user alone (made 0700).
+
+    Outside the project on purpose: a verifier run inside it would find the project's own
+    `conftest.py`, `pyproject.toml` or `.git` above the export. In the user's cache folder, not
+    the temp dir: it outlives reboots' temp cleaning without surprise, `--remove-loop` deletes
+    it (`kept_export_of`), and no agent sandbox may write there."""
+    from automaton.sandbox.reaper import become_subreaper
+
+    if not become_subreaper() or not hasattr(os, "getuid"):
+        return None
+    import stat
+
+    uid = os.getuid()
+    top = kept_exports_dir()
+    try:
+        top.mkdir(mode=0o700, parents=True)
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    try:
+        st = os.lstat(top)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid or stat.S_IMODE(st.st_mode) & 0o077:
+        return None
+    folder = kept_export_of(repo, loop)
+    return folder, folder.with_name(folder.name + ".idle")
+
+
+def _take_mark(idle: Path) -> bool:
+    """Remove the idle mark; whether it was there."""
+    try:
+        os.unlink(idle)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _remove(folder: Path) -> None:
+    """Remove `folder` and everything in it without following a symlink (a symlink or file in
+    its place is removed itself); missing is fine."""
+    import stat
+
+    try:
+        st = os.lstat(folder)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(st.st_mode):
+        os.unlink(folder)
+        return
+
+    def unlock(func: object, path: str, exc: object) -> None:
+        # a folder the verifier made unreadable or unwritable: give it back a mode, retry
+        os.chmod(os.path.dirname(path), 0o700)
+        if os.path.isdir(path) and not os.path.islink(path):
+            os.chmod(path, 0o700)
+            shutil.rmtree(path, onerror=unlock)
+        elif os.path.lexists(path):
+            os.unlink(path)
+
+    shutil.rmtree(folder, onerror=unlock)
 
 
 def protected_patterns(cfg: LoopConfig, repo: Path) -> list[str]:
@@ -78,8 +177,13 @@ def run_verify(cfg: LoopConfig, adapter: harnesses.Harness, request: Callable[..
         if res.timed_out:
             return Verdict(None, False, False, "verify agent timed out", "agent")
         return from_agent(res.final_text)
+    except BaseException:
+        where = VerifyPlace(where.cwd, where.exported)  # no idle mark: the next tick starts afresh
+        raise
     finally:
-        if where.exported:
+        if where.idle is not None:
+            where.idle.touch()  # the run ended and proc.run_streaming killed what it left
+        elif where.exported:
             shutil.rmtree(where.cwd, ignore_errors=True)
 
 

@@ -6,18 +6,18 @@ import os
 from pathlib import Path
 from typing import Any
 
+from automaton.commands.halts import stop_schedule
 from automaton.core.errors import BadInput, Refused
 from automaton.core.loopconfig import LoopConfig
 from automaton.git.worktree import WorktreeResult, ensure_worktree, worktree_path
-from automaton.store import loops as store
-from automaton.store.layout import Project
+from automaton.store.loops import Loop
 
 # Fallbacks to the main checkout that lift no brake for a loop that never had a worktree:
 # there is no repository to make one in.
 _HARMLESS = ("no_git", "not_repo")
 
 
-def ensure_for_tick(project: Project, name: str, cfg: LoopConfig, state: dict[str, Any]) -> WorktreeResult:
+def ensure_for_tick(loop: Loop, cfg: LoopConfig, state: dict[str, Any]) -> WorktreeResult:
     """Ensure the worktree (tick step 6 in docs/architecture.md) and record `worktree_path`,
     `worktree_branch`, `base_commit`, `worktree_fallback` when they change. use_worktree false:
     nothing is recorded (no state mutation).
@@ -33,7 +33,7 @@ def ensure_for_tick(project: Project, name: str, cfg: LoopConfig, state: dict[st
     its branch. `worktree_fallback`, once set, stays set until a human approves
     (commands.loops.approve_loop), so a fallback is never forgotten by the next good tick.
     """
-    loop_dir = project.loop_dir(store.require_tracked(project, name))
+    project, name, loop_dir = loop.project, loop.name, loop.dir
     result = ensure_worktree(
         project.root, loop_dir, name, use_worktree=cfg.blast_radius.use_worktree,
         base_branch=cfg.blast_radius.base_branch, recorded_path=state["worktree_path"],
@@ -42,7 +42,7 @@ def ensure_for_tick(project: Project, name: str, cfg: LoopConfig, state: dict[st
     if not cfg.blast_radius.use_worktree:
         return result
     if result.fallback is not None and _must_halt(result, state, loop_dir):
-        _halt_lost_worktree(project, name, str(state["worktree_path"] or worktree_path(loop_dir)), result.fallback)
+        _halt_lost_worktree(loop, str(state["worktree_path"] or worktree_path(loop_dir)), result.fallback)
     if result.kind == "failed":
         # A repository is there but no worktree can be made (no commit yet, a base_branch that
         # names no commit, git failing): running in the main checkout would drop the drift and
@@ -65,10 +65,10 @@ def ensure_for_tick(project: Project, name: str, cfg: LoopConfig, state: dict[st
                                      "base": result.base_commit, "created": result.created}
         if result.cleared_stale:
             fields["cleared_stale"] = state["worktree_path"]
-        store.update_state(project, name, "WORKTREE", fields, record)
+        loop.update_state("WORKTREE", fields, record)
     else:
         fields = {"reason": "worktree_fallback", "detail": result.fallback, "cwd": str(result.path)}
-        store.update_state(project, name, "WARNING", fields, record)
+        loop.update_state("WARNING", fields, record)
     return result
 
 
@@ -85,7 +85,7 @@ def _must_halt(result: WorktreeResult, state: dict[str, Any], loop_dir: Path) ->
     return had or os.path.lexists(worktree_path(loop_dir))
 
 
-def _halt_lost_worktree(project: Project, name: str, recorded: str, why: str) -> None:
+def _halt_lost_worktree(loop: Loop, recorded: str, why: str) -> None:
     """The tick cannot run in the loop's worktree (an agent switched its branch, moved,
     replaced or symlinked it): falling back to the main checkout would lift the blast radius
     and skip the drift gate, so the loop halts with drift_detected instead and keeps the
@@ -95,10 +95,8 @@ def _halt_lost_worktree(project: Project, name: str, recorded: str, why: str) ->
     def halt(s: dict[str, Any]) -> None:
         s.update(status="halted", halt_reason="drift_detected", halt_detail=detail)
 
-    store.update_state(project, name, "HALT", {"reason": "drift_detected", "detail": detail, "gate": "worktree",
-                                               "recorded": recorded}, halt)
-    from automaton.commands.schedule import disable_best_effort  # best effort, never raises
-
-    disable_best_effort(project, store.require_tracked(project, name))
-    raise Refused(f"loop {name} halted (drift_detected): {detail}; the tick did not run in the main checkout."
-                  f" Repair the worktree, then a human runs: automaton --approve --loop {name}")
+    loop.update_state("HALT", {"reason": "drift_detected", "detail": detail, "gate": "worktree",
+                               "recorded": recorded}, halt)
+    stop_schedule(loop)  # best effort, never raises
+    raise Refused(f"loop {loop.name} halted (drift_detected): {detail}; the tick did not run in the main checkout."
+                  f" Repair the worktree, then a human runs: automaton --approve --loop {loop.name}")

@@ -94,8 +94,8 @@ def _landlock_level() -> int:
 
 class Confinement:
     """A `preexec_fn` for subprocess.Popen confining the child to a policy with Landlock.
-    It holds the rules' paths open (see `landlock.Prepared`): `close` it, or use it as a
-    context manager, once Popen has returned."""
+    It holds the ruleset open (see `landlock.Prepared`): `close` it, or use it as a context
+    manager, once Popen has returned."""
 
     def __init__(self, prepared: landlock.Prepared, label: str) -> None:
         self._prepared, self._label = prepared, one_line(label)
@@ -124,10 +124,10 @@ class Confinement:
 def preexec(policy: Policy) -> Confinement:
     """A `preexec_fn` (callable, no arguments) that confines the forked child to `policy`.
 
-    The rules are made and their paths opened now, in the parent: SandboxError (one line)
-    for an invalid policy, a path that cannot be opened, or no Landlock here. In the child it
-    only makes the Landlock system calls; a failure there writes `sandbox failed: …` to the
-    child's stderr and raises, so the child never execs and Popen raises
+    The ruleset is built now, in the parent: SandboxError (one line) for an invalid policy, a
+    path that cannot be opened, a rule the kernel refuses, or no Landlock here. In the child it
+    only sets no_new_privs and restricts itself; a failure there writes `sandbox failed: …` to
+    the child's stderr and raises, so the child never execs and Popen raises
     subprocess.SubprocessError."""
     level = _landlock_level()
     try:

@@ -9,10 +9,13 @@ with the size the running ABI knows; struct landlock_path_beneath_attr is a pack
 s32; PR_SET_NO_NEW_PRIVS must be set before landlock_restrict_self without CAP_SYS_ADMIN
 (it is always set here: no setuid program can regain what the sandbox took).
 
-`Prepared` opens every rule's path (O_PATH, close-on-exec) and fills the kernel structures
-in the parent, where a failure is reported plainly; `apply` then only makes system calls
-with ready numbers, which is what a forked child of a threaded parent may safely do (and
-takes a third of the time Python objects would).
+`Prepared` opens every rule's path (O_PATH, close-on-exec) and builds the ruleset in the
+parent (landlock_create_ruleset, one landlock_add_rule per path; the paths are closed again:
+a rule holds its inode, not the descriptor), where a failure is reported plainly; `apply`
+then makes two system calls with ready numbers (no_new_privs, landlock_restrict_self of that
+ruleset), which is what a forked child of a threaded parent may safely do. The child of a
+`preexec_fn` runs Python in a copy of the runner: the less it does there, the less of that
+copy it touches (BENCHMARKS.md, figure 6).
 """
 
 from __future__ import annotations
@@ -57,34 +60,42 @@ def abi() -> int:
 
 
 class Prepared:
-    """`rules` ready for a kernel of Landlock ABI `level`: each existing path opened, its
-    rights cut to what that ABI handles (and to what a file may take when it is not a
-    directory; a symlink gets none). Holds file descriptors until `close`. OSError naming
-    the path when one cannot be opened for another reason than being missing."""
+    """`rules` made into a Landlock ruleset for a kernel of ABI `level`: each existing path
+    opened, its rights cut to what that ABI handles (and to what a file may take when it is not
+    a directory; a symlink gets none), added to the ruleset, closed again. Holds the ruleset's
+    file descriptor (close-on-exec) until `close`. OSError naming the path when one cannot be
+    opened for another reason than being missing, or the kernel refuses a rule."""
 
     def __init__(self, rules: Sequence[Rule], level: int) -> None:
         _libc.preload()
         self.handled = rights.handled(level)
-        self._attr = _RulesetAttr(self.handled, 0, rights.scopes(level))
-        self._attr_size = 8 if level < 4 else 16 if level < 6 else 24
-        self.fds: list[int] = []
-        self.paths: list[str] = []
-        access: list[int] = []
+        attr = _RulesetAttr(self.handled, 0, rights.scopes(level))
+        size = 8 if level < 4 else 16 if level < 6 else 24
+        self.ruleset = -1
+        fds: list[int] = []
         try:
+            opened: list[tuple[str, int, int]] = []
             for rule in rules:
                 found = self._open(rule)
                 if found is not None:
-                    self.fds.append(found[0])
-                    self.paths.append(rule.path)
-                    access.append(found[1])
+                    fds.append(found[0])
+                    opened.append((rule.path, *found))
+            self.ruleset = _libc.syscall(SYS_CREATE_RULESET, ctypes.addressof(attr), size, 0,
+                                         what="landlock_create_ruleset")
+            beneath = _PathBeneathAttr()
+            for path, fd, access in opened:
+                beneath.allowed_access, beneath.parent_fd = access, fd
+                try:
+                    _libc.syscall(SYS_ADD_RULE, self.ruleset, RULE_PATH_BENEATH, ctypes.addressof(beneath), 0,
+                                  what="landlock_add_rule")
+                except OSError as exc:
+                    raise OSError(exc.errno, f"{exc.strerror} ({path})") from None
         except BaseException:
             self.close()
             raise
-        self._beneath = (_PathBeneathAttr * max(1, len(self.fds)))()
-        for i, fd in enumerate(self.fds):
-            self._beneath[i].allowed_access, self._beneath[i].parent_fd = access[i], fd
-        size = ctypes.sizeof(_PathBeneathAttr)
-        self._addresses = [ctypes.addressof(self._beneath) + i * size for i in range(len(self.fds))]
+        finally:
+            for fd in fds:
+                os.close(fd)
 
     def _open(self, rule: Rule) -> tuple[int, int] | None:
         flags = os.O_PATH | os.O_CLOEXEC | (0 if rule.follow else os.O_NOFOLLOW)
@@ -104,26 +115,16 @@ class Prepared:
         return fd, access
 
     def apply(self) -> None:
-        """Restrict the calling thread (and every process it later starts) to the rules:
-        no_new_privs, a ruleset handling every right the ABI knows (from ABI 6 also scoping
-        signals and abstract UNIX sockets), the rules, landlock_restrict_self. The network
-        is not restricted. OSError naming the failing call; the thread may then be partly
-        restricted and must not go on to run the command."""
+        """Restrict the calling thread (and every process it later starts) to the ruleset:
+        no_new_privs, then landlock_restrict_self (the ruleset handles every right the ABI
+        knows, from ABI 6 also scoping signals and abstract UNIX sockets; the network is not
+        restricted). OSError naming the failing call; the thread may then be partly restricted
+        and must not go on to run the command."""
         _libc.prctl(_libc.PR_SET_NO_NEW_PRIVS, 1, "prctl(PR_SET_NO_NEW_PRIVS)")
-        ruleset = _libc.syscall(SYS_CREATE_RULESET, ctypes.addressof(self._attr), self._attr_size, 0,
-                                what="landlock_create_ruleset")
-        try:
-            for i, address in enumerate(self._addresses):
-                try:
-                    _libc.syscall(SYS_ADD_RULE, ruleset, RULE_PATH_BENEATH, address, 0, what="landlock_add_rule")
-                except OSError as exc:
-                    raise OSError(exc.errno, f"{exc.strerror} ({self.paths[i]})") from None
-            _libc.syscall(SYS_RESTRICT_SELF, ruleset, 0, what="landlock_restrict_self")
-        finally:
-            os.close(ruleset)
+        _libc.syscall(SYS_RESTRICT_SELF, self.ruleset, 0, what="landlock_restrict_self")
 
     def close(self) -> None:
-        """Close the opened paths (in this process; a child's copies close at exec)."""
-        fds, self.fds = self.fds, []
-        for fd in fds:
-            os.close(fd)
+        """Close the ruleset (in this process; a child's copy closes at exec)."""
+        ruleset, self.ruleset = self.ruleset, -1
+        if ruleset >= 0:
+            os.close(ruleset)

@@ -46,9 +46,13 @@ def _table() -> dict[int, tuple[int, str]]:
     for name in names:
         if not name.isdigit():
             continue
-        try:
-            with open(f"{PROC}/{name}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
+        try:  # os.open/os.read: a file object per process cost twice the reading (hundreds per run)
+            fd = os.open(f"{PROC}/{name}/stat", os.O_RDONLY)
+            try:
+                data = os.read(fd, 4096)
+            finally:
+                os.close(fd)
+            fields = data.rsplit(b")", 1)[1].split()
             out[int(name)] = (int(fields[1]), fields[0].decode("ascii", "replace"))
         except (OSError, IndexError, ValueError):
             continue  # gone meanwhile

@@ -28,8 +28,17 @@ _BUILTIN_DEFAULTS: dict[str, float | int] = {
 }
 
 
+# $AUTOMATON_HOME -> config.md's path. `framework_home()` depends on that variable alone, and
+# building the path cost as much as the `stat` that `loop_defaults` does on every loop it reads.
+_PATHS: dict[str | None, Path] = {}
+
+
 def config_path() -> Path:
-    return framework_home() / "config.md"
+    home = os.environ.get("AUTOMATON_HOME")
+    path = _PATHS.get(home)
+    if path is None:
+        path = _PATHS[home] = framework_home() / "config.md"
+    return path
 
 
 def _section(text: str, title: str) -> list[str] | None:

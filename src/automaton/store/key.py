@@ -127,6 +127,13 @@ def _owner_may_read(path: Path) -> bool:
             and file.st_uid == uid and bool(file.st_mode & 0o400))
 
 
+def hidden_here(path: Path) -> bool:
+    """Whether a PermissionError on `path` (a file in the key's folder) is a denial its
+    permission bits do not explain: the kernel sandbox around an agent hides that folder. The
+    decision `KeyHidden` rests on, for the other files kept beside the key."""
+    return _owner_may_read(path)
+
+
 def _create(path: Path) -> bytes:
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -26,6 +26,24 @@ def framework_home() -> Path:
     return Path(__file__).parent.parent / "resources"
 
 
+def kept_exports_dir() -> Path:
+    """The folder of this user's kept verifier exports: `$XDG_CACHE_HOME/automaton/exports`
+    (an absolute XDG_CACHE_HOME only, per the XDG base directory spec), else
+    `~/.cache/automaton/exports`."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / "automaton" / "exports"
+
+
+def kept_export_of(repo: Path, loop: str) -> Path:
+    """The kept verifier export of loop `loop` of the project at `repo` (it may not exist): one
+    folder per project path and loop name, under `kept_exports_dir()`."""
+    import hashlib  # not at module level: the hook path imports this module and never hashes
+
+    key = hashlib.sha256(os.fsencode(f"{os.path.realpath(repo)}\0{loop}")).hexdigest()[:32]
+    return kept_exports_dir() / key
+
+
 def _git_common_root(start: Path) -> Path | None:
     """Inside a linked worktree, the main checkout that owns it (`git rev-parse --git-common-dir`)."""
     if not (start / ".git").is_file():

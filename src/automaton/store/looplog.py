@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
 
 from automaton.core.chain import LogLine
 from automaton.core.errors import BadInput
 from automaton.core.loopconfig import COMMIT_HEX, initial_state
 from automaton.core.names import LoopName, TaskRef
 from automaton.store.chainlog import utc_now
+
+TYPE_CHECKING = False  # typing stays off the loop readers' paths (core/record.py says why)
+if TYPE_CHECKING:
+    from typing import Any
 
 STATE_FILE = ".state.loop"
 LOG_FILE = ".state.log"

@@ -11,22 +11,22 @@ and its closing `TICK n=…` line may give back at most that reservation (a `TIC
 line, a tick put off by a usage limit, also its one iteration: `store.looplog`). Every read checks the
 log against itself and the state (`log_finding`): a counter that goes down, a state below its
 log, or an event this code never writes is tampering.
+
+A loop's name is looked up once (`Loop.resolve`: valid, a folder, tracked); the `Loop` it
+returns carries the paths and the readers, and is what a tick and the loop commands pass down.
+The module functions that take `(project, name)` resolve on every call, for callers that hold
+no handle.
 """
 
 from __future__ import annotations
 
-import copy
-import hashlib
 import json
 import os
-import shutil
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import contextmanager  # store.locks loads it anyway
 from pathlib import Path
-from typing import Any
 
 from automaton.core.chain import ChainCheck
+from automaton.core.digest import sha256_hex  # not hashlib (OpenSSL): see core/digest.py
 from automaton.core.errors import BadInput, CorruptState, Refused
 from automaton.core.loopconfig import (
     DEATHS,
@@ -36,8 +36,9 @@ from automaton.core.loopconfig import (
     validate_state,
 )
 from automaton.core.names import NAME_RE, LoopName, TaskRef
+from automaton.core.record import record  # not dataclasses (inspect, ast, dis): see core/record.py
 from automaton.store import chainlog
-from automaton.store.atomic import append_line, atomic_write
+from automaton.store.atomic import append_line, atomic_write, read_all
 from automaton.store.config import loop_defaults
 from automaton.store.layout import Project
 from automaton.store.locks import locked
@@ -46,11 +47,20 @@ from automaton.store.looplog import EPS_USD, GROWING, log_finding, rebuilt_state
 from automaton.store.looplog import EVENTS as EVENTS
 from automaton.store.looplog import untampered_counters as untampered_counters
 
+# Annotations only: `--loop-list`, `--check-gate` and a tick that gives up import this module,
+# and none of them needs typing or collections.abc at run time.
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy reads the name)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from contextlib import AbstractContextManager
+    from typing import Any
+
 STATE_FILE = ".state.loop"
 LOG_FILE = ".state.log"
 TICK_LOCK = ".lock"
 STATE_LOCK = ".state.lock"
 CONFIG_FILE = "loop.json"
+RUNS_DIR = "runs"  # runs/<n>/: what each tick left (prompts, transcripts, verdict, cost)
 SEALED_COPY = "sealed/loop.json"  # the last sealed loop.json, kept to show a human what changed
 UNTRACKED_HINT = "Run --upgrade-loops to bootstrap"  # a stable text: docs/architecture.md#stable-interfaces
 # `.automaton/loops/.archive/<name>-<UTC>/`: what `--remove-loop` keeps of a removed loop. Never a
@@ -80,32 +90,192 @@ class StateTampered(Refused):
 
 def state_token(data: bytes) -> str:
     """The log token of `.state.loop` bytes: `sha256:<hex>`."""
-    return "sha256:" + hashlib.sha256(data).hexdigest()
+    return "sha256:" + sha256_hex(data)
 
 
 def encode_state(state: dict[str, Any]) -> bytes:
     return (json.dumps(state, indent=2, allow_nan=False) + "\n").encode("utf-8")
 
 
+@record(frozen=True)
+class Loop:
+    """A tracked loop, resolved once and passed down instead of `(project, name)`.
+
+    A tick (`runner.tick.tick`) and each loop command resolve the name at their edge
+    (`Loop.resolve`), then hand this value to every step: the name is validated and the folder
+    found tracked once, not again by each step. The paths are derived from `dir`; the readers
+    read the files on every call and cache nothing, since a brake must see each file as it is
+    at the moment it is read (a loop.json changed mid-tick is still caught by the next read).
+    """
+
+    project: Project
+    name: LoopName
+    dir: Path
+
+    @classmethod
+    def resolve(cls, project: Project, name: str) -> Loop:
+        """The tracked loop `name` (one with `.state.loop`, or with the log it was deleted from).
+
+        BadInput for an invalid name, no folder, something other than a folder in its place,
+        or an untracked folder; CorruptState for a `.state.loop` that is not a regular file."""
+        loop = LoopName.of(name)
+        folder = project.loop_dir(loop)
+        # One `stat` each for the folder and the state in the usual case (a tracked loop): the
+        # closer looks below run only when one of them is not what it should be. Every tick,
+        # gate and listed loop resolves here.
+        if not folder.is_dir():
+            stray = not_a_folder(project, loop)
+            if stray is not None:
+                raise BadInput(stray)
+            raise BadInput(f"unknown loop {loop!r}: no folder {folder}; create it with automaton --create-loop")
+        state = folder / STATE_FILE
+        if not state.is_file():
+            if os.path.lexists(state):  # a directory, a dangling or looping link
+                raise CorruptState(f"{state}: not a regular file; it was not written by automaton (counters are"
+                                   f" never reset): remove it, then a human restores it from its log with"
+                                   f" automaton --approve --loop {loop}")
+            if not os.path.lexists(folder / LOG_FILE):
+                # Only a folder with neither file is untracked: a log without its state is a
+                # deletion (tampering, rebuilt from the log by a human approval), never a fresh start.
+                raise BadInput(f"loop {loop!r} is UNTRACKED (no {STATE_FILE}, no {LOG_FILE}): {untracked_hint(loop)}")
+        return cls(project, loop, folder)
+
+    # ---- paths (docs/architecture.md#loop-files) ----
+
+    @property
+    def state_file(self) -> Path:
+        return self.dir / STATE_FILE
+
+    @property
+    def log_file(self) -> Path:
+        return self.dir / LOG_FILE
+
+    @property
+    def state_lock(self) -> Path:
+        return self.dir / STATE_LOCK
+
+    @property
+    def tick_lock(self) -> Path:
+        return self.dir / TICK_LOCK
+
+    @property
+    def config_file(self) -> Path:
+        return self.dir / CONFIG_FILE
+
+    @property
+    def sealed_file(self) -> Path:
+        return self.dir / SEALED_COPY
+
+    @property
+    def runs(self) -> Path:
+        return self.dir / RUNS_DIR
+
+    def run_dir(self, n: int) -> Path:
+        """`runs/<n>/`, the folder of tick `n`."""
+        return self.runs / str(n)
+
+    @property
+    def worktree(self) -> Path:
+        """Where the loop's worktree belongs (the state's `worktree_path` says where it is)."""
+        return self.project.worktree_dir(self.name)
+
+    # ---- loop.json and its seal ----
+
+    def read_config(self) -> LoopConfig:
+        """loop.json, validated on every read (fail closed: BadInput naming the file and key)."""
+        path = self.config_file
+        try:
+            data = read_all(path)  # os.open/os.read: half of what open() costs, once per loop listed
+        except OSError as exc:
+            raise BadInput(f"{path}: cannot read ({exc.strerror}); restore it or re-create the loop") from None
+        config = parse_config_bytes(data, str(path))
+        if config.name != self.name:
+            raise BadInput(f"{path}: name {config.name!r} does not match the loop folder {self.name!r}")
+        return config
+
+    def config_sha256(self) -> str:
+        return config_sha256(self.project, self.name)
+
+    def config_bytes(self) -> bytes | None:
+        return config_bytes(self.project, self.name)
+
+    def sealed_copy(self) -> bytes | None:
+        return sealed_copy(self.project, self.name)
+
+    def keep_sealed_copy(self, sha256: str) -> bool:
+        return keep_sealed_copy(self.project, self.name, sha256)
+
+    def bound_tasks(self, state: dict[str, Any]) -> list[str]:
+        """The task(s) the loop works on: see the module function `bound_tasks`."""
+        try:
+            cfg_task = self.read_config().task
+        except BadInput:
+            cfg_task = None
+        names: list[str] = []
+        for task in (cfg_task, state["current_task"]):
+            if task is not None and task not in names:
+                names.append(task)
+        return names
+
+    # ---- state and log ----
+
+    def inspect(self) -> LoopRecord:
+        """State and log, tamper finding included (CorruptState for an unreadable state)."""
+        found = _load(self.project, self.name, under_lock=False, folder=self.dir)
+        if found is not None:
+            return found
+        with locked(self.state_lock):  # a writer was mid-commit: settle it
+            found = _load(self.project, self.name, under_lock=True, folder=self.dir)
+        assert found is not None
+        return found
+
+    def read_state(self) -> dict[str, Any]:
+        """The validated state; CorruptState (exit 2) naming the file; StateTampered (exit 1)."""
+        rec = self.inspect()
+        if rec.tamper:
+            raise StateTampered(f"{rec.tamper}; a human clears it with: automaton --approve --loop {rec.name}")
+        return rec.state
+
+    @contextmanager
+    def session(self, *, rebuild: bool = False) -> Iterator[Session]:
+        """Hold the state lock and yield the freshly read record (interrupted commits finished).
+
+        `rebuild` (a human's approval only): an unreadable state with an intact log comes back
+        as a tampered record whose state is rebuilt from the log (`rebuilt_state`), instead of
+        CorruptState."""
+        with locked(self.state_lock):
+            rec = _load(self.project, self.name, under_lock=True, rebuild=rebuild, folder=self.dir)
+            assert rec is not None
+            yield Session(rec)
+
+    def update_state(self, event: str, fields: dict[str, object], mutate: Callable[[dict[str, Any]], None], *,
+                     refund_usd: float = 0.0, refund_iterations: int = 0) -> dict[str, Any]:
+        """ONE locked read-modify-write plus its chained log line (an event of EVENTS); returns
+        the new state.
+
+        `mutate` edits a copy in place. Raises StateTampered for a tampered state, CorruptState
+        for an unreadable one, ValueError (a bug) when the result is invalid, the event is not
+        one of EVENTS, or a counter would decrease (spent_usd by more than `refund_usd`,
+        iteration_count by more than `refund_iterations`, see Session.commit).
+        """
+        with self.session() as s:
+            if s.rec.tamper:
+                raise StateTampered(f"{s.rec.tamper}; a human clears it with: automaton --approve --loop {s.rec.name}")
+            import copy  # here: the readers (--loop-list, a tick that gives up) never copy a state
+
+            new = copy.deepcopy(s.rec.state)
+            mutate(new)
+            return s.commit(event, fields, new, refund_usd=refund_usd, refund_iterations=refund_iterations)
+
+    def log_event(self, event: str, fields: dict[str, object]) -> None:
+        """A chained log line that leaves the state unchanged (e.g. `SKIPPED reason=busy`, `WARNING`)."""
+        with self.session() as s:
+            s.log(event, fields)
+
+
 def require_tracked(project: Project, name: str) -> LoopName:
-    """The validated name of a tracked loop (one with `.state.loop`); BadInput otherwise."""
-    loop = LoopName.of(name)
-    folder = project.loop_dir(loop)
-    stray = not_a_folder(project, loop)
-    if stray is not None:
-        raise BadInput(stray)
-    if not folder.is_dir():
-        raise BadInput(f"unknown loop {loop!r}: no folder {folder}; create it with automaton --create-loop")
-    state = folder / STATE_FILE
-    if os.path.lexists(state) and not state.is_file():  # a directory, a dangling or looping link
-        raise CorruptState(f"{state}: not a regular file; it was not written by automaton (counters are never"
-                           f" reset): remove it, then a human restores it from its log with"
-                           f" automaton --approve --loop {loop}")
-    if not state.is_file() and not os.path.lexists(folder / LOG_FILE):
-        # Only a folder with neither file is untracked: a log without its state is a deletion
-        # (tampering, rebuilt from the log by a human approval), never a fresh start.
-        raise BadInput(f"loop {loop!r} is UNTRACKED (no {STATE_FILE}, no {LOG_FILE}): {untracked_hint(loop)}")
-    return loop
+    """The validated name of a tracked loop; BadInput otherwise (`Loop.resolve`, which checks it)."""
+    return Loop.resolve(project, name).name
 
 
 def list_loops(project: Project) -> list[LoopName]:
@@ -140,7 +310,7 @@ def tick_lock_path(project: Project, name: str) -> Path:
 def config_sha256(project: Project, name: LoopName) -> str:
     """SHA-256 hex of loop.json now; "" when it is missing or unreadable (never equal to a seal)."""
     try:
-        return hashlib.sha256((project.loop_dir(name) / CONFIG_FILE).read_bytes()).hexdigest()
+        return sha256_hex(read_all(project.loop_dir(name) / CONFIG_FILE))
     except OSError:
         return ""
 
@@ -148,7 +318,7 @@ def config_sha256(project: Project, name: LoopName) -> str:
 def config_bytes(project: Project, name: LoopName) -> bytes | None:
     """loop.json's bytes now; None when it is missing or unreadable."""
     try:
-        return (project.loop_dir(name) / CONFIG_FILE).read_bytes()
+        return read_all(project.loop_dir(name) / CONFIG_FILE)
     except OSError:
         return None
 
@@ -168,7 +338,7 @@ def keep_sealed_copy(project: Project, name: LoopName, sha256: str) -> bool:
     recorded); False, with nothing written, when loop.json changed meanwhile (the old copy then
     no longer matches the seal, and is not shown as the sealed one)."""
     data = config_bytes(project, name)
-    if data is None or hashlib.sha256(data).hexdigest() != sha256:
+    if data is None or sha256_hex(data) != sha256:
         return False
     target = project.loop_dir(name) / SEALED_COPY
     target.parent.mkdir(exist_ok=True)
@@ -182,24 +352,15 @@ def parse_config_bytes(data: bytes, source: str) -> LoopConfig:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise BadInput(f"{source}: not UTF-8 text") from None
-    return parse_config(loads_strict(text, source), source, loop_defaults(), hashlib.sha256(data).hexdigest())
+    return parse_config(loads_strict(text, source), source, loop_defaults(), sha256_hex(data))
 
 
 def read_config(project: Project, name: str) -> LoopConfig:
-    """loop.json of a tracked loop, validated on every read (fail closed)."""
-    loop = require_tracked(project, name)
-    path = project.loop_dir(loop) / CONFIG_FILE
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot read ({exc.strerror}); restore it or re-create the loop") from None
-    config = parse_config_bytes(data, str(path))
-    if config.name != loop:
-        raise BadInput(f"{path}: name {config.name!r} does not match the loop folder {loop!r}")
-    return config
+    """loop.json of a tracked loop, validated on every read (fail closed): `Loop.read_config`."""
+    return Loop.resolve(project, name).read_config()
 
 
-@dataclass
+@record
 class LoopRecord:
     """A loop's state as found. `tamper` is empty when `.state.loop` is the one its log sealed."""
 
@@ -229,20 +390,22 @@ def _next_step(loop: LoopName, chain: ChainCheck) -> str:
     return f"; its {LOG_FILE} is not intact either: restore both from a backup"
 
 
-def _load(project: Project, loop: LoopName, *, under_lock: bool, rebuild: bool = False) -> LoopRecord | None:
+def _load(project: Project, loop: LoopName, *, under_lock: bool, rebuild: bool = False,
+          folder: Path | None = None) -> LoopRecord | None:
     """Read state + log. Without the lock, None means "looks mid-commit: re-read under the lock".
 
     A deleted `.state.loop` whose log exists is tampering: the record carries a state rebuilt
     from the log. An unreadable state raises CorruptState, or with `rebuild` (a human's
-    approval) and an intact log is rebuilt the same way.
+    approval) and an intact log is rebuilt the same way. `folder`: the loop's folder when the
+    caller holds it (a resolved `Loop`), else derived from `project` and `loop`.
     """
-    folder = project.loop_dir(loop)
+    folder = project.loop_dir(loop) if folder is None else folder
     state_file, log_file = folder / STATE_FILE, folder / LOG_FILE
     if under_lock:
         chainlog.recover(state_file, log_file, _token_of)
     chain = chainlog.read_chain(log_file)
     try:
-        data = state_file.read_bytes()
+        data = read_all(state_file)
     except FileNotFoundError:
         if not under_lock:
             return None
@@ -288,23 +451,13 @@ def _parse_state(data: bytes, state_file: Path, loop: LoopName) -> dict[str, Any
 
 
 def inspect(project: Project, name: str) -> LoopRecord:
-    """Read a tracked loop, tamper finding included (CorruptState for an unreadable state)."""
-    loop = require_tracked(project, name)
-    found = _load(project, loop, under_lock=False)
-    if found is not None:
-        return found
-    with locked(project.loop_dir(loop) / STATE_LOCK):  # a writer was mid-commit: settle it
-        found = _load(project, loop, under_lock=True)
-    assert found is not None
-    return found
+    """Read a tracked loop, tamper finding included: `Loop.inspect`."""
+    return Loop.resolve(project, name).inspect()
 
 
 def read_state(project: Project, name: str) -> dict[str, Any]:
-    """The validated state; CorruptState (exit 2) naming the file; StateTampered (exit 1)."""
-    rec = inspect(project, name)
-    if rec.tamper:
-        raise StateTampered(f"{rec.tamper}; a human clears it with: automaton --approve --loop {rec.name}")
-    return rec.state
+    """The validated state of a tracked loop: `Loop.read_state`."""
+    return Loop.resolve(project, name).read_state()
 
 
 def _fields(state: dict[str, Any], fields: dict[str, object]) -> dict[str, object]:
@@ -367,6 +520,8 @@ class Session:
         an unreadable state file that was rebuilt from the log goes to `.state.loop.broken[-n]`.
         """
         rec = self.rec
+        import copy  # here: only writers copy a state (see Loop.update_state)
+
         new = copy.deepcopy(rec.state)
         new.update(untampered_counters(rec.state, rec.chain.lines), accepted_drift=[])
         mutate(new)
@@ -396,42 +551,22 @@ def _known(event: str) -> None:
         raise ValueError(f"unknown loop log event {event!r}: add it to store.loops.EVENTS")
 
 
-@contextmanager
-def session(project: Project, name: str, *, rebuild: bool = False) -> Iterator[Session]:
-    """Hold the loop's state lock and yield its freshly read record (interrupted commits finished).
-
-    `rebuild` (a human's approval only): an unreadable state with an intact log comes back as a
-    tampered record whose state is rebuilt from the log (`rebuilt_state`), instead of CorruptState.
-    """
-    loop = require_tracked(project, name)
-    with locked(project.loop_dir(loop) / STATE_LOCK):
-        rec = _load(project, loop, under_lock=True, rebuild=rebuild)
-        assert rec is not None
-        yield Session(rec)
+def session(project: Project, name: str, *, rebuild: bool = False) -> AbstractContextManager[Session]:
+    """One locked read-modify-write of a tracked loop: `Loop.session`."""
+    return Loop.resolve(project, name).session(rebuild=rebuild)
 
 
 def update_state(project: Project, name: str, event: str, fields: dict[str, object],
                  mutate: Callable[[dict[str, Any]], None], *, refund_usd: float = 0.0,
                  refund_iterations: int = 0) -> dict[str, Any]:
-    """ONE locked read-modify-write plus its chained log line (an event of EVENTS); returns the new state.
-
-    `mutate` edits a copy in place. Raises StateTampered for a tampered state, CorruptState for
-    an unreadable one, ValueError (a bug) when the result is invalid, the event is not one of
-    EVENTS, or a counter would decrease (spent_usd by more than `refund_usd`, iteration_count by
-    more than `refund_iterations`, see Session.commit).
-    """
-    with session(project, name) as s:
-        if s.rec.tamper:
-            raise StateTampered(f"{s.rec.tamper}; a human clears it with: automaton --approve --loop {s.rec.name}")
-        new = copy.deepcopy(s.rec.state)
-        mutate(new)
-        return s.commit(event, fields, new, refund_usd=refund_usd, refund_iterations=refund_iterations)
+    """`Loop.update_state` of a tracked loop."""
+    return Loop.resolve(project, name).update_state(event, fields, mutate, refund_usd=refund_usd,
+                                                    refund_iterations=refund_iterations)
 
 
 def log_event(project: Project, name: str, event: str, fields: dict[str, object]) -> None:
-    """A chained log line that leaves the state unchanged (e.g. `SKIPPED reason=busy`, `WARNING`)."""
-    with session(project, name) as s:
-        s.log(event, fields)
+    """`Loop.log_event` of a tracked loop."""
+    Loop.resolve(project, name).log_event(event, fields)
 
 
 def create(project: Project, loop: LoopName, files: dict[str, bytes], state: dict[str, Any],
@@ -461,6 +596,8 @@ def create(project: Project, loop: LoopName, files: dict[str, bytes], state: dic
             chainlog.commit(folder / STATE_FILE, folder / LOG_FILE, data, state_token(data), "CREATED",
                             _fields(state, fields), chainlog.read_chain(folder / LOG_FILE))
     except BaseException:
+        import shutil  # here: only a failed create removes a folder
+
         shutil.rmtree(folder, ignore_errors=True)  # nothing half-created
         raise
     return folder
@@ -487,15 +624,11 @@ def bound_tasks(project: Project, loop: LoopName, state: dict[str, Any]) -> list
     """The task(s) loop `loop` works on: loop.json `task` (when loop.json is valid) and the
     state's `current_task`, de-duplicated, loop.json's first. A loop is bound to both: the one
     the human configured and the one its state recorded (fail safe for `halted_owners`)."""
-    names: list[str] = []
     try:
-        cfg_task = read_config(project, loop).task
-    except BadInput:
-        cfg_task = None
-    for task in (cfg_task, state["current_task"]):
-        if task is not None and task not in names:
-            names.append(task)
-    return names
+        handle = Loop.resolve(project, loop)
+    except BadInput:  # as for an invalid loop.json: only the state's task is known
+        return [] if state["current_task"] is None else [state["current_task"]]
+    return handle.bound_tasks(state)
 
 
 def _same_task(task: str, ref: TaskRef) -> bool:
@@ -512,18 +645,19 @@ def halted_owners(project: Project, ref: TaskRef) -> list[tuple[LoopName, str]]:
     tampered loop bound to `ref` raises StateTampered (exit 1): its file's status cannot be
     trusted (the next gate halts it)."""
     owners: list[tuple[LoopName, str]] = []
-    for loop in list_loops(project):
+    for name in list_loops(project):
         try:
-            rec = inspect(project, loop)
+            loop = Loop.resolve(project, name)
+            rec = loop.inspect()
         except CorruptState:
             raise
         except BadInput:
             continue  # untracked: not a loop automaton runs
         state = rec.state
-        bound = any(_same_task(task, ref) for task in bound_tasks(project, loop, state))
+        bound = any(_same_task(task, ref) for task in loop.bound_tasks(state))
         if bound and rec.tamper:
-            raise StateTampered(f"task {ref} is bound to loop {loop!r}, which is tampered ({rec.tamper});"
-                                f" a human clears it with: automaton --approve --loop {loop}")
+            raise StateTampered(f"task {ref} is bound to loop {name!r}, which is tampered ({rec.tamper});"
+                                f" a human clears it with: automaton --approve --loop {name}")
         if bound and state["status"] == "halted" and state["halt_reason"] in DEATHS:
-            owners.append((loop, str(state["halt_reason"])))
+            owners.append((name, str(state["halt_reason"])))
     return owners
