@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench lint clean redteam
+.PHONY: test demo bench lint clean redteam browser screenshots
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -19,7 +19,21 @@ lint: $(STAMP)
 	$(BIN)/mypy --strict src
 	$(BIN)/lint-imports
 
-test: lint
+# The dashboard's browser tests drive Debian's Chromium (browser downloads are not reachable):
+# installed here when this runs as root with apt; elsewhere those tests say what to install.
+browser:
+	@if ! [ -x /usr/bin/chromium ] || ! [ -x /usr/bin/chromedriver ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing chromium and chromium-driver for the dashboard's browser tests"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null 2>&1 || \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; }; \
+	  else \
+	    echo "note: no /usr/bin/chromium or /usr/bin/chromedriver; the browser tests are skipped" \
+	         "(Debian: sudo apt-get install chromium chromium-driver)"; \
+	  fi; \
+	fi
+
+test: lint browser
 	$(BIN)/pytest
 
 demo: $(STAMP)
@@ -28,6 +42,10 @@ demo: $(STAMP)
 # The agent hooks against the attack corpus (tests/redteam/corpus): caught / missed / false positives.
 redteam: $(STAMP)
 	$(BIN)/python -m tests.redteam.score
+
+# The README's dashboard screenshots (docs/img/), from the demo's loops in headless Chromium.
+screenshots: $(STAMP) browser
+	$(BIN)/python -m tests.dashboard.screenshots
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py

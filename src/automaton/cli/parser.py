@@ -49,6 +49,10 @@ LOOP_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--remove-loop",), {"metavar": "NAME", "help": "unschedule, archive and remove a loop (human act)"}),
     (("--delete-branch",), {"action": "store_true", "help": "with --remove-loop: delete branch loop/NAME too"}),
     (("--vram",), {"action": "store_true", "help": "probe accelerator memory for local models"}),
+    (("--dashboard",), {"action": "store_true",
+                        "help": "serve a local web page of the loops and tasks (of each --project given)"}),
+    (("--port",), {"metavar": "N", "help": "with --dashboard: the port (default 8765; 0 picks a free one)"}),
+    (("--host",), {"metavar": "H", "help": "with --dashboard: 127.0.0.1 (default), localhost or ::1"}),
 ]
 AGENT_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--hook",), {"metavar": "AGENT", "help": "run as the pre-tool hook of claude|codex|gemini"}),
@@ -60,7 +64,8 @@ AGENT_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
                               "writable = the task's phase scope"}),
 ]
 COMMON_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
-    (("--project",), {"metavar": "DIR", "help": "project root (default: found from the current directory)"}),
+    (("--project",), {"metavar": "DIR", "help": "project root (default: found from the current directory);"
+                                                " --dashboard takes several"}),
     (("--json",), {"action": "store_true", "help": "print one JSON object as the last stdout line"}),
     (("--version",), {"action": "store_true", "help": "print the framework version"}),
 ]
@@ -90,6 +95,7 @@ VERBS: dict[str, str] = {
     "rearm_loop": "automaton.cli.verbs_loops:rearm_loop",
     "remove_loop": "automaton.cli.verbs_loops:remove_loop",
     "vram": "automaton.cli.verbs_loops:vram",
+    "dashboard": "automaton.cli.verbs_dashboard:dashboard",
     "install_hooks": "automaton.cli.verbs_agents:install_hooks",
     "install_prompts": "automaton.cli.verbs_agents:install_prompts",
 }
@@ -111,9 +117,23 @@ MODIFIERS: dict[str, frozenset[str]] = {
     "check_gate": frozenset({"task"}),
     "doctor": frozenset({"loop"}),
     "remove_loop": frozenset({"delete_branch"}),
+    "dashboard": frozenset({"port", "host"}),
 }
 ALL_MODIFIERS = frozenset({"parent", "task", "to", "clear", "file", "from_template", "interval", "loop",
-                           "loop_worktree", "config", "yes", "delete_branch"})
+                           "loop_worktree", "config", "yes", "delete_branch", "port", "host"})
+
+
+class Given(str):
+    """A flag's value as argparse keeps it (the last one given), which also remembers every
+    value given (`all`): `--dashboard` serves each `--project`, every other verb the last, as
+    before. It is the str it reads as (the hook's shortcut parse compares equal to it)."""
+
+    all: tuple[str, ...]
+
+    def __new__(cls, value: str, given: tuple[str, ...]) -> Given:
+        made = super().__new__(cls, value)
+        made.all = given
+        return made
 
 
 class UsageError(Exception):
@@ -146,11 +166,19 @@ def build() -> argparse.ArgumentParser:
         # unique prefix (`--ap`, `--foc`) would be a spelling they had to guess.
         allow_abbrev=False,
     )
+
+    class _Every(argparse.Action):  # --project: keeps the last value, remembers each (Given)
+        def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+            before = getattr(namespace, self.dest, None)
+            setattr(namespace, self.dest, Given(str(values), (*getattr(before, "all", ()), str(values))))
+
     for title, table in (("tasks", TASK_FLAGS), ("loops", LOOP_FLAGS), ("agents", AGENT_FLAGS),
                          ("common", COMMON_FLAGS)):
         group = parser.add_argument_group(title)
         for flags, kwargs in table:
-            group.add_argument(*flags, **kwargs)
+            # Here, not in the table: the hook's shortcut parse (cli/fastpath.py) reads --project
+            # from the table as the plain value flag it is for every verb but --dashboard.
+            group.add_argument(*flags, **({**kwargs, "action": _Every} if flags == ("--project",) else kwargs))
     return parser
 
 
