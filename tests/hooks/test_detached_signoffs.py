@@ -5,6 +5,10 @@ with a fake process reader (monkeypatched), never by breaking /proc."""
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +20,7 @@ from tests.helpers import run_cli
 from tests.hooks.conftest import assert_denied
 
 ME = os.getpid()
+PR_SET_CHILD_SUBREAPER = 36  # prctl(2)
 CLAUDE_JS = "/usr/lib/node_modules/@anthropic-ai/claude-code/cli.js"
 SHELL, TERMINAL = 900, 800
 
@@ -34,8 +39,8 @@ class FakeTable:
 
 
 def proc(pid: int, ppid: int, sid: int, comm: str, env: frozenset[str] | None = frozenset({"HOME"}),
-         uid: int = 1000, argv: tuple[str, ...] = ()) -> Proc:
-    return Proc(pid, ppid, sid, uid, comm, argv or (comm,), env)
+         uid: int = 1000, argv: tuple[str, ...] = (), tty: int = 0) -> Proc:
+    return Proc(pid, ppid, sid, uid, comm, argv or (comm,), env, tty)
 
 
 def human_tree(*extra: Proc, me_sid: int = SHELL, me_ppid: int = SHELL) -> FakeTable:
@@ -80,6 +85,16 @@ def test_an_unreadable_ancestry_is_not_a_human(table: Callable[[FakeTable | None
     # setsid / double fork / nohup after the shell exited: reparented to init or a subreaper
     (human_tree(me_ppid=1, me_sid=ME), "its parent is systemd"),
     (human_tree(me_ppid=700, me_sid=ME), "its parent is systemd"),
+    # in a container init may have any name: a parent that is pid 1 is init
+    (FakeTable(proc(ME, 1, ME, "automaton"), proc(1, 0, 1, "process_api", env=None, uid=0)), "its parent is"),
+    # one process removed: `(setsid bash -c "automaton …" &)`, `setsid timeout 60 automaton …`, under
+    # init or under a desktop's systemd --user (a subreaper)
+    (FakeTable(proc(ME, 600, 600, "automaton"), proc(600, 1, 600, "bash"),
+               proc(1, 0, 1, "process_api", env=None, uid=0)), "ancestor process 600 (bash) leads a session"),
+    (human_tree(proc(ME, 600, 600, "automaton"), proc(600, 700, 600, "timeout")), "(timeout) leads a session"),
+    (human_tree(proc(ME, 601, 600, "automaton"), proc(601, 600, 600, "sh"),
+                proc(600, 700, 600, "python3.12", argv=("/usr/bin/python3.12", "-c", "…"))),
+     "(python3.12) leads a session"),
     # still in the agent's session, whose leader is gone
     (human_tree(proc(SHELL, TERMINAL, 555, "bash"), me_sid=555), "leader of its session (process 555)"),
     # at / cron / anacron
@@ -97,6 +112,23 @@ def test_an_agent_or_a_detached_start_is_not_a_human(table: Callable[[FakeTable 
     table(fake)
     why = human.agent_ancestor()
     assert why is not None and needle in why, why
+
+
+def test_terminals_and_multiplexers_hang_off_init_too(table: Callable[[FakeTable | None], None]) -> None:
+    """A tmux server and a CI runner are session leaders without a terminal under init: their
+    shells are humans' (a shell there with a terminal is a login's, too)."""
+    tmux = FakeTable(proc(ME, SHELL, SHELL, "automaton"), proc(SHELL, 500, SHELL, "bash", tty=34816),
+                     proc(500, 1, 500, "tmux: server"), proc(1, 0, 1, "systemd", env=None, uid=0))
+    table(tmux)
+    assert human.agent_ancestor() is None
+    ci = FakeTable(proc(ME, SHELL, SHELL, "automaton"), proc(SHELL, 500, SHELL, "bash"),
+                   proc(500, 1, 500, "Runner.Worker"), proc(1, 0, 1, "process_api", env=None, uid=0))
+    table(ci)
+    assert human.agent_ancestor() is None
+    shell_with_terminal = FakeTable(proc(ME, SHELL, SHELL, "automaton"), proc(SHELL, 1, SHELL, "bash", tty=1025),
+                                    proc(1, 0, 1, "systemd", env=None, uid=0))
+    table(shell_with_terminal)
+    assert human.agent_ancestor() is None
 
 
 def test_a_login_boundary_ends_the_walk_but_an_agent_cannot_fake_one(
@@ -134,6 +166,35 @@ def test_the_system_reader_sees_this_test_as_no_agent() -> None:
     if ancestry.system_reader() is None:
         pytest.skip("no process table on this system")
     assert human.agent_ancestor() is None
+
+
+@pytest.mark.parametrize("how", ['(p=$BASHPID; setsid {py} &)', '(p=$BASHPID; setsid bash -c "{py}" &)',
+                                 '(p=$BASHPID; setsid timeout 30 {py} &)'])
+def test_a_real_double_fork_is_not_a_human(tmp_path: Path, how: str, request: pytest.FixtureRequest) -> None:
+    """The real process table: what an agent's shell detaches with setsid and a double fork (its
+    parent exits at once, so it hangs off init or the nearest subreaper)."""
+    if not os.path.exists("/proc/self/stat") or shutil.which("setsid") is None:
+        pytest.skip("needs Linux /proc and setsid")
+    from automaton.sandbox import reaper
+
+    if reaper._subreaper:  # an earlier test's tick made this process a subreaper: orphans would come here
+        reaper.prctl(PR_SET_CHILD_SUBREAPER, 0, "prctl(PR_SET_CHILD_SUBREAPER)")
+        request.addfinalizer(lambda: reaper.prctl(PR_SET_CHILD_SUBREAPER, 1, "prctl(PR_SET_CHILD_SUBREAPER)"))
+    out = tmp_path / "why.txt"
+    probe = tmp_path / "probe.py"
+    # The probe first waits for the subshell that started it to be gone (its pid is the last
+    # argument): until then its parent is that subshell, not what an orphan hangs off.
+    probe.write_text("import os, pathlib, sys, time\nfrom automaton.commands import human\n"
+                     "end = time.monotonic() + 20\n"
+                     "while os.path.exists(f'/proc/{sys.argv[2]}') and time.monotonic() < end:\n"
+                     "    time.sleep(0.02)\n"
+                     "pathlib.Path(sys.argv[1]).write_text(str(human.agent_ancestor()))\n")
+    subprocess.run(["bash", "-c", how.format(py=f"{sys.executable} {probe} {out} $p")], check=True, timeout=30)
+    deadline = time.monotonic() + 20
+    while not out.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    why = out.read_text() if out.exists() else "no answer"
+    assert why != "None" and ("detached" in why or "parent is" in why), why
 
 
 @pytest.mark.parametrize("command", [

@@ -10,9 +10,16 @@ cannot be read at all (fail closed: an ancestry that cannot be read is not a hum
    agent owns can never be one), or an ancestor is invisible (another user's, under `hidepid`);
 3. it was started by a scheduler (`atd`, `cron`, `anacron` among its ancestors; `systemd-run`,
    `systemd --user` or init as its direct parent) or detached from the shell that started it:
-   its parent is init or a subreaper, or its session's leader is gone and was neither itself
-   nor an ancestor (a double fork, `nohup … &` after the shell exited); a live leader that
-   is not an ancestor is judged by rule 4 with the rest of the session;
+   its parent is init (pid 1, whatever its name: in a container it may be anything) or a
+   subreaper, or its session's leader is gone and was neither itself nor an ancestor (a double
+   fork, `nohup … &` after the shell exited); a live leader that is not an ancestor is judged
+   by rule 4 with the rest of the session. Further up, an ancestor that hangs off init or a
+   subreaper, leads a session of its own with no terminal (it called setsid) and is a shell, an
+   interpreter, a wrapper such as `setsid`/`nohup`/`timeout`, or automaton itself, is the same
+   detached start one process removed (`(setsid bash -c "automaton …" &)`): refused. Terminals,
+   multiplexers, sshd and service managers also hang off init, but under their own names;
+   names are the process's own to choose, so this rule is a speed bump for an agent outside
+   any sandbox, not a wall (the wall is the kernel sandbox, where no approval can be written);
 4. another process of its session carries a marker or runs an agent program.
 
 Linux reads `/proc/<pid>/stat` (parent and session: proc(5) fields 4 and 6), `status` (`Uid:`),
@@ -24,6 +31,7 @@ has no readable ancestry, so human acts are refused there (run them from WSL).
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shutil
@@ -45,6 +53,7 @@ class Proc:
     comm: str
     argv: tuple[str, ...]
     env: frozenset[str] | None
+    tty: int | None = None  # controlling terminal (proc(5) tty_nr; 0: none), None where unknown
 
 
 class Reader(Protocol):
@@ -63,6 +72,11 @@ LOGIN_BOUNDARIES = frozenset({"sshd", "sshd-session", "sshd-auth", "login", "sys
                               "lightdm", "sddm-helper", "agetty", "screen", "su", "containerd-shim", "runc",
                               "conmon", "launchd"})
 SCHEDULERS = frozenset({"atd", "cron", "crond", "anacron", "fcron", "systemd-run"})
+# What a detached start hangs off init as (see rule 3): shells, interpreters, wrappers, automaton.
+_DETACHER = re.compile(r"(?:ba|da|z|k|mk|tc|c|fi|a|yash|busybox)?sh|fish|"
+                       r"(?:python|pypy|node|nodejs|deno|bun|perl|ruby|php|lua|tclsh|osascript)[0-9.]*|"
+                       r"setsid|nohup|timeout|env|script|stdbuf|nice|ionice|chrt|taskset|daemonize|"
+                       r"start-stop-daemon|unbuffer|expect|flock|xargs|automaton(?:-loop)?")
 INIT_LIKE = frozenset({"systemd", "init", "tini", "dumb-init", "docker-init", "catatonit", "s6-svscan",
                        "runit", "launchd"})
 
@@ -99,9 +113,12 @@ def reason(markers: Iterable[str], read: Callable[[], Reader | None]) -> str | N
             return why
         pid = proc.ppid
     parent = chain[0] if chain else None
-    if parent is not None and parent.comm in INIT_LIKE | SCHEDULERS:
+    if parent is not None and (parent.pid == 1 or parent.comm in INIT_LIKE | SCHEDULERS):
         return (f"its parent is {parent.comm} (process {parent.pid}): it was detached from the shell that"
                 " started it, or started by a scheduler")
+    why = _detached_above(chain)
+    if why:
+        return why
     # Past a login boundary the leader may be out of sight; the boundary vouches for what is above.
     # A leader that is alive but not an ancestor is judged with the rest of the session below
     # (a test runner or a job started in the background of a live shell); a leader that is gone
@@ -111,6 +128,19 @@ def reason(markers: Iterable[str], read: Callable[[], Reader | None]) -> str | N
         return (f"the leader of its session (process {me.sid}) is gone and was not among its ancestors: it was"
                 " detached from the shell that started it (double fork, nohup, setsid)")
     return _session(me, reader, wanted, {p.pid for p in chain})
+
+
+def _detached_above(chain: list[Proc]) -> str | None:
+    """Rule 3 one or more processes up: an ancestor that a setsid and a double fork left hanging
+    off init or a subreaper, as a shell, interpreter, wrapper or automaton (see the module)."""
+    for proc, parent in itertools.pairwise(chain):
+        if not (parent.pid == 1 or parent.comm in INIT_LIKE):
+            continue
+        names = {proc.comm, os.path.basename(proc.argv[0]) if proc.argv else ""}
+        if proc.sid == proc.pid and not proc.tty and any(_DETACHER.fullmatch(n) for n in names if n):
+            return (f"ancestor process {proc.pid} ({proc.comm}) leads a session with no terminal and hangs off"
+                    f" {parent.comm} (process {parent.pid}): it was detached from the shell that started it")
+    return None
 
 
 def _agent_sign(proc: Proc, wanted: frozenset[str]) -> str | None:
@@ -193,7 +223,8 @@ class ProcFS:
         if fields[:1] == ["Z"] or (env is None and not os.path.exists(f"{base}/stat")):
             return None  # a zombie runs nothing, and a process that exited meanwhile is gone: not unreadable
         try:
-            return Proc(pid, int(fields[1]), int(fields[3]), int(uid.group(1)) if uid else None, comm, argv, env)
+            return Proc(pid, int(fields[1]), int(fields[3]), int(uid.group(1)) if uid else None, comm, argv, env,
+                        int(fields[4]))
         except (IndexError, ValueError):
             return None
 
