@@ -95,7 +95,12 @@ def dashboard(*projects: Path, approver: str | None = "tester", timeout: float =
         env["AUTOMATON_APPROVER"] = approver
     proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, env=env, cwd=str(projects[0]) if projects else None)
-    printed, login = _wait_ready(proc, port, Path(env["HOME"]) / LOGIN_FILE, timeout)
+    try:
+        printed, login = _wait_ready(proc, port, Path(env["HOME"]) / LOGIN_FILE, timeout)
+    except BaseException:  # a dashboard that never answered, or a failing check: never left running
+        proc.kill()
+        proc.wait()
+        raise
     try:
         yield Dashboard(proc, port, login, printed)
     finally:

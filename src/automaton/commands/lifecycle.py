@@ -19,6 +19,7 @@ from automaton.core.errors import BadInput, Refused
 from automaton.core.names import LoopName
 from automaton.core.outcome import Outcome
 from automaton.git import run_git
+from automaton.git.export import remove_tree
 from automaton.git.worktree import branch_name, list_worktrees
 from automaton.store import chainlog, loops
 from automaton.store.layout import Project, kept_export_of
@@ -132,10 +133,7 @@ def _drop_kept_export(project: Project, loop: LoopName, out: Outcome) -> None:
     folder = kept_export_of(project.root, loop)
     for path in (folder, folder.with_name(folder.name + ".idle")):
         try:
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path)
-            else:
-                path.unlink(missing_ok=True)
+            remove_tree(path)
         except OSError as exc:
             out.warnings.append(f"could not delete the verifier's kept export {path}: {exc.strerror};"
                                 " delete it by hand")

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from automaton.core.errors import BadInput, CorruptState
-from automaton.store.key import hidden_here, key_path
+from automaton.store.key import hidden_here, key_path, publish_random
 
 SECRET_NAME = "dashboard.secret"
 LOGIN_NAME = "dashboard-login.url"  # the login URL, when stdout is not a terminal
@@ -66,20 +66,7 @@ def load_secret() -> bytes:
     if found is not None:
         return found
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        tmp = path.with_name(f".{SECRET_NAME}.{os.getpid()}.{secrets.token_hex(4)}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            os.write(fd, secrets.token_bytes(SECRET_BYTES).hex().encode("ascii") + b"\n")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        try:
-            os.link(tmp, path)  # fails like O_EXCL when the name exists: of two starts one secret wins
-        except FileExistsError:
-            pass
-        finally:
-            tmp.unlink()
+        publish_random(path, SECRET_BYTES)  # of two starts at once, one secret wins
     except PermissionError as exc:
         if path.parent.is_dir() and hidden_here(path.parent) and os.access(path.parent, os.W_OK | os.X_OK):
             raise _hidden(path, exc) from None

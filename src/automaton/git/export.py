@@ -385,18 +385,7 @@ class _Sync:
                     self.cleared += path not in self.plan  # (a plan file or symlink is made again)
 
     def _remove_tree(self, full: str) -> None:
-        import shutil
-
-        def unlock(func: object, path: str, exc: object) -> None:
-            # a folder the verifier made unreadable or unwritable: give it back a mode, retry
-            os.chmod(os.path.dirname(path), 0o700)
-            if os.path.isdir(path) and not os.path.islink(path):
-                os.chmod(path, 0o700)
-                shutil.rmtree(path, onerror=unlock)
-            elif os.path.lexists(path):
-                os.unlink(path)
-
-        shutil.rmtree(full, onerror=unlock)  # never follows a symlink (fd-based on Linux)
+        remove_tree(full)
         self.cleared += 1
 
     def _right(self, path: str, full: str) -> bool:
@@ -422,6 +411,31 @@ class _Sync:
         self.good.add(path)
         self.good_bytes += st.st_size
         return True
+
+
+def remove_tree(path: str | Path) -> None:
+    """Remove the folder `path` and everything in it, never following a symlink (`shutil.rmtree`
+    is fd-based on Linux), giving back a mode to any folder a verifier made unreadable or
+    unwritable and retrying. Missing is fine; a symlink or file in its place is removed itself.
+    OSError when something still cannot be removed."""
+    import shutil
+
+    def unlock(func: object, where: str, exc: object) -> None:
+        os.chmod(os.path.dirname(where), 0o700)
+        if os.path.isdir(where) and not os.path.islink(where):
+            os.chmod(where, 0o700)
+            shutil.rmtree(where, onerror=unlock)
+        elif os.path.lexists(where):
+            os.unlink(where)
+
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(st.st_mode):
+        os.unlink(path)
+        return
+    shutil.rmtree(path, onerror=unlock)
 
 
 def _blob_id(fd: int, size: int, hex_len: int) -> str:

@@ -129,26 +129,9 @@ def _take_mark(idle: Path) -> bool:
 def _remove(folder: Path) -> None:
     """Remove `folder` and everything in it without following a symlink (a symlink or file in
     its place is removed itself); missing is fine."""
-    import stat
+    from automaton.git.export import remove_tree
 
-    try:
-        st = os.lstat(folder)
-    except FileNotFoundError:
-        return
-    if not stat.S_ISDIR(st.st_mode):
-        os.unlink(folder)
-        return
-
-    def unlock(func: object, path: str, exc: object) -> None:
-        # a folder the verifier made unreadable or unwritable: give it back a mode, retry
-        os.chmod(os.path.dirname(path), 0o700)
-        if os.path.isdir(path) and not os.path.islink(path):
-            os.chmod(path, 0o700)
-            shutil.rmtree(path, onerror=unlock)
-        elif os.path.lexists(path):
-            os.unlink(path)
-
-    shutil.rmtree(folder, onerror=unlock)
+    remove_tree(folder)
 
 
 def protected_patterns(cfg: LoopConfig, repo: Path) -> list[str]:

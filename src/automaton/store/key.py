@@ -134,22 +134,30 @@ def hidden_here(path: Path) -> bool:
     return _owner_may_read(path)
 
 
+def publish_random(path: Path, nbytes: int) -> None:
+    """Create `path` (mode 0600, its folder 0700) holding `nbytes` random bytes as hex and a
+    newline, published whole: written and synced under a temporary name, then linked, so a
+    reader never sees a partial file. When `path` exists already (another process won the
+    race, or it was there) it is left as it is. OSError (PermissionError included) as raised."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, os.urandom(nbytes).hex().encode("ascii") + b"\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    try:
+        os.link(tmp, path)  # fails like O_EXCL when the name exists: of two creators one wins
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink()
+
+
 def _create(path: Path) -> bytes:
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        tmp = path.with_name(f".key.{os.getpid()}.{os.urandom(4).hex()}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            os.write(fd, os.urandom(KEY_BYTES).hex().encode("ascii") + b"\n")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            pass  # another process won the race: its key is complete (a link publishes it whole)
-        finally:
-            tmp.unlink()
+        publish_random(path, KEY_BYTES)
     except PermissionError as exc:
         raise KeyHidden(f"{path}: this process may not create the automaton key ({exc.strerror}): inside an"
                         f" agent's sandbox automaton writes no log (run it outside); elsewhere make {path.parent}"
