@@ -213,20 +213,43 @@ class ProcFS:
         comm = stat[stat.find("(") + 1:stat.rfind(")")]
         fields = stat[stat.rfind(")") + 1:].split()
         uid = re.search(r"^Uid:\s+([0-9]+)", status, re.MULTILINE)
-        try:
-            with open(f"{base}/environ", "rb") as fh:
-                items = fh.read().split(b"\0")
-            env: frozenset[str] | None = frozenset(
-                item.split(b"=", 1)[0].decode("utf-8", "replace") for item in items if b"=" in item)
-        except OSError:
-            env = None
-        if fields[:1] == ["Z"] or (env is None and not os.path.exists(f"{base}/stat")):
-            return None  # a zombie runs nothing, and a process that exited meanwhile is gone: not unreadable
+        env = self._environ(base)
+        if env is None and fields[:1] not in (["Z"], ["X"], ["x"]):
+            # A process caught while it exits or execs answers EACCES/ESRCH for a moment: look
+            # again once. A process that keeps its environment from us (non-dumpable, another
+            # user's) stays unreadable, and the rules fail closed on it.
+            import time
+
+            time.sleep(0.02)
+            env = self._environ(base)
+            fields = self._fields(base) or ["X"]
+        if fields[:1] in (["Z"], ["X"], ["x"]) or (env is None and not os.path.exists(f"{base}/stat")):
+            return None  # a zombie or dead process runs nothing, and one that exited is gone: not unreadable
         try:
             return Proc(pid, int(fields[1]), int(fields[3]), int(uid.group(1)) if uid else None, comm, argv, env,
                         int(fields[4]))
         except (IndexError, ValueError):
             return None
+
+    @staticmethod
+    def _environ(base: str) -> frozenset[str] | None:
+        """The variable names of `<base>/environ`, None when it cannot be read."""
+        try:
+            with open(f"{base}/environ", "rb") as fh:
+                items = fh.read().split(b"\0")
+        except OSError:
+            return None
+        return frozenset(item.split(b"=", 1)[0].decode("utf-8", "replace") for item in items if b"=" in item)
+
+    @staticmethod
+    def _fields(base: str) -> list[str] | None:
+        """The fields of `<base>/stat` after the command name, None when the process is gone."""
+        try:
+            with open(f"{base}/stat", "rb") as fh:
+                stat = fh.read().decode("utf-8", "replace")
+        except OSError:
+            return None
+        return stat[stat.rfind(")") + 1:].split()
 
     def session(self, sid: int) -> list[int] | None:
         try:
