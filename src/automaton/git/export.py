@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -181,6 +182,19 @@ def _bounded(plan: dict[str, Entry], total: int, tip: str, max_files: int, max_b
                           f" ({max_files} entries, {max_bytes} bytes)")
 
 
+@contextmanager
+def _export_errors(dest: Path) -> Iterator[None]:
+    """Every failure of an export as ExportError (git's, a missing git, the file system's)."""
+    try:
+        yield
+    except ExportError:
+        raise
+    except (DriftError, GitMissing) as exc:
+        raise ExportError(str(exc)) from None
+    except OSError as exc:
+        raise ExportError(f"cannot write the export in {dest}: {exc}") from None
+
+
 def export_tree(repo: Path, commit: str, dest: Path, *, protected: list[str], base_commit: str,
                 max_files: int = MAX_EXPORT_FILES, max_bytes: int = MAX_EXPORT_BYTES) -> ExportResult:
     """Write the tree of `commit` into the empty (or missing) folder `dest`, every path matching
@@ -191,7 +205,7 @@ def export_tree(repo: Path, commit: str, dest: Path, *, protected: list[str], ba
     `max_files` entries or `max_bytes` bytes; nothing is verified then. OSError from writing
     is turned into ExportError too (a half-written `dest` is the caller's to remove).
     """
-    try:
+    with _export_errors(dest):
         tip, base = _commits(repo, commit, base_commit)
         plan, restored, removed = _plan(list_tree(repo, tip), list_tree(repo, base), protected)
         for path in plan:
@@ -202,12 +216,6 @@ def export_tree(repo: Path, commit: str, dest: Path, *, protected: list[str], ba
         out = _Writer(root)
         _write_files(repo, plan, [e for e in plan.values() if e.mode not in (SYMLINK, GITLINK)], out)
         skipped = _write_links(repo, plan, out)
-    except ExportError:
-        raise
-    except (DriftError, GitMissing) as exc:
-        raise ExportError(str(exc)) from None
-    except OSError as exc:
-        raise ExportError(f"cannot write the export in {dest}: {exc}") from None
     files = len(plan) - len(skipped)
     return ExportResult(dest, tip, files, total, tuple(restored), tuple(removed), tuple(skipped))
 
@@ -227,7 +235,7 @@ def refresh_export(repo: Path, commit: str, dest: Path, *, protected: list[str],
     updated (the next call repairs it). The caller must make sure no other process writes in
     `dest` meanwhile: what this call compared is what the verifier sees only then.
     """
-    try:
+    with _export_errors(dest):
         tip, base = _commits(repo, commit, base_commit)
         plan, restored, removed = _plan(*_list_both(repo, tip, base), protected)
         for path in plan:
@@ -245,12 +253,6 @@ def refresh_export(repo: Path, commit: str, dest: Path, *, protected: list[str],
         out.dirs |= sync.dirs
         _write_files(repo, sized, [sized[e.path] for e in missing], out)
         skipped = _write_links(repo, sized, out)
-    except ExportError:
-        raise
-    except (DriftError, GitMissing) as exc:
-        raise ExportError(str(exc)) from None
-    except OSError as exc:
-        raise ExportError(f"cannot write the export in {dest}: {exc}") from None
     files = len(plan) - len(skipped)
     return ExportResult(dest, tip, files, total, tuple(restored), tuple(removed), tuple(skipped),
                         kept=len(sync.good), cleared=sync.cleared)
