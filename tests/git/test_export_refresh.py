@@ -153,3 +153,35 @@ def test_the_protected_matcher_answers_as_pathspec(patterns: list[str]) -> None:
 
     spec, fast = protected_spec(patterns), protected_matcher(patterns)
     assert [fast(p) for p in PATHS] == [spec.match_file(p) for p in PATHS]
+
+
+def test_remove_tree_removes_links_never_what_they_point_at(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A verifier that outlived its run may leave links to $HOME and folders it locked (mode 000)
+    in the export, and may swap a folder for a link while the removal runs: only the tree goes."""
+    from automaton.git import export
+
+    victim = tmp_path / "home"
+    (victim / "b").mkdir(parents=True)
+    (victim / "b" / "keep.txt").write_text("mine\n")
+    tree = tmp_path / "export"
+    (tree / "locked" / "deep").mkdir(parents=True)
+    (tree / "locked" / "deep" / "f").write_text("x")
+    (tree / "link").symlink_to(victim, target_is_directory=True)
+    (tree / "swapped").mkdir()
+    victim.chmod(0o755)
+    (tree / "locked" / "deep").chmod(0)
+    (tree / "locked").chmod(0)
+    real_scandir = os.scandir
+
+    def swap_then_scan(fd: int) -> object:  # the race: a folder becomes a link before it is opened
+        swapped = tree / "swapped"
+        if swapped.is_dir() and not swapped.is_symlink():
+            swapped.rmdir()
+            swapped.symlink_to(victim, target_is_directory=True)
+        return real_scandir(fd)
+
+    monkeypatch.setattr(export.os, "scandir", swap_then_scan)
+    export.remove_tree(tree)
+    assert not tree.exists() and (victim / "b" / "keep.txt").read_text() == "mine\n"
+    assert stat.S_IMODE(victim.stat().st_mode) == 0o755  # no chmod reached it through a link
+    export.remove_tree(tree)  # missing is fine

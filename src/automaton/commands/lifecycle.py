@@ -131,7 +131,7 @@ def _drop_kept_export(project: Project, loop: LoopName, out: Outcome) -> None:
     idle mark; a symlink in their place is removed itself, never followed. A failure is a
     warning: the folder only costs disk."""
     folder = kept_export_of(project.root, loop)
-    for path in (folder, folder.with_name(folder.name + ".idle")):
+    for path in (folder.with_name(folder.name + ".idle"), folder):  # the mark first: never a mark without its folder
         try:
             remove_tree(path)
         except OSError as exc:

@@ -19,6 +19,7 @@ survives it (runner/verify.py says where and when).
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Callable, Iterator
@@ -324,8 +325,8 @@ def _prepare_kept(dest: Path) -> str:
     if not stat.S_ISDIR(st.st_mode):
         os.unlink(dest)
         dest.mkdir()
-    elif stat.S_IMODE(st.st_mode) != 0o777 & ~_umask():
-        os.chmod(dest, 0o777 & ~_umask())
+    elif stat.S_IMODE(st.st_mode) != (mode := 0o777 & ~_umask()):
+        os.chmod(dest, mode)
     return os.path.realpath(dest)
 
 
@@ -355,6 +356,7 @@ class _Sync:
         self.root, self.plan, self.max_bytes = root, plan, max_bytes
         self.good: set[str] = set()
         self.good_bytes = 0
+        self.read_bytes = 0  # all files read, right or not: bounded by max_bytes, as the export is
         self.cleared = 0
         self.dirs: set[str] = {""}
         self.needed: set[str] = set()
@@ -404,8 +406,9 @@ class _Sync:
             st = os.fstat(fd)
             mode = 0o755 if entry.mode == EXECUTABLE else 0o644  # as `_Writer.file` sets it
             if (not stat.S_ISREG(st.st_mode) or stat.S_IMODE(st.st_mode) != mode or st.st_nlink != 1
-                    or st.st_size > self.max_bytes):
-                return False
+                    or self.read_bytes + st.st_size > self.max_bytes):
+                return False  # (past the bound: written again rather than read; a verifier's sparse files)
+            self.read_bytes += st.st_size
             if _blob_id(fd, st.st_size, len(entry.oid)) != entry.oid:
                 return False
         finally:
@@ -416,20 +419,12 @@ class _Sync:
 
 
 def remove_tree(path: str | Path) -> None:
-    """Remove the folder `path` and everything in it, never following a symlink (`shutil.rmtree`
-    is fd-based on Linux), giving back a mode to any folder a verifier made unreadable or
-    unwritable and retrying. Missing is fine; a symlink or file in its place is removed itself.
-    OSError when something still cannot be removed."""
-    import shutil
-
-    def unlock(func: object, where: str, exc: object) -> None:
-        os.chmod(os.path.dirname(where), 0o700)
-        if os.path.isdir(where) and not os.path.islink(where):
-            os.chmod(where, 0o700)
-            shutil.rmtree(where, onerror=unlock)
-        elif os.path.lexists(where):
-            os.unlink(where)
-
+    """Remove the folder `path` and everything in it, never following a symlink: every entry is
+    opened relative to its parent's descriptor with O_NOFOLLOW, so a process still writing in
+    the tree that swaps a folder for a link (to $HOME, say) gets only its link removed. A folder
+    a verifier made unreadable or unwritable gets mode 0700 through its own descriptor first.
+    Missing is fine; a symlink or file in its place is removed itself. OSError when something
+    still cannot be removed."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -437,7 +432,60 @@ def remove_tree(path: str | Path) -> None:
     if not stat.S_ISDIR(st.st_mode):
         os.unlink(path)
         return
-    shutil.rmtree(path, onerror=unlock)
+    full = os.path.abspath(path)
+    parent = os.open(os.path.dirname(full), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        _remove_at(parent, os.path.basename(full))
+    finally:
+        os.close(parent)
+
+
+_NOFOLLOW_DIR = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0)
+
+
+def _remove_at(dir_fd: int, name: str, tries: int = 3) -> None:
+    """Remove entry `name` of the open folder `dir_fd` and, for a folder, all it holds."""
+    try:
+        fd = os.open(name, _NOFOLLOW_DIR, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return
+    except NotADirectoryError:
+        os.unlink(name, dir_fd=dir_fd)
+        return
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # a symlink: removed itself
+            os.unlink(name, dir_fd=dir_fd)
+            return
+        if exc.errno != errno.EACCES:
+            raise
+        # A folder without read right for us: give it a mode through an O_PATH descriptor of
+        # exactly that inode (never through the name, which may be a link by now), then open it.
+        handle = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+        try:
+            os.chmod(f"/proc/self/fd/{handle}", 0o700)
+        finally:
+            os.close(handle)
+        fd = os.open(name, _NOFOLLOW_DIR, dir_fd=dir_fd)
+    try:
+        os.fchmod(fd, 0o700)  # write and search on it, so its entries can go
+        for entry in list(os.scandir(fd)):
+            if entry.is_dir(follow_symlinks=False):
+                _remove_at(fd, entry.name)
+                continue
+            try:
+                os.unlink(entry.name, dir_fd=fd)
+            except IsADirectoryError:  # swapped for a folder meanwhile
+                _remove_at(fd, entry.name)
+            except FileNotFoundError:
+                pass
+    finally:
+        os.close(fd)
+    try:
+        os.rmdir(name, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno != errno.ENOTEMPTY or tries <= 1:
+            raise
+        _remove_at(dir_fd, name, tries - 1)  # something was added meanwhile: empty it again
 
 
 def _blob_id(fd: int, size: int, hex_len: int) -> str:
