@@ -68,6 +68,22 @@ def test_a_key_others_can_read_is_refused_naming_the_file_and_fix(mode: int) -> 
         key.load_key(create=True)
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX FIFOs")
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_a_key_path_that_is_not_a_file_is_refused_at_once(kind: str) -> None:
+    """A FIFO must not hang every reader (the hook reads logs before every tool call), and a
+    folder is a one-line error, not a traceback."""
+    path = key.key_path()
+    path.parent.mkdir(parents=True, mode=0o700)
+    if kind == "fifo":
+        os.mkfifo(path, 0o600)
+    else:
+        path.mkdir(mode=0o700)
+    with pytest.raises(BadInput) as err:
+        key.load_key(create=False)
+    assert str(path) in err.value.message and "not a regular file" in err.value.message
+
+
 @pytest.mark.parametrize("content", [b"", b"abc\n", b"0" * 63 + b"\n", b"G" * 64 + b"\n", b"0" * 66 + b"\n",
                                      bytes(32)])
 def test_a_file_that_is_not_a_key_is_corrupt_state(content: bytes) -> None:

@@ -3,7 +3,9 @@
 The figures come from the same functions as the CLI: `commands/loop_status.py` (`loop_summary`
 for the list of loops, `status_data` for one loop), the loop's verified log for the tick table
 and the halt history, and `commands/reports.py` `audit` for the task board's violations. Nothing
-here writes: no lock file is made, no interrupted commit is finished, no task is migrated.
+here writes but for one case: a loop whose state and log disagree (a writer died mid-commit, or
+tampering) is read again under its state lock by `loops.Loop.inspect`, which settles an
+interrupted commit (`chainlog.recover`). No task is migrated.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 
 from automaton.core.digest import sha256_hex  # not hashlib: the hook reads logs (core/digest.py)
@@ -79,7 +80,8 @@ def forget() -> None:
 
 def _read(path: Path) -> bytes | None:
     try:
-        fd = os.open(path, os.O_RDONLY)
+        # O_NONBLOCK: a FIFO planted at the key's path must not hang every reader (the hook too).
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         return None
     except PermissionError as exc:
@@ -95,6 +97,9 @@ def _read(path: Path) -> bytes | None:
                        f" wrote (mode 600) or restore it from a backup") from None
     try:
         info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise BadInput(f"{path}: not a regular file, so not the automaton key; fix: move it away and restore"
+                           " the key from a backup (or let the next write make a new one and re-seal each log)")
         data = os.read(fd, 4 * KEY_BYTES)
     finally:
         os.close(fd)
