@@ -88,3 +88,11 @@ def test_a_private_folder_someone_else_could_enter_is_not_used(repo: tuple[Path,
     top.rmdir()
     top.symlink_to(tmp_path, target_is_directory=True)
     assert verify.kept_export(path, "demo") is None
+
+
+def test_no_export_is_kept_in_a_cache_folder_inside_the_project(repo: tuple[Path, str], tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    path, _ = repo
+    monkeypatch.setenv("XDG_CACHE_HOME", str(path / ".cache"))
+    assert verify.kept_export(path, "demo") is None
+    assert not (path / ".cache").exists()

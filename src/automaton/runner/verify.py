@@ -101,6 +101,9 @@ def kept_export(repo: Path, loop: str) -> tuple[Path, Path] | None:
 
     uid = os.getuid()
     top = kept_exports_dir()
+    real_repo = os.path.realpath(repo)
+    if os.path.commonpath([os.path.realpath(top), real_repo]) == real_repo:
+        return None  # a cache folder inside the project (XDG_CACHE_HOME there): the project would be above it
     try:
         top.mkdir(mode=0o700, parents=True)
     except FileExistsError:
