@@ -190,7 +190,7 @@ def test_dry_run_changes_nothing(project: Path) -> None:
     before = {p: p.read_bytes() for p in loop_dir.rglob("*") if p.is_file()}
     res = run_cli("--mode", "dry-run", "--loop", "demo", "--project", str(project), entry="automaton-loop")
     assert res.code == 0, res.err
-    assert "Make the tests pass." in res.out and "automaton.harnesses.scripted" in res.out and "verify argv" in res.out
+    assert "Make the tests pass." in res.out and "harnesses/_replay.py" in res.out and "verify argv" in res.out
     after = {p: p.read_bytes() for p in loop_dir.rglob("*") if p.is_file()}
     assert after == before and not (loop_dir / "worktree").exists()
 

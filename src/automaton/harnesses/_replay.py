@@ -1,8 +1,9 @@
 """The scripted fake agent's own process: replay one recorded step in the working directory.
 
-Run as `python -P -m automaton.harnesses.scripted SCRIPT ROLE ITERATION` (see `scripted`),
-in the agent's working directory and, when the tick has one, inside the kernel sandbox like
-any agent. Standard library only, so the process starts fast: no automaton store, no rich.
+Run as `python -P -S <this file> SCRIPT ROLE ITERATION` (see `scripted.invocation`; `python -P
+-m automaton.harnesses.scripted …` runs the same `main`), in the agent's working directory and,
+when the tick has one, inside the kernel sandbox like any agent. Standard library only (not even
+`typing`), so the process starts as fast as a bare interpreter: no automaton package, no rich.
 
 Output (stdout): `scripted ROLE step N`, one line per action, the step's text, then one last
 line, the result as JSON: `{"text": str, "cost_usd": float | null, "exit_status": int,
@@ -17,7 +18,10 @@ import errno
 import json
 import sys
 from pathlib import Path, PurePosixPath
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy reads the name)
+if TYPE_CHECKING:
+    from typing import Any
 
 IN_TREE = ("write", "append", "replace", "delete")
 ATTEMPT = "attempt_write"
@@ -161,3 +165,7 @@ def main(argv: list[str]) -> int:
     sys.stdout.buffer.write(out.encode("utf-8", "backslashreplace"))
     sys.stdout.flush()
     return code
+
+
+if __name__ == "__main__":  # run by its path (`scripted.invocation`): the package is never imported
+    sys.exit(main(sys.argv[1:]))

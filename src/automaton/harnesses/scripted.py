@@ -56,12 +56,16 @@ def script_path(req: HarnessRequest) -> Path:
 
 
 def invocation(req: HarnessRequest) -> Invocation:
-    """argv: `PYTHON -P -m automaton.harnesses.scripted SCRIPT ROLE ITERATION`, no stdin.
+    """argv: `PYTHON -P -S <package>/harnesses/_replay.py SCRIPT ROLE ITERATION`, no stdin.
 
-    `-P` keeps the working directory (the agent's worktree) off `sys.path`, so a folder named
-    `automaton` there cannot stand in for the package."""
+    The replay file is run by its path, not as `-m automaton.harnesses.scripted`: `-m` imports
+    the `automaton.harnesses` package (its dataclasses and typing) before the replay starts,
+    which doubled the start of this stand-in agent; `_replay` needs only the standard library,
+    so `-S` skips site-packages too. `-P` keeps the script's folder and the working directory
+    (the agent's worktree) off `sys.path`, so nothing there can stand in for a module."""
     python = sys.executable or "python3"
-    return Invocation(argv=[python, "-P", "-m", MODULE, str(script_path(req)), req.role, str(req.iteration)])
+    replay = Path(__file__).with_name("_replay.py")
+    return Invocation(argv=[python, "-P", "-S", str(replay), str(script_path(req)), req.role, str(req.iteration)])
 
 
 def check(req: HarnessRequest) -> None:
