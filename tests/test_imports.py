@@ -31,11 +31,11 @@ HOOK_NEVER = ("dataclasses", "typing", "inspect", "hashlib", "hmac", "_hashlib",
 # records instead of dataclasses, core.digest instead of hashlib/hmac, copy and shutil only where
 # a writer needs them, `time` for its log's clock; every path that reads or logs a loop loads it.
 LOOP_STORE_NEVER = ("dataclasses", "inspect", "hashlib", "hmac", "_hashlib", "copy", "shutil", "datetime")
-# Never on the give-up path of a tick: the runner and what only a running tick needs, and
-# argparse (a plain tick argv is parsed by runner.cli.plain_tick).
+# Never on the give-up path of a tick: the runner and what only a running tick needs, argparse
+# (a plain tick argv is parsed by runner.cli.plain_tick) and typing (annotations only).
 SKIP_NEVER = ("automaton.runner.tick", "automaton.harnesses", "automaton.commands", "automaton.git",
               "automaton.sandbox", "automaton.hooks", "rich", "filelock", "pathspec", "subprocess", "tempfile",
-              "argparse", "gettext", *LOOP_STORE_NEVER)
+              "argparse", "gettext", "typing", *LOOP_STORE_NEVER)
 # Never on --loop-list: the loop store's own, and typing (annotations under TYPE_CHECKING).
 LIST_NEVER = (*LOOP_STORE_NEVER, "typing")
 # The loop model, the gates, the gate's last step and proc (every git call) import none of these

@@ -12,8 +12,6 @@ import posixpath
 from collections.abc import Iterable
 from pathlib import Path
 
-import pathspec
-
 from automaton.git.drift import committed_paths
 from automaton.git.errors import DriftError
 
@@ -24,10 +22,16 @@ DEFAULT_PROTECTED: tuple[str, ...] = (
 )
 _SPECIAL = set("*?[]!#\\")
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy reads the name)
+if TYPE_CHECKING:
+    import pathspec
+
 
 def protected_spec(protected: Iterable[str]) -> pathspec.GitIgnoreSpec:
     """`protected` (gitignore patterns) as one spec. Raises DriftError for a pattern pathspec
     cannot read (the caller halts rather than protect less than configured)."""
+    import pathspec  # here, not at import: a tick whose commit changed nothing never matches a path
+
     lines = list(protected)
     try:
         return pathspec.GitIgnoreSpec.from_lines(lines)

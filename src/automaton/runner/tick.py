@@ -18,7 +18,6 @@ import os
 import shutil
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +27,10 @@ from automaton.core.errors import ExitCode
 from automaton.core.gates import remaining
 from automaton.core.loopconfig import MIB, LoopConfig
 from automaton.core.outcome import Outcome
+from automaton.core.record import record
 from automaton.core.sandbox import Policy
 from automaton.core.verdicts import Verdict
+from automaton.git.harden import probe_once
 from automaton.git.worktree import WorktreeResult
 from automaton.harnesses import HarnessRequest, HarnessResult
 from automaton.runner import aftercommit, confine, deferral, ledger, leftovers, orchestrate, prompts, skip, unscored
@@ -45,7 +46,7 @@ from automaton.store.loops import Loop
 SANDBOX_UNAVAILABLE = "sandbox_unavailable"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TickOptions:
     """settings_path: agent settings with the automaton hooks for Claude `--settings`
     (default: `default_settings`, the loop's own hook settings);
@@ -183,7 +184,11 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
         impl = adapter.run(request("implement", prompts.implement_prompt(cfg, loop_dir, ctx)))
     costs["implement"] = impl.cost_usd
     _note_result(show, "implement", impl)
-    after = aftercommit.settle(loop, cfg, wt, n, impl)
+    # The agent's processes are dead (run_streaming kills every descendant when a role ends) and
+    # no sandbox gives a later role write access to any `.git`: the repository's filter drivers
+    # are probed once for the commit and the checks on it, not before each of their git calls.
+    with probe_once():
+        after = aftercommit.settle(loop, cfg, wt, n, impl)
     warnings += after.warnings
     for line in after.notes:
         show.note(f"  {line}")

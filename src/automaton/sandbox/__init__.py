@@ -11,9 +11,9 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from dataclasses import dataclass
 
 from automaton.core.errors import one_line
+from automaton.core.record import record
 from automaton.core.sandbox import Policy
 from automaton.sandbox import landlock
 from automaton.sandbox.agents import agent_state_dirs
@@ -30,7 +30,7 @@ UNAVAILABLE_ENV = "AUTOMATON_SANDBOX_UNAVAILABLE"
 OFF_HINT = 'or set "sandbox": "off" in loop.json'
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Availability:
     """Whether this machine can confine an agent: `mechanism` "landlock", "seatbelt" or
     "none"; `abi` the Landlock ABI (0 otherwise); `detail` one line: what is used, or how to

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from automaton.core.errors import one_line
+from automaton.core.record import record
 from automaton.core.sandbox import Policy
 from automaton.sandbox import Confinement, SandboxError, available, preexec, wrap_argv
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Launch:
     """`argv` to start (prefixed by sandbox-exec on macOS) and `preexec_fn` (Landlock on
     Linux, to be closed once Popen returned; None on macOS)."""

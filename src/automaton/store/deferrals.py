@@ -27,10 +27,10 @@ import json
 import math
 import os
 import time
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from automaton.core import record as records  # `record` below is this module's writer
 from automaton.core.errors import BadInput, one_line
 from automaton.store.atomic import atomic_write
 from automaton.store.locks import Busy, locked
@@ -42,7 +42,7 @@ MAX_DEFER_S = 8 * 86400  # seconds: the furthest ahead any deferral reaches (a w
 SOURCES = ("reported", "backoff")
 
 
-@dataclass(frozen=True)
+@records.record(frozen=True)
 class Deferral:
     """A recorded deferral (see the module docstring); `until` in UTC epoch seconds."""
 
