@@ -14,7 +14,10 @@ tick calls it: `git.export.refresh_export` of the worktree's HEAD into a folder 
 left (every file read and compared with its blob; what the tick does where it keeps the export,
 runner/verify.py). For comparison, a full export into an empty folder (`export_tree`, what every
 tick did before, and still does where no export may be kept) and its floor (writing files of
-the same names and sizes with os.open/os.write). And the sandbox (figure 7).
+the same names and sizes with os.open/os.write). And the sandbox (figure 7). And the floor
+under any tick of this design (`floor_of`): the processes a tick has to start, run directly one
+after another, which shows how much of the ratio is automaton's own work and how much is
+starting an interpreter and an agent at all.
 The repository has 2,000 files (200 with --quick).
 Run: .venv/bin/python bench/bench_tick.py [--quick] [--reps N]
 """
@@ -102,6 +105,28 @@ def file_writer(project: Path, tmp: Path) -> Callable[[], c.Sample]:
     return lambda: c.measure(work)
 
 
+def floor_of(project: Path, direct: Path) -> Callable[[], c.Sample]:
+    """The processes a tick cannot do without, run directly one after the other (FLOOR_STEPS):
+    the runner's own interpreter start (the bare interpreter of figure 1's baseline), the
+    no-op agent (the scripted replay process the tick runs, unconfined), the git work of the
+    baseline, one `git status` of the worktree (a drift check's one walk of it; a tick makes
+    two), and the verify command. Not included: the runner's imports, the gates' other git
+    calls, the export, the sandbox, the state writes with fsync."""
+    from automaton.harnesses import scripted
+
+    script = project / ".automaton" / "loops" / "on" / "script.json"
+    replay = str(Path(scripted.__file__).with_name("_replay.py"))
+    steps = [
+        [sys.executable, "-c", "import json, argparse, pathlib"],
+        [sys.executable, "-P", "-S", replay, str(script), "implement", "1000000"],
+        ["git", "add", "-A"],
+        ["git", "commit", "-q", "--allow-empty", "-m", "tick"],
+        ["git", "status", "--porcelain", "-z", "--untracked-files=all"],
+        [*VERIFY["command"]],
+    ]
+    return lambda: c.measure(lambda: [c.run(argv, cwd=direct) for argv in steps])
+
+
 def main() -> int:
     ns = c.args(__doc__)
     files = 200 if ns.quick else 2_000
@@ -118,6 +143,7 @@ def main() -> int:
         direct = tmp / "direct"
         c.git(project, "worktree", "add", "-q", "-b", "direct", str(direct), "HEAD")
         imports = [sys.executable, "-c", "import automaton.runner.cli, automaton.runner.tick"]
+        floor = floor_of(project, direct)
         cases = {
             "git add -A + commit": lambda: c.measure(lambda: (
                 c.run(["git", "add", "-A"], cwd=direct),
@@ -128,6 +154,7 @@ def main() -> int:
             "full export": exporter(project, "on", tmp, kept=False),
             "write the files": file_writer(project, tmp),
             "imports only": lambda: c.timed(imports, cwd=project),
+            "the tick's processes": floor,
         }
         times = c.interleave(cases, reps, warmup=1)
     for name, xs in times.items():
@@ -139,13 +166,19 @@ def main() -> int:
           f" imports {c.ms(imported)}, the export {c.ms(export)}, the sandbox {c.ms(c.wall(on) - c.wall(off))};"
           f" the rest (gates, the harness and verifier processes, state writes with fsync, the run folder)"
           f" {c.ms(c.wall(on) - c.wall(base) - imported - export - (c.wall(on) - c.wall(off)))}")
+    floor_s = c.wall(times["the tick's processes"])
+    print(f"  the tick's processes run directly (runner interpreter, no-op agent, git add -A + commit, git status,"
+          f" verify command): {c.ms(floor_s)} = {floor_s / c.wall(base):.2f}x the baseline; the target"
+          f" ({TARGET:g}x the baseline) is {c.ms(TARGET * c.wall(base))}")
     c.figure(4, f"one tick on an existing worktree ({files} files) vs git add -A + git commit",
              c.wall(on) / c.wall(base), TARGET,
              f"tick {c.ms(c.wall(on))} vs git {c.ms(c.wall(base))} (cpu ratio {c.cpu(on) / c.cpu(base):.2f}x);"
              f" of which the export {c.ms(export)} (kept folder, every file compared; a full export"
              f" {c.ms(full)}, writing its {files} files alone {c.ms(written)}) and interpreter start + imports"
              f" {c.ms(imported)}; without the export and the imports"
-             f" {(c.wall(on) - export - imported) / c.wall(base):.2f}x; medians of {reps} interleaved runs")
+             f" {(c.wall(on) - export - imported) / c.wall(base):.2f}x; the tick's processes alone, run directly,"
+             f" {c.ms(floor_s)} ({floor_s / c.wall(base):.2f}x; the tick {c.wall(on) / floor_s:.2f}x them);"
+             f" medians of {reps} interleaved runs")
     c.figure(7, "tick with the kernel sandbox vs \"sandbox\": \"off\"", c.wall(on) / c.wall(off), SANDBOX_TARGET,
              f"sandbox on {c.ms(c.wall(on))} vs off {c.ms(c.wall(off))} (cpu ratio {c.cpu(on) / c.cpu(off):.2f}x);"
              f" medians of {reps} interleaved runs")
