@@ -25,6 +25,7 @@ _BARE = re.compile(r'^[^\s"=]*$')
 _EVENT = re.compile(r"^[A-Z][A-Z_]*\Z")
 _KEY = re.compile(r"^\w+\Z")
 _MAC = re.compile(r" mac=([0-9a-f]{64})\Z")
+_MAC_LEN = len(" mac=") + 64  # a match of _MAC is exactly this long, so it starts this far from the end
 _CHAIN_FIELDS = ("state", "prev", "mac")  # written by format_line itself, never taken from `fields`
 
 
@@ -81,20 +82,26 @@ class LogLine:
 def parse_line(raw: str) -> LogLine | None:
     """Parse a line; None when it is not a well-formed chained line (a `mac` anywhere but as a
     last ` mac=<64 hex>` token is malformed)."""
-    found = _MAC.search(raw)
+    # Searched from the one place a match can start, not from the line's first character.
+    found = _MAC.search(raw, max(len(raw) - _MAC_LEN, 0))
     mac = found.group(1) if found else ""
     body = raw[: found.start()] if found else raw
     head = body.split(" ", 2)
     if len(head) < 3 or not _EVENT.match(head[1]):
         return None
-    fields: dict[str, str] = {}
-    for key, val in _TOKEN.findall(head[2]):
-        if val.startswith('"'):
-            try:
-                val = json.loads(val)
-            except json.JSONDecodeError:
-                return None
-        fields[key] = val
+    rest = head[2]
+    fields: dict[str, str]
+    if '"' not in rest:  # no value can be quoted: the pairs are the fields as they stand
+        fields = dict(_TOKEN.findall(rest))
+    else:
+        fields = {}
+        for key, val in _TOKEN.findall(rest):
+            if val.startswith('"'):
+                try:
+                    val = json.loads(val)
+                except json.JSONDecodeError:
+                    return None
+            fields[key] = val
     if "state" not in fields or "prev" not in fields or "mac" in fields:
         return None
     state, prev = fields.pop("state"), fields.pop("prev")
@@ -146,7 +153,8 @@ def verify_text(text: str, key: bytes | None = None, *, check_macs: bool = True)
     first_keyed = 0
     # Split on "\n" only: str.splitlines() also splits on \r, \x1c, \u2028 ..., which a
     # line may legitimately hold, and would then mis-hash it.
-    for n, raw in enumerate(text.split("\n")[:-1] if text else [], start=1):
+    rows = text.split("\n")[:-1] if text else []
+    for n, raw in enumerate(rows, start=1):
         parsed = parse_line(raw)
         if parsed is None:
             return ChainCheck(False, lines, f"line {n} is not a valid log line")
@@ -156,7 +164,8 @@ def verify_text(text: str, key: bytes | None = None, *, check_macs: bool = True)
             if key is None:
                 return ChainCheck(False, lines, f"line {n} is sealed with a key (mac=) but there is no key"
                                   " to verify it", needs_key=True)
-            if not equal(parsed.mac, line_mac(key, parsed.body)):
+            # `parsed.body`: a keyed line ends in exactly the _MAC_LEN characters of its mac
+            if not equal(parsed.mac, hmac_sha256(key, raw[:-_MAC_LEN].encode("utf-8"))):
                 return ChainCheck(False, lines, f"line {n} has a mac the key does not verify: it was"
                                   " forged (or written with another user's key)")
         if parsed.mac:
@@ -165,5 +174,6 @@ def verify_text(text: str, key: bytes | None = None, *, check_macs: bool = True)
             return ChainCheck(False, lines, f"line {n} has no mac after keyed line {first_keyed}:"
                               " it was not written by automaton")
         lines.append(parsed)
-        prev = line_hash(raw)
+        if n < len(rows):  # the next line links to this one; nothing links to the last
+            prev = line_hash(raw)
     return ChainCheck(True, lines, unverified=bool(first_keyed) and not check_macs)

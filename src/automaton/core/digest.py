@@ -18,7 +18,7 @@ from _operator import _compare_digest as equal
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy reads the name)
 if TYPE_CHECKING:
-    from hashlib import sha256
+    from hashlib import _Hash, sha256
 else:
     try:  # a failed import costs a search of sys.path: ask for the name this version has
         if sys.version_info >= (3, 12):
@@ -31,7 +31,10 @@ else:
 _BLOCK = 64  # SHA-256 block size in bytes (RFC 2104's B)
 _INNER = bytes(x ^ 0x36 for x in range(256))
 _OUTER = bytes(x ^ 0x5C for x in range(256))
-_pads: dict[bytes, tuple[bytes, bytes]] = {}  # key -> (inner pad, outer pad); one key per process
+# key -> (inner, outer): SHA-256 states that have taken the key's inner and outer pad. Each mac
+# copies them instead of hashing a pad again: a quarter less time per line for the audit, which
+# verifies every line of every log (bench/bench_audit.py). One key per process.
+_pads: dict[bytes, tuple[_Hash, _Hash]] = {}
 
 
 def sha256_hex(data: bytes) -> str:
@@ -44,9 +47,12 @@ def hmac_sha256(key: bytes, message: bytes) -> str:
     pads = _pads.get(key)
     if pads is None:
         block = (sha256(key).digest() if len(key) > _BLOCK else key).ljust(_BLOCK, b"\0")
-        pads = _pads[key] = (block.translate(_INNER), block.translate(_OUTER))
-    inner = sha256(pads[0] + message).digest()
-    return sha256(pads[1] + inner).hexdigest()
+        pads = _pads[key] = (sha256(block.translate(_INNER)), sha256(block.translate(_OUTER)))
+    inner = pads[0].copy()
+    inner.update(message)
+    outer = pads[1].copy()
+    outer.update(inner.digest())
+    return outer.hexdigest()
 
 
 __all__ = ["equal", "hmac_sha256", "sha256", "sha256_hex"]
