@@ -128,10 +128,10 @@ def test_lockless_read_racing_a_commit_is_not_tamper(tmp_path: Path, monkeypatch
     real_read_chain = chainlog.read_chain
     fired: list[bool] = []
 
-    def racing(log: Path) -> object:
+    def racing(log: str | Path) -> object:  # the reader names its files by plain strings (store.tasks.load_listed)
         if not fired:
             fired.append(True)
-            chainlog.commit(folder / ".state", log, b"research\n", "research", "TRANSITION", {})
+            chainlog.commit(folder / ".state", Path(log), b"research\n", "research", "TRANSITION", {})
         return real_read_chain(log)
 
     monkeypatch.setattr(chainlog, "read_chain", racing)

@@ -27,9 +27,17 @@ def task_findings(ref: TaskRef, folder: Path, keyed: bool = False) -> tuple[str 
     """(phase or None, violations) for one task folder, without writing anything. With `keyed`
     (the audit), an intact log without a keyed line is a violation too (`UNKEYED (legacy)`)."""
     try:
-        rec = tasks.load_dir(ref, folder)
+        rec: tasks.TaskRecord | BadInput = tasks.load_dir(ref, folder)
     except BadInput as exc:  # a corrupt `.state`, or a bad key file (store.key)
-        return None, [exc.message]
+        rec = exc
+    return record_findings(ref, rec, keyed)
+
+
+def record_findings(ref: TaskRef, rec: tasks.TaskRecord | BadInput,
+                    keyed: bool = False) -> tuple[str | None, list[str]]:
+    """`task_findings` for a task already read: `rec` is its record, or the BadInput reading it raised."""
+    if isinstance(rec, BadInput):
+        return None, [rec.message]
     if rec.tamper:
         return rec.phase, [f"TAMPERED: {rec.tamper}"]
     if rec.phase is None:
@@ -42,7 +50,7 @@ def task_findings(ref: TaskRef, folder: Path, keyed: bool = False) -> tuple[str 
     if bad:
         found.append(f"forbidden artifacts for phase {rec.phase!r}: {', '.join(bad)}")
     bound = rec.bound()  # only an artifact an approval binds can demote: hash those alone
-    dem = demotion(rec.phase, bound, rec.current_hashes(bound))
+    dem = demotion(rec.phase, bound, rec.current_hashes(bound)) if bound else None
     if dem is not None:
         found.append(
             f"approved {dem.artifact} changed after sign-off: next command demotes"
@@ -73,20 +81,29 @@ def unkeyed(log: Path, fix: str) -> str:
             f" wholly replaced by someone without the key (the two look the same); {fix}")
 
 
-def _report(project: Project, targets: list[tuple[TaskRef, Path]], title: str, strays: bool = True,
-            keyed: bool = False) -> Outcome:
+def _report(project: Project, targets: list[tuple[TaskRef, Path]], title: str, strays: bool = True) -> Outcome:
+    found = [(ref, task_findings(ref, folder)) for ref, folder in targets]
+    return _rows(project, found, tasks.stray_folders(project) if strays else [], title)
+
+
+def _rows(project: Project, found: list[tuple[TaskRef, tuple[str | None, list[str]]]], strays: list[Path],
+          title: str) -> Outcome:
+    """The report of `found` (each task's `task_findings`) and of the `strays` (task folders
+    with names that are not task names)."""
     out = Outcome()
     rows: list[dict[str, object]] = []
-    for ref, folder in targets:
-        phase, found = task_findings(ref, folder, keyed)
-        deleted = tasks.deleted_state(project, ref) if found[:1] == [MANUAL.format(task=ref, name=ref.name)] else ""
-        if deleted:  # not a legacy folder: its state files were deleted (store.tasks.deleted_state)
-            found = [f"TAMPERED: {deleted}"]
-        rows.append({"task": str(ref), "phase": phase, "violations": found})
-        mark = "VIOLATION" if found else "ok"
-        out.lines.append(f"  {mark:9} {ref}: {phase or '-'}")
-        out.lines += [f"            - {v}" for v in found]
-    for folder in tasks.stray_folders(project) if strays else []:
+    for ref, (phase, violations) in found:
+        name = str(ref)
+        # Only a task without a phase can be a legacy folder: format that finding for it alone.
+        if phase is None and violations[:1] == [MANUAL.format(task=name, name=ref.name)]:
+            deleted = tasks.deleted_state(project, ref)
+            if deleted:  # not a legacy folder: its state files were deleted (store.tasks.deleted_state)
+                violations = [f"TAMPERED: {deleted}"]
+        rows.append({"task": name, "phase": phase, "violations": violations})
+        mark = "VIOLATION" if violations else "ok"
+        out.lines.append(f"  {mark:9} {name}: {phase or '-'}")
+        out.lines += [f"            - {v}" for v in violations]
+    for folder in strays:
         rel = folder.relative_to(project.root).as_posix()
         rows.append({"task": rel, "phase": None, "violations": [STRAY.format(folder=rel)]})
         out.lines.append(f"  {'VIOLATION':9} {rel}: -")
@@ -150,7 +167,13 @@ def audit(project: Project, loop_section: LoopSection | None = None) -> Outcome:
     `key` is the key file (None while none exists); `project` lists `layout_findings` and
     `key_findings` (each also a VIOLATION line). Never creates the key.
     """
-    out = _report(project, list(tasks.iter_tasks(project)), "Tasks", keyed=True)
+    from automaton.store.taskscan import scan  # each task folder listed once (store/taskscan.py)
+
+    strays: list[Path] = []
+    # Each record is dropped once its findings are made: an audit of thousands of tasks keeps
+    # their findings, not their parsed logs.
+    found = [(ref, record_findings(ref, rec, keyed=True)) for ref, _, rec in scan(project, strays)]
+    out = _rows(project, found, strays, "Tasks")
     task_bad = 0 if out.ok else 1
     key, key_found = key_findings(project)
     broken = layout_findings(project) + key_found

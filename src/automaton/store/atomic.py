@@ -20,9 +20,10 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def read_all(path: Path) -> bytes:
-    """The bytes of `path`, read with os.open/os.read, which cost half of what `open()` costs
-    (the audit reads three small files of every task). Raises OSError as `open()` does, and
+def read_all(path: str | Path) -> bytes:
+    """The bytes of `path` (a plain string too: the audit names thousands of files, and a `Path`
+    for each costs more than reading it), read with os.open/os.read, which cost half of what
+    `open()` costs (the audit reads three small files of every task). Raises OSError as `open()` does, and
     IsADirectoryError for a folder (raised by the read)."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
     try:

@@ -31,12 +31,13 @@ def utc_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def read_chain(log_path: Path) -> ChainCheck:
-    """Verify the whole log at `log_path` with the key (never creating it); a missing log is an
-    empty, valid chain. Not ok when a line is forged, unkeyed after a keyed one, keyed while the
-    key is missing, or when the whole log is unkeyed at a path automaton has keyed before (it
-    was replaced). Where the key is hidden (`store.key.KeyHidden`: an agent's sandbox, which
-    cannot write the log either) keyed lines are taken on their SHA-256 chain (`unverified`).
+def read_chain(log_path: str | Path) -> ChainCheck:
+    """Verify the whole log at `log_path` (a plain string too: the audit names thousands of
+    logs) with the key (never creating it); a missing log is an empty, valid chain. Not ok when
+    a line is forged, unkeyed after a keyed one, keyed while the key is missing, or when the
+    whole log is unkeyed at a path automaton has keyed before (it was replaced). Where the key
+    is hidden (`store.key.KeyHidden`: an agent's sandbox, which cannot write the log either)
+    keyed lines are taken on their SHA-256 chain (`unverified`).
     Raises BadInput/CorruptState (exit 2) for a bad key file (`store.key`)."""
     text = _read_text(log_path)
     if not isinstance(text, str):
@@ -46,7 +47,7 @@ def read_chain(log_path: Path) -> ChainCheck:
     except keys.KeyHidden:
         key, hidden = None, True
     check = verify_text(text, key, check_macs=not hidden)
-    if check.ok and check.legacy and keys.was_keyed(log_path):
+    if check.ok and check.legacy and keys.was_keyed(Path(log_path)):
         # A writer appends its first keyed line before it marks the log: re-read once, so a
         # reader that raced that writer sees the keyed line instead of a false replacement.
         text = _read_text(log_path)
@@ -62,7 +63,7 @@ def read_chain(log_path: Path) -> ChainCheck:
     return check
 
 
-def _read_text(log_path: Path) -> str | ChainCheck:
+def _read_text(log_path: str | Path) -> str | ChainCheck:
     """The log as text, exactly its bytes decoded (no newline translation: automaton never
     writes a carriage return into a line, json-escaping it in values)."""
     try:

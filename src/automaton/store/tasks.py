@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 STATE = ".state"
 LOG = ".state.log"
+TEMP = tmp_path(Path(STATE)).name  # the temp file a commit of `.state` writes first
 LOCK = ".state.lock"
 # Log events whose `bind` field (re)binds approved artifacts to their SHA-256.
 BINDING_EVENTS = frozenset({"APPROVED", "RESEALED"})
@@ -129,12 +130,12 @@ class TaskRecord:
 def present_artifacts(folder: Path) -> set[str]:
     """Artifact file names in `folder` (only the nine deliverables; metadata never counts)."""
     try:
-        return _artifacts(_scan(folder))
+        return _artifacts(_listing(folder))
     except OSError:
         return set()
 
 
-def _scan(folder: Path) -> dict[str, os.DirEntry[str]]:
+def _listing(folder: str | Path) -> dict[str, os.DirEntry[str]]:
     """name -> entry of every name in `folder`. `os.scandir` reports each entry's type with the
     listing, so telling files from folders costs no `stat` (the audit reads thousands of
     task folders). Raises OSError when the folder cannot be listed."""
@@ -170,13 +171,13 @@ def load(project: Project, ref: TaskRef, *, strict: bool = True) -> TaskRecord:
     return load_dir(ref, folder, strict=strict)
 
 
-def _read_bytes(path: Path) -> bytes | None:
+def _read_bytes(path: str | Path) -> bytes | None:
     try:
         return read_all(path)
     except FileNotFoundError:
         return None
     except IsADirectoryError:
-        raise CorruptState(_directory(path)) from None
+        raise CorruptState(_directory(Path(path))) from None
     except OSError as exc:
         raise CorruptState(f"{path}: cannot read ({exc.strerror}); fix its permissions") from None
 
@@ -206,22 +207,38 @@ def load_dir(ref: TaskRef, folder: Path, *, strict: bool = True) -> TaskRecord:
     """Read the task in `folder` (see `load`). Writes nothing; safe without the lock.
     CorruptState (exit 2) when `.state`, `.state.log` or the `.state` temp file is a directory,
     even with `strict=False` (nothing can be re-sealed over a directory)."""
-    state_file, log_file = folder / STATE, folder / LOG
-    temp = tmp_path(state_file)
+    folder_str = str(folder)
     try:
-        entries: dict[str, os.DirEntry[str]] | None = _scan(folder)
+        entries: dict[str, os.DirEntry[str]] | None = _listing(folder_str)
     except OSError:  # not listable (searchable only?): look at each name instead
         entries = None
+    return load_listed(ref, folder, folder_str, entries, strict=strict)
+
+
+def load_listed(ref: TaskRef, folder: Path, folder_str: str, entries: dict[str, os.DirEntry[str]] | None, *,
+                strict: bool = True) -> TaskRecord:
+    """`load_dir` for a folder its caller listed already (`store.taskscan`, which lists each of
+    thousands of folders once for the audit): `entries` is its listing (None when it could not
+    be listed), `folder_str` is `str(folder)`; files are named by plain strings, not `Path`s."""
+    state_file, log_file = f"{folder_str}{os.sep}{STATE}", f"{folder_str}{os.sep}{LOG}"
+    temp = f"{folder_str}{os.sep}{TEMP}"
     if entries is None:
-        _no_directories(state_file, log_file, temp)
+        _no_directories(folder / STATE, folder / LOG, folder / TEMP)
     else:
-        for path in (state_file, log_file, temp):
-            if path.name in entries and _is_dir(entries[path.name]):
-                raise CorruptState(_directory(path))
-    for _ in range(_READ_TRIES):
+        for name in (STATE, LOG, TEMP):
+            if name in entries and _is_dir(entries[name]):
+                raise CorruptState(_directory(folder / name))
+    # Read state, log, temp, state again, retried while `.state` changed (`_READ_TRIES`). The
+    # temp file only settles a state that is missing or behind its log: when `.state` names a
+    # phase, the intact log's last line names the same and `.state` reads the same again,
+    # nothing below looks at it, so it is not read; the last round always reads it.
+    last = _READ_TRIES - 1
+    for attempt in range(_READ_TRIES):
         before = _read_bytes(state_file)
         chain = chainlog.read_chain(log_file)
-        pending = _read_bytes(temp)
+        token = phase_token(before) if before is not None else None
+        agrees = attempt < last and token is not None and chain.ok and token == chain.last_state
+        pending = None if agrees else _read_bytes(temp)
         after = _read_bytes(state_file)
         if before == after:
             break
@@ -233,12 +250,12 @@ def load_dir(ref: TaskRef, folder: Path, *, strict: bool = True) -> TaskRecord:
     if after is None:
         if rolled:
             return TaskRecord(ref, folder, pending_phase, chain, "", present)
-        if log_file.exists():
+        if os.path.exists(log_file):
             return TaskRecord(ref, folder, None, chain, f"{state_file} was deleted but its log exists", present)
         return TaskRecord(ref, folder, None, chain, "", present)
-    phase = phase_token(after)
+    phase = token if after == before else phase_token(after)
     if phase is None:
-        message = _corrupt_message(state_file, after, ref)
+        message = _corrupt_message(folder / STATE, after, ref)
         if strict:
             raise CorruptState(message)
         return TaskRecord(ref, folder, None, chain, message, present)
@@ -313,7 +330,7 @@ def deleted_state(project: Project, ref: TaskRef) -> str:
 
 def _subs(folder: Path) -> list[Path]:
     return sorted(
-        folder / name for name, entry in _scan(folder).items()
+        folder / name for name, entry in _listing(folder).items()
         if NAME_RE.match(name) and _is_dir(entry)
         and ((folder / name / STATE).exists() or (folder / name / LOG).exists())
     )
@@ -321,7 +338,7 @@ def _subs(folder: Path) -> list[Path]:
 
 def _folders(parent: Path) -> list[tuple[str, Path]]:
     """(name, path) of every folder in `parent` (symlinks followed), sorted by name."""
-    return [(name, parent / name) for name, entry in sorted(_scan(parent).items()) if _is_dir(entry)]
+    return [(name, parent / name) for name, entry in sorted(_listing(parent).items()) if _is_dir(entry)]
 
 
 def iter_tasks(project: Project) -> Iterator[tuple[TaskRef, Path]]:
