@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from automaton.commands.human import require_human
 from automaton.core.errors import BadInput
 from automaton.core.names import TaskRef
 from automaton.core.outcome import Outcome
@@ -86,6 +85,10 @@ def set_focus(project: Project, task: str | None, clear: bool = False) -> Outcom
     """
     if clear == (task is not None):
         raise BadInput("use --focus TASK or --focus --clear")
+    # Here, not at import: the human-act check (dataclasses, the process table) is this verb's
+    # alone, and the hook, --audit and --sandbox import this module only to read the focus.
+    from automaton.commands.human import require_human
+
     who = require_human("--focus")
     ref = None
     if task is not None:
