@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from automaton.git import run_git
-from automaton.git.harden import git_env, hardened_argv
+from automaton.git.harden import git_env, hardened_argv, probe_once
 from automaton.git.worktree import commit_all, ensure_worktree
 from tests.helpers import git, init_repo
 
@@ -169,3 +169,27 @@ def test_odd_bytes_in_file_names_never_raise(tmp_path: Path) -> None:
     (repo / name).write_text("x\n")
     out = run_git(repo, ["ls-files", "--others", "-z"])
     assert out.code == 0 and os.fsencode(out.out.rstrip("\0")) == b"caf\xe9.txt"
+
+
+def test_a_worktree_pointer_swapped_inside_a_probe_window_is_probed_anew(tmp_path: Path) -> None:
+    # A daemon the agent left behind (possible where no child subreaper kills it: macOS) rewrites
+    # the worktree's `.git` file to lead to a repository of its own with a filter driver, after
+    # the window's first probe: the later calls of the window must empty that driver too.
+    repo = init_repo(tmp_path / "repo")
+    wt = ensure_worktree(repo, tmp_path / "loop", "demo").path
+    evil = init_repo(tmp_path / "evil")
+    marker = tmp_path / "ran.txt"
+    git(evil, "config", "filter.evil.clean", str(script(tmp_path / "clean.sh", marker, "clean", "cat")))
+    git(evil, "config", "filter.evil.required", "true")
+    (wt / ".gitattributes").write_text("* filter=evil\n")
+    (wt / "new.py").write_text("x = 1\n")
+    with probe_once():
+        assert run_git(wt, ["add", "-A"]).code == 0  # probes the real config: no driver there
+        (wt / ".git").write_text(f"gitdir: {evil / '.git'}\n")
+        (wt / "new.py").write_text("x = 2\n")
+        run_git(wt, ["add", "-A"])
+    assert not marker.exists()
+    # control: plain git through the swapped pointer runs the driver, so the plant works
+    (wt / "new.py").write_text("x = 3\n")
+    git(wt, "add", "-A")
+    assert "clean" in marker.read_text()

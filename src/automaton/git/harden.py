@@ -98,8 +98,8 @@ class UnsafeConfig(Exception):
     """The repository's config defines something a `-c` setting cannot switch off."""
 
 
-# Inside `probe_once()`: (repo, config environment) -> its filter overrides.
-_probed: dict[tuple[str, tuple[tuple[str, str], ...]], list[str]] | None = None
+# Inside `probe_once()`: (repo, its `.git` pointer's bytes, config environment) -> its filter overrides.
+_probed: dict[tuple[str, bytes, tuple[tuple[str, str], ...]], list[str]] | None = None
 
 
 @contextmanager
@@ -107,7 +107,9 @@ def probe_once() -> Iterator[None]:
     """Within the block, each repository's filter drivers are probed once, not before every git
     call that converts content (a drift check makes five such calls). For a sequence of calls
     during which nothing else writes the repository's config: a gate, which runs under the
-    loop's lock while no agent of that loop runs."""
+    loop's lock while no agent of that loop runs, and a tick's commit with the checks on it,
+    after the agent's processes were killed. A worktree's `.git` pointer file, which the agent
+    may write, is read again on each cached use (`_pointer`): a changed one is probed anew."""
     global _probed
     outer, _probed = _probed, ({} if _probed is None else _probed)
     try:
@@ -122,13 +124,27 @@ def filter_overrides(repo: str, env: Mapping[str, str], timeout_s: float) -> lis
     Raises UnsafeConfig for a driver whose name holds `=` or a newline: `-c` splits at the
     first `=`, so such a name could set another driver's command instead of emptying it.
     """
-    key = (repo, tuple(sorted((k, v) for k, v in env.items() if k.startswith("GIT_CONFIG"))))
-    if _probed is not None and key in _probed:
+    if _probed is None:
+        return _probe(repo, env, timeout_s)
+    # A worktree's `.git` is a file naming its git folder, and the agent may rewrite it (the
+    # worktree is its to write): a cached probe holds only while that file still leads where it
+    # led, so its bytes are part of the key (a `.git` folder reads as b"").
+    key = (repo, _pointer(repo), tuple(sorted((k, v) for k, v in env.items() if k.startswith("GIT_CONFIG"))))
+    if key in _probed:
         return list(_probed[key])
     found = _probe(repo, env, timeout_s)
-    if _probed is not None:
-        _probed[key] = list(found)
+    _probed[key] = list(found)
     return found
+
+
+def _pointer(repo: str) -> bytes:
+    """The bytes of `repo/.git` when it is a file (a worktree's pointer; symlinks followed, as
+    git follows them), else b"". Read on every cached use: microseconds, against a process."""
+    try:
+        with open(os.path.join(repo, ".git"), "rb") as fh:
+            return fh.read(4096)
+    except OSError:  # a folder (IsADirectoryError), or none
+        return b""
 
 
 def _probe(repo: str, env: Mapping[str, str], timeout_s: float) -> list[str]:

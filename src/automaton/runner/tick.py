@@ -184,9 +184,10 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
         impl = adapter.run(request("implement", prompts.implement_prompt(cfg, loop_dir, ctx)))
     costs["implement"] = impl.cost_usd
     _note_result(show, "implement", impl)
-    # The agent's processes are dead (run_streaming kills every descendant when a role ends) and
-    # no sandbox gives a later role write access to any `.git`: the repository's filter drivers
-    # are probed once for the commit and the checks on it, not before each of their git calls.
+    # The agent's processes are dead (on Linux run_streaming kills every descendant when a role
+    # ends) and its sandbox left the repository's config read-only: the filter drivers are
+    # probed once per repository for the commit and the checks on it, not before each git call
+    # (a worktree's `.git` pointer, which the agent may have rewritten, is re-read each time).
     with probe_once():
         after = aftercommit.settle(loop, cfg, wt, n, impl)
     warnings += after.warnings
