@@ -285,3 +285,14 @@ def test_a_log_copied_from_another_task_is_tamper(tmp_path: Path) -> None:
         (folder / name).write_bytes((other / name).read_bytes())
     rec = tasks.load_dir(REF, folder)
     assert "line 2 is task 'other''s, not 't''s" in rec.tamper
+
+
+def test_a_temp_file_that_cannot_be_read_is_corrupt_state_even_when_state_and_log_agree(tmp_path: Path) -> None:
+    # The reader skips the `.state` temp file only when the listing shows none: one that is
+    # there but unreadable (here a symlink loop; for a non-root user mode 000 too) fails every
+    # writer, so the reader fails closed on it as well.
+    folder = tmp_path / "t"
+    seed(folder, "new")
+    (folder / ".state.tmp").symlink_to(".state.tmp")
+    with pytest.raises(CorruptState, match=r"\.state\.tmp: cannot read"):
+        tasks.load_dir(REF, folder)

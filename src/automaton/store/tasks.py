@@ -229,15 +229,18 @@ def load_listed(ref: TaskRef, folder: Path, folder_str: str, entries: dict[str, 
             if name in entries and _is_dir(entries[name]):
                 raise CorruptState(_directory(folder / name))
     # Read state, log, temp, state again, retried while `.state` changed (`_READ_TRIES`). The
-    # temp file only settles a state that is missing or behind its log: when `.state` names a
-    # phase, the intact log's last line names the same and `.state` reads the same again,
-    # nothing below looks at it, so it is not read; the last round always reads it.
+    # temp file only settles a state that is missing or behind its log: when the listing shows
+    # none, `.state` names a phase, the intact log's last line names the same and `.state` reads
+    # the same again, nothing below looks at it, so it is not read. A temp file that is there is
+    # always read (one that cannot be read is CorruptState, as every writer would fail on it),
+    # and so is any in the last round.
     last = _READ_TRIES - 1
+    no_temp = entries is not None and TEMP not in entries
     for attempt in range(_READ_TRIES):
         before = _read_bytes(state_file)
         chain = chainlog.read_chain(log_file)
         token = phase_token(before) if before is not None else None
-        agrees = attempt < last and token is not None and chain.ok and token == chain.last_state
+        agrees = no_temp and attempt < last and token is not None and chain.ok and token == chain.last_state
         pending = None if agrees else _read_bytes(temp)
         after = _read_bytes(state_file)
         if before == after:
