@@ -134,7 +134,11 @@ def _give_back(line: LogLine, held: tuple[float, dict[str, float]] | None) -> di
 
 def state_below_log(state: dict[str, Any], lines: list[LogLine], state_file: Path) -> str:
     """A state whose counters are lower than its log's last logged ones ("" when not)."""
-    last = next((logged_counters(line) for line in reversed(lines) if logged_counters(line)), {})
+    last: dict[str, float] = {}
+    for line in reversed(lines):  # the last line that carries counters (each line parsed once)
+        last = logged_counters(line)
+        if last:
+            break
     for key, value in last.items():
         if float(state[key]) < value - EPS_USD:
             return (f"{state_file}: {key} {state[key]} is lower than its log's {value:g}:"
