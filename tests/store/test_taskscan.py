@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -93,23 +94,31 @@ def test_no_tasks_folder(tmp_path: Path) -> None:
     assert list(taskscan.scan(Project(tmp_path), strays)) == [] and strays == []
 
 
-def test_a_commit_between_reading_state_and_log_is_not_tamper(tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    """The temp file is read where `.state` and the log disagree: a writer that wrote it and
-    logged the new phase after `.state` was read, but has not renamed it yet, is no tamper."""
-    folder = tmp_path / "tasks" / "t"
-    seed(folder, "new")
+def race_once(monkeypatch: pytest.MonkeyPatch, write: Callable[[], object]) -> list[bool]:
+    """Make the reader's first log read run `write` first (a writer between its reads); returns
+    the list that shows whether it fired."""
     real_read_chain = chainlog.read_chain
     fired: list[bool] = []
 
     def racing(log: str | Path) -> object:
         if not fired:
             fired.append(True)
-            atomic.write_tmp(folder / ".state", b"research\n")
-            chainlog.append_event(folder / ".state.log", "TRANSITION", {}, "research")
+            write()
         return real_read_chain(log)
 
     monkeypatch.setattr(chainlog, "read_chain", racing)
+    return fired
+
+
+def test_a_commit_between_reading_state_and_log_is_not_tamper(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The temp file is read where `.state` and the log disagree: a writer that wrote it and
+    logged the new phase after `.state` was read, but has not renamed it yet, is no tamper."""
+    folder = tmp_path / "tasks" / "t"
+    seed(folder, "new")
+    fired = race_once(monkeypatch, lambda: (atomic.write_tmp(folder / ".state", b"research\n"),
+                                            chainlog.append_event(folder / ".state.log", "TRANSITION", {},
+                                                                  "research")))
     [(ref, _, rec)] = list(taskscan.scan(Project(tmp_path), []))
     assert fired and ref == TaskRef(TaskName("t"))
     assert isinstance(rec, tasks.TaskRecord) and rec.phase == "research" and rec.tamper == ""
@@ -118,15 +127,7 @@ def test_a_commit_between_reading_state_and_log_is_not_tamper(tmp_path: Path,
 def test_a_whole_commit_between_the_reads_is_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = tmp_path / "tasks" / "t"
     seed(folder, "new")
-    real_read_chain = chainlog.read_chain
-    fired: list[bool] = []
-
-    def racing(log: str | Path) -> object:
-        if not fired:
-            fired.append(True)
-            chainlog.commit(folder / ".state", folder / ".state.log", b"research\n", "research", "TRANSITION", {})
-        return real_read_chain(log)
-
-    monkeypatch.setattr(chainlog, "read_chain", racing)
+    fired = race_once(monkeypatch, lambda: chainlog.commit(folder / ".state", folder / ".state.log", b"research\n",
+                                                           "research", "TRANSITION", {}))
     [(_, _, rec)] = list(taskscan.scan(Project(tmp_path), []))
     assert fired and isinstance(rec, tasks.TaskRecord) and rec.phase == "research" and rec.tamper == ""
