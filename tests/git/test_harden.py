@@ -193,3 +193,15 @@ def test_a_worktree_pointer_swapped_inside_a_probe_window_is_probed_anew(tmp_pat
     (wt / "new.py").write_text("x = 3\n")
     git(wt, "add", "-A")
     assert "clean" in marker.read_text()
+
+
+def test_a_fifo_for_a_worktree_pointer_does_not_hang_the_probe_window(tmp_path: Path) -> None:
+    # The cache key reads the worktree's `.git` file; a FIFO put there by the agent would block a
+    # plain open until someone writes to it. git itself refuses a `.git` that is not a file.
+    repo = init_repo(tmp_path / "repo")
+    wt = ensure_worktree(repo, tmp_path / "loop", "demo").path
+    (wt / ".git").unlink()
+    os.mkfifo(wt / ".git")
+    with probe_once():
+        done = run_git(wt, ["add", "-A"], timeout_s=30)
+    assert done.code != 0

@@ -138,13 +138,23 @@ def filter_overrides(repo: str, env: Mapping[str, str], timeout_s: float) -> lis
 
 
 def _pointer(repo: str) -> bytes:
-    """The bytes of `repo/.git` when it is a file (a worktree's pointer; symlinks followed, as
-    git follows them), else b"". Read on every cached use: microseconds, against a process."""
+    """The bytes of `repo/.git` when it is a regular file (a worktree's pointer; symlinks
+    followed, as git follows them), b"" when there is none, else a mark of what is there.
+    Opened without blocking: the agent could put a FIFO there, which a plain open would wait on
+    forever. Read on every cached use: microseconds, against a process."""
+    import stat
+
     try:
-        with open(os.path.join(repo, ".git"), "rb") as fh:
-            return fh.read(4096)
-    except OSError:  # a folder (IsADirectoryError), or none
+        fd = os.open(os.path.join(repo, ".git"), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:  # none, or a folder on a system that will not open one
         return b""
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):  # a folder (the main repository), a FIFO, a device
+            return b"" if stat.S_ISDIR(st.st_mode) else f"mode {st.st_mode:o} ino {st.st_ino}".encode()
+        return os.read(fd, 4096)
+    finally:
+        os.close(fd)
 
 
 def _probe(repo: str, env: Mapping[str, str], timeout_s: float) -> list[str]:
