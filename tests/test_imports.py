@@ -87,20 +87,22 @@ def test_a_tick_that_gives_up_imports_no_runner(project: Path) -> None:
     assert "SKIPPED" in (p.loop_dir(loops.LoopName("demo")) / loops.LOG_FILE).read_text()
 
 
-def test_the_loop_model_and_the_gates_import_little() -> None:
-    code = ("import sys; import automaton.core.loopconfig, automaton.core.gates, automaton.commands.gate_next,"
-            " automaton.proc; print(' '.join(sys.modules))")
+def loaded_by(modules: str) -> set[str]:
+    """Every module a fresh interpreter holds after `import <modules>` (a comma-separated list)."""
+    code = f"import sys; import {modules}; print(' '.join(sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    names = set(done.stdout.split())
+    return set(done.stdout.split())
+
+
+def test_the_loop_model_and_the_gates_import_little() -> None:
+    names = loaded_by("automaton.core.loopconfig, automaton.core.gates, automaton.commands.gate_next, automaton.proc")
     assert "automaton.core.gates" in names
     assert offending(names, MODEL_NEVER) == set()
 
 
 def test_the_loop_store_imports_little() -> None:
-    code = ("import sys; import automaton.store.loops, automaton.store.looplog, automaton.store.chainlog,"
-            " automaton.store.config; print(' '.join(sys.modules))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    names = set(done.stdout.split())
+    names = loaded_by("automaton.store.loops, automaton.store.looplog, automaton.store.chainlog,"
+                      " automaton.store.config")
     assert "automaton.store.loops" in names
     assert offending(names, (*LOOP_STORE_NEVER, "typing")) == set()
 

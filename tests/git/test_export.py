@@ -40,8 +40,13 @@ def agent_commit(repo: Path) -> str:
     (repo / "conftest.py").write_text("import pytest  # skips everything\n")
     (repo / "src" / "conftest.py").write_text("# planted\n")
     (repo / "pytest.ini").unlink()
+    return commit_all(repo, "agent")
+
+
+def commit_all(repo: Path, message: str) -> str:
+    """Commit everything in `repo`'s work tree (plain git); the new commit's id."""
     git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "agent")
+    git(repo, "commit", "-q", "-m", message)
     return git(repo, "rev-parse", "HEAD").strip()
 
 
@@ -74,9 +79,7 @@ def test_export_ignores_the_commits_gitattributes(tmp_path: Path) -> None:
     git(repo, "config", "filter.evil.smudge", f"sh -c 'touch {marker}; cat'")
     (repo / ".gitattributes").write_text("src/app.py export-ignore\n*.py filter=evil\nrun.sh export-subst\n")
     (repo / "run.sh").write_text("#!/bin/sh\n# $Format:%H$\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "attributes")
-    head = git(repo, "rev-parse", "HEAD").strip()
+    head = commit_all(repo, "attributes")
     dest = tmp_path / "export"
     export_tree(repo, head, dest, protected=PROTECTED, base_commit=base)
     assert (dest / "src" / "app.py").is_file() and "$Format:%H$" in (dest / "run.sh").read_text()
@@ -115,9 +118,7 @@ def test_symlinks_that_lead_out_of_the_export_are_left_out(tmp_path: Path) -> No
     (repo / "b").symlink_to(".")  # harmless alone ...
     (repo / "a").symlink_to("b/..")  # ... but a, checked before b existed, then leads to the parent
     (repo / "src" / "ok").symlink_to("../tests")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "links")
-    head = git(repo, "rev-parse", "HEAD").strip()
+    head = commit_all(repo, "links")
     dest = tmp_path / "export"
     res = export_tree(repo, head, dest, protected=[], base_commit=base)
     assert set(res.skipped) == {"abs", "up", "a"}
@@ -154,9 +155,7 @@ def test_a_large_export_is_complete(tmp_path: Path) -> None:
     blob = os.urandom(3 * 1024 * 1024)
     for i in range(12):  # 36 MiB: more than one cat-file batch
         (repo / f"big{i}.bin").write_bytes(blob[i:] + blob[:i])
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "big")
-    head = git(repo, "rev-parse", "HEAD").strip()
+    head = commit_all(repo, "big")
     res = export_tree(repo, head, tmp_path / "export", protected=[], base_commit=head)
     assert res.files == 13
     for i in range(12):

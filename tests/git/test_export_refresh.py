@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from automaton.git.export import ExportError, export_tree, refresh_export
-from tests.git.test_export import PROTECTED, agent_commit, layout
-from tests.helpers import git
+from tests.git.test_export import PROTECTED, agent_commit, commit_all, layout
 
 
 def snapshot(root: Path) -> dict[str, tuple[str, object]]:
@@ -94,9 +93,7 @@ def test_a_new_commit_changes_adds_and_removes(tmp_path: Path) -> None:
     (repo / "run.sh").unlink()  # ... a folder-less file goes away, a new folder comes
     (repo / "pkg" / "sub").mkdir(parents=True)
     (repo / "pkg" / "sub" / "m.py").write_text("m = 1\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "more")
-    head = git(repo, "rev-parse", "HEAD").strip()
+    head = commit_all(repo, "more")
     refresh_export(repo, head, kept, protected=PROTECTED, base_commit=base)
     assert snapshot(kept) == fresh(repo, head, base, tmp_path / "fresh")
     refresh_export(repo, base, kept, protected=PROTECTED, base_commit=base)  # and back
@@ -121,9 +118,7 @@ def test_refresh_keeps_the_export_rules(tmp_path: Path) -> None:
     (repo / "abs").symlink_to("/etc/passwd")
     (repo / "b").symlink_to(".")
     (repo / "a").symlink_to("b/..")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "links")
-    head = git(repo, "rev-parse", "HEAD").strip()
+    head = commit_all(repo, "links")
     kept = tmp_path / "kept"
     for _ in range(2):
         res = refresh_export(repo, head, kept, protected=[], base_commit=base)
