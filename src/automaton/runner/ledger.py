@@ -60,6 +60,11 @@ def record(loop: Loop, cfg: LoopConfig, n: int, verdict: Verdict, counted: float
     the verifier's, see `runner.unscored`)."""
     window = cfg.brakes.score_plateau_window
     reserved = cfg.brakes.max_tick_usd
+    # Never complete on a loop.json other than the one the tick started with, which its gates
+    # checked against the seal (an agent without the sandbox may have rewritten it since): the
+    # loop stays running and its next gate halts it `config_changed`, where a complete loop
+    # would never be gated again.
+    complete = complete and loop.config_sha256() == cfg.sha256
 
     def mutate(s: dict[str, Any]) -> None:
         s["spent_usd"] = round(max(0.0, float(s["spent_usd"]) + counted - reserved), 6)
