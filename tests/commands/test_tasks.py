@@ -142,6 +142,23 @@ def test_approve_refuses_when_the_artifact_is_missing(tmp_path: Path, approver: 
     assert res.code == 1 and "DESIGN.md is missing" in one_line(res)
 
 
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_approve_refuses_an_artifact_that_is_no_regular_file_without_reading_it(tmp_path: Path, approver: str,
+                                                                                kind: str) -> None:
+    # An agent can put a FIFO (a plain read waits forever) or a link to /dev/zero (a plain read
+    # fills memory) where the artifact goes: the sign-off refuses it at once (no regular file,
+    # no artifact).
+    seed(tmp_path, "t", "design:awaiting_approval")
+    art = folder_of(tmp_path, "t") / "DESIGN.md"
+    if kind == "fifo":
+        os.mkfifo(art)
+    else:
+        art.symlink_to("/dev/zero")
+    res = cli(tmp_path, "--approve", "--task", "t")
+    assert res.code == 1 and "nothing to approve" in one_line(res)
+    assert state_of(tmp_path, "t") == "design:awaiting_approval"
+
+
 def test_approve_without_a_human_is_refused(tmp_path: Path) -> None:
     seed(tmp_path, "t", "research:awaiting_approval", {"SPEC.md": "s"})
     res = cli(tmp_path, "--approve", "--task", "t")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -296,3 +297,12 @@ def test_a_temp_file_that_cannot_be_read_is_corrupt_state_even_when_state_and_lo
     (folder / ".state.tmp").symlink_to(".state.tmp")
     with pytest.raises(CorruptState, match=r"\.state\.tmp: cannot read"):
         tasks.load_dir(REF, folder)
+
+
+def test_sha256_file_never_reads_a_fifo_or_a_device(tmp_path: Path) -> None:
+    fifo, zero, folder = tmp_path / "fifo", tmp_path / "zero", tmp_path / "folder"
+    os.mkfifo(fifo)
+    zero.symlink_to("/dev/zero")
+    folder.mkdir()
+    assert [tasks.sha256_file(p) for p in (fifo, zero, folder)] == [tasks.UNREADABLE] * 3
+    assert tasks.sha256_file(tmp_path / "none") == tasks.MISSING

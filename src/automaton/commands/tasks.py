@@ -294,6 +294,9 @@ def approve(project: Project, task: str, to: str | None = None, *, human: Human 
             raise _refusal(out, Refused(f"nothing to approve: {rec.dir / art} is missing"))
         target = current.replace(ph.AWAITING, ph.APPROVED)
         digest = tasks.sha256_file(rec.dir / art)
+        if digest == tasks.UNREADABLE:  # a FIFO, device or unreadable file: nothing a human can review
+            raise _refusal(out, Refused(f"nothing to approve: {rec.dir / art} is not a readable regular file;"
+                                        " replace it with the artifact itself"))
         if seen is not None and seen != (current, digest):
             raise _refusal(out, Refused(
                 f"{ref} changed while you reviewed it (now {current!r}, {art} sha256 {digest[:12]}; you saw"

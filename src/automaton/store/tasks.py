@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from automaton.core.approvals import MISSING, parse_bind
@@ -70,13 +71,28 @@ def _ref_of(folder: Path) -> str:
 
 
 def sha256_file(path: Path) -> str:
-    """SHA-256 hex of the file; MISSING when absent, UNREADABLE when not a readable file."""
+    """SHA-256 hex of the regular file at `path` (symlinks followed); MISSING when absent,
+    UNREADABLE for anything else: a folder, no permission, or a FIFO or device. The agent may
+    put any of those where an artifact goes; opened without blocking and never read unless
+    regular, a FIFO cannot hang the hook or a human's sign-off, nor `/dev/zero` fill memory.
+    UNREADABLE differs from every hash, so it demotes, and a sign-off refuses it."""
     try:
-        return sha256(path.read_bytes()).hexdigest()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         return MISSING
-    except OSError:  # a directory or no permission: differs from any hash, so it demotes
+    except OSError:  # no permission, a looping link
         return UNREADABLE
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return UNREADABLE
+        digest = sha256()
+        while chunk := os.read(fd, 1 << 20):
+            digest.update(chunk)
+        return digest.hexdigest()
+    except OSError:  # a folder (read fails with EISDIR where open succeeded), an I/O error
+        return UNREADABLE
+    finally:
+        os.close(fd)
 
 
 @record
