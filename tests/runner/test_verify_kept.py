@@ -77,6 +77,33 @@ def test_run_verify_marks_the_export_idle_after_a_normal_run_only(repo: tuple[Pa
     assert where.idle is not None and not where.idle.exists()
 
 
+@pytest.mark.parametrize("left", [[4242], None])
+def test_no_idle_mark_while_a_process_of_the_run_may_be_alive(repo: tuple[Path, str], tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch,
+                                                              left: list[int] | None) -> None:
+    # A process stuck past the kill's bound, or a /proc that cannot be read: the next tick must
+    # export into a new folder, so no mark.
+    path, base = repo
+    folder, loop_dir = tmp_path / "run", tmp_path / "loop"
+    folder.mkdir()
+    loop_dir.mkdir()
+    monkeypatch.setattr(verify.reaper, "survivors", lambda before: left)
+    where = verify.place(cfg(["echo", "1 passed"]), path, base, base, tmp_path / "t", path)
+    verdict = verify.run_verify(cfg(["echo", "1 passed"]), None, None, folder, where,  # type: ignore[arg-type]
+                                tmp_path / "t", loop_dir, lambda *a: None, lambda: "", {})
+    assert verdict.score == 1.0 and where.idle is not None and not where.idle.exists()
+
+
+def test_an_exports_folder_the_agent_chmod_ed_is_restored(repo: tuple[Path, str]) -> None:
+    # Landlock does not cover chmod: `chmod 000` on the folder made every later verify fail.
+    path, _ = repo
+    top = kept_exports_dir()
+    top.mkdir(mode=0o700, parents=True)
+    top.chmod(0o000)
+    assert verify.kept_export(path, "demo") is not None
+    assert oct(top.stat().st_mode & 0o777) == "0o700"
+
+
 def test_a_private_folder_someone_else_could_enter_is_not_used(repo: tuple[Path, str], tmp_path: Path) -> None:
     path, base = repo
     top = kept_exports_dir()

@@ -61,3 +61,18 @@ def test_nothing_to_kill_returns_quickly() -> None:
     started = time.monotonic()
     assert kill_descendants(set(descendants())) == []
     assert time.monotonic() - started < 1
+
+
+def test_survivors_names_a_live_process_of_the_run_and_none_without_proc(monkeypatch: pytest.MonkeyPatch) -> None:
+    from automaton.sandbox import reaper
+
+    before = set(descendants())
+    child = subprocess.Popen(["sleep", "600"])
+    try:
+        assert reaper.survivors(before) == [child.pid]
+    finally:
+        child.kill()
+        child.wait()
+    assert reaper.survivors(before) == []
+    monkeypatch.setattr(reaper, "PROC", "/nonexistent-proc")  # /proc cannot be read: nothing can be said
+    assert reaper.survivors(before) is None

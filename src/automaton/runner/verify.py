@@ -35,6 +35,7 @@ from automaton.core.verdicts import Verdict, from_agent, from_command
 from automaton.harnesses import HarnessRequest
 from automaton.proc import run_streaming
 from automaton.runner import leftovers
+from automaton.sandbox import reaper
 from automaton.store.layout import kept_export_of, kept_exports_dir
 
 # Builds the policy of one process: (cwd, label, harness name) -> Policy | None.
@@ -93,9 +94,7 @@ def kept_export(repo: Path, loop: str) -> tuple[Path, Path] | None:
     `conftest.py`, `pyproject.toml` or `.git` above the export. In the user's cache folder, not
     the temp dir: it outlives reboots' temp cleaning without surprise, `--remove-loop` deletes
     it (`kept_export_of`), and no agent sandbox may write there."""
-    from automaton.sandbox.reaper import become_subreaper
-
-    if not become_subreaper() or not hasattr(os, "getuid"):
+    if not reaper.become_subreaper() or not hasattr(os, "getuid"):
         return None
     import stat
 
@@ -116,6 +115,11 @@ def kept_export(repo: Path, loop: str) -> tuple[Path, Path] | None:
         return None
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid or stat.S_IMODE(st.st_mode) & 0o077:
         return None
+    if stat.S_IMODE(st.st_mode) != 0o700:  # Landlock does not cover chmod: an agent's `chmod 000` here
+        try:                                # made every later tick's verify fail; ours, so ours to restore
+            os.chmod(top, 0o700)
+        except OSError:
+            return None
     folder = kept_export_of(repo, loop)
     return folder, folder.with_name(folder.name + ".idle")
 
@@ -154,6 +158,7 @@ def run_verify(cfg: LoopConfig, adapter: harnesses.Harness, request: Callable[..
     outside the sandbox), the log keeping its last `harness.max_output_mb` MiB. costs["verify"]
     is set for an agent verifier."""
     role = cfg.roles.verify
+    before = set(reaper.descendants()) if where.idle is not None else set()
     try:
         if role.command:
             return _command(cfg, folder, where.cwd, tmp, loop_dir, policy_for(where.cwd, "verify", "command"))
@@ -167,9 +172,12 @@ def run_verify(cfg: LoopConfig, adapter: harnesses.Harness, request: Callable[..
         where = VerifyPlace(where.cwd, where.exported)  # no idle mark: the next tick starts afresh
         raise
     finally:
-        if where.idle is not None:
-            where.idle.touch()  # the run ended and proc.run_streaming killed what it left
-        elif where.exported:
+        if where.idle is not None and reaper.survivors(before) == []:
+            # The run ended and nothing it started is alive (proc.run_streaming killed what it
+            # left; one stuck past that, or a /proc that cannot be read, means no mark, so the
+            # next tick exports into a new folder).
+            where.idle.touch()
+        elif where.exported and where.idle is None:
             shutil.rmtree(where.cwd, ignore_errors=True)
 
 

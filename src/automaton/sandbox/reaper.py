@@ -101,3 +101,13 @@ def kill_descendants(exclude: Collection[int]) -> list[int]:
         if not found or time.monotonic() > deadline:
             return killed
         time.sleep(0.005)
+
+
+def survivors(exclude: Collection[int] = ()) -> list[int] | None:
+    """The live descendants of this process not in `exclude` (nor beneath one): what a run
+    left alive although `kill_descendants` had its turn (a process stuck in the kernel past
+    KILL_BOUND_S). Zombies count as gone. None when /proc cannot be read: then nothing can be
+    said, and a caller that needs "none left" must take it as "some"."""
+    if not _table():  # this process itself is always listed where /proc can be read
+        return None
+    return [pid for pid, (_, state) in descendants(exclude).items() if state not in "ZX"]
