@@ -205,3 +205,22 @@ def test_a_fifo_for_a_worktree_pointer_does_not_hang_the_probe_window(tmp_path: 
     with probe_once():
         done = run_git(wt, ["add", "-A"], timeout_s=30)
     assert done.code != 0
+
+
+def test_a_filter_probe_that_fails_is_never_no_filters(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A timed-out `git config` probe answered "no filter drivers", and a window cached that.
+    from automaton.git import harden
+    from automaton.proc import Captured
+    from automaton.proc import run_capture as real
+
+    repo = init_repo(tmp_path / "repo")
+
+    def timing_out(argv: list[str], **kw: object) -> Captured:
+        if "config" in argv and "--get-regexp" in argv:
+            return Captured(124, "", "timed out")
+        return real(argv, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(harden, "run_capture", timing_out)
+    with probe_once():
+        done = run_git(repo, ["add", "-A"])
+    assert done.code == 2 and "cannot read which filter drivers" in done.err

@@ -161,8 +161,11 @@ def _probe(repo: str, env: Mapping[str, str], timeout_s: float) -> list[str]:
     found = run_capture(["git", "--no-pager", "-C", repo, "config", "--null", "--name-only", "--get-regexp",
                          r"^filter\..*\.(clean|smudge|process|required)$"],
                         env=env, stdin="", timeout_s=timeout_s, exact_bytes=True)
-    if found.code != 0:  # 1: no such key; anything else shows again in the call itself
+    if found.code in (1, 127, 128):  # 1: no such key; git missing or no repository fails the call itself too
         return []
+    if found.code != 0:  # a timeout or a signal: unknown is never "no filters" (a window caches the answer)
+        raise UnsafeConfig(f"cannot read which filter drivers the repository config defines"
+                           f" (git config exit {found.code}); nothing was run")
     names = sorted({key[len("filter."):key.rindex(".")] for key in found.out.split("\0") if key.count(".") >= 2})
     out: list[str] = []
     for name in names:
