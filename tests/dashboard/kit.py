@@ -14,7 +14,7 @@ from typing import Any
 from automaton.commands.human import Human
 from automaton.commands.loop_gate import check_gate
 from automaton.dashboard.app import create_app
-from automaton.dashboard.auth import Gate, load_secret
+from automaton.dashboard.auth import Gate, human_gate
 from automaton.dashboard.pages import Site
 from automaton.store import loops
 from automaton.store.layout import Project
@@ -41,9 +41,10 @@ class Clock:
 
 
 def site(*projects: Project, human: bool = True, clock: Clock | None = None) -> Site:
-    """A Site as `automaton --dashboard` builds it: started by a human (the secret is loaded and
-    acts are logged for the OS user via the dashboard), or read-only."""
-    gate = Gate(load_secret() if human else None, clock or Clock())
+    """A Site as `automaton --dashboard` builds it: started by a human (`auth.human_gate`: the
+    secret is loaded, the sessions are keyed by this process; acts are logged for the OS user
+    via the dashboard), or read-only."""
+    gate = human_gate(clock or Clock()) if human else Gate(None, clock or Clock())
     return Site(list(projects), PORT, gate, Human(USER, "dashboard") if human else None,
                 None if human else "--dashboard approvals is a human sign-off: run it from a terminal")
 

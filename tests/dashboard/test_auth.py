@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 import stat
 from pathlib import Path
@@ -206,6 +208,25 @@ def test_a_cookie_alone_cannot_act_even_with_every_field_of_the_page(proj: Proje
     assert state(proj)["status"] == "halted"
     assert mine.post("/p/0/loop/demo/approve", data=fields).status_code == 303  # the key holder can
     assert state(proj)["status"] == "running"
+
+
+def test_a_cookie_and_the_secret_file_together_cannot_act(proj: Project) -> None:
+    # A same-user program outside the sandbox that receives the cookie (another server on
+    # 127.0.0.1) can also read ~/.config/automaton/dashboard.secret: the CSRF token and the form
+    # key are not HMACs under that file, so it still cannot derive them.
+    s = site(proj)
+    mine = client(s)
+    login(s, mine)
+    sid = mine.cookies[s.cookie].split(".")[0]
+    secret = bytes.fromhex(secret_path().read_text()[:64])
+
+    def mac(text: str) -> str:
+        return hmac.new(secret, text.encode(), hashlib.sha256).hexdigest()
+
+    thief = client(s)
+    thief.cookies.set(s.cookie, mine.cookies[s.cookie])
+    got = thief.post("/p/0/loop/demo/pause", data={"csrf": mac("csrf:" + sid), "key": mac("key:" + sid)})
+    assert got.status_code == 403 and state(proj)["status"] == "halted"
 
 
 def test_the_form_key_is_on_the_login_page_only(proj: Project) -> None:

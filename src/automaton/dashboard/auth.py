@@ -167,6 +167,17 @@ def remove_login(path: Path, url: str) -> None:
         pass
 
 
+def human_gate(clock: Callable[[], float] = time.monotonic) -> Gate:
+    """The Gate of a dashboard a human started. `load_secret()` first: it proves this process
+    sees `~/.config/automaton`, which the kernel sandbox hides (SecretHidden there; BadInput or
+    CorruptState for a bad file). Sessions, tokens and form keys are then HMACs under a random
+    key of this process alone, never the file's: nothing signed outlives the process, and a
+    same-user program that receives the session cookie (another server on 127.0.0.1) cannot
+    derive the CSRF token and the form key by reading the file."""
+    load_secret()
+    return Gate(secrets.token_bytes(SECRET_BYTES), clock)
+
+
 class Gate:
     """The login token, the sessions and the CSRF tokens of one running dashboard.
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from automaton.commands.human import Human, require_human
 from automaton.core.errors import BadInput, Refused
-from automaton.dashboard.auth import TOKEN_TTL_S, Gate, SecretHidden, load_secret, remove_login, write_login
+from automaton.dashboard.auth import TOKEN_TTL_S, Gate, SecretHidden, human_gate, remove_login, write_login
 from automaton.store.layout import Project
 
 # --host value -> (the address bound, its family); URLs name the address itself (see above)
@@ -124,7 +124,7 @@ def _start_gate() -> tuple[Gate, Human | None, str | None, str]:
         return Gate(None), None, why, ("read-only: approvals from the page need the human who started it at a"
                                        f" terminal ({why})")
     try:
-        return Gate(load_secret()), human, None, ""
+        return human_gate(), human, None, ""
     except SecretHidden as exc:
         return Gate(None), None, exc.message, f"read-only: {exc.message}"
 
@@ -172,7 +172,7 @@ def prepare(given: list[str], host: str, port: int, *, terminal: bool = True) ->
         import uvicorn
 
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", proxy_headers=False,
-                                server_header=False)
+                                server_header=False, ws="none")  # no websocket: the Guard checks HTTP only
         _close_on_signals(server.close)
         try:
             uvicorn.Server(config).run(sockets=[sock])
