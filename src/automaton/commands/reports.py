@@ -23,14 +23,14 @@ MANUAL = (
 STRAY = "folder {folder} is not a task: task names are kebab-case; rename it or move it out of tasks/"
 
 
-def task_findings(ref: TaskRef, folder: Path, keyed: bool = False) -> tuple[str | None, list[str]]:
-    """(phase or None, violations) for one task folder, without writing anything. With `keyed`
-    (the audit), an intact log without a keyed line is a violation too (`UNKEYED (legacy)`)."""
+def task_findings(ref: TaskRef, folder: Path) -> tuple[str | None, list[str]]:
+    """(phase or None, violations) for one task folder, without writing anything
+    (`record_findings` of what `load_dir` reads)."""
     try:
         rec: tasks.TaskRecord | BadInput = tasks.load_dir(ref, folder)
     except BadInput as exc:  # a corrupt `.state`, or a bad key file (store.key)
         rec = exc
-    return record_findings(ref, rec, keyed)
+    return record_findings(ref, rec)
 
 
 def record_findings(ref: TaskRef, rec: tasks.TaskRecord | BadInput,

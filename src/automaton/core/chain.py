@@ -165,7 +165,7 @@ def verify_text(text: str, key: bytes | None = None, *, check_macs: bool = True)
                 return ChainCheck(False, lines, f"line {n} is sealed with a key (mac=) but there is no key"
                                   " to verify it", needs_key=True)
             # `parsed.body`: a keyed line ends in exactly the _MAC_LEN characters of its mac
-            if not equal(parsed.mac, hmac_sha256(key, raw[:-_MAC_LEN].encode("utf-8"))):
+            if not equal(parsed.mac, line_mac(key, raw[:-_MAC_LEN])):
                 return ChainCheck(False, lines, f"line {n} has a mac the key does not verify: it was"
                                   " forged (or written with another user's key)")
         if parsed.mac:
