@@ -184,6 +184,24 @@ def test_the_approval_is_bound_to_the_loop_json_that_was_shown(widened: tuple[Pr
     assert uc.approve_loop(p, "demo", reviewed=uc.review_loop(p, "demo")).code == 0
 
 
+def test_a_loop_json_written_between_the_review_and_the_seal_is_never_sealed(
+        widened: tuple[Project, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # The approval hashes loop.json for the review and reads it again to seal: a write in
+    # between (by a process outside the sandbox) must not be sealed without being seen.
+    p, old = widened
+    review = uc.review_loop(p, "demo")
+    real = loops.Loop.read_config
+
+    def racing(self: loops.Loop) -> object:
+        loop_json(p).write_text(loop_json(p).read_text().replace('"max_iterations": 25', '"max_iterations": 9999'))
+        return real(self)
+
+    monkeypatch.setattr(loops.Loop, "read_config", racing)
+    with pytest.raises(Refused, match="changed while it was being approved"):
+        uc.approve_loop(p, "demo", reviewed=review)
+    assert (state(p)["status"], state(p)["config_sha256"]) == ("halted", old)
+
+
 def test_an_invalid_new_loop_json_is_refused_before_any_question(widened: tuple[Project, str]) -> None:
     p, _ = widened
     loop_json(p).write_text(loop_json(p).read_text().replace('"max_iterations"', '"max_iteration"'))

@@ -6,7 +6,6 @@ The gate (`loop_gate`) and the read-side views (`loop_views`) are re-exported he
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -20,13 +19,14 @@ from automaton.commands.loop_views import audit_section, can_edit_loop, loop_lis
 from automaton.commands.loops_common import optional as _optional
 from automaton.commands.loops_common import require_sealed_project_config
 from automaton.commands.reviews import Review, diff_lines
+from automaton.core.digest import sha256_hex
 from automaton.core.errors import BadInput, Refused
 from automaton.core.gates import (
     STATE_TAMPERED,
     accepted_entry,
     out_of_scope,
 )
-from automaton.core.loopconfig import initial_state, loads_strict
+from automaton.core.loopconfig import LoopConfig, initial_state, loads_strict
 from automaton.core.names import NAME_RE, LoopName, TaskRef
 from automaton.core.outcome import Outcome
 from automaton.git import run_git
@@ -264,7 +264,7 @@ def _seal_of(loop: Loop, rec: loops.LoopRecord) -> str:
     if not rec.tamper:
         return str(rec.state["config_sha256"])
     kept = loop.sealed_copy()
-    return hashlib.sha256(kept).hexdigest() if kept is not None else ""
+    return sha256_hex(kept) if kept is not None else ""
 
 
 def _review(loop: Loop, rec: loops.LoopRecord) -> Review:
@@ -272,7 +272,7 @@ def _review(loop: Loop, rec: loops.LoopRecord) -> Review:
     name = loop.name
     state, tamper, status = rec.state, rec.tamper, rec.state["status"]
     current = loop.config_bytes()
-    sha = hashlib.sha256(current).hexdigest() if current is not None else ""
+    sha = sha256_hex(current) if current is not None else ""
     seal = _seal_of(loop, rec)
     # Only an approval that goes on to seal asks: one that is refused anyway (complete, or a
     # running loop with nothing to re-seal) says why without a question.
@@ -288,7 +288,7 @@ def _review(loop: Loop, rec: loops.LoopRecord) -> Review:
     diff: list[str] = []
     if ask:
         base = loop.sealed_copy()
-        if base is not None and hashlib.sha256(base).hexdigest() != seal:
+        if base is not None and sha256_hex(base) != seal:
             base = None  # a copy of another loop.json (older loops): not what was sealed
         folder = loop.dir.relative_to(loop.project.root).as_posix()
         diff = diff_lines(base, current, f"{folder}/{loops.SEALED_COPY}", f"{folder}/{loops.CONFIG_FILE}")
@@ -309,6 +309,16 @@ def _bind(loop: Loop, now: Review, reviewed: Review | None) -> None:
                       f" and nobody reviewed the diff: run automaton --approve --loop {name}, which shows it")
 
 
+def _config_as_reviewed(loop: Loop, review: Review) -> LoopConfig:
+    """loop.json read for sealing; Refused unless it is the one `review` hashed (its `seen`
+    starts with that SHA-256): a write between the two reads would be sealed unseen."""
+    config = loop.read_config()
+    if config.sha256 != json.loads(review.seen)[0]:
+        raise Refused(f"loop {loop.name}: loop.json changed while it was being approved: nothing was approved;"
+                      f" run automaton --approve --loop {loop.name} again")
+    return config
+
+
 def _approve(loop: Loop, who: str, reviewed: Review | None, via: dict[str, object]) -> Outcome:
     name = loop.name
     with loop.session(rebuild=True) as s:
@@ -316,13 +326,13 @@ def _approve(loop: Loop, who: str, reviewed: Review | None, via: dict[str, objec
         _bind(loop, review, reviewed)
         old, tampered, tamper = s.rec.state, bool(s.rec.tamper), s.rec.tamper
         if not tampered and old["status"] in ("running", "paused"):
-            resealed = _reseal_config(loop, s, old, who, review.diff, via)
+            resealed = _reseal_config(loop, s, old, who, review, via)
             if resealed is not None:
                 return resealed
         if not tampered and old["status"] != "halted":
             raise Refused(f"loop {name} is {old['status']}: --approve --loop only clears a halt"
                           + (" (use --resume-loop for a paused loop)" if old["status"] == "paused" else ""))
-        config = loop.read_config()
+        config = _config_as_reviewed(loop, review)
         accepted: list[str] = []  # "path@blob": bound to the content the human saw (a later write is drift)
         if old["halt_reason"] == "drift_detected" and not tampered:
             drift = _Facts.of(loop, old, None, None).drift_of(None)
@@ -369,11 +379,12 @@ def _approve(loop: Loop, who: str, reviewed: Review | None, via: dict[str, objec
 
 
 def _reseal_config(loop: Loop, s: loops.Session, old: dict[str, Any], who: str,
-                   diff: list[str], via: dict[str, object]) -> Outcome | None:
+                   review: Review, via: dict[str, object]) -> Outcome | None:
     """A human who edited loop.json of a running or paused loop seals the new config without
     waiting for the gate to halt on it (status and counters unchanged). None: nothing to seal."""
     name = loop.name
-    config = loop.read_config()
+    config = _config_as_reviewed(loop, review)
+    diff = review.diff
     if config.sha256 == old["config_sha256"]:
         return None
     state = copy.deepcopy(old)
