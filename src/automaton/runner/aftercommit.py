@@ -66,8 +66,11 @@ def settle(loop: Loop, cfg: LoopConfig, wt: WorktreeResult, n: int, impl: Harnes
         if done.error:  # the work is not on loop/<name>: its verdict must not count
             fix = f"; fix: {done.fix}" if done.fix else ""
             return _halt(out, loop, "human_intervention", f"{COMMIT_FAILED}: {done.error}{fix}")
-        tip = run_git(wt.path, ["rev-parse", "--verify", "HEAD^{commit}"])
-        out.head = tip.out.strip() if tip.code == 0 and tip.out.strip() else None
+        if done.sha is not None:  # the commit just made is the branch tip
+            out.head = done.sha
+        else:  # nothing to commit: the tip is what earlier ticks left
+            tip = run_git(wt.path, ["rev-parse", "--verify", "HEAD^{commit}"])
+            out.head = tip.out.strip() if tip.code == 0 and tip.out.strip() else None
     unavailable = impl.unavailable
     if unavailable:
         out.free = out.sha is None  # an agent that changed files did start: its tick is charged
