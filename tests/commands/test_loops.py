@@ -526,6 +526,30 @@ def test_can_edit_symlink_out_of_the_worktree_denied(wt_project: tuple[Project, 
     assert can_edit(p, "src/escape.py", "--loop-worktree").code == 1
 
 
+def test_a_hook_call_reads_the_loop_once_for_all_its_paths(wt_project: tuple[Project, Path],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """One decision over several worktree paths resolves the loop, verifies its state and log
+    and validates loop.json once, and still judges each path (the last is out of scope)."""
+    from automaton.hooks import policy
+
+    p, wt = wt_project
+    counts = {"resolve": 0, "inspect": 0, "read_config": 0}
+    for name in counts:
+        real = loops.Loop.__dict__[name]
+        real = real.__func__ if isinstance(real, classmethod) else real
+
+        def counted(*args: Any, _real: Any = real, _name: str = name, **kw: Any) -> Any:
+            counts[_name] += 1
+            return _real(*args, **kw)
+
+        monkeypatch.setattr(loops.Loop, name, classmethod(counted) if name == "resolve" else counted)
+    in_scope = [str(wt / "src/app.py"), str(wt / "src/new.py"), str(wt / "tests/test_app.py")]
+    assert policy.check(p, wt, in_scope).allowed
+    assert counts == {"resolve": 1, "inspect": 1, "read_config": 1}
+    verdict = policy.check(p, wt, [*in_scope, str(wt / "docs/guide.md")])
+    assert not verdict.allowed and "docs/guide.md is outside the file_scope" in verdict.reason
+
+
 def test_can_edit_protected_paths_denied_even_in_scope(project: Path) -> None:
     seed_layout(project)
     p = make_loop(project, blast_radius={"file_scope": ["**"]})
@@ -562,6 +586,37 @@ def test_loop_list_and_audit_flag_halted_corrupt_untracked_tampered(project: Pat
     assert audit.code == 1 and len(audit.json["loops"]) == 5
     text = cli(p, "--audit")
     assert "Loops: 5 loop(s), 4 flagged" in text.out
+
+
+def test_loop_list_shows_task_and_sandbox_of_sealed_bytes_and_validates_any_other(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row's task and sandbox: sealed loop.json bytes (validated when sealed) are decoded only;
+    edited bytes are validated in full, and an invalid edit shows sandbox null."""
+    assert cli(project, "--create-task", "fix-ci").code == 0
+    p = make_loop(project, "sealed", task="fix-ci", sandbox="off")
+    make_loop(project, "edited")
+    make_loop(project, "invalid")
+    make_loop(project, "forged", sandbox="off")
+    edited = p.loop_dir(loops.LoopName("edited")) / "loop.json"
+    edited.write_text(json.dumps({**json.loads(edited.read_text()), "task": "other", "sandbox": "off"}))
+    (p.loop_dir(loops.LoopName("invalid")) / "loop.json").write_text('{"sandbox": "off"}')
+    forged = json.loads(state_file(p, "forged").read_text())
+    forged["spent_usd"] = 0.5  # not the state its log sealed: the seal it names is not vouched for
+    state_file(p, "forged").write_text(json.dumps(forged))
+    real = loops.parse_config_bytes
+    parsed: list[str] = []
+
+    def counted(data: bytes, source: str) -> Any:
+        parsed.append(Path(source).parent.name)
+        return real(data, source)
+
+    monkeypatch.setattr(loops, "parse_config_bytes", counted)
+    rows = {row["name"]: row for row in uc.loop_list(p).data["loops"]}
+    assert (rows["sealed"]["task"], rows["sealed"]["sandbox"]) == ("fix-ci", "off")
+    assert (rows["edited"]["task"], rows["edited"]["sandbox"]) == ("other", "off")  # validated, then shown
+    assert rows["invalid"]["sandbox"] is None and rows["invalid"]["task"] is None
+    assert rows["forged"]["flag"].startswith("TAMPERED") and rows["forged"]["sandbox"] == "off"
+    assert sorted(parsed) == ["edited", "forged", "invalid"]  # the sealed bytes were not validated again
 
 
 # ---- brake review: loop.json `task`, invalid loop.json ----------------------------------------

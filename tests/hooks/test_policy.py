@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-import automaton.store.loops
 from automaton.commands.can_edit import Decision
 from automaton.hooks import policy
 from automaton.store.layout import Project
@@ -26,15 +25,21 @@ def loop(project: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     (tree / "tasks/demo").mkdir(parents=True)
     seen: dict[str, Any] = {"calls": [], "allow": True, "state": {"current_task": "demo"}}
 
+    def loop_facts(project: Project, name: str) -> Any:
+        seen["facts"].append(name)
+        return types.SimpleNamespace(tasks=[t for t in [seen["state"]["current_task"]] if t])
+
     def can_edit_loop(project: Project, name: str, file: str, *, loop_worktree: bool,
-                      task: str | None = None, cwd: Path | None = None) -> Decision:
+                      task: str | None = None, cwd: Path | None = None, facts: Any = None) -> Decision:
+        assert facts is not None  # the hook hands over the loop it read once
         seen["calls"].append({"name": name, "file": file, "loop_worktree": loop_worktree, "task": task})
         return Decision(seen["allow"], "in file_scope" if seen["allow"] else f"{file} is outside file_scope", file)
 
     fake = types.ModuleType("automaton.commands.loop_views")
     fake.can_edit_loop = can_edit_loop  # type: ignore[attr-defined]
+    fake.loop_facts = loop_facts  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "automaton.commands.loop_views", fake)
-    monkeypatch.setattr(automaton.store.loops, "read_state", lambda p, n: seen["state"], raising=False)
+    seen["facts"] = []
     seen["tree"] = tree
     return seen
 

@@ -3,12 +3,16 @@ section of `--audit` (docs/architecture.md#stable-interfaces)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from automaton.commands.can_edit import Decision, protected, task_scope_allows
+from automaton.core.digest import sha256_hex
 from automaton.core.errors import BadInput, CorruptState, ExitCode
+from automaton.core.loopconfig import SANDBOX_MODES
 from automaton.core.names import LoopName, TaskRef
 from automaton.core.outcome import Outcome
+from automaton.core.record import record  # not dataclasses: `--can-edit --loop` and the hook
 from automaton.resolve import posix, real, relative_parts
 from automaton.store import loops, tasks
 from automaton.store.layout import Project
@@ -21,14 +25,47 @@ if TYPE_CHECKING:
 
 # ---- can-edit, list, audit ------------------------------------------------------------------
 
+@record(frozen=True)
+class LoopFacts:
+    """What an edit decision in a loop's worktree reads of the loop, read once per decision call
+    (a hook call or `--can-edit --loop`, however many paths it names): the resolved `loop`, its
+    validated `state`, and loop.json as `config`, or as `error` the BadInput that says why it is
+    not valid now (an edit is then denied; the loop's tasks are the state's alone)."""
+
+    loop: loops.Loop
+    state: dict[str, Any]
+    config: LoopConfig | None
+    error: BadInput | None
+
+    @property
+    def tasks(self) -> list[str]:
+        """The task(s) the loop works on, as `store.loops.bound_tasks` orders them."""
+        return loops.bound_task_names(self.config.task if self.config else None, self.state)
+
+
+def loop_facts(project: Project, name: str) -> LoopFacts:
+    """`LoopFacts` of loop `name`. BadInput for an unknown or untracked loop, CorruptState for
+    an unreadable state, StateTampered for a state its log did not seal."""
+    loop = loops.Loop.resolve(project, name)
+    state = loop.read_state()
+    try:
+        return LoopFacts(loop, state, loop.read_config(), None)
+    except BadInput as exc:
+        return LoopFacts(loop, state, None, exc)
+
+
 def can_edit_loop(project: Project, name: str, file: str, *, loop_worktree: bool, task: str | None = None,
-                  cwd: Path | None = None) -> Decision:
+                  cwd: Path | None = None, facts: LoopFacts | None = None) -> Decision:
     """`file` must be inside the loop's worktree, match its file_scope (relative to the
     worktree root) and not be protected; with `task`, also that task's phase scope. A relative
-    `file` is anchored at the worktree (`loop_worktree`) or at `cwd` (default: project root)."""
-    loop = loops.Loop.resolve(project, name)  # once: each by-name read would resolve it again
-    config = loop.read_config()
-    state = loop.read_state()
+    `file` is anchored at the worktree (`loop_worktree`) or at `cwd` (default: project root).
+    `facts`: the loop as the caller read it for this decision (`loop_facts`), else read here.
+    BadInput for an invalid loop.json (the edit is refused), and as `loop_facts` says."""
+    facts = facts or loop_facts(project, name)
+    if facts.error is not None:
+        raise facts.error
+    config, state = facts.config, facts.state
+    assert config is not None  # read without error
     root = real(project.root, project.root)
     worktree = real(state["worktree_path"] or project.worktree_dir(LoopName(config.name)), root)
     path = real(file, worktree if loop_worktree else (cwd or root))
@@ -72,9 +109,8 @@ def _rows(project: Project) -> list[dict[str, Any]]:
             row["last_score"] = (rec.state["last_verdict"] or {}).get("score")
             # loop.json read once for both (store.loops.bound_tasks reads it for the task alone):
             # the task is loop.json's `task`, else the state's current_task, as bound_tasks orders them
-            config = _config_or_none(handle)
-            row["task"] = (config.task if config is not None else None) or rec.state["current_task"]
-            row["sandbox"] = config.sandbox if config is not None else None
+            task, row["sandbox"] = _shown_config(handle, rec)
+            row["task"] = task or rec.state["current_task"]
             if rec.tamper:
                 row["flag"] = f"TAMPERED: {rec.tamper}"
             elif rec.state["status"] == "halted":
@@ -106,12 +142,30 @@ def _stray_entries(project: Project) -> list[LoopName]:
     return loops.stray_entries(project)
 
 
-def _config_or_none(loop: loops.Loop) -> LoopConfig | None:
-    """loop.json, None when it cannot be read now (the gate says why; the row's sandbox is then null)."""
+def _shown_config(loop: loops.Loop, rec: loops.LoopRecord) -> tuple[str | None, str | None]:
+    """loop.json's `task` and `sandbox` ("on" | "off") for a row; (None, None) when loop.json
+    cannot be read or is not valid now (the gate says why; the row's sandbox is then null).
+
+    Bytes whose SHA-256 is the seal of an untampered state are decoded, not validated again:
+    only a validated loop.json is ever sealed (`--create-loop` and `--approve --loop` seal the
+    `LoopConfig` that `Loop.read_config` returned, name check included), and the keyed log
+    vouches for the seal. Validating 500 sealed files cost a fifth of `--loop-list`
+    (bench/bench_list.py). Any other bytes are validated in full; a brake never reads this."""
+    data = loop.config_bytes()
+    if data is not None and not rec.tamper and sha256_hex(data) == rec.state["config_sha256"]:
+        try:
+            sealed = json.loads(data)
+        except ValueError:  # cannot happen for sealed bytes; validate them in full below
+            sealed = None
+        if isinstance(sealed, dict):
+            task, sandbox = sealed.get("task"), sealed.get("sandbox", "on")
+            if (task is None or isinstance(task, str)) and sandbox in SANDBOX_MODES:
+                return task, sandbox
     try:
-        return loop.read_config()
+        config = loop.read_config()
     except BadInput:
-        return None
+        return None, None
+    return config.task, config.sandbox
 
 
 def _table(rows: list[dict[str, Any]]) -> list[str]:

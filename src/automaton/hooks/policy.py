@@ -118,27 +118,23 @@ def _in_worktree(project: Project, cwd: Path, path: Path, tree: Worktree, memo: 
     why = can_edit.protected(parts)
     if why:
         return Verdict(False, f"{posix(parts)} (loop {tree.name} worktree): {why}")
-    refs = memo.get(("loop_task", tree.name), lambda: _loop_tasks(project, tree.name))
+    from automaton.commands.loop_views import can_edit_loop, loop_facts  # reads the loop store; lazy: hook path
+
+    # The loop (resolved, its state and log verified, loop.json validated) is read once per
+    # call, for its tasks and for every path's file_scope decision.
+    facts = memo.get(("loop", tree.name), lambda: loop_facts(project, tree.name))
+    # The loop's tasks: loop.json `task` and the state's `current_task` (a path must be in the
+    # scope of both when they differ); none for a task-less loop. Never `$AUTOMATON_TASK` nor
+    # the project's focus: both belong to the human's session in the main checkout, and a
+    # loop's scope must not move with them.
+    refs = [TaskRef.parse(task) for task in facts.tasks]
     for ref in refs:
         verdict = _phase_scope(project, ref, parts, memo)
         if not verdict.allowed:
             return verdict
-    from automaton.commands.loop_views import can_edit_loop  # reads the loop store; lazy: hook path
-
     decision = can_edit_loop(project, tree.name, str(path), loop_worktree=True,
-                             task=str(refs[0]) if refs else None, cwd=cwd)
+                             task=str(refs[0]) if refs else None, cwd=cwd, facts=facts)
     return Verdict(decision.allowed, decision.reason)
-
-
-def _loop_tasks(project: Project, name: LoopName) -> list[TaskRef]:
-    """The loop's tasks: loop.json `task` and the loop state's `current_task` (a path must be in
-    the scope of both when they differ); [] for a task-less loop.
-
-    Never `$AUTOMATON_TASK` nor the project's focus: both belong to the human's session in the
-    main checkout, and a loop's scope must not move with them."""
-    from automaton.store import loops
-
-    return [TaskRef.parse(task) for task in loops.bound_tasks(project, name, loops.read_state(project, name))]
 
 
 def _phase_scope(project: Project, ref: TaskRef, parts: tuple[str, ...], memo: can_edit.Memo) -> Verdict:

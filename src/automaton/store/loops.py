@@ -211,11 +211,7 @@ class Loop:
             cfg_task = self.read_config().task
         except BadInput:
             cfg_task = None
-        names: list[str] = []
-        for task in (cfg_task, state["current_task"]):
-            if task is not None and task not in names:
-                names.append(task)
-        return names
+        return bound_task_names(cfg_task, state)
 
     # ---- state and log ----
 
@@ -629,6 +625,13 @@ def bound_tasks(project: Project, loop: LoopName, state: dict[str, Any]) -> list
     except BadInput:  # as for an invalid loop.json: only the state's task is known
         return [] if state["current_task"] is None else [state["current_task"]]
     return handle.bound_tasks(state)
+
+
+def bound_task_names(config_task: str | None, state: dict[str, Any]) -> list[str]:
+    """`bound_tasks` from what its caller read: loop.json `task` (None when loop.json has none
+    or is not valid) and the state's `current_task`, de-duplicated, loop.json's first."""
+    return [task for i, task in enumerate((config_task, state["current_task"]))
+            if task is not None and (i == 0 or task != config_task)]
 
 
 def _same_task(task: str, ref: TaskRef) -> bool:
