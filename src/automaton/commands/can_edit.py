@@ -126,14 +126,14 @@ def task_scope_allows(
 
 
 def _matches(patterns: list[str], parts: tuple[str, ...], fold: bool) -> bool:
-    """gitignore-style match of project-relative `parts` (pathspec, imported only when a
-    project has overrides: the hook path stays light)."""
-    from pathspec import GitIgnoreSpec
+    """gitignore-style match of project-relative `parts` (`core.scope`: pathspec's answer,
+    imported only for patterns that are not plain; the hook path stays light)."""
+    from automaton.core.scope import Scope
 
     rel = posix(parts)
     if fold:
-        return GitIgnoreSpec.from_lines([p.lower() for p in patterns]).match_file(rel.lower())
-    return GitIgnoreSpec.from_lines(patterns).match_file(rel)
+        return Scope([p.lower() for p in patterns]).match_file(rel.lower())
+    return Scope(patterns).match_file(rel)
 
 
 def which_task(project: Project, explicit: str | None) -> TaskRef | None:

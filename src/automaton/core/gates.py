@@ -10,15 +10,14 @@ from __future__ import annotations
 from automaton.core.record import record, replace
 
 # `--check-gate` and every tick import this module: `record` instead of `dataclasses`,
-# annotations only under TYPE_CHECKING, pathspec only when the drift gate matches files.
+# annotations only under TYPE_CHECKING, pathspec only for patterns that are not plain (core/scope.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any, Protocol
 
-    import pathspec
-
     from automaton.core.loopconfig import Brakes, LoopConfig
+    from automaton.core.scope import Scope
 else:
     Protocol = object
 
@@ -164,11 +163,12 @@ def gate_task_phase(task: TaskFacts | None) -> GateResult | None:
     return None
 
 
-def scope_spec(file_scope: Iterable[str]) -> pathspec.GitIgnoreSpec:
-    """gitignore-style patterns (`src/**`, `!src/secret.py`), as `pathspec` reads them."""
-    import pathspec
+def scope_spec(file_scope: Iterable[str]) -> Scope:
+    """gitignore-style patterns (`src/**`, `!src/secret.py`), as `pathspec` reads them
+    (`core.scope`: plain patterns without importing it)."""
+    from automaton.core.scope import Scope
 
-    return pathspec.GitIgnoreSpec.from_lines(list(file_scope))
+    return Scope(file_scope)
 
 
 def accepted_entry(path: str, blob: str) -> str:

@@ -98,12 +98,15 @@ def protected_matcher(protected: list[str]) -> Callable[[str], bool]:
     one regular expression made of every pattern's (pathspec's own, named groups unnamed) says
     first whether any pattern matches at all; only then does pathspec decide (a negation or
     a later pattern may still say no). Exactly pathspec's answer; pathspec's alone where its
-    patterns do not expose what this needs."""
+    patterns do not expose what this needs. Plain patterns (`core.scope`) need neither."""
+    scope = protected_spec(protected)
+    if scope.plain is not None:
+        return scope.match_file
     import re
 
     from pathspec.util import normalize_file
 
-    spec = protected_spec(protected)
+    spec = scope.spec
     try:
         regexes = [p.regex for p in spec.patterns if p.regex is not None]
         flags = {r.flags for r in regexes}

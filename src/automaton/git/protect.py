@@ -24,17 +24,17 @@ _SPECIAL = set("*?[]!#\\")
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy reads the name)
 if TYPE_CHECKING:
-    import pathspec
+    from automaton.core.scope import Scope
 
 
-def protected_spec(protected: Iterable[str]) -> pathspec.GitIgnoreSpec:
-    """`protected` (gitignore patterns) as one spec. Raises DriftError for a pattern pathspec
+def protected_spec(protected: Iterable[str]) -> Scope:
+    """`protected` (gitignore patterns) as one spec (`core.scope`: pathspec's answers, pathspec
+    imported only for patterns that are not plain). Raises DriftError for a pattern pathspec
     cannot read (the caller halts rather than protect less than configured)."""
-    import pathspec  # here, not at import: a tick whose commit changed nothing never matches a path
+    from automaton.core.scope import Scope
 
-    lines = list(protected)
     try:
-        return pathspec.GitIgnoreSpec.from_lines(lines)
+        return Scope(protected)
     except (ValueError, TypeError) as exc:
         raise DriftError(f"invalid protected pattern: {exc}") from None
 
