@@ -78,6 +78,27 @@ def test_the_hook_imports_only_what_it_needs(project: Path, tool: str) -> None:
     assert offending(names, HOOK_NEVER) == set()
 
 
+# In a loop worktree the hook reads the loop store too (with contextlib), and matches the
+# loop's file_scope: `src/**`, `tests/**` are plain patterns (core/scope.py), and the
+# worktree's project is known from its path (store/layout.py find_root), so neither pathspec
+# nor a git process comes in.
+WORKTREE_HOOK_NEVER = tuple(m for m in HOOK_NEVER if m not in ("automaton.store.loops", "contextlib"))
+
+
+def test_the_hook_in_a_loop_worktree_imports_only_what_it_needs(project: Path) -> None:
+    (project / "src").mkdir()
+    (project / "src" / "app.py").write_text("x = 1\n")
+    subprocess.run(["git", "add", "-A"], cwd=project, check=True)
+    subprocess.run(["git", "commit", "-q", "-m", "src"], cwd=project, check=True)
+    p = loop_with(project)
+    wt = add_worktree(p)
+    given = {"file_path": str(wt / "src" / "app.py"), "content": "x = 2\n"}
+    payload = json.dumps({"cwd": str(wt), "hook_event_name": "PreToolUse", "tool_name": "Write", "tool_input": given})
+    names = imported("automaton.cli.main", ["--hook", "claude"], wt, payload)
+    assert {"automaton.hooks.policy", "automaton.store.loops", "automaton.core.scope"} <= names  # it did decide
+    assert offending(names, WORKTREE_HOOK_NEVER) == set()
+
+
 def test_a_tick_that_gives_up_imports_no_runner(project: Path) -> None:
     p = loop_with(project)
     with locked(loops.tick_lock_path(p, "demo"), timeout_s=0):

@@ -37,6 +37,28 @@ def read_all(path: str | Path) -> bytes:
         os.close(fd)
 
 
+def read_regular(path: str | Path, limit: int) -> bytes | None:
+    """The first `limit` bytes of `path` when it is a regular file (symlinks followed), else
+    None: missing, unreadable, a folder, a FIFO or a device. Opened without blocking, and its
+    type checked again once open, so a FIFO swapped in where a small file should be cannot hang
+    the reader."""
+    import stat
+
+    try:  # a device is never opened (a tape rewinds, a terminal could become ours): looked at first
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+                     | getattr(os, "O_BINARY", 0))
+    except (OSError, ValueError):  # ValueError: a NUL in the path
+        return None
+    try:
+        return os.read(fd, limit) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def tmp_path(path: Path) -> Path:
     """The fixed temp name used for `path` (`.state` -> `.state.tmp`).
 

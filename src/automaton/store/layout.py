@@ -9,6 +9,7 @@ from pathlib import Path
 from automaton.core.errors import BadInput
 from automaton.core.names import LoopName, TaskRef
 from automaton.core.record import record  # not dataclasses: on the hook path
+from automaton.store.atomic import read_regular
 
 TASKS = "tasks"
 DOT = ".automaton"
@@ -45,30 +46,74 @@ def kept_export_of(repo: Path, loop: str) -> Path:
 
 
 def _git_common_root(start: Path) -> Path | None:
-    """Inside a linked worktree, the main checkout that owns it (`git rev-parse --git-common-dir`)."""
-    if not (start / ".git").is_file():
+    """Inside a linked worktree, the main checkout that owns it: the parent of the common git
+    folder, found as git finds it (gitrepository-layout(5)) without starting git: `start/.git`
+    is a file `gitdir: <path>` (relative to `start` or absolute) naming the worktree's git
+    folder, whose `commondir` file names the common one (relative to it, or absolute; without
+    one the git folder is the common one). None when the pointer is missing, malformed or
+    longer than 4 KiB, either folder lacks what git requires of it (`_git_dir`), or the common
+    folder is not a repository's `.git` folder (a submodule's is not). Files are
+    read only when regular and without blocking: an agent can put a FIFO where its worktree's
+    `.git` was, and the hook before its next edit must not hang. Not `git rev-parse`: a
+    process and the `subprocess` import were a sixth of that hook's CPU."""
+    pointer = read_regular(start / ".git", _POINTER_MAX + 1)
+    if pointer is None or len(pointer) > _POINTER_MAX or not pointer.startswith(b"gitdir: "):
         return None
-    import subprocess  # lazy: the hook path (run before every agent edit) rarely needs it
-
     try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
-            cwd=start, capture_output=True, text=True, timeout=10, check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
+        gitdir = os.path.join(start, os.fsdecode(pointer[8:].rstrip(b"\r\n")))
+        commondir = read_regular(os.path.join(gitdir, "commondir"), _POINTER_MAX + 1)
+        if commondir is not None and len(commondir) > _POINTER_MAX:
+            return None
+        # No `commondir`: the gitdir is a repository's own (a submodule's, or one `.git` names)
+        common = os.path.realpath(gitdir if commondir is None else
+                                  os.path.join(gitdir, os.fsdecode(commondir.rstrip(b"\r\n"))))
+    except ValueError:  # a NUL in either file
         return None
-    if out.returncode != 0 or not out.stdout.strip():
+    if os.path.basename(common) != ".git" or not _git_dir(gitdir) or not _git_dir(common, whole=True):
         return None
-    common = Path(out.stdout.strip())
-    return common.parent if common.name == ".git" else None
+    return Path(common).parent
+
+
+_POINTER_MAX = 4096  # bytes of a `.git` pointer or a `commondir` file; a longer one is refused
+
+
+def _git_dir(path: str, *, whole: bool = False) -> bool:
+    """`path` has what git requires of a git folder before it uses one: a `HEAD` file, and for
+    a repository's own folder (`whole`) also `objects/` and `refs/`."""
+    if not os.path.isfile(os.path.join(path, "HEAD")):
+        return False
+    return not whole or all(os.path.isdir(os.path.join(path, sub)) for sub in ("objects", "refs"))
+
+
+def _loop_project(path: Path) -> Path | None:
+    """The project of the outermost loop worktree `path` is in (`<project>/.automaton/loops/
+    <name>/worktree`, names compared case-insensitively, as `hooks.policy.worktree_of` does for
+    a case-insensitive volume), resolved; None when it is in none."""
+    parts = path.parts
+    for i in range(1, len(parts) - 3):
+        if (parts[i].lower(), parts[i + 1].lower(), parts[i + 3].lower()) == (DOT, "loops", "worktree"):
+            project = Path(*parts[:i])
+            if (project / DOT).is_dir():
+                return project.resolve()
+    return None
 
 
 def find_root(start: Path) -> Path:
     """Walk up from `start` to the nearest folder holding `.automaton/`, `tasks/` or `.git`.
 
-    A `.git` *file* marks a linked worktree: the project is the main checkout owning it.
-    Falls back to `start` itself when nothing is found.
+    A loop's worktree (`<project>/.automaton/loops/<name>/worktree`, also a folder inside one)
+    belongs to the project it sits in: known from the path, never from the worktree's `.git`
+    pointer, which the agent working there may rewrite. Any other `.git` *file* marks a linked
+    worktree: the project is the main checkout owning it. Falls back to `start` itself when
+    nothing is found.
     """
+    # The path as given first: a folder of the worktree may be a symlink out of it (to `/`,
+    # to a folder with an `.automaton/` of the agent's own), and an agent whose cwd is such a
+    # link is still the loop's agent.
+    for candidate in (Path(os.path.abspath(start)), start.resolve()):
+        owner = _loop_project(candidate)
+        if owner is not None:
+            return owner
     start = start.resolve()
     for folder in (start, *start.parents):
         if (folder / ".git").is_file():
