@@ -619,6 +619,41 @@ def test_loop_list_shows_task_and_sandbox_of_sealed_bytes_and_validates_any_othe
     assert sorted(parsed) == ["edited", "forged", "invalid"]  # the sealed bytes were not validated again
 
 
+def test_loop_list_validates_sealed_bytes_when_what_else_decides_validity_changed(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sealed bytes are shown unvalidated only under the schema they were sealed for and with a
+    readable config.md: otherwise they are validated in full, and an invalid one shows null."""
+    from automaton.commands import loop_views
+    from automaton.core.errors import BadInput
+
+    p = make_loop(project, "demo", sandbox="off")
+    assert uc.loop_list(p).data["loops"][0]["sandbox"] == "off"
+    monkeypatch.setattr(loop_views, "SCHEMA_VERSION", 2)  # an automaton that reads a newer schema
+    parsed: list[str] = []
+    real = loops.parse_config_bytes
+    monkeypatch.setattr(loops, "parse_config_bytes", lambda data, source: parsed.append(source) or real(data, source))
+    assert uc.loop_list(p).data["loops"][0]["sandbox"] == "off" and len(parsed) == 1
+    monkeypatch.undo()
+
+    def broken() -> Any:
+        raise BadInput("config.md: cut (no final newline)")
+
+    monkeypatch.setattr(loop_views, "loop_defaults", broken)
+    monkeypatch.setattr(loops, "loop_defaults", broken)
+    row = uc.loop_list(p).data["loops"][0]
+    assert row["sandbox"] is None and row["task"] is None
+
+
+def test_can_edit_loop_reports_an_invalid_loop_json_before_a_tampered_state(wt_project: tuple[Project, Path]) -> None:
+    p, _ = wt_project
+    forged = json.loads(state_file(p).read_text())
+    forged["spent_usd"] = 0.5
+    state_file(p).write_text(json.dumps(forged))
+    (p.loop_dir(loops.LoopName("demo")) / "loop.json").write_text("{}")
+    r = can_edit(p, "src/app.py", "--loop-worktree")
+    assert r.code == 2 and "loop.json" in r.err
+
+
 # ---- brake review: loop.json `task`, invalid loop.json ----------------------------------------
 
 def _bind_in_config(p: Project, task: str) -> None:

@@ -9,12 +9,13 @@ from pathlib import Path
 from automaton.commands.can_edit import Decision, protected, task_scope_allows
 from automaton.core.digest import sha256_hex
 from automaton.core.errors import BadInput, CorruptState, ExitCode
-from automaton.core.loopconfig import SANDBOX_MODES
+from automaton.core.loopconfig import SANDBOX_MODES, SCHEMA_VERSION
 from automaton.core.names import LoopName, TaskRef
 from automaton.core.outcome import Outcome
 from automaton.core.record import record  # not dataclasses: `--can-edit --loop` and the hook
 from automaton.resolve import posix, real, relative_parts
 from automaton.store import loops, tasks
+from automaton.store.config import loop_defaults
 from automaton.store.layout import Project
 
 TYPE_CHECKING = False  # typing (with contextlib and collections.abc) stays off --loop-list's path
@@ -61,7 +62,10 @@ def can_edit_loop(project: Project, name: str, file: str, *, loop_worktree: bool
     `file` is anchored at the worktree (`loop_worktree`) or at `cwd` (default: project root).
     `facts`: the loop as the caller read it for this decision (`loop_facts`), else read here.
     BadInput for an invalid loop.json (the edit is refused), and as `loop_facts` says."""
-    facts = facts or loop_facts(project, name)
+    if facts is None:  # `--can-edit --loop`: loop.json's error first, as the gate reports it
+        loop = loops.Loop.resolve(project, name)
+        read = loop.read_config()
+        facts = LoopFacts(loop, loop.read_state(), read, None)
     if facts.error is not None:
         raise facts.error
     config, state = facts.config, facts.state
@@ -149,15 +153,18 @@ def _shown_config(loop: loops.Loop, rec: loops.LoopRecord) -> tuple[str | None, 
     Bytes whose SHA-256 is the seal of an untampered state are decoded, not validated again:
     only a validated loop.json is ever sealed (`--create-loop` and `--approve --loop` seal the
     `LoopConfig` that `Loop.read_config` returned, name check included), and the keyed log
-    vouches for the seal. Validating 500 sealed files cost a fifth of `--loop-list`
-    (bench/bench_list.py). Any other bytes are validated in full; a brake never reads this."""
+    vouches for the seal. What else decides validity is checked too: this automaton's schema
+    version and config.md's defaults. Validating 500 sealed files cost a fifth of
+    `--loop-list` (bench/bench_list.py). Any other bytes are validated in full; a brake never
+    reads this."""
     data = loop.config_bytes()
     if data is not None and not rec.tamper and sha256_hex(data) == rec.state["config_sha256"]:
         try:
             sealed = json.loads(data)
-        except ValueError:  # cannot happen for sealed bytes; validate them in full below
+            loop_defaults()  # what validation reads besides the bytes: a broken config.md fails it
+        except (ValueError, BadInput):  # validate in full below, which says so
             sealed = None
-        if isinstance(sealed, dict):
+        if isinstance(sealed, dict) and sealed.get("schema_version") == SCHEMA_VERSION:
             task, sandbox = sealed.get("task"), sealed.get("sandbox", "on")
             if (task is None or isinstance(task, str)) and sandbox in SANDBOX_MODES:
                 return task, sandbox
