@@ -52,7 +52,7 @@ ENTRIES = {
     ("commands/loops.py", "review_loop"), ("commands/loops.py", "preview_loop"),
     ("commands/loops.py", "approve_loop"),
     ("commands/loop_status.py", "loop_summary"), ("commands/loop_status.py", "status_data"),
-    ("commands/loop_status.py", "loop_status"),
+    ("commands/loop_status.py", "loop_status"), ("commands/loop_status.py", "status_with_record"),
 }
 # The store's readers by name: each resolves the name again (store/loops.py keeps them for
 # callers outside the tick, such as the hooks and the read-only views).

@@ -89,6 +89,22 @@ def test_the_loop_page_plots_one_point_per_scored_tick(root: Path) -> None:
     assert "HALT" in halts and "iterations_exhausted: 4 of 4 iterations used" in halts
 
 
+def test_the_loop_page_reads_and_verifies_the_log_once(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Status and tick table come from one read of the log: never from either side of a write."""
+    p = halted(root)
+    real = loops.Loop.inspect
+    calls: list[str] = []
+
+    def counted(self: loops.Loop) -> loops.LoopRecord:
+        calls.append(self.name)
+        return real(self)
+
+    monkeypatch.setattr(loops.Loop, "inspect", counted)
+    page = views.loop_page(p, "demo")
+    assert calls == ["demo"]
+    assert page["tick_count"] == len(SCORES) and page["status"]["status"] == "halted"
+
+
 def test_a_plot_without_scores_has_no_point(root: Path) -> None:
     page = client(site(loop_with(root, "demo"), human=False)).get("/p/0/loop/demo").text
     score = re.search(r'<svg id="score-plot".*?</svg>', page, re.S)

@@ -23,7 +23,7 @@ from automaton.git import run_git
 from automaton.git.worktree import branch_name
 from automaton.store import loops
 from automaton.store.layout import Project
-from automaton.store.loops import Loop
+from automaton.store.loops import Loop, LoopRecord
 
 BARS = "▁▂▃▄▅▆▇█"
 SHOWN_BARS = 120  # sparkline characters in the text form (the JSON carries every scored tick)
@@ -140,9 +140,11 @@ def loop_summary(project: Project, name: str, *, costs: bool = True) -> dict[str
     return _summary(Loop.resolve(project, name), costs)[0]
 
 
-def _summary(handle: Loop, costs: bool = True) -> tuple[dict[str, Any], dict[str, Any], LoopConfig | None]:
-    """(loop_summary's dict, the loop's state, its loop.json or None when unreadable)."""
-    rec = handle.inspect()
+def _summary(handle: Loop, costs: bool = True, rec: LoopRecord | None = None) -> \
+        tuple[dict[str, Any], dict[str, Any], LoopConfig | None]:
+    """(loop_summary's dict, the loop's state, its loop.json or None when unreadable); `rec`:
+    the loop as the caller read it (`Loop.inspect`), else read here."""
+    rec = rec or handle.inspect()
     loop, state = rec.name, rec.state
     config: LoopConfig | None = None
     config_error = None
@@ -206,8 +208,17 @@ def status_data(project: Project, name: str) -> dict[str, Any]:
     return _status_data(Loop.resolve(project, name))
 
 
-def _status_data(loop: Loop) -> dict[str, Any]:
-    data, state, config = _summary(loop)
+def status_with_record(project: Project, name: str) -> tuple[dict[str, Any], LoopRecord]:
+    """`status_data` and the `LoopRecord` (state and verified log) it was made from: a view that
+    shows both (the dashboard's loop page: status, then the tick table from the log) reads and
+    verifies the log once, and never shows a status and a log from either side of a write."""
+    loop = Loop.resolve(project, name)
+    rec = loop.inspect()
+    return _status_data(loop, rec), rec
+
+
+def _status_data(loop: Loop, rec: LoopRecord | None = None) -> dict[str, Any]:
+    data, state, config = _summary(loop, rec=rec)
     data.pop("schedule_record")
     deferred = data.pop("deferred")
     data["schedule"] = schedule_info(loop.project, loop.name, last_tick_at=state["last_tick_at"])

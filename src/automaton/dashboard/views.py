@@ -1,11 +1,12 @@
 """What each dashboard page shows, as plain dicts built from the store (read-only).
 
 The figures come from the same functions as the CLI: `commands/loop_status.py` (`loop_summary`
-for the list of loops, `status_data` for one loop), the loop's verified log for the tick table
-and the halt history, and `commands/reports.py` `audit` for the task board's violations. Nothing
-here writes but for one case: a loop whose state and log disagree (a writer died mid-commit, or
-tampering) is read again under its state lock by `loops.Loop.inspect`, which settles an
-interrupted commit (`chainlog.recover`). No task is migrated.
+for the list of loops; `status_with_record` for one loop: its status and the verified log the
+tick table and the halt history are read from, one read for both), and `commands/reports.py`
+`audit` for the task board's violations. Nothing here writes but for one case: a loop whose
+state and log disagree (a writer died mid-commit, or tampering) is read again under its state
+lock by `loops.Loop.inspect`, which settles an interrupted commit (`chainlog.recover`). No task
+is migrated.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import os
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from automaton.commands.loop_status import loop_summary, status_data
+from automaton.commands.loop_status import loop_summary, status_with_record
 from automaton.core.errors import AutomatonError, BadInput
 from automaton.core.names import LoopName, TaskRef
 from automaton.core.scores import score_text
@@ -195,8 +196,7 @@ def loop_page(project: Project, name: str) -> dict[str, Any]:
     `spend_plot` (SVG: one point per scored tick; one per tick with a cost, y = USD spent in
     all after it). NotFound for an unknown loop."""
     loop = loop_name(project, name)
-    status = status_data(project, loop)
-    rec = loops.inspect(project, loop)
+    status, rec = status_with_record(project, loop)  # one read of the log for both
     ticks: dict[str, dict[str, Any]] = {}
     history: list[dict[str, str]] = []
     spend: list[tuple[float, float]] = []
