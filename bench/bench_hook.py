@@ -7,7 +7,9 @@ The task in scope is `AUTOMATON_TASK=t` at phase `research`. The Write creates
 tasks/t/SPEC.md (allowed: the hook reads the task's state, verifies its keyed log, hashes the
 artifacts an approval binds and applies the path policy). The Bash runs the project's tests
 through a pipe (allowed after the shell analysis finds no write target). An Edit the policy
-denies and `--can-edit` are timed too, for information.
+denies, `--can-edit`, and a Write by an agent in a loop's worktree (the hook before every edit
+of an unattended loop: it also reads the loop's state, log and loop.json and matches its
+`file_scope`, `src/**`) are timed too, for information.
 
 Also printed: where the hook's time goes, from `python -X importtime` of one hook call (self
 time of the modules it imports beyond the baseline's, `_common.import_profile`) and the
@@ -73,12 +75,21 @@ def main() -> int:
         if b"denied" not in c.run(hook, cwd=project, env=env, stdin=deny, expect=(2,)).stderr:
             raise c.BenchError("the Edit of src/x.py was not denied")
         c.run(can_edit, cwd=project, env=env)
+        c.write_template(project, "bench-hook", c.loop_json("x"))
+        c.create_loop(project, "wt", "bench-hook")
+        c.run([c.exe("automaton-loop"), "--mode", "tick", "--loop", "wt", "--quiet"], cwd=project)  # makes the worktree
+        tree = project / ".automaton" / "loops" / "wt" / "worktree"
+        in_tree = payload(tree, "Write", {"file_path": str(tree / "src" / "new.py"), "content": "x = 1\n"})
+        done = c.run(hook, cwd=tree, env=env, stdin=in_tree)
+        if done.stderr or done.stdout:
+            raise c.BenchError(f"the Write in the loop worktree was not allowed: {done.stderr[-300:]!r}")
         cases = {
             "baseline": lambda: c.timed(BASELINE, env=env),
             "hook Write": lambda: c.timed(hook, cwd=project, env=env, stdin=write),
             "hook Bash": lambda: c.timed(hook, cwd=project, env=env, stdin=bash),
             "hook Edit denied": lambda: c.timed(hook, cwd=project, env=env, stdin=deny, expect=(2,)),
             "can-edit": lambda: c.timed(can_edit, cwd=project, env=env),
+            "hook Write, worktree": lambda: c.timed(hook, cwd=tree, env=env, stdin=in_tree),
         }
         times = c.interleave(cases, reps)
         profiles = {name: c.import_profile("automaton.cli.main", ["--hook", "claude"], cwd=project, env=env, stdin=data)
@@ -88,7 +99,7 @@ def main() -> int:
     ratios = {name: c.wall(xs) / base for name, xs in times.items() if name != "baseline"}
     for name, xs in times.items():
         extra = "" if name == "baseline" else f"  -> {ratios[name]:.2f}x wall, {c.cpu(xs) / base_cpu:.2f}x cpu"
-        print(f"  {name:16} {c.spread(xs)}{extra}")
+        print(f"  {name:20} {c.spread(xs)}{extra}")
     for name in profiles:
         print(f"  profile of hook {name}: decision in-process {decided[name]:.2f} ms; {profiles[name]}")
     worst = max(("hook Write", "hook Bash"), key=lambda k: ratios[k])
@@ -96,7 +107,8 @@ def main() -> int:
               f" Bash {c.ms(c.wall(times['hook Bash']))} ({ratios['hook Bash']:.2f}x)"
               f" vs baseline `python3 -c \"import json, argparse, pathlib\"` {c.ms(base)}; cpu ratio of the worse"
               f" {c.cpu(times[worst]) / base_cpu:.2f}x; denied Edit {ratios['hook Edit denied']:.2f}x,"
-              f" --can-edit {ratios['can-edit']:.2f}x; medians of {reps} interleaved runs")
+              f" --can-edit {ratios['can-edit']:.2f}x, Write in a loop worktree {ratios['hook Write, worktree']:.2f}x;"
+              f" medians of {reps} interleaved runs")
     c.figure(1, "hook path (--hook claude: Write, Bash) vs bare interpreter", ratios[worst], TARGET, detail)
     return 0
 
