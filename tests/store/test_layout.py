@@ -152,9 +152,13 @@ def test_a_cwd_that_links_out_of_the_loop_worktree_is_still_the_loops(project: P
 
 
 def test_loop_worktree_names_are_compared_as_a_case_insensitive_volume_would(project: Path) -> None:
+    """On a case-insensitive volume `.Automaton/LOOPS/demo/Worktree` is the loop's worktree: its
+    project is the loop's, not the folder its (here broken) `.git` pointer would make one."""
     (project / ".automaton").mkdir(exist_ok=True)
-    spelled = project / ".Automaton" / "LOOPS" / "demo" / "Worktree" / "src"
-    assert find_root(spelled) == project.resolve()
+    spelled = project / ".Automaton" / "LOOPS" / "demo" / "Worktree"
+    (spelled / "src").mkdir(parents=True)
+    (spelled / ".git").write_text("not a pointer\n")
+    assert find_root(spelled / "src") == project.resolve()
 
 
 def test_pointers_git_would_refuse_own_nothing(repo: Path, tmp_path: Path) -> None:
