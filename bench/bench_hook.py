@@ -83,6 +83,9 @@ def main() -> int:
         done = c.run(hook, cwd=tree, env=env, stdin=in_tree)
         if done.stderr or done.stdout:
             raise c.BenchError(f"the Write in the loop worktree was not allowed: {done.stderr[-300:]!r}")
+        outside = payload(tree, "Write", {"file_path": str(tree / "docs" / "x.md"), "content": "x\n"})
+        if b"file_scope" not in c.run(hook, cwd=tree, env=env, stdin=outside, expect=(2,)).stderr:
+            raise c.BenchError("a Write outside the loop's file_scope was not denied by the loop's rules")
         cases = {
             "baseline": lambda: c.timed(BASELINE, env=env),
             "hook Write": lambda: c.timed(hook, cwd=project, env=env, stdin=write),

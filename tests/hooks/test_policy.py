@@ -55,6 +55,7 @@ def test_task_scope_is_anchored_at_the_worktree(project: Path, make_task: Callab
     assert_allowed(hook("claude", write(tree / "tasks/demo/SPEC.md", tree)))
     assert loop["calls"] == [{"name": "nightly", "file": str((tree / "tasks/demo/SPEC.md").resolve()),
                               "loop_worktree": True, "task": "demo"}]
+    assert loop["facts"] == ["nightly"]  # the loop read once for the call
     assert_denied(hook("claude", write(tree / "src/app.py", tree)),
                   "src/app.py is outside the scope of task demo at phase 'research'")
 

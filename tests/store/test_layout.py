@@ -127,28 +127,31 @@ def test_a_loop_worktree_belongs_to_its_project_whatever_its_pointer_says(projec
 
 
 def test_a_cwd_that_links_out_of_the_loop_worktree_is_still_the_loops(project: Path, tmp_path: Path) -> None:
-    """A folder of the worktree that is a link to `/`, or to a folder with an `.automaton/` the
-    agent made, does not take the agent out of its loop: its project is the loop's."""
+    """A folder of the worktree that is a link to `/`, or to an ancestor of the project where the
+    agent made an `.automaton/`, does not take the agent out of its loop: its project is the
+    loop's, and it writes only inside its worktree and file_scope."""
     import json
 
     from tests.commands.loopkit import add_worktree, loop_with
     from tests.helpers import run_cli
 
     wt = add_worktree(loop_with(project))
-    planted = tmp_path / "planted"
-    (planted / ".automaton").mkdir(parents=True)
+    (tmp_path / ".automaton").mkdir()
+    assert project.resolve().is_relative_to(tmp_path.resolve())
     (wt / "up").symlink_to("/")
-    (wt / "mine").symlink_to(planted)
+    (wt / "anc").symlink_to(tmp_path)
 
     def write(cwd: Path, target: Path) -> int:
         payload = {"cwd": str(cwd), "hook_event_name": "PreToolUse", "tool_name": "Write",
                    "tool_input": {"file_path": str(target), "content": "x\n"}}
         return run_cli("--hook", "claude", stdin=json.dumps(payload), cwd=wt).code
 
-    for link in ("up", "mine"):
+    for link in ("up", "anc"):
         assert find_root(wt / link) == project.resolve()
+        assert write(wt / link, wt / "src" / "ok.py") == 0  # in the worktree and in file_scope
         assert write(wt / link, wt / "docs" / "x.md") == 2  # outside file_scope
         assert write(wt / link, project / ".automaton" / "loops" / "demo" / "loop.json") == 2
+        assert write(wt / link, project / "src" / "app.py") == 2  # the main checkout
 
 
 def test_loop_worktree_names_are_compared_as_a_case_insensitive_volume_would(project: Path) -> None:
@@ -166,7 +169,7 @@ def test_pointers_git_would_refuse_own_nothing(repo: Path, tmp_path: Path) -> No
     git(repo, "worktree", "add", "-q", "-b", "odd", str(wt))
     gitdir = Path((wt / ".git").read_text().removeprefix("gitdir: ").strip())
     pointer = (wt / ".git").read_bytes()
-    (wt / ".git").write_bytes(pointer.rstrip(b"\n") + b"/" * 5000 + b"\n")  # longer than any pointer git reads
+    (wt / ".git").write_bytes(pointer.rstrip(b"\n") + b"/" * 5000 + b"\n")  # over 4 KiB: refused
     assert _git_common_root(wt) is None
     (wt / ".git").write_bytes(pointer)
     assert _git_common_root(wt) == repo

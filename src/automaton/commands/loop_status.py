@@ -144,7 +144,8 @@ def _summary(handle: Loop, costs: bool = True, rec: LoopRecord | None = None) ->
         tuple[dict[str, Any], dict[str, Any], LoopConfig | None]:
     """(loop_summary's dict, the loop's state, its loop.json or None when unreadable); `rec`:
     the loop as the caller read it (`Loop.inspect`), else read here."""
-    rec = rec or handle.inspect()
+    if rec is None:
+        rec = handle.inspect()
     loop, state = rec.name, rec.state
     config: LoopConfig | None = None
     config_error = None
@@ -211,7 +212,8 @@ def status_data(project: Project, name: str) -> dict[str, Any]:
 def status_with_record(project: Project, name: str) -> tuple[dict[str, Any], LoopRecord]:
     """`status_data` and the `LoopRecord` (state and verified log) it was made from: a view that
     shows both (the dashboard's loop page: status, then the tick table from the log) reads and
-    verifies the log once, and never shows a status and a log from either side of a write."""
+    verifies the log once, and never shows a status and a log from either side of a write.
+    Errors as `status_data`'s: BadInput (exit 2) for an unknown, untracked or unreadable loop."""
     loop = Loop.resolve(project, name)
     rec = loop.inspect()
     return _status_data(loop, rec), rec

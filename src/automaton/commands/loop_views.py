@@ -40,19 +40,23 @@ class LoopFacts:
 
     @property
     def tasks(self) -> list[str]:
-        """The task(s) the loop works on, as `store.loops.bound_tasks` orders them."""
+        """The task(s) the loop works on, as `store.loops.Loop.bound_tasks` orders them."""
         return loops.bound_task_names(self.config.task if self.config else None, self.state)
 
 
-def loop_facts(project: Project, name: str) -> LoopFacts:
+def loop_facts(project: Project, name: str, *, config_first: bool = False) -> LoopFacts:
     """`LoopFacts` of loop `name`. BadInput for an unknown or untracked loop, CorruptState for
-    an unreadable state, StateTampered for a state its log did not seal."""
+    an unreadable state, StateTampered for a state its log did not seal; `config_first`: an
+    invalid loop.json raises its BadInput before the state is read (`--can-edit --loop` reports
+    it first, as the gate does), instead of being carried in `error`."""
     loop = loops.Loop.resolve(project, name)
-    state = loop.read_state()
     try:
-        return LoopFacts(loop, state, loop.read_config(), None)
+        config, error = loop.read_config(), None
     except BadInput as exc:
-        return LoopFacts(loop, state, None, exc)
+        if config_first:
+            raise
+        config, error = None, exc
+    return LoopFacts(loop, loop.read_state(), config, error)
 
 
 def can_edit_loop(project: Project, name: str, file: str, *, loop_worktree: bool, task: str | None = None,
@@ -62,10 +66,9 @@ def can_edit_loop(project: Project, name: str, file: str, *, loop_worktree: bool
     `file` is anchored at the worktree (`loop_worktree`) or at `cwd` (default: project root).
     `facts`: the loop as the caller read it for this decision (`loop_facts`), else read here.
     BadInput for an invalid loop.json (the edit is refused), and as `loop_facts` says."""
-    if facts is None:  # `--can-edit --loop`: loop.json's error first, as the gate reports it
-        loop = loops.Loop.resolve(project, name)
-        read = loop.read_config()
-        facts = LoopFacts(loop, loop.read_state(), read, None)
+    facts = facts or loop_facts(project, name, config_first=True)
+    if facts.loop.name != name:
+        raise BadInput(f"loop {name!r}: the facts handed over are loop {facts.loop.name!r}'s")
     if facts.error is not None:
         raise facts.error
     config, state = facts.config, facts.state
@@ -79,7 +82,7 @@ def can_edit_loop(project: Project, name: str, file: str, *, loop_worktree: bool
     why = protected(parts)
     if why:
         return Decision(False, f"{posix(parts)}: {why}", str(path))
-    from automaton.core.gates import scope_spec  # here: its pathspec is an import --loop-list never needs
+    from automaton.core.gates import scope_spec  # here: --loop-list never matches a path
 
     if not scope_spec(config.blast_radius.file_scope).match_file(posix(parts)):
         return Decision(False, f"{posix(parts)} is outside the file_scope of loop {config.name}"
@@ -111,8 +114,8 @@ def _rows(project: Project) -> list[dict[str, Any]]:
             row.update({k: rec.state[k] for k in ("status", "halt_reason", "iteration_count", "started_at",
                                                   "spent_usd")})
             row["last_score"] = (rec.state["last_verdict"] or {}).get("score")
-            # loop.json read once for both (store.loops.bound_tasks reads it for the task alone):
-            # the task is loop.json's `task`, else the state's current_task, as bound_tasks orders them
+            # loop.json read once for both (Loop.bound_tasks reads it for the task alone): the
+            # task is loop.json's `task`, else the state's current_task, as bound_tasks orders them
             task, row["sandbox"] = _shown_config(handle, rec)
             row["task"] = task or rec.state["current_task"]
             if rec.tamper:
@@ -164,7 +167,8 @@ def _shown_config(loop: loops.Loop, rec: loops.LoopRecord) -> tuple[str | None, 
             loop_defaults()  # what validation reads besides the bytes: a broken config.md fails it
         except (ValueError, BadInput):  # validate in full below, which says so
             sealed = None
-        if isinstance(sealed, dict) and sealed.get("schema_version") == SCHEMA_VERSION:
+        if (isinstance(sealed, dict) and sealed.get("schema_version") == SCHEMA_VERSION
+                and sealed.get("name") == loop.name):  # as `Loop.read_config` checks it
             task, sandbox = sealed.get("task"), sealed.get("sandbox", "on")
             if (task is None or isinstance(task, str)) and sandbox in SANDBOX_MODES:
                 return task, sandbox

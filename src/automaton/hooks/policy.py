@@ -25,11 +25,13 @@ Errors (corrupt `.state`, unknown task, a loop store that cannot be read) propag
 exceptions; the hook entry turns every exception into a denial (fail closed).
 
 Of the use cases, the hooks import only the edit decisions: `commands.can_edit` and
-`commands.loop_views.can_edit_loop` (an import-linter contract in pyproject.toml says so).
+`commands.loop_views` (`loop_facts`, `can_edit_loop`; an import-linter contract in
+pyproject.toml says so).
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from automaton.commands import can_edit
@@ -82,7 +84,10 @@ def check(project: Project, cwd: Path, paths: list[str], memo: can_edit.Memo | N
     focus, loop state and config are read once for all paths (`memo`, one per call).
     """
     memo = memo or can_edit.Memo()
-    home = worktree_of(project, real(cwd, project.root), memo)
+    # The cwd as given first, as `store.layout.find_root` takes it: a folder of the worktree that
+    # links out of it (to `/`, to the main checkout) leaves the agent the loop's.
+    home = (worktree_of(project, Path(os.path.abspath(cwd)), memo)
+            or worktree_of(project, real(cwd, project.root), memo))
     for raw in paths:
         verdict = check_one(project, cwd, raw, home, memo)
         if not verdict.allowed:

@@ -44,7 +44,7 @@ def read_regular(path: str | Path, limit: int) -> bytes | None:
     the reader."""
     import stat
 
-    try:  # a device is never opened (a tape rewinds, a terminal could become ours): looked at first
+    try:  # looked at first: a device is not opened (a tape rewinds) unless swapped in between
         if not stat.S_ISREG(os.stat(path).st_mode):
             return None
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)

@@ -206,7 +206,9 @@ class Loop:
         return keep_sealed_copy(self.project, self.name, sha256)
 
     def bound_tasks(self, state: dict[str, Any]) -> list[str]:
-        """The task(s) the loop works on: see the module function `bound_tasks`."""
+        """The task(s) the loop works on: loop.json `task` (when loop.json is valid) and the
+        state's `current_task`, de-duplicated, loop.json's first. A loop is bound to both: the
+        one the human configured and the one its state recorded (fail safe for `halted_owners`)."""
         try:
             cfg_task = self.read_config().task
         except BadInput:
@@ -616,19 +618,8 @@ def add_excludes(exclude_file: Path, patterns: list[str], header: str) -> list[s
     return missing
 
 
-def bound_tasks(project: Project, loop: LoopName, state: dict[str, Any]) -> list[str]:
-    """The task(s) loop `loop` works on: loop.json `task` (when loop.json is valid) and the
-    state's `current_task`, de-duplicated, loop.json's first. A loop is bound to both: the one
-    the human configured and the one its state recorded (fail safe for `halted_owners`)."""
-    try:
-        handle = Loop.resolve(project, loop)
-    except BadInput:  # as for an invalid loop.json: only the state's task is known
-        return [] if state["current_task"] is None else [state["current_task"]]
-    return handle.bound_tasks(state)
-
-
 def bound_task_names(config_task: str | None, state: dict[str, Any]) -> list[str]:
-    """`bound_tasks` from what its caller read: loop.json `task` (None when loop.json has none
+    """`Loop.bound_tasks` from what its caller read: loop.json `task` (None when loop.json has none
     or is not valid) and the state's `current_task`, de-duplicated, loop.json's first."""
     return [task for i, task in enumerate((config_task, state["current_task"]))
             if task is not None and (i == 0 or task != config_task)]
@@ -642,7 +633,7 @@ def _same_task(task: str, ref: TaskRef) -> bool:
 
 
 def halted_owners(project: Project, ref: TaskRef) -> list[tuple[LoopName, str]]:
-    """Loops bound to `ref` (loop.json `task` or `current_task`, see `bound_tasks`) whose status
+    """Loops bound to `ref` (loop.json `task` or `current_task`, see `Loop.bound_tasks`) whose status
     is `halted` with one of the five deaths: [(loop name, halt_reason)]; such a task refuses transitions. A loop
     whose state cannot be read raises CorruptState: fail closed, it might own the task. A
     tampered loop bound to `ref` raises StateTampered (exit 1): its file's status cannot be
