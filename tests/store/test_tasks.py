@@ -306,3 +306,50 @@ def test_sha256_file_never_reads_a_fifo_or_a_device(tmp_path: Path) -> None:
     folder.mkdir()
     assert [tasks.sha256_file(p) for p in (fifo, zero, folder)] == [tasks.UNREADABLE] * 3
     assert tasks.sha256_file(tmp_path / "none") == tasks.MISSING
+
+
+@pytest.mark.parametrize("name", [".state", ".state.log", ".state.tmp"])
+def test_a_fifo_for_a_task_file_is_corrupt_state_and_never_waited_on(tmp_path: Path, name: str) -> None:
+    """An agent under `automaton --sandbox` may make a FIFO in its task's folder: every reader
+    (the hook before each edit, `--audit`, a transition) would wait on it forever, and a hook
+    that does not answer lets the tool call through."""
+    import threading
+
+    folder = tmp_path / "t"
+    seed(folder, "research")
+    if name != ".state.tmp":
+        (folder / name).unlink()
+    os.mkfifo(folder / name)
+    found: list[object] = []
+
+    def read() -> None:
+        try:
+            found.append(tasks.load_dir(REF, folder))
+        except CorruptState as exc:
+            found.append(exc)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(10)
+    assert len(found) == 1, "the read hung on the FIFO"
+    assert isinstance(found[0], CorruptState) or found[0].tamper  # type: ignore[attr-defined]
+
+
+def test_a_fifo_at_the_temp_name_never_hangs_a_writer(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / ".state.tmp")
+    atomic.atomic_write(tmp_path / ".state", b"new\n")
+    assert (tmp_path / ".state").read_bytes() == b"new\n"
+    os.mkfifo(tmp_path / "log")
+    with pytest.raises(OSError):  # no reader: ENXIO; with one: "not a regular file"; never a hang
+        atomic.append_line(tmp_path / "log", "a line")
+
+
+def test_an_artifact_over_the_cap_is_unreadable_not_hashed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A huge (or sparse) artifact would be hashed for minutes before every edit."""
+    big = tmp_path / "SPEC.md"
+    with big.open("wb") as fh:
+        fh.truncate(tasks.MAX_ARTIFACT_BYTES + 1)  # sparse: no disk used
+    assert tasks.sha256_file(big) == tasks.UNREADABLE
+    monkeypatch.setattr(tasks, "MAX_ARTIFACT_BYTES", 8)
+    (tmp_path / "ok.md").write_bytes(b"12345678")
+    assert tasks.sha256_file(tmp_path / "ok.md") != tasks.UNREADABLE

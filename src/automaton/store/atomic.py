@@ -20,12 +20,39 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+_READ = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+
+
+def open_regular(path: str | Path) -> int:
+    """A read-only descriptor of the regular file at `path` (symlinks followed), opened without
+    blocking: an agent can put a FIFO where a state file, log or artifact goes, and a reader that
+    waited on it would never answer (a hook that does not answer lets the tool call through).
+    Raises OSError as `os.open` does, IsADirectoryError for a folder, and OSError EINVAL ("not a
+    regular file") for a FIFO, device or socket. The caller closes the descriptor."""
+    import stat
+
+    fd = os.open(path, _READ)
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        os.close(fd)
+        raise
+    if stat.S_ISREG(mode):
+        return fd
+    os.close(fd)
+    import errno
+
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    raise OSError(errno.EINVAL, "not a regular file", str(path))
+
+
 def read_all(path: str | Path) -> bytes:
-    """The bytes of `path` (a plain string too: the audit names thousands of files, and a `Path`
-    for each costs more than reading it), read with os.open/os.read, which cost half of what
-    `open()` costs (the audit reads three small files of every task). Raises OSError as `open()` does, and
-    IsADirectoryError for a folder (raised by the read)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    """The bytes of the regular file `path` (a plain string too: the audit names thousands of
+    files, and a `Path` for each costs more than reading it), read with os.open/os.read, which
+    cost half of what `open()` costs. Raises OSError as `open_regular` does (a FIFO or device is
+    an error, never waited on)."""
+    fd = open_regular(path)
     try:
         chunks: list[bytes] = []
         while True:
@@ -39,20 +66,18 @@ def read_all(path: str | Path) -> bytes:
 
 def read_regular(path: str | Path, limit: int) -> bytes | None:
     """The first `limit` bytes of `path` when it is a regular file (symlinks followed), else
-    None: missing, unreadable, a folder, a FIFO or a device. Opened without blocking, and its
-    type checked again once open, so a FIFO swapped in where a small file should be cannot hang
-    the reader."""
+    None: missing, unreadable, a folder, a FIFO or a device (`open_regular`; looked at with
+    `stat` first, so a device is not even opened unless swapped in between)."""
     import stat
 
-    try:  # looked at first: a device is not opened (a tape rewinds) unless swapped in between
+    try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             return None
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
-                     | getattr(os, "O_BINARY", 0))
+        fd = open_regular(path)
     except (OSError, ValueError):  # ValueError: a NUL in the path
         return None
     try:
-        return os.read(fd, limit) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+        return os.read(fd, limit)
     except OSError:
         return None
     finally:
@@ -71,7 +96,13 @@ def tmp_path(path: Path) -> Path:
 def write_tmp(path: Path, data: bytes) -> Path:
     """Write and fsync `data` to the temp file beside `path`; return the temp path."""
     tmp = tmp_path(path)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    # A new file, never what sits at the temp name (a writer holds the lock, so any leftover was
+    # recovered or is stale): opening a FIFO an agent put there would wait for a reader forever.
+    try:  # noqa: SIM105 - not contextlib.suppress: this module is on the hook path
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
     try:
         view = memoryview(data)
         while view:
@@ -98,8 +129,16 @@ def append_line(path: Path, line: str) -> None:
     """Append one whole line with a single write() and fsync it."""
     if "\n" in line:
         raise ValueError("a log line may not contain a newline")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    # Without blocking, and only onto a regular file: a FIFO in place of a log must not hang
+    # the writer (nor take the line).
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NONBLOCK", 0), 0o644)
     try:
+        import stat
+
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            import errno
+
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
         os.write(fd, (line + "\n").encode("utf-8"))
         os.fsync(fd)
     finally:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 
 from automaton.core.approvals import MISSING, parse_bind
@@ -14,7 +13,7 @@ from automaton.core.names import NAME_RE, TaskName, TaskRef
 from automaton.core.phases import ARTIFACTS, is_phase
 from automaton.core.record import field, record
 from automaton.store import chainlog
-from automaton.store.atomic import read_all, tmp_path
+from automaton.store.atomic import open_regular, read_all, tmp_path
 from automaton.store.layout import COMPLETE_DIR, Project
 
 TYPE_CHECKING = False  # typing and collections.abc stay off the hook path (core/record.py)
@@ -28,6 +27,8 @@ LOCK = ".state.lock"
 # Log events whose `bind` field (re)binds approved artifacts to their SHA-256.
 BINDING_EVENTS = frozenset({"APPROVED", "RESEALED"})
 UNREADABLE = "unreadable"
+# Bytes: an artifact (SPEC.md, DESIGN.md, ...) larger than this is not hashed but UNREADABLE.
+MAX_ARTIFACT_BYTES = 64 * 1024 * 1024
 
 
 def phase_token(data: bytes) -> str | None:
@@ -72,24 +73,28 @@ def _ref_of(folder: Path) -> str:
 
 def sha256_file(path: Path) -> str:
     """SHA-256 hex of the regular file at `path` (symlinks followed); MISSING when absent,
-    UNREADABLE for anything else: a folder, no permission, or a FIFO or device. The agent may
-    put any of those where an artifact goes; opened without blocking and never read unless
-    regular, a FIFO cannot hang the hook or a human's sign-off, nor `/dev/zero` fill memory.
-    UNREADABLE differs from every hash, so it demotes, and a sign-off refuses it."""
+    UNREADABLE for anything else: a folder, no permission, a FIFO or device, or a file over
+    MAX_ARTIFACT_BYTES. The agent may put any of those where an artifact goes; opened without
+    blocking and never read unless regular (`atomic.open_regular`), a FIFO cannot hang the hook
+    or a human's sign-off, nor `/dev/zero` fill memory, and a huge (or sparse) file is not
+    hashed for minutes, which would make the hook miss the agent CLI's timeout (a hook that
+    does not answer lets the call through). UNREADABLE differs from every hash, so it demotes,
+    and a sign-off refuses it."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        fd = open_regular(path)
     except FileNotFoundError:
         return MISSING
-    except OSError:  # no permission, a looping link
+    except OSError:  # no permission, a looping link, a folder, a FIFO or device
         return UNREADABLE
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        if os.fstat(fd).st_size > MAX_ARTIFACT_BYTES:
             return UNREADABLE
-        digest = sha256()
-        while chunk := os.read(fd, 1 << 20):
+        digest, left = sha256(), MAX_ARTIFACT_BYTES + 1
+        while left > 0 and (chunk := os.read(fd, min(1 << 20, left))):
             digest.update(chunk)
-        return digest.hexdigest()
-    except OSError:  # a folder (read fails with EISDIR where open succeeded), an I/O error
+            left -= len(chunk)
+        return digest.hexdigest() if left > 0 else UNREADABLE  # grown past the cap while read
+    except OSError:  # an I/O error
         return UNREADABLE
     finally:
         os.close(fd)
