@@ -195,6 +195,32 @@ def test_a_worktree_pointer_swapped_inside_a_probe_window_is_probed_anew(tmp_pat
     assert "clean" in marker.read_text()
 
 
+def test_a_driver_planted_behind_an_unchanged_pointer_inside_a_probe_window_is_emptied(tmp_path: Path) -> None:
+    # A daemon the agent left behind points the worktree's `.git` at a git folder of its own
+    # with no driver (probed: none), then plants a driver in that folder's config, keeping the
+    # pointer's bytes: a window that cached worktree probes by the pointer would run it. Only a
+    # window whose caller knows no agent process is alive (`pointers_settled`) caches them.
+    repo = init_repo(tmp_path / "repo")
+    wt = ensure_worktree(repo, tmp_path / "loop", "demo").path
+    evil = init_repo(tmp_path / "evil")
+    marker = tmp_path / "ran.txt"
+    (wt / ".gitattributes").write_text("* filter=evil\n")
+    (wt / "new.py").write_text("x = 1\n")
+    with probe_once():
+        assert run_git(wt, ["add", "-A"]).code == 0
+        (wt / ".git").write_text(f"gitdir: {evil / '.git'}\n")
+        (wt / "new.py").write_text("x = 2\n")
+        run_git(wt, ["add", "-A"])  # probed anew: no driver yet
+        git(evil, "config", "filter.evil.clean", str(script(tmp_path / "clean.sh", marker, "clean", "cat")))
+        (wt / "new.py").write_text("x = 3\n")
+        run_git(wt, ["add", "-A"])
+    assert not marker.exists()
+    # control: plain git through that pointer runs the driver, so the plant works
+    (wt / "new.py").write_text("x = 4\n")
+    git(wt, "add", "-A")
+    assert "clean" in marker.read_text()
+
+
 def test_a_fifo_for_a_worktree_pointer_does_not_hang_the_probe_window(tmp_path: Path) -> None:
     # The cache key reads the worktree's `.git` file; a FIFO put there by the agent would block a
     # plain open until someone writes to it. git itself refuses a `.git` that is not a file.

@@ -98,24 +98,31 @@ class UnsafeConfig(Exception):
     """The repository's config defines something a `-c` setting cannot switch off."""
 
 
-# Inside `probe_once()`: (repo, its `.git` pointer's bytes, config environment) -> its filter overrides.
+# Inside `probe_once()`: (repo, its `.git` pointer's bytes or b"" for a folder, config
+# environment) -> its filter overrides; `_settled`: the window caches worktrees' probes too.
 _probed: dict[tuple[str, bytes, tuple[tuple[str, str], ...]], list[str]] | None = None
+_settled = False
 
 
 @contextmanager
-def probe_once() -> Iterator[None]:
+def probe_once(*, pointers_settled: bool = False) -> Iterator[None]:
     """Within the block, each repository's filter drivers are probed once, not before every git
     call that converts content (a drift check makes five such calls). For a sequence of calls
     during which nothing else writes the repository's config: a gate, which runs under the
     loop's lock while no agent of that loop runs, and a tick's commit with the checks on it,
-    after the agent's processes were killed. A worktree's `.git` pointer file, which the agent
-    may write, is read again on each cached use (`_pointer`): a changed one is probed anew."""
-    global _probed
+    after the agent's processes were killed. A repository whose `.git` is a file (a worktree's
+    pointer, which the agent may write) is probed before every call all the same, unless
+    `pointers_settled`: the caller knows no process of the agent is alive (a tick after its
+    agent's role ended on Linux, where the runner is a child subreaper and killed every
+    descendant); then its probe is cached too, keyed by the pointer's bytes."""
+    global _probed, _settled
     outer, _probed = _probed, ({} if _probed is None else _probed)
+    was = _settled
+    _settled = pointers_settled or (outer is not None and was)  # a window inside a settled one stays settled
     try:
         yield
     finally:
-        _probed = outer
+        _probed, _settled = outer, was
 
 
 def filter_overrides(repo: str, env: Mapping[str, str], timeout_s: float) -> list[str]:
@@ -124,12 +131,16 @@ def filter_overrides(repo: str, env: Mapping[str, str], timeout_s: float) -> lis
     Raises UnsafeConfig for a driver whose name holds `=` or a newline: `-c` splits at the
     first `=`, so such a name could set another driver's command instead of emptying it.
     """
-    if _probed is None:
+    # A repository whose `.git` is a folder is probed once per window: the kernel sandbox keeps
+    # every `.git` folder read-only, so its config cannot change under the cache. A worktree's
+    # `.git` is a file the agent may rewrite (the worktree is its to write) to name a git folder
+    # of its own, whose config it can edit between two calls while keeping the pointer's bytes
+    # (or follow through a link it swaps): there the cache holds only in a window opened with
+    # `pointers_settled` (no process of the agent can be alive), else every call is probed.
+    pointer = _pointer(repo)
+    if _probed is None or (pointer and not _settled):
         return _probe(repo, env, timeout_s)
-    # A worktree's `.git` is a file naming its git folder, and the agent may rewrite it (the
-    # worktree is its to write): a cached probe holds only while that file still leads where it
-    # led, so its bytes are part of the key (a `.git` folder reads as b"").
-    key = (repo, _pointer(repo), tuple(sorted((k, v) for k, v in env.items() if k.startswith("GIT_CONFIG"))))
+    key = (repo, pointer, tuple(sorted((k, v) for k, v in env.items() if k.startswith("GIT_CONFIG"))))
     if key in _probed:
         return list(_probed[key])
     found = _probe(repo, env, timeout_s)

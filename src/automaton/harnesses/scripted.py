@@ -36,7 +36,6 @@ from automaton.harnesses import HarnessRequest, HarnessResult, Invocation
 from automaton.harnesses._replay import ScriptError, load, step_of
 
 PKG = "pkg:"
-MODULE = "automaton.harnesses.scripted"
 
 
 def script_path(req: HarnessRequest) -> Path:

@@ -38,6 +38,7 @@ from automaton.runner import verify as verify_mod
 from automaton.runner.ledger import tick_cost as tick_cost  # re-exported: callers and tests read it here
 from automaton.runner.progress import QUIET, Progress
 from automaton.runner.worktree import ensure_for_tick
+from automaton.sandbox import reaper
 from automaton.store import deferrals
 from automaton.store.layout import Project
 from automaton.store.locks import Busy, locked
@@ -184,11 +185,13 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
         impl = adapter.run(request("implement", prompts.implement_prompt(cfg, loop_dir, ctx)))
     costs["implement"] = impl.cost_usd
     _note_result(show, "implement", impl)
-    # The agent's processes are dead (on Linux run_streaming kills every descendant when a role
-    # ends) and its sandbox left the repository's config read-only: the filter drivers are
-    # probed once per repository for the commit and the checks on it, not before each git call
-    # (a worktree's `.git` pointer, which the agent may have rewritten, is re-read each time).
-    with probe_once():
+    # The agent's processes are dead where the runner is a child subreaper (Linux: run_streaming
+    # kills every descendant when a role ends) and its sandbox left every `.git` folder
+    # read-only: the filter drivers are probed once per repository for the commit and the checks
+    # on it, not before each git call. Elsewhere a process it left behind could rewrite the
+    # worktree's `.git` pointer and the config it leads to: there the worktree is probed anew
+    # before every call (git.harden.probe_once).
+    with probe_once(pointers_settled=reaper.become_subreaper()):
         after = aftercommit.settle(loop, cfg, wt, n, impl)
     warnings += after.warnings
     for line in after.notes:

@@ -22,6 +22,7 @@ next tick removes the folder, inode and all, and exports into a new one.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Callable
@@ -175,8 +176,10 @@ def run_verify(cfg: LoopConfig, adapter: harnesses.Harness, request: Callable[..
         if where.idle is not None and reaper.survivors(before) == []:
             # The run ended and nothing it started is alive (proc.run_streaming killed what it
             # left; one stuck past that, or a /proc that cannot be read, means no mark, so the
-            # next tick exports into a new folder).
-            where.idle.touch()
+            # next tick exports into a new folder). The verifier may have made the folder
+            # unwritable (Landlock does not cover chmod): no mark then, never a crash.
+            with contextlib.suppress(OSError):
+                where.idle.touch()
         elif where.exported and where.idle is None:
             shutil.rmtree(where.cwd, ignore_errors=True)
 
