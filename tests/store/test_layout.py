@@ -146,12 +146,16 @@ def test_a_cwd_that_links_out_of_the_loop_worktree_is_still_the_loops(project: P
                    "tool_input": {"file_path": str(target), "content": "x\n"}}
         return run_cli("--hook", "claude", stdin=json.dumps(payload), cwd=wt).code
 
-    for link in ("up", "anc"):
-        assert find_root(wt / link) == project.resolve()
-        assert write(wt / link, wt / "src" / "ok.py") == 0  # in the worktree and in file_scope
-        assert write(wt / link, wt / "docs" / "x.md") == 2  # outside file_scope
-        assert write(wt / link, project / ".automaton" / "loops" / "demo" / "loop.json") == 2
-        assert write(wt / link, project / "src" / "app.py") == 2  # the main checkout
+    # The project also reached through a link to a folder above it (as /tmp and /var are on macOS).
+    alias = tmp_path.parent / (tmp_path.name + "-alias")
+    alias.symlink_to(tmp_path)
+    aliased = alias / project.resolve().relative_to(tmp_path.resolve()) / wt.relative_to(project)
+    for where in (wt / "up", wt / "anc", aliased / "anc"):
+        assert find_root(where) == project.resolve()
+        assert write(where, wt / "src" / "ok.py") == 0  # in the worktree and in file_scope
+        assert write(where, wt / "docs" / "x.md") == 2  # outside file_scope
+        assert write(where, project / ".automaton" / "loops" / "demo" / "loop.json") == 2
+        assert write(where, project / "src" / "app.py") == 2  # the main checkout
 
 
 def test_loop_worktree_names_are_compared_as_a_case_insensitive_volume_would(project: Path) -> None:

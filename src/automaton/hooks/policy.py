@@ -38,7 +38,7 @@ from automaton.commands import can_edit
 from automaton.core.names import LoopName, TaskRef
 from automaton.core.record import record  # not dataclasses: on the hook path
 from automaton.resolve import posix, real, relative_parts
-from automaton.store.layout import DOT, Project
+from automaton.store.layout import Project, is_loop_worktree, loop_worktree_of
 
 
 @record(frozen=True)
@@ -70,11 +70,14 @@ def worktree_of(project: Project, path: Path, memo: can_edit.Memo | None = None)
     parts = relative_parts(path, root)
     if parts is None or len(parts) < 4:
         return None
-    head = [p.lower() for p in parts[:4]]
-    if head[0] != DOT or head[1] != "loops" or head[3] != "worktree":
+    if not is_loop_worktree(parts[:4]):
         return None
-    name = LoopName.of(parts[2])
-    return memo.get(("worktree", name), lambda: Worktree(name, real(project.worktree_dir(name), root)))
+    return _worktree(project, parts[2], memo)
+
+
+def _worktree(project: Project, name_text: str, memo: can_edit.Memo) -> Worktree:
+    name = LoopName.of(name_text)
+    return memo.get(("worktree", name), lambda: Worktree(name, real(project.worktree_dir(name), memo.root(project))))
 
 
 def check(project: Project, cwd: Path, paths: list[str], memo: can_edit.Memo | None = None) -> Verdict:
@@ -84,10 +87,12 @@ def check(project: Project, cwd: Path, paths: list[str], memo: can_edit.Memo | N
     focus, loop state and config are read once for all paths (`memo`, one per call).
     """
     memo = memo or can_edit.Memo()
-    # The cwd as given first, as `store.layout.find_root` takes it: a folder of the worktree that
-    # links out of it (to `/`, to the main checkout) leaves the agent the loop's.
-    home = (worktree_of(project, Path(os.path.abspath(cwd)), memo)
-            or worktree_of(project, real(cwd, project.root), memo))
+    # The cwd as given first, as `store.layout.find_root` takes it (whatever links lead to the
+    # project): a folder of the worktree that links out of it (to `/`, to the main checkout)
+    # leaves the agent the loop's.
+    given = loop_worktree_of(Path(os.path.abspath(cwd)))
+    home = (_worktree(project, given[1], memo) if given is not None and given[0] == memo.root(project)
+            else worktree_of(project, real(cwd, project.root), memo))
     for raw in paths:
         verdict = check_one(project, cwd, raw, home, memo)
         if not verdict.allowed:

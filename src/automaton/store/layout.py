@@ -85,16 +85,23 @@ def _git_dir(path: str, *, whole: bool = False) -> bool:
     return not whole or all(os.path.isdir(os.path.join(path, sub)) for sub in ("objects", "refs"))
 
 
-def _loop_project(path: Path) -> Path | None:
-    """The project of the outermost loop worktree `path` is in (`<project>/.automaton/loops/
-    <name>/worktree`, names compared case-insensitively, as `hooks.policy.worktree_of` does for
-    a case-insensitive volume), resolved; None when it is in none."""
+def is_loop_worktree(parts: tuple[str, ...] | list[str]) -> bool:
+    """Whether four path parts are `.automaton/loops/<name>/worktree`, names compared
+    case-insensitively (a case-insensitive volume takes any spelling)."""
+    return len(parts) == 4 and (parts[0].lower(), parts[1].lower(), parts[3].lower()) == (DOT, "loops", "worktree")
+
+
+def loop_worktree_of(path: Path) -> tuple[Path, str] | None:
+    """(project, loop name) of the outermost loop worktree `path` is in
+    (`<project>/.automaton/loops/<name>/worktree[/…]`, `is_loop_worktree`), the project
+    resolved and holding `.automaton/`; None when it is in none. `path` is taken as given: the
+    caller decides whether links in it are followed first."""
     parts = path.parts
     for i in range(1, len(parts) - 3):
-        if (parts[i].lower(), parts[i + 1].lower(), parts[i + 3].lower()) == (DOT, "loops", "worktree"):
+        if is_loop_worktree(parts[i:i + 4]):
             project = Path(*parts[:i])
             if (project / DOT).is_dir():
-                return project.resolve()
+                return project.resolve(), parts[i + 2]
     return None
 
 
@@ -111,9 +118,9 @@ def find_root(start: Path) -> Path:
     # to a folder with an `.automaton/` of the agent's own), and an agent whose cwd is such a
     # link is still the loop's agent.
     for candidate in (Path(os.path.abspath(start)), start.resolve()):
-        owner = _loop_project(candidate)
-        if owner is not None:
-            return owner
+        found = loop_worktree_of(candidate)
+        if found is not None:
+            return found[0]
     start = start.resolve()
     for folder in (start, *start.parents):
         if (folder / ".git").is_file():
