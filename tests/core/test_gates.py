@@ -82,6 +82,14 @@ def test_gate1_halted_reports_the_existing_reason() -> None:
     assert (result.ok, result.reason, result.halt) == (False, "halted:drift_detected", None)
 
 
+def test_a_config_parsed_from_other_bytes_than_the_sealed_hash_halts() -> None:
+    """loop.json rewritten between the gate's hash of it and its parse: the brakes used must be
+    the sealed ones, so the parsed config's own hash is checked against the seal too."""
+    facts = Facts(cfg=parse_config(cfg(), "loop.json", DEFAULTS, "cd" * 32))
+    result, used = run_gates(state(), facts)
+    assert (result.halt, result.detail) == ("human_intervention", "config_changed") and used is None
+
+
 def test_changed_config_halts_human_intervention_before_brakes_are_read() -> None:
     facts = Facts(sha="cd" * 32)
     result, _ = run_gates(state(iteration_count=99), facts)

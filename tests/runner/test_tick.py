@@ -88,6 +88,28 @@ def test_gate_refusal_exits_1_and_runs_nothing(project: Path) -> None:
     assert "TICK" not in events(proj) and st(proj)["iteration_count"] == 0
 
 
+def test_a_loop_json_rewritten_after_its_gate_never_runs_a_tick(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A writer that swaps loop.json between the gate (which checked the seal) and the tick's
+    read of it (sandbox off, or another process) must not get a tick on the new config."""
+    from automaton.commands import loop_gate
+
+    proj = make_loop(project, script={"implement": [score_step("1 passed")]}, **SCORE_FROM_FILE)
+    config = proj.loop_dir(store.require_tracked(proj, "demo")) / "loop.json"
+    real = loop_gate.check
+
+    def then_rewrite(*args: Any, **kw: Any) -> Any:
+        out = real(*args, **kw)
+        data = json.loads(config.read_text())
+        data["blast_radius"]["file_scope"] = ["**"]
+        config.write_text(json.dumps(data))
+        return out
+
+    monkeypatch.setattr(loop_gate, "check", then_rewrite)
+    out = tick(proj, "demo")
+    assert out.code == 1 and out.data["ran"] is False and out.data["reason"] == "config_changed"
+    assert "TICK_START" not in events(proj) and st(proj)["iteration_count"] == 0
+
+
 def test_bad_input_exits_2_with_one_line(project: Path) -> None:
     res = run_cli("--mode", "tick", "--loop", "nope", "--project", str(project), entry="automaton-loop")
     assert res.code == 2 and len(res.err.strip().splitlines()) == 1 and "unknown loop 'nope'" in res.err

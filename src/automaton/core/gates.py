@@ -239,6 +239,10 @@ def run_gates(state: dict[str, Any], facts: GateFacts) -> tuple[GateResult, Loop
     if first is not None:
         return first, None
     config = facts.config()
+    # The config used must be the one sealed, not only the file hashed a moment before it.
+    first = gate_config_seal(state, config.sha256)
+    if first is not None:
+        return first, None
     brakes = config.brakes
     result = gate_iterations(state, brakes)
     if result is None:

@@ -24,7 +24,7 @@ from typing import Any
 from automaton import harnesses
 from automaton.commands import loop_gate
 from automaton.core.errors import ExitCode
-from automaton.core.gates import remaining
+from automaton.core.gates import CONFIG_CHANGED, remaining
 from automaton.core.loopconfig import MIB, LoopConfig
 from automaton.core.outcome import Outcome
 from automaton.core.record import record
@@ -110,13 +110,18 @@ def _locked_tick(loop: Loop, opts: TickOptions) -> Outcome:
         code = ExitCode.BAD_INPUT if gate.code == ExitCode.BAD_INPUT else ExitCode.REFUSED
         return Outcome(code, [*gate.lines, f"tick not run: gate says {reason}"], data, gate.warnings)
     cfg = loop.read_config()
+    state = loop.read_state()
+    if cfg.sha256 != state["config_sha256"]:  # rewritten since its gate checked the seal: never run on it
+        line = (f"tick not run: {CONFIG_CHANGED}: {loop.config_file} changed after the gate checked its seal;"
+                " the next gate halts the loop")
+        show.note(f"loop {name}: {line}")
+        return Outcome(ExitCode.REFUSED, [line], {"ran": False, "reason": CONFIG_CHANGED})
     unavailable = confine.refusal(cfg)
     if unavailable is not None:  # before the reservation: a tick that cannot be confined costs nothing
         loop.log_event("WARNING", {"reason": SANDBOX_UNAVAILABLE, "detail": unavailable})
         line = f"tick not run: {SANDBOX_UNAVAILABLE}: {unavailable}"
         show.note(f"loop {name}: {line}")
         return Outcome(ExitCode.REFUSED, [line], {"ran": False, "reason": SANDBOX_UNAVAILABLE, "detail": unavailable})
-    state = loop.read_state()
     with show.phase(f"loop {name}: worktree"):
         wt = ensure_for_tick(loop, cfg, state)
     warnings = [*gate.warnings, *confine.warnings(cfg)]
