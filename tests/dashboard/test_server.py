@@ -258,3 +258,30 @@ def test_inside_the_sandbox_a_human_start_is_read_only_and_says_why(root: Path) 
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_the_guard_refuses_a_websocket_and_never_reaches_the_app() -> None:
+    """Only HTTP passes the Host, Origin and body checks: a websocket scope is closed by the
+    guard itself, whatever the server's config allows."""
+    import asyncio
+
+    from automaton.dashboard.guard import Guard
+
+    reached: list[str] = []
+
+    async def app(scope: dict, receive: object, send: object) -> None:  # type: ignore[type-arg]
+        reached.append(scope["type"])
+
+    sent: list[dict] = []  # type: ignore[type-arg]
+
+    async def send(message: dict) -> None:  # type: ignore[type-arg]
+        sent.append(message)
+
+    async def receive() -> dict:  # type: ignore[type-arg]
+        return {"type": "websocket.connect"}
+
+    scope = {"type": "websocket", "path": "/", "headers": [(b"host", b"127.0.0.1:8765")]}
+    asyncio.run(Guard(app, 8765)(scope, receive, send))  # type: ignore[arg-type]
+    assert reached == [] and sent == [{"type": "websocket.close", "code": 1008}]
+    asyncio.run(Guard(app, 8765)({"type": "lifespan"}, receive, send))  # type: ignore[arg-type]
+    assert reached == ["lifespan"]

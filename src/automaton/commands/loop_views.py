@@ -151,13 +151,15 @@ def _stray_entries(project: Project) -> list[LoopName]:
 
 def _shown_config(loop: loops.Loop, rec: loops.LoopRecord) -> tuple[str | None, str | None]:
     """loop.json's `task` and `sandbox` ("on" | "off") for a row; (None, None) when loop.json
-    cannot be read or is not valid now (the gate says why; the row's sandbox is then null).
+    cannot be read or does not validate now (the gate says why; the row's sandbox is then null).
 
     Bytes whose SHA-256 is the seal of an untampered state are decoded, not validated again:
     only a validated loop.json is ever sealed (`--create-loop` and `--approve --loop` seal the
-    `LoopConfig` that `Loop.read_config` returned, name check included), and the keyed log
-    vouches for the seal. What else decides validity is checked too: this automaton's schema
-    version and config.md's defaults. Validating 500 sealed files cost a fifth of
+    `LoopConfig` that `Loop.read_config` returned), and the keyed log vouches for the seal. Of
+    what else validity depends on, this automaton's schema version, the name and a readable
+    config.md are checked; a config.md whose new default values make the sealed file invalid
+    (a default budget below its tick cap) still shows the sealed task and sandbox here, while
+    the gate and `--loop-status` report the error. Validating 500 sealed files cost a fifth of
     `--loop-list` (bench/bench_list.py). Any other bytes are validated in full; a brake never
     reads this."""
     data = loop.config_bytes()

@@ -1,11 +1,13 @@
 """Who may act from the dashboard: the per-user secret, the one-time login token, sessions, CSRF.
 
-The secret is `~/.config/automaton/dashboard.secret` (64 hex digits and a newline: 32 random
-bytes; mode 0600, owned by the user), beside the key that seals the logs, in the folder the
-tick sandbox hides from every agent. Everything a browser is given to act with is an HMAC under
-it: the session cookie (`<id>.<HMAC("session:"+id)>`), each form's CSRF token
-(`HMAC("csrf:"+id)`), the session's form key (`HMAC("key:"+id)`) and the review an approval is
-bound to. A process that cannot read the secret cannot mint any of them.
+The secret file is `~/.config/automaton/dashboard.secret` (64 hex digits and a newline: 32
+random bytes; mode 0600, owned by the user), beside the key that seals the logs, in the folder
+the tick sandbox hides from every agent. Reading it is how a dashboard proves it was not started
+inside that sandbox (`human_gate`); its bytes sign nothing. Everything a browser is given to act
+with is an HMAC under a random key of the running process: the session cookie
+(`<id>.<HMAC("session:"+id)>`), each form's CSRF token (`HMAC("csrf:"+id)`), the session's form
+key (`HMAC("key:"+id)`) and the review an approval is bound to, so nothing signed outlives the
+process and the file cannot mint any of them.
 
 The form key exists because browsers scope cookies by host, not port: any server on another
 port of 127.0.0.1 the browser visits receives the session cookie, and with it could GET a page

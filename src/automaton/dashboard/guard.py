@@ -61,7 +61,10 @@ class Guard:
         self.origins = allowed_origins(port)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] == "websocket":  # only HTTP passes the checks below: refused here, not
+            await send({"type": "websocket.close", "code": 1008})  # only by the server's config
+            return
+        if scope["type"] != "http":  # lifespan: the app's start and stop
             await self.app(scope, receive, send)
             return
         headers: dict[bytes, list[bytes]] = {}
