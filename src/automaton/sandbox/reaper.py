@@ -59,10 +59,12 @@ def _table() -> dict[int, tuple[int, str]]:
     return out
 
 
-def descendants(exclude: Collection[int] = ()) -> dict[int, tuple[int, str]]:
+def descendants(exclude: Collection[int] = (), table: dict[int, tuple[int, str]] | None = None) \
+        -> dict[int, tuple[int, str]]:
     """Every descendant of this process: pid -> (ppid, state). A pid in `exclude` is left
-    out together with everything beneath it (its children are its own business)."""
-    table = _table()
+    out together with everything beneath it (its children are its own business). `table`: a
+    process table the caller read already (`_table`), else read here."""
+    table = _table() if table is None else table
     children: dict[int, list[int]] = {}
     for pid, (ppid, _) in table.items():
         children.setdefault(ppid, []).append(pid)
@@ -108,6 +110,7 @@ def survivors(exclude: Collection[int] = ()) -> list[int] | None:
     left alive although `kill_descendants` had its turn (a process stuck in the kernel past
     KILL_BOUND_S). Zombies count as gone. None when /proc cannot be read: then nothing can be
     said, and a caller that needs "none left" must take it as "some"."""
-    if not _table():  # this process itself is always listed where /proc can be read
+    table = _table()
+    if not table:  # this process itself is always listed where /proc can be read
         return None
-    return [pid for pid, (_, state) in descendants(exclude).items() if state not in "ZX"]
+    return [pid for pid, (_, state) in descendants(exclude, table).items() if state not in "ZX"]
