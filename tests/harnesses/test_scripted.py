@@ -194,3 +194,49 @@ def test_an_unusable_script_is_bad_input_naming_it_once(tmp_path: Path, make_req
     with pytest.raises(BadInput, match=message) as info:
         get("scripted").run(make_req(args=(str(path),)))
     assert info.value.message.count(str(path)) == 1
+
+
+def test_attempt_chmod_and_connect_without_a_sandbox_reach_outside(tmp_path: Path,
+                                                                   make_req: Callable[..., HarnessRequest]) -> None:
+    import socket
+    import threading
+
+    target = tmp_path / "readonly.txt"
+    target.write_text("x")
+    target.chmod(0o444)
+    path = tmp_path / "human.sock"
+    got: list[bytes] = []
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind(str(path))
+        server.listen(1)
+
+        def accept() -> None:
+            conn, _ = server.accept()
+            with conn:
+                got.append(conn.recv(100))
+
+        waiter = threading.Thread(target=accept, daemon=True)
+        waiter.start()
+        script = write_script(tmp_path, {"implement": [{"actions": [
+            {"attempt_chmod": "../readonly.txt"},
+            {"attempt_connect": "../human.sock", "content": "run-shell"},
+            {"attempt_connect": "../nobody.sock"}], "text": "tried", "cost_usd": 0}]})
+        req = make_req(args=(str(script),))
+        res = get("scripted").run(req)
+        waiter.join(5)
+    assert res.exit_status == 0 and res.error is None
+    assert target.stat().st_mode & 0o777 == 0o777
+    assert got == [b"run-shell"]
+    log = req.transcript.read_text()
+    assert "attempt_chmod ../readonly.txt: done\n" in log
+    assert "attempt_connect ../human.sock: done\n" in log
+    assert "attempt_connect ../nobody.sock: denied (ENOENT)\n" in log
+
+
+def test_a_bad_attempt_chmod_is_bad_input_before_any_process(tmp_path: Path,
+                                                             make_req: Callable[..., HarnessRequest]) -> None:
+    script = write_script(tmp_path, {"implement": [{"actions": [{"attempt_chmod": ""}]}]})
+    req = make_req(args=(str(script),))
+    with pytest.raises(BadInput, match="attempt_chmod path ''"):
+        get("scripted").run(req)
+    assert not req.transcript.exists()

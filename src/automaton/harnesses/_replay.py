@@ -25,7 +25,15 @@ if TYPE_CHECKING:
 
 IN_TREE = ("write", "append", "replace", "delete")
 ATTEMPT = "attempt_write"
+# The other attempts a hostile agent makes around a write: make a read-only file writable
+# (mode 0777), and reach a process outside the sandbox through its UNIX socket (a human's
+# tmux server, an ssh-agent) and write to it.
+CHMOD = "attempt_chmod"
+CONNECT = "attempt_connect"
+ATTEMPTS = (ATTEMPT, CHMOD, CONNECT)
 DENIED = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+# A socket the agent cannot see at all (a private /tmp) or cannot reach is refused too.
+UNREACHABLE = frozenset({errno.ENOENT, errno.ECONNREFUSED, errno.ENOTDIR})
 BAD_SCRIPT = 2
 
 
@@ -58,12 +66,12 @@ def _rel(value: object) -> PurePosixPath:
 def _check_action(action: object) -> None:
     if not isinstance(action, dict):
         raise ScriptError(f"action {action!r} is not an object")
-    kinds = [k for k in (*IN_TREE, ATTEMPT) if k in action]
+    kinds = [k for k in (*IN_TREE, *ATTEMPTS) if k in action]
     if len(kinds) != 1:
-        raise ScriptError(f"unknown action {sorted(action)}: use one of {', '.join((*IN_TREE, ATTEMPT))}")
-    if kinds[0] == ATTEMPT:
-        if not isinstance(action[ATTEMPT], str) or not action[ATTEMPT]:
-            raise ScriptError(f"attempt_write path {action[ATTEMPT]!r} must be a non-empty string")
+        raise ScriptError(f"unknown action {sorted(action)}: use one of {', '.join((*IN_TREE, *ATTEMPTS))}")
+    if kinds[0] in ATTEMPTS:
+        if not isinstance(action[kinds[0]], str) or not action[kinds[0]]:
+            raise ScriptError(f"{kinds[0]} path {action[kinds[0]]!r} must be a non-empty string")
     else:
         _rel(action[kinds[0]])
 
@@ -91,22 +99,39 @@ def _errno_name(exc: OSError) -> str:
     return errno.errorcode.get(exc.errno or 0, "EIO")
 
 
+def _connect(path: Path, content: str) -> None:
+    import socket
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(5)
+        sock.connect(str(path))
+        sock.sendall(content.encode("utf-8"))
+
+
 def _attempt(cwd: Path, action: dict[str, Any]) -> str:
     # Deliberately unchecked (`..`, absolute): it shows what the kernel sandbox lets through.
-    where = action[ATTEMPT]
+    kind = next(k for k in ATTEMPTS if k in action)
+    where = action[kind]
+    content = str(action.get("content", ""))
     try:
-        with open(cwd / where, "w", encoding="utf-8") as fh:
-            fh.write(str(action.get("content", "")))
+        if kind == CHMOD:
+            (cwd / where).chmod(0o777)
+        elif kind == CONNECT:
+            _connect(cwd / where, content)
+        else:
+            with open(cwd / where, "w", encoding="utf-8") as fh:
+                fh.write(content)
     except OSError as exc:
-        verdict = "denied" if exc.errno in DENIED else "failed"
-        return f"{ATTEMPT} {where}: {verdict} ({_errno_name(exc)})"
-    return f"{ATTEMPT} {where}: written"
+        refused = DENIED | (UNREACHABLE if kind == CONNECT else frozenset())
+        verdict = "denied" if exc.errno in refused else "failed"
+        return f"{kind} {where}: {verdict} ({_errno_name(exc)})"
+    return f"{kind} {where}: {'done' if kind != ATTEMPT else 'written'}"
 
 
 def apply(cwd: Path, action: dict[str, Any]) -> str:
     """Apply one checked action in `cwd`; returns its transcript line. OSError propagates
-    for the in-tree kinds (the step then fails); `attempt_write` never raises."""
-    if ATTEMPT in action:
+    for the in-tree kinds (the step then fails); the `attempt_*` kinds never raise."""
+    if any(k in action for k in ATTEMPTS):
         return _attempt(cwd, action)
     kind = next(k for k in IN_TREE if k in action)
     path = cwd.joinpath(*_rel(action[kind]).parts)
