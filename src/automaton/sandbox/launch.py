@@ -28,10 +28,13 @@ class Launch:
 def prepare(policy: Policy, argv: list[str]) -> Launch | str:
     """The launch of non-empty `argv` confined to `policy` (creating its temp dir, mode
     0700), or the one-line reason it cannot be: `sandbox unavailable: …` when this machine
-    has no sandbox, `sandbox failed: …` when this policy cannot be enforced."""
+    has no sandbox (or no namespaces, unless the policy's isolation is "landlock-only"),
+    `sandbox failed: …` when this policy cannot be enforced."""
     found = available()
     if not found.ok:
         return one_line(f"sandbox unavailable: {found.detail}; {argv[0]} not run")
+    if not found.isolated and policy.isolation != "landlock-only":
+        return one_line(f"sandbox unavailable: {found.isolation_detail}; {argv[0]} not run")
     try:
         if policy.tmpdir is not None:
             policy.tmpdir.mkdir(mode=0o700, parents=True, exist_ok=True)
