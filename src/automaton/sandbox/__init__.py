@@ -15,14 +15,15 @@ import sys
 from automaton.core.errors import one_line
 from automaton.core.record import record
 from automaton.core.sandbox import Policy
-from automaton.sandbox import landlock, namespaces
-from automaton.sandbox.agents import agent_state_dirs
-from automaton.sandbox.plan import SandboxError, landlock_rules
+from automaton.sandbox import landlock, namespaces, rights
+from automaton.sandbox.agents import agent_state_dirs, visible_paths
+from automaton.sandbox.plan import Rule, SandboxError, landlock_rules
 from automaton.sandbox.reaper import become_subreaper, kill_descendants
 from automaton.sandbox.seatbelt import SANDBOX_EXEC, seatbelt_profile, wrap_argv
 
 __all__ = ["Availability", "Confinement", "SandboxError", "agent_state_dirs", "available", "become_subreaper",
-           "confine_self", "kill_descendants", "namespaces_work", "preexec", "seatbelt_profile", "wrap_argv"]
+           "confine_self", "kill_descendants", "namespaces_work", "preexec", "seatbelt_profile",
+           "visible_paths", "wrap_argv"]
 
 # Tests set this to see automaton refuse. It can only make automaton report "unavailable"
 # and refuse to run an agent, never weaken or skip a sandbox that is in force.
@@ -190,6 +191,14 @@ def _steps(policy: Policy, use_namespaces: bool | None) -> namespaces.Plan | Non
     return namespaces.plan(policy, os.environ.get("XDG_RUNTIME_DIR"))
 
 
+def _rules(policy: Policy, steps: namespaces.Plan | None) -> list[Rule]:
+    """The Landlock rules of `policy`, and READ on the empty file the namespaces mask with."""
+    rules = landlock_rules(policy)
+    if steps is not None and steps.empty:
+        rules.append(Rule(steps.empty, rights.READ))
+    return rules
+
+
 def preexec(policy: Policy, *, use_namespaces: bool | None = None) -> Confinement:
     """A `preexec_fn` (callable, no arguments) that confines the forked child to `policy`.
 
@@ -202,7 +211,7 @@ def preexec(policy: Policy, *, use_namespaces: bool | None = None) -> Confinemen
     level = _landlock_level()
     try:
         steps = _steps(policy, use_namespaces)
-        prepared = landlock.Prepared(landlock_rules(policy), level)
+        prepared = landlock.Prepared(_rules(policy, steps), level)
     except OSError as exc:
         raise SandboxError(one_line(f"sandbox failed: {policy.label}: {exc}")) from None
     return Confinement(prepared, policy.label, steps)
@@ -217,7 +226,7 @@ def confine_self(policy: Policy) -> None:
     level = _landlock_level()
     try:
         steps = _steps(policy, None)
-        prepared = landlock.Prepared(landlock_rules(policy), level)
+        prepared = landlock.Prepared(_rules(policy, steps), level)
         try:
             if steps is not None:
                 namespaces.enter(steps)

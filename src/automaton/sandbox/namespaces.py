@@ -72,7 +72,25 @@ SIOCSIFFLAGS = 0x8914
 IFF_UP = 1
 
 TMPFS_ROOTS = ("/tmp", "/var/tmp", "/dev/shm", "/run")
-EMPTY_NAME = ".automaton-masked"
+_empty: str | None = None
+
+
+def empty_file() -> str:
+    """An empty read-only file (mode 0444) of this process, bound over each masked file; made
+    once, in a private folder (mode 0700) removed when the process exits. The sandbox grants
+    READ on it: Landlock looks up a mounted file's rights on the file mounted there."""
+    global _empty
+    if _empty is None or not os.path.exists(_empty):
+        import atexit
+        import shutil
+        import tempfile
+
+        folder = tempfile.mkdtemp(prefix="automaton-mask-")
+        atexit.register(shutil.rmtree, folder, True)
+        path = os.path.join(folder, "empty")
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444))
+        _empty = path
+    return _empty
 
 
 @record(frozen=True)
@@ -97,6 +115,7 @@ class Plan:
     rebinds: tuple[Rebind, ...]
     masks: tuple[tuple[str, bool], ...]
     network: bool
+    empty: str = ""
 
 
 def _kind(path: str) -> bool | None:
@@ -135,7 +154,7 @@ def plan(policy: Policy, runtime_dir: str | None = None) -> Plan:
     for w in writable:
         if _under(w, roots):
             wanted[w] = True
-    visible = [os.path.realpath(v) for v in (*policy.visible, *SYSTEM_VISIBLE) if os.path.isabs(v)]
+    visible = [os.path.realpath(v) for v in (*map(str, policy.visible), *SYSTEM_VISIBLE) if os.path.isabs(v)]
     for v in visible:
         # Inside a path bound back read-write it is there already, and must stay writable.
         if _under(v, roots) and v not in wanted and not _under(v, writable) and _kind(v) is not None:
@@ -143,7 +162,8 @@ def plan(policy: Policy, runtime_dir: str | None = None) -> Plan:
     rebinds = tuple(Rebind(p, wanted[p], _kind(p) is True) for p in sorted(wanted, key=lambda p: (p.count("/"), p)))
     masks = tuple((m, bool(_kind(m))) for m in (os.path.realpath(str(p)) for p in policy.masked
                                                 if os.path.isabs(str(p))) if _kind(m) is not None)
-    return Plan(roots, self_binds, rebinds, masks, policy.network)
+    empty = empty_file() if any(not is_dir for _, is_dir in masks) else ""
+    return Plan(roots, self_binds, rebinds, masks, policy.network, empty)
 
 
 # ---------------------------------------------------------------- in the child, after fork
@@ -219,6 +239,9 @@ def _write(path: str, text: str) -> None:
 
 def _enter(network: bool) -> None:
     uid, gid = os.geteuid(), os.getegid()
+    # A child whose uid was just changed (Popen's user=) is not dumpable, so its /proc/self
+    # files belong to root and it could not write its own uid_map.
+    _libc.prctl(_libc.PR_SET_DUMPABLE, 1, "prctl(PR_SET_DUMPABLE)")
     flags = CLONE_NEWUSER | CLONE_NEWNS | (0 if network else CLONE_NEWNET)
     _libc.unshare(flags, what="unshare")
     _write("/proc/self/setgroups", "deny")
@@ -253,27 +276,17 @@ def _tmpfs(path: str, readonly: bool = False) -> None:
     _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | (MS_RDONLY if readonly else 0), "mode=0755,size=16m")
 
 
-def _private_roots(p: Plan) -> str | None:
-    """Step 5: the tmpfs roots (mount points made, then read-only) and what is bound back;
-    the empty file masks use, if any."""
-    held = [(r, os.open(r.path, os.O_PATH | os.O_CLOEXEC)) for r in p.rebinds]
-    try:
-        for root in p.roots:
-            _tmpfs(root)
-        empty = None
-        if p.roots and any(not is_dir for _, is_dir in p.masks):
-            empty = os.path.join(p.roots[0], EMPTY_NAME)
-            os.close(os.open(empty, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o444))
-        for r, _ in held:
-            _make_point(r.path, r.is_dir)
-        for root in p.roots:
-            _remount(root, True)
-        for r, fd in held:
-            _bind(f"/proc/self/fd/{fd}", r.path, not r.writable)
-        return empty
-    finally:
-        for _, fd in held:
-            os.close(fd)
+def _private_roots(p: Plan, held: list[tuple[Rebind, int]]) -> None:
+    """Step 5: the tmpfs roots (mount points made, then read-only) and what is bound back
+    from the descriptors `held`."""
+    for root in p.roots:
+        _tmpfs(root)
+    for r, _ in held:
+        _make_point(r.path, r.is_dir)
+    for root in p.roots:
+        _remount(root, True)
+    for r, fd in held:
+        _bind(f"/proc/self/fd/{fd}", r.path, not r.writable)
 
 
 def enter(p: Plan) -> None:
@@ -284,15 +297,19 @@ def enter(p: Plan) -> None:
     _all_read_only()
     for w in p.self_binds:
         _bind(w, w, False)
-    empty = _private_roots(p)
-    for path, is_dir in p.masks:
-        if is_dir:
-            _tmpfs(path, readonly=True)
-        elif empty is not None:
-            _mount(empty, path, None, MS_BIND)
-            _remount(path, True)
-        else:
-            raise OSError(errno.ENOENT, f"cannot mask {path}: no private tmpfs for an empty file")
+    held = [(r, os.open(r.path, os.O_PATH | os.O_CLOEXEC)) for r in p.rebinds]
+    empty = os.open(p.empty, os.O_PATH | os.O_CLOEXEC) if p.empty else -1
+    try:
+        _private_roots(p, held)
+        for path, is_dir in p.masks:
+            if is_dir:
+                _tmpfs(path, readonly=True)
+            else:
+                _bind(f"/proc/self/fd/{empty}", path, True)
+    finally:
+        for fd in (*(fd for _, fd in held), empty):
+            if fd >= 0:
+                os.close(fd)
     try:
         os.chdir(cwd)
     except OSError as exc:

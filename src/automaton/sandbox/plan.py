@@ -129,7 +129,7 @@ def _visible(policy: Policy, res: Resolved) -> list[str]:
     process sees), so each needs its own; beneath a hidden path they stay hidden."""
     out: list[str] = []
     closed = (*res.hidden, *SEALED)
-    for raw in (*policy.visible, *SYSTEM_VISIBLE):
+    for raw in (*map(str, policy.visible), *SYSTEM_VISIBLE):
         try:
             v = os.path.realpath(raw)
         except (ValueError, OSError):
