@@ -22,7 +22,7 @@ from automaton.sandbox.reaper import become_subreaper, kill_descendants
 from automaton.sandbox.seatbelt import SANDBOX_EXEC, seatbelt_profile, wrap_argv
 
 __all__ = ["Availability", "Confinement", "SandboxError", "agent_state_dirs", "available", "become_subreaper",
-           "confine_self", "kill_descendants", "namespaces_work", "preexec", "seatbelt_profile",
+           "confine_self", "kill_descendants", "layers", "namespaces_work", "preexec", "seatbelt_profile",
            "visible_paths", "wrap_argv"]
 
 # Tests set this to see automaton refuse. It can only make automaton report "unavailable"
@@ -103,19 +103,25 @@ def _probe_namespaces() -> tuple[bool, str]:
     def child() -> None:
         try:
             namespaces.enter(step)
-        except OSError as exc:
-            os.write(2, str(exc).encode("utf-8", "backslashreplace"))
+        except BaseException as exc:
+            os.write(2, f"{exc!r}".encode("utf-8", "backslashreplace"))
             raise
 
+    read_end, write_end = os.pipe()
     try:
-        done = subprocess.run([program], preexec_fn=child, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, timeout=30, check=False)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return False, one_line(f"user namespaces are not available here ({exc}): {LANDLOCK_ONLY_OPEN};"
-                               f" {ISOLATION_HINT}")
-    if done.returncode != 0:
-        why = done.stderr.decode("utf-8", "replace").strip() or f"exit {done.returncode}"
-        return False, one_line(f"user namespaces are not available here ({why}): {LANDLOCK_ONLY_OPEN};"
+        try:
+            done = subprocess.run([program], preexec_fn=child, cwd="/", stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, stderr=write_end, timeout=30, check=False)
+            failed = f"exit {done.returncode}" if done.returncode != 0 else ""
+        except (OSError, subprocess.SubprocessError) as exc:
+            failed = str(exc)
+        finally:
+            os.close(write_end)
+        said = os.read(read_end, 4096).decode("utf-8", "replace").strip()
+    finally:
+        os.close(read_end)
+    if failed:
+        return False, one_line(f"user namespaces are not available here ({said or failed}): {LANDLOCK_ONLY_OPEN};"
                                f" {ISOLATION_HINT}")
     return True, "user, mount and network namespaces"
 
@@ -134,6 +140,20 @@ def available() -> Availability:
                             f"{NO_NAMESPACES_ENV} is set (tests): namespaces count as unavailable:"
                             f" {LANDLOCK_ONLY_OPEN}; unset it or set \"isolation\": \"landlock-only\"")
     return _probed
+
+
+def layers(found: Availability) -> str:
+    """One line: the isolation layers in force on this machine, and what stays open where
+    one is missing."""
+    if not found.ok:
+        return f"no kernel sandbox: {found.detail}"
+    if found.mechanism == "seatbelt":
+        return f"Seatbelt ({found.isolation_detail})"
+    ll = f"Landlock ABI {found.abi}"
+    if found.isolated:
+        return (f"user and mount namespaces (read-only mounts, private /tmp /var/tmp /dev/shm /run), a network"
+                f" namespace for a process without network (the verifier), {ll}")
+    return f"{ll} only: {found.isolation_detail}"
 
 
 def namespaces_work() -> bool:
