@@ -59,7 +59,7 @@ def plan(project: Project, task: str | None, argv: list[str], *, home: Path | No
     in_project = project_writable(project.root, phase, task_dir)
     writable = [*in_project, tmp, *agent_state_dirs(agent, home)]
     label = f"session {ref} ({phase})" if ref else "session (no task)"
-    seen = visible_paths(home=home, cwd=Path.cwd(), project_root=project.root, argv0=argv[0])
+    seen = visible_paths(home=home, cwd=Path.cwd(), project_root=project.root, argv=argv)
     policy = Policy(tuple(writable), hidden_paths(home), tmp, label, visible=seen, isolation=isolation(project))
     scope = ", ".join(str(p.relative_to(project.root)) for p in in_project) or "nothing in the project"
     lines = [f"automaton --sandbox: {label}; writable: {scope}; everything else is read-only"]

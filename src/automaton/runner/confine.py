@@ -90,6 +90,7 @@ def role_policy(cfg: LoopConfig, cwd: Path, tmp: Path, *, project_root: Path, in
 
     work = [cwd] if in_worktree else project_writable(project_root, None, None)
     own = agent_state_dirs(harness or cfg.harness.name, Path.home())
-    argv0 = cfg.harness.command[0] if cfg.harness.command else None
-    seen = visible_paths(home=Path.home(), cwd=cwd, project_root=project_root, argv0=argv0)
+    # The programs the loop.json names (sealed by a human) stay readable where they lie in /tmp.
+    argv = [*(cfg.harness.command or ()), *(cfg.roles.verify.command or ())]
+    seen = visible_paths(home=Path.home(), cwd=cwd, project_root=project_root, argv=argv)
     return Policy(tuple([*work, tmp, *own]), hidden_paths(), tmp, label, visible=seen, isolation=cfg.isolation)
