@@ -114,3 +114,16 @@ def test_s20_no_namespaces_no_tick_unless_landlock_only(looped: Looped, monkeypa
     doc["isolation"] = "landlock-only"
     (loop_dir(proj) / "loop.json").write_text(json.dumps(doc))
     assert gate(proj).json["halt_reason"] == "human_intervention"  # sealed like a brake
+
+
+def test_s20_landlock_only_runs_and_says_what_stays_open(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.runner.loopkit import make_loop
+
+    if not available().ok:
+        pytest.skip(f"no kernel sandbox here: {available().detail}")
+    monkeypatch.setenv("AUTOMATON_NAMESPACES_UNAVAILABLE", "1")
+    proj = make_loop(project, isolation="landlock-only", roles=PASSING)
+    out = tick(proj, "demo")
+    assert out.code == 0, out.lines
+    [line] = [w for w in out.warnings if "landlock-only" in w]
+    assert line.startswith('loop demo: "isolation": "landlock-only" and ') and "chmod/chown/utime/xattr" in line

@@ -46,7 +46,8 @@ def test_no_network_leaves_only_localhost_and_masks_are_unreadable(tmp_path: Pat
     creds = tmp_path / ".aws"
     lines = seatbelt_profile(Policy((tmp_path / "w",), network=False, masked=(creds,))).splitlines()
     assert lines[-3:] == ['(deny network-outbound (remote ip "*:*"))',
-                          '(allow network-outbound (remote ip "localhost:*"))', f'(deny file-read* file-write* (subpath "{creds}"))']
+                          '(allow network-outbound (remote ip "localhost:*"))',
+                          f'(deny file-read* file-write* (subpath "{creds}"))']
     assert "(remote ip" not in seatbelt_profile(Policy((tmp_path,)))
 
 
