@@ -90,12 +90,18 @@ def unix_server(tmp_path: Path) -> Iterator[Path]:
 def test_a_unix_socket_in_tmp_outside_the_sandbox_is_out_of_reach(box: Box, unix_server: Path) -> None:
     connect = f'lambda: socket.socket(socket.AF_UNIX).connect({str(unix_server)!r})'
     assert probe(box.policy(), f't("connect", {connect})', box.work) == {"connect": "ok"}  # Landlock alone
+    via_parent = f'"/proc/%d/root{unix_server}" % os.getppid()'
     res = ns(box, f"""
         t("connect", {connect})
         t("listdir", lambda: os.listdir({str(unix_server.parent)!r}))
         t("tmp", lambda: print(sorted(os.listdir("/tmp")), file=sys.stderr))
+        t("via_parent_root", lambda: socket.socket(socket.AF_UNIX).connect({via_parent}))
+        t("via_init_root", lambda: socket.socket(socket.AF_UNIX).connect("/proc/1/root{unix_server}"))
     """)
-    assert res == {"connect": "ENOENT", "listdir": "ENOENT", "tmp": "ok"}
+    assert res["connect"] == res["listdir"] == "ENOENT" and res["tmp"] == "ok", res
+    # The runner's (and init's) view of /tmp: Landlock refuses to let a sandboxed process
+    # inspect a process outside its domain, so /proc/PID/root does not lead back.
+    assert res["via_parent_root"] in ("EACCES", "EPERM") and res["via_init_root"] in ("EACCES", "EPERM"), res
 
 
 def test_a_socket_inside_a_visible_folder_stays_reachable(box: Box, unix_server: Path) -> None:

@@ -149,7 +149,7 @@ def plan(policy: Policy, runtime_dir: str | None = None) -> Plan:
     res = resolve(policy)
     roots = _roots(runtime_dir)
     writable = [w for w in res.writable if _kind(w) is not None]
-    self_binds = tuple(w for w in writable if not _under(w, roots) and not any(beneath(w, r) for r in roots))
+    self_binds = tuple(w for w in writable if not _under(w, roots))
     wanted: dict[str, bool] = {}
     for w in writable:
         if _under(w, roots):
@@ -195,7 +195,7 @@ def _unescape(field: bytes) -> str:
     """A mountinfo path: `\\ooo` octal escapes for space, tab, newline, backslash."""
     out, i = bytearray(), 0
     while i < len(field):
-        if field[i] == 0x5C and i + 3 < len(field) + 0 and field[i + 1:i + 4].isdigit():
+        if field[i] == 0x5C and i + 3 < len(field) and field[i + 1:i + 4].isdigit():
             out.append(int(field[i + 1:i + 4], 8))
             i += 4
         else:
