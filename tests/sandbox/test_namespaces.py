@@ -305,3 +305,11 @@ def test_an_ordinary_user_gets_the_same_namespaces() -> None:
         assert (top / "outside.txt").stat().st_mode & 0o777 != 0o777
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+def test_a_masked_path_that_is_not_in_view_is_left_alone(box: Box) -> None:
+    """Masked beneath /tmp but not bound back: it is not there at all, and the child runs."""
+    history = box.root / "home" / ".bash_history"
+    history.write_text("secret")
+    res = ns(box, f't("read", lambda: read({str(history)!r}))', visible=(), masked=(history,))
+    assert res == {"read": "ENOENT"}

@@ -1,9 +1,10 @@
 """The kernel sandbox every agent process runs in, and the process plumbing around it.
 
-Linux: Landlock (`landlock`), applied in the child between fork and exec (`preexec`) or to
-this process (`confine_self`). macOS: Seatbelt, by running the command under `sandbox-exec`
-(`wrap_argv`). Elsewhere there is none and `available()` says so; automaton then refuses to
-run a sandboxed agent rather than run it unconfined. What a policy means: `core.sandbox`.
+Linux: user, mount and network namespaces (`namespaces`), then Landlock (`landlock`), both
+applied in the child between fork and exec (`preexec`) or to this process (`confine_self`).
+macOS: Seatbelt, by running the command under `sandbox-exec` (`wrap_argv`). Elsewhere there
+is none and `available()` says so; automaton then refuses to run a sandboxed agent rather than
+run it unconfined. What a policy means: `core.sandbox`.
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ from automaton.sandbox import Confinement, SandboxError, available, preexec, wra
 
 @record(frozen=True)
 class Launch:
-    """`argv` to start (prefixed by sandbox-exec on macOS) and `preexec_fn` (Landlock on
-    Linux, to be closed once Popen returned; None on macOS)."""
+    """`argv` to start (prefixed by sandbox-exec on macOS) and `preexec_fn` (namespaces, where
+    they work, then Landlock on Linux, to be closed once Popen returned; None on macOS)."""
 
     argv: list[str]
     preexec_fn: Confinement | None

@@ -56,6 +56,7 @@ MS_RDONLY = 1
 MS_NOSUID = 2
 MS_NODEV = 4
 MS_NOEXEC = 8
+MS_NOSYMFOLLOW = 256
 MS_REMOUNT = 32
 MS_NOATIME = 1024
 MS_NODIRATIME = 2048
@@ -66,7 +67,7 @@ MS_RELATIME = 1 << 21
 MS_STRICTATIME = 1 << 24
 # statvfs(3) f_flag bits (ST_*), which are not all the MS_* bits of the same name.
 _ST_TO_MS = ((1, MS_RDONLY), (2, MS_NOSUID), (4, MS_NODEV), (8, MS_NOEXEC), (1024, MS_NOATIME),
-             (2048, MS_NODIRATIME), (4096, MS_RELATIME))
+             (2048, MS_NODIRATIME), (4096, MS_RELATIME), (8192, MS_NOSYMFOLLOW))
 SIOCGIFFLAGS = 0x8913
 SIOCSIFFLAGS = 0x8914
 IFF_UP = 1
@@ -108,7 +109,7 @@ class Plan:
     """What the child does (see the module text): `roots` the folders that get a private
     tmpfs; `self_binds` the writable paths outside them; `rebinds` the paths bound back into
     them, parents first; `masks` (path, is a directory); `network` False: a private network
-    namespace."""
+    namespace; `empty` the empty file bound over masked files ("" when no file is masked)."""
 
     roots: tuple[str, ...]
     self_binds: tuple[str, ...]
@@ -302,6 +303,8 @@ def enter(p: Plan) -> None:
     try:
         _private_roots(p, held)
         for path, is_dir in p.masks:
+            if not os.path.lexists(path):
+                continue  # beneath a private tmpfs and not bound back: not there to read at all
             if is_dir:
                 _tmpfs(path, readonly=True)
             else:
