@@ -36,7 +36,7 @@ def refusal(cfg: LoopConfig) -> str | None:
     found = available()
     if not found.ok:
         return found.detail
-    return None if found.isolated or cfg.isolation == "landlock-only" else found.isolation_detail
+    return None if found.isolated or cfg.isolation == "landlock-only" else f"{found.isolation_detail} in loop.json"
 
 
 def _landlock_only(cfg: LoopConfig) -> str | None:

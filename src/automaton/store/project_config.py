@@ -173,12 +173,14 @@ def isolation(project: Project) -> str:
     """The sealed config.json's "isolation" (default "namespaces"). BadInput and
     ConfigNotSealed as `scope_overrides`."""
     seal = read_seal(project)
+    if seal.current is not None:
+        parse(seal.current, project.config_file)  # its own error first, as in scope_overrides
+    why = problem(project, seal)
+    if why is not None:
+        raise ConfigNotSealed(why)
     if seal.current is None:
-        scope_overrides(project)  # a removed, sealed file: fails closed the same way
         return ISOLATION_MODES[0]
-    scope_overrides(project)
-    value = json.loads(seal.current.decode("utf-8")).get("isolation", ISOLATION_MODES[0])
-    return str(value)
+    return str(json.loads(seal.current.decode("utf-8")).get("isolation", ISOLATION_MODES[0]))
 
 
 def sealed_copy(project: Project, seal: Seal) -> bytes | None:
