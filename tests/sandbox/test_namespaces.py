@@ -313,3 +313,21 @@ def test_a_masked_path_that_is_not_in_view_is_left_alone(box: Box) -> None:
     history.write_text("secret")
     res = ns(box, f't("read", lambda: read({str(history)!r}))', visible=(), masked=(history,))
     assert res == {"read": "ENOENT"}
+
+
+def test_root_inside_holds_no_capability_over_the_machine(box: Box) -> None:
+    """The child's uid is mapped to itself in a user namespace of its own: as root it keeps
+    no capability over the initial namespaces (the host name stays as it is either way)."""
+    res = ns(box, """
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        name = socket.gethostname().encode()
+        def call(fn, *args):
+            if fn(*args) != 0:
+                raise OSError(ctypes.get_errno(), "")
+        t("sethostname", lambda: call(libc.sethostname, name, len(name)))
+        t("raw_socket", lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW).close())
+        t("chown_away", lambda: os.chown("mine", 12345, 12345) if write("mine") is None else None)
+    """)
+    assert res["sethostname"] == "EPERM" and res["raw_socket"] == "EPERM", res
+    assert res["chown_away"] == "EINVAL", res  # 12345 has no mapping in the child's namespace
