@@ -33,6 +33,7 @@ SCRIPTS = {
     "bench_sandbox.py": (6,),
     "bench_list.py": (8,),
     "bench_dashboard.py": (9, 10),
+    "bench_isolation.py": (11,),
 }
 FIGURES = sorted(n for nums in SCRIPTS.values() for n in nums)
 

@@ -252,3 +252,20 @@ def test_halted_tampered_and_changed_config_are_problems(project: Path, agent: P
     config.write_text(config.read_text().replace('"max_iterations": 1', '"max_iterations": 2'))
     [cf] = checks(p)["config"]
     assert cf["level"] == "problem" and "differs from the sealed one" in cf["message"]
+
+
+def test_sandbox_lists_its_layers_and_missing_namespaces_are_a_problem(project: Path, agent: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from automaton.sandbox import available
+
+    if not available().ok:
+        pytest.skip(f"no kernel sandbox here: {available().detail}")
+    p = healthy(project, sandbox="on")
+    [sb] = checks(p)["sandbox"]
+    if available().isolated and available().mechanism == "landlock":
+        assert sb["level"] == "ok" and "user and mount namespaces" in sb["message"]
+        assert f"Landlock ABI {available().abi}" in sb["message"] and "network namespace" in sb["message"]
+    monkeypatch.setenv("AUTOMATON_NAMESPACES_UNAVAILABLE", "1")
+    [sb] = checks(p)["sandbox"]
+    assert sb["level"] == "problem" and "every tick refuses to run" in sb["message"]
+    assert "only: " in sb["message"] and "UNIX sockets in /tmp and /run stay reachable" in sb["message"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from typing import Any
 
 import pytest
@@ -213,3 +214,14 @@ def test_scope_patterns_may_not_leave_the_worktree(patterns: list[str]) -> None:
         parse_config(cfg(blast_radius__file_scope=patterns), "loop.json", DEFAULTS)
     with pytest.raises(BadInput, match=r"blast_radius\.protected"):
         parse_config(cfg(blast_radius__protected=patterns), "loop.json", DEFAULTS)
+
+
+def test_isolation_defaults_to_namespaces_and_takes_landlock_only() -> None:
+    assert parse_config(cfg(), "loop.json", DEFAULTS).isolation == "namespaces"
+    assert parse_config(cfg(isolation="landlock-only"), "loop.json", DEFAULTS).isolation == "landlock-only"
+    with pytest.raises(BadInput, match=re.escape('isolation must be "namespaces" | "landlock-only", got "off"')):
+        parse_config(cfg(isolation="off"), "loop.json", DEFAULTS)
+    for bad in ("none", "off", True, None):
+        with pytest.raises(BadInput) as caught:
+            parse_config(cfg(isolation=bad), "loop.json", DEFAULTS)
+        assert caught.value.message.startswith("loop.json: isolation must be ") and "\n" not in caught.value.message

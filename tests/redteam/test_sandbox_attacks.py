@@ -58,6 +58,12 @@ def agent(tmp_path: Path, body: str) -> dict[str, Any]:
     return {"name": "command", "command": [sys.executable, str(script)], "args": []}
 
 
+def refused(log: str) -> int:
+    """Writes refused in a transcript: EACCES (Landlock) or EROFS (the read-only mounts of the
+    namespace layer, which the kernel checks first)."""
+    return log.count("denied EACCES") + log.count("denied EROFS")
+
+
 def second_tick(proj: Project) -> dict[str, Any]:
     out = tick(proj, "demo")
     assert out.data is not None, out.lines
@@ -96,7 +102,7 @@ def test_s01_loop_files_are_read_only(looped: Looped, tmp_path: Path, target: st
     second_tick(proj)
     log = transcript(proj)
     assert "written" not in log, log
-    assert log.count("denied EACCES") >= 2, log
+    assert refused(log) >= 2, log
     after = snapshot(loop_dir(proj))
     assert {k: v for k, v in after.items() if not k.startswith(".state")} == \
         {k: v for k, v in before.items() if not k.startswith(".state")}
@@ -111,7 +117,7 @@ def test_s02_counters_cannot_be_reset(looped: Looped, tmp_path: Path) -> None:
         attempt(p, json.dumps(s))
     """), roles=PASSING)
     second_tick(proj)
-    assert "denied EACCES" in transcript(proj)
+    assert refused(transcript(proj)) > 0
     assert store.read_state(proj, "demo")["iteration_count"] == 2
 
 
@@ -127,7 +133,7 @@ def test_s03_runs_folder_and_transcripts(looped: Looped, tmp_path: Path) -> None
     second_tick(proj)
     assert (loop_dir(proj) / "runs" / "1" / "tick.json").is_file()
     log = transcript(proj)
-    assert log.count("denied EACCES") == 2 and "tick 2 done" in log, log
+    assert refused(log) == 2 and "tick 2 done" in log, log
 
 
 @pytest.mark.parametrize("rel", [".automaton/focus", ".automaton/config.json", ".claude/settings.json",
@@ -144,7 +150,7 @@ def test_s04_main_checkout_is_read_only(looped: Looped, tmp_path: Path, rel: str
     """), roles=PASSING)
     second_tick(proj)
     log = transcript(proj)
-    assert "written" not in log and "denied EACCES" in log, log
+    assert "written" not in log and refused(log) > 0, log
     assert not (proj.root / rel).exists() or b"pwned" not in (proj.root / rel).read_bytes()
 
 
@@ -272,7 +278,7 @@ def test_s11_the_key_is_hidden(looped: Looped, tmp_path: Path) -> None:
     before = key_path().read_bytes()
     second_tick(proj)
     log = transcript(proj)
-    assert "read " not in log and log.count("denied EACCES") == 2, log
+    assert "read " not in log and refused(log) == 2, log
     assert key_path().read_bytes() == before
 
 
@@ -289,7 +295,7 @@ def test_s17_browser_cookies_are_hidden(looped: Looped, tmp_path: Path) -> None:
     """), roles=PASSING)
     second_tick(proj)
     log = transcript(proj)
-    assert "stolen" not in log and "denied EACCES" in log, log
+    assert "stolen" not in log and refused(log) > 0, log
 
 
 def test_s12_worktree_hook_settings_halt(looped: Looped, tmp_path: Path) -> None:

@@ -65,11 +65,13 @@ def box(tmp_path: Path) -> Box:
     return Box(tmp_path, work, outside, key, sibling)
 
 
-def probe(policy: Policy, body: str, cwd: Path) -> dict[str, str]:
+def probe(policy: Policy, body: str, cwd: Path, *, namespaces: bool = False) -> dict[str, str]:
     """Run PRELUDE + `body` (calls of `t(name, fn)`) in a child confined to `policy`;
-    name -> "ok" or the errno name. Fails the test when the child itself fails."""
+    name -> "ok" or the errno name. Fails the test when the child itself fails.
+    `namespaces`: the namespace layer too (default: Landlock alone, the layer under test)."""
     done = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(body)], cwd=cwd,
-                          preexec_fn=preexec(policy), capture_output=True, text=True, timeout=60, check=False)
+                          preexec_fn=preexec(policy, use_namespaces=namespaces), capture_output=True, text=True,
+                          timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     results: dict[str, str] = {}
     for line in done.stdout.splitlines():

@@ -197,7 +197,8 @@ def test_a_sandboxed_agent_may_not_read_the_key_and_its_hook_still_judges(tmp_pa
     seed_task(root, "t", "implement")
     work = tmp_path / "work"
     work.mkdir()
-    policy = Policy(writable=(work,), hidden=(key.key_path().parent,), tmpdir=work, label="test")
+    policy = Policy(writable=(work,), hidden=(key.key_path().parent,), tmpdir=work, label="test",
+                    visible=(tmp_path, Path.home()))
     exe = str(Path(sys.executable).parent / "automaton")
     runs = {
         "read_key": [sys.executable, "-c", f"open({str(key.key_path())!r}).read()"],

@@ -58,6 +58,16 @@ def run(args: Sequence[str]) -> int:
         print(f"automaton: sandbox_unavailable: {avail.detail}", file=sys.stderr)
         return int(ExitCode.REFUSED)
     session = plan(Project.at(project_dir), task, command)
+    if not avail.isolated:
+        if session.policy.isolation != "landlock-only":
+            import shutil
+
+            if session.policy.tmpdir is not None:
+                shutil.rmtree(session.policy.tmpdir, ignore_errors=True)
+            print(f"automaton: sandbox_unavailable: {avail.isolation_detail}"
+                  ' (in .automaton/config.json, sealed by automaton --approve --config)', file=sys.stderr)
+            return int(ExitCode.REFUSED)
+        print(f'automaton --sandbox: "isolation": "landlock-only" and {avail.isolation_detail}', file=sys.stderr)
     for line in session.lines:
         print(line, file=sys.stderr)
     env = dict(os.environ, TMPDIR=str(session.policy.tmpdir), AUTOMATON_SANDBOX="1")

@@ -117,11 +117,15 @@ def _sandbox_check(name: str, config: LoopConfig) -> Finding:
     if config.sandbox == "off":
         return Finding(name, "sandbox", "warning", '"sandbox": "off" in loop.json: the agent runs unconfined and'
                        " only the hooks and the gates stand in its way")
-    from automaton.sandbox import available
+    from automaton.sandbox import available, layers
 
     found = available()
+    if found.ok and not found.isolated and config.isolation != "landlock-only":
+        return Finding(name, "sandbox", "problem", f"every tick refuses to run: {layers(found)}")
+    if found.ok and not found.isolated:
+        return Finding(name, "sandbox", "warning", f'"isolation": "landlock-only": {layers(found)}')
     if found.ok:
-        return Finding(name, "sandbox", "ok", f"kernel sandbox available: {found.detail}")
+        return Finding(name, "sandbox", "ok", f"kernel sandbox available: {found.detail}; layers: {layers(found)}")
     return Finding(name, "sandbox", "problem", f"no kernel sandbox here, so every tick refuses to run: {found.detail}")
 
 

@@ -51,7 +51,7 @@ def plan(project: Project, task: str | None, argv: list[str], *, home: Path | No
         if rec.phase is None:
             raise BadInput(f"task {ref} has no .state (created by hand): run automaton --phase --task {ref} first")
         phase, task_dir = rec.phase, rec.dir
-    from automaton.sandbox import agent_state_dirs
+    from automaton.sandbox import agent_state_dirs, visible_paths
 
     home = home or Path.home()
     tmp = Path(tempfile.mkdtemp(prefix="automaton-session-"))
@@ -59,10 +59,18 @@ def plan(project: Project, task: str | None, argv: list[str], *, home: Path | No
     in_project = project_writable(project.root, phase, task_dir)
     writable = [*in_project, tmp, *agent_state_dirs(agent, home)]
     label = f"session {ref} ({phase})" if ref else "session (no task)"
-    policy = Policy(tuple(writable), hidden_paths(home), tmp, label)
+    seen = visible_paths(home=home, cwd=Path.cwd(), project_root=project.root, argv=argv)
+    policy = Policy(tuple(writable), hidden_paths(home), tmp, label, visible=seen, isolation=isolation(project))
     scope = ", ".join(str(p.relative_to(project.root)) for p in in_project) or "nothing in the project"
     lines = [f"automaton --sandbox: {label}; writable: {scope}; everything else is read-only"]
     return SessionPlan(policy, str(ref) if ref else None, phase, lines)
+
+
+def isolation(project: Project) -> str:
+    """The project's sealed "isolation" (`store.project_config.isolation`)."""
+    from automaton.store import project_config
+
+    return project_config.isolation(project)
 
 
 def _focus(project: Project) -> TaskRef | None:

@@ -26,6 +26,8 @@ STATUSES = ("running", "halted", "paused", "complete")
 DEATHS = ("iterations_exhausted", "budget_exhausted", "human_intervention", "drift_detected", "verifier_failed")
 SCORERS = ("junit", "summary", "agent")
 SANDBOX_MODES = ("on", "off")
+# loop.json "isolation": what a sandboxed tick needs beneath Landlock (see `LoopConfig.isolation`).
+ISOLATION_MODES = ("namespaces", "landlock-only")
 # What a loop can tell a human about (loop.json `notify.events`): a new halt, a tick the gate put
 # off without halting, the loop reaching its goal, a task sign-off the loop waits for.
 NOTIFY_EVENTS = ("halt", "deferred", "complete", "needs_approval")
@@ -138,6 +140,10 @@ class LoopConfig:
     # where none is available; "off": no sandbox (sealed like every brake, warned on every tick).
     sandbox: str = "on"
     notify: Notify | None = None  # None: no notifications
+    # "namespaces": a tick refuses to run where the user, mount and network namespaces around
+    # the agent cannot be entered; "landlock-only": it then runs under Landlock alone (warned
+    # on every tick). Sealed like every brake. Namespaces that work are used either way.
+    isolation: str = "namespaces"
 
 
 class _Reader:
@@ -266,7 +272,7 @@ def parse_config(data: object, source: str, defaults: dict[str, Any], sha256: st
     """
     top = _Reader(data, source, "", ("schema_version", "name", "template", "description", "task", "harness",
                                      "roles", "brakes", "blast_radius", "schedule", "sandbox",
-                                     "notify"), BadInput)
+                                     "notify", "isolation"), BadInput)
     version = top.integer("schema_version", None, minimum=1)
     if version > SCHEMA_VERSION:
         raise BadInput(f"{source}: schema_version {version} is newer than this automaton ({SCHEMA_VERSION}); upgrade")
@@ -299,12 +305,15 @@ def parse_config(data: object, source: str, defaults: dict[str, Any], sha256: st
     sandbox = top.string("sandbox", "on")
     if sandbox not in SANDBOX_MODES:
         raise top.fail("sandbox", " | ".join(f'"{m}"' for m in SANDBOX_MODES))
+    isolation = top.string("isolation", "namespaces")
+    if isolation not in ISOLATION_MODES:
+        raise top.fail("isolation", " | ".join(f'"{m}"' for m in ISOLATION_MODES))
     sched = top.sub("schedule", ("interval_seconds",))
     schedule = Schedule(sched.integer("interval_seconds", defaults["interval_seconds"], minimum=1))
     notify = _notify(top.sub("notify", ("command", "webhook", "events"))) if top.data.get("notify") is not None \
         else None
     return LoopConfig(version, name, top.string("template", ""), top.string("description", ""), task, harness,
-                      roles, brakes, blast, schedule, sha256, sandbox, notify)
+                      roles, brakes, blast, schedule, sha256, sandbox, notify, isolation)
 
 
 def _notify(n: _Reader) -> Notify:

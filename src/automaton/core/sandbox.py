@@ -25,7 +25,10 @@ class Policy:
     False puts the process in a private network namespace with no route out (the verifier:
     tests need none, and the code under test then cannot send anything anywhere). visible:
     absolute paths the process must still read where they lie beneath a folder the sandbox
-    replaces with an empty private one (`/tmp`, `/run`, …): the project, the programs it runs."""
+    replaces with an empty private one (`/tmp`, `/run`, …): the project, the programs it runs.
+    isolation: "namespaces" (the process is not started where the namespaces cannot be
+    entered) or "landlock-only" (it then runs under Landlock alone; namespaces that work are
+    still used)."""
 
     writable: tuple[Path, ...]
     hidden: tuple[Path, ...] = ()
@@ -34,3 +37,4 @@ class Policy:
     masked: tuple[Path, ...] = ()
     network: bool = True
     visible: tuple[Path, ...] = ()
+    isolation: str = "namespaces"

@@ -20,19 +20,34 @@ from automaton.core.loopconfig import LoopConfig
 from automaton.core.sandbox import Policy
 from automaton.harnesses import HOOKLESS, hook_notes
 
+LANDLOCK_ONLY_WARNING = ('loop {name}: "isolation": "landlock-only" and {why}')
 SANDBOX_OFF_WARNING = ('loop {name}: "sandbox": "off" in loop.json: the agent runs unconfined and can reach'
                        " the brakes' own files; only the hooks and the gates stand in its way")
 
 
 def refusal(cfg: LoopConfig) -> str | None:
     """Why a tick of this loop may not run here (one line with the fix), None when it may.
-    `"sandbox": "on"` (the default) needs a working kernel sandbox."""
+    `"sandbox": "on"` (the default) needs a working kernel sandbox, and `"isolation":
+    "namespaces"` (the default) its namespaces too."""
     if cfg.sandbox == "off":
         return None
     from automaton.sandbox import available
 
     found = available()
-    return None if found.ok else found.detail
+    if not found.ok:
+        return found.detail
+    return None if found.isolated or cfg.isolation == "landlock-only" else f"{found.isolation_detail} in loop.json"
+
+
+def _landlock_only(cfg: LoopConfig) -> str | None:
+    """The line every tick prints when it runs under Landlock alone; None when it does not."""
+    if cfg.sandbox == "off" or cfg.isolation != "landlock-only":
+        return None
+    from automaton.sandbox import available
+
+    found = available()
+    return None if not found.ok or found.isolated else LANDLOCK_ONLY_WARNING.format(name=cfg.name,
+                                                                                    why=found.isolation_detail)
 
 
 def warnings(cfg: LoopConfig) -> list[str]:
@@ -40,6 +55,9 @@ def warnings(cfg: LoopConfig) -> list[str]:
     and for a harness whose agent runs no hook one line saying what holds instead (the kernel
     sandbox, `hook_notes`; with the sandbox off only the gates between ticks)."""
     out = [SANDBOX_OFF_WARNING.format(name=cfg.name)] if cfg.sandbox == "off" else []
+    alone = _landlock_only(cfg)
+    if alone:
+        out.append(alone)
     why = HOOKLESS.get(cfg.harness.name)
     if why and cfg.sandbox == "off":
         out.append(f"loop {cfg.name}: {why}, and the sandbox is off: only the gates between ticks hold")
@@ -68,8 +86,11 @@ def role_policy(cfg: LoopConfig, cwd: Path, tmp: Path, *, project_root: Path, in
     (default: the loop's harness; the verify command passes "command": none)."""
     if cfg.sandbox == "off":
         return None
-    from automaton.sandbox import agent_state_dirs
+    from automaton.sandbox import agent_state_dirs, visible_paths
 
     work = [cwd] if in_worktree else project_writable(project_root, None, None)
     own = agent_state_dirs(harness or cfg.harness.name, Path.home())
-    return Policy(tuple([*work, tmp, *own]), hidden_paths(), tmp, label)
+    # The programs the loop.json names (sealed by a human) stay readable where they lie in /tmp.
+    argv = [*(cfg.harness.command or ()), *(cfg.roles.verify.command or ())]
+    seen = visible_paths(home=Path.home(), cwd=cwd, project_root=project_root, argv=argv)
+    return Policy(tuple([*work, tmp, *own]), hidden_paths(), tmp, label, visible=seen, isolation=cfg.isolation)

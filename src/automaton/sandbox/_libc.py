@@ -13,6 +13,7 @@ import os
 from typing import Any
 
 # prctl(2) options, from <linux/prctl.h>.
+PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
 
@@ -54,3 +55,36 @@ def prctl(option: int, arg2: int, what: str) -> None:
 def preload() -> None:
     """Load the C library now, so a forked child need not (dlopen after fork is not safe)."""
     _load()
+    _load_ns()
+
+
+_ns: tuple[Any, Any] | None = None
+
+
+def _load_ns() -> tuple[Any, Any]:
+    """(unshare, mount) of this process's C library."""
+    global _ns
+    if _ns is None:
+        lib = ctypes.CDLL(None, use_errno=True)
+        share, mnt = lib.unshare, lib.mount
+        share.restype, share.argtypes = ctypes.c_int, [ctypes.c_int]
+        mnt.restype = ctypes.c_int
+        mnt.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+        _ns = share, mnt
+    return _ns
+
+
+def unshare(flags: int, *, what: str) -> None:
+    """`unshare(flags)` (unshare(2)); OSError on failure."""
+    if _load_ns()[0](flags) < 0:
+        raise _failed(what)
+
+
+def _c(text: str | None) -> bytes | None:
+    return None if text is None else os.fsencode(text)
+
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None, *, what: str) -> None:
+    """`mount(source, target, fstype, flags, data)` (mount(2)); OSError on failure."""
+    if _load_ns()[1](_c(source), _c(target), _c(fstype), flags, _c(data)) < 0:
+        raise _failed(what)

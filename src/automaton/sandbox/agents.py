@@ -33,6 +33,8 @@ stays uncreatable inside the sandbox.
 from __future__ import annotations
 
 import contextlib
+import os
+from collections.abc import Sequence
 from pathlib import Path
 
 # (folders, files) per harness, relative to the home directory.
@@ -57,3 +59,20 @@ def agent_state_dirs(harness: str, home: Path) -> tuple[Path, ...]:
         with contextlib.suppress(OSError):
             (home / rel).mkdir(mode=0o700, parents=True, exist_ok=True)
     return tuple(home / rel for rel in (*folders, *files))
+
+
+def visible_paths(*, home: Path, cwd: Path | None = None, project_root: Path | None = None,
+                  argv: Sequence[str] = (), path_env: str | None = None) -> tuple[Path, ...]:
+    """What an agent must still read where it lies beneath a folder the namespace layer
+    replaces with an empty one (`/tmp`, `/run`, …): the project, HOME, the working directory,
+    the folder of `argv[0]` when it is a path and of each other absolute path in `argv` that
+    exists (a script the command runs), and every absolute folder on `path_env` (the child's
+    PATH; default this process's). Sockets inside these stay reachable."""
+    out = [p for p in (project_root, home, cwd) if p is not None]
+    if argv and os.sep in argv[0]:
+        out.append(Path(os.path.abspath(argv[0])).parent)
+    out += [Path(a).parent for a in argv[1:] if os.path.isabs(a) and os.path.exists(a)]
+    for entry in (os.environ.get("PATH", "") if path_env is None else path_env).split(os.pathsep):
+        if entry and os.path.isabs(entry):
+            out.append(Path(entry))
+    return tuple(dict.fromkeys(out))

@@ -18,8 +18,8 @@ from automaton.sandbox import Confinement, SandboxError, available, preexec, wra
 
 @record(frozen=True)
 class Launch:
-    """`argv` to start (prefixed by sandbox-exec on macOS) and `preexec_fn` (Landlock on
-    Linux, to be closed once Popen returned; None on macOS)."""
+    """`argv` to start (prefixed by sandbox-exec on macOS) and `preexec_fn` (namespaces, where
+    they work, then Landlock on Linux, to be closed once Popen returned; None on macOS)."""
 
     argv: list[str]
     preexec_fn: Confinement | None
@@ -28,10 +28,13 @@ class Launch:
 def prepare(policy: Policy, argv: list[str]) -> Launch | str:
     """The launch of non-empty `argv` confined to `policy` (creating its temp dir, mode
     0700), or the one-line reason it cannot be: `sandbox unavailable: …` when this machine
-    has no sandbox, `sandbox failed: …` when this policy cannot be enforced."""
+    has no sandbox (or no namespaces, unless the policy's isolation is "landlock-only"),
+    `sandbox failed: …` when this policy cannot be enforced."""
     found = available()
     if not found.ok:
         return one_line(f"sandbox unavailable: {found.detail}; {argv[0]} not run")
+    if not found.isolated and policy.isolation != "landlock-only":
+        return one_line(f"sandbox unavailable: {found.isolation_detail}; {argv[0]} not run")
     try:
         if policy.tmpdir is not None:
             policy.tmpdir.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -22,6 +22,8 @@ from automaton.sandbox import rights
 DEVICES_RW = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts")
 DEVICES_RO = ("/dev/random", "/dev/urandom")
 SEALED = ("/dev",)
+# Read by every program that resolves a host name; on many systems a symlink into /run.
+SYSTEM_VISIBLE = ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf")
 
 
 class SandboxError(Refused):
@@ -115,5 +117,23 @@ def landlock_rules(policy: Policy) -> list[Rule]:
                 rules.append(Rule(entry, rights.READ, follow=False))
     rules += [Rule(d, rights.DEVICE_RW) for d in DEVICES_RW]
     rules += [Rule(d, rights.DEVICE_RO) for d in DEVICES_RO]
+    rules += [Rule(v, rights.READ) for v in _visible(policy, res)]
     rules += [Rule(w, rights.WRITE) for w in res.writable]
     return rules
+
+
+def _visible(policy: Policy, res: Resolved) -> list[str]:
+    """The visible paths that may be granted READ as a whole: neither hidden, beneath a hidden
+    path, nor holding one. Where a mount namespace binds them back into a private tmpfs,
+    Landlock no longer finds the grants of their former parents (it walks up the mounts the
+    process sees), so each needs its own; beneath a hidden path they stay hidden."""
+    out: list[str] = []
+    closed = (*res.hidden, *SEALED)
+    for raw in (*map(str, policy.visible), *SYSTEM_VISIBLE):
+        try:
+            v = os.path.realpath(raw)
+        except (ValueError, OSError):
+            continue
+        if os.path.isabs(v) and not any(v == h or beneath(v, h) or beneath(h, v) for h in closed):
+            out.append(v)
+    return out

@@ -2,10 +2,14 @@
 
 SBPL is a Scheme dialect read by `sandbox-exec -p PROFILE CMD…` (sandbox-exec(1)). When
 several rules match an operation the LAST one wins, so the profile goes from broad to
-narrow: allow everything, deny every write, allow writes beneath the writable paths and to a
-few devices, and finally deny reading or writing the hidden paths. Paths are real paths
-(Seatbelt matches `/private/tmp/x`, never the `/tmp/x` symlink). Not run on a Mac here: the
-profile is tested as text only.
+narrow: allow everything, deny every write (`file-write*` covers the metadata writes too:
+file-write-mode, -owner, -times, -xattr, named once more for the reader), allow writes beneath
+the writable paths and to a few devices; deny connecting to any UNIX socket (`network-outbound`
+with `(remote unix-socket)`: the tmux server, ssh-agent, docker) except beneath the writable
+paths and the system's resolver and log sockets; without network, deny IP connections except
+to localhost; finally deny reading or writing the hidden and masked paths. These are what the
+Linux namespaces do (`namespaces`). Paths are real paths (Seatbelt matches `/private/tmp/x`,
+never the `/tmp/x` symlink). Not run on a Mac here: the profile is tested as text only.
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ from automaton.sandbox.plan import SandboxError, resolve
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"
 DEVICE_LITERALS = ("/dev/null", "/dev/zero", "/dev/tty", "/dev/ptmx", "/dev/dtracehelper")
 DEVICE_REGEXES = (r"^/dev/ttys[0-9]+$", r"^/dev/fd/[0-9]+$")
+# The UNIX sockets every program may still reach: name resolution and the system log.
+SYSTEM_SOCKETS = ("/private/var/run/mDNSResponder", "/private/var/run/syslog")
+METADATA_WRITES = "file-write-mode file-write-owner file-write-times file-write-xattr"
 
 
 def quote(path: str) -> str:
@@ -48,9 +55,17 @@ def seatbelt_profile(policy: Policy) -> str:
     allowed = [_filter(w) for w in res.writable]
     allowed += [f"(literal {quote(d)})" for d in DEVICE_LITERALS]
     allowed += [f'(regex #"{r}")' for r in DEVICE_REGEXES]
-    lines = ["(version 1)", "(allow default)", "(deny file-write*)", "(allow file-write* " + " ".join(allowed) + ")"]
-    if res.hidden:
-        hidden = " ".join(f"(subpath {quote(h)})" for h in res.hidden)
+    lines = ["(version 1)", "(allow default)", "(deny file-write*)", f"(deny {METADATA_WRITES})",
+             "(allow file-write* " + " ".join(allowed) + ")", "(deny network-outbound (remote unix-socket))"]
+    sockets = [f"(path-literal {quote(s)})" for s in SYSTEM_SOCKETS]
+    sockets += [f"({'path-literal' if f.startswith('(literal') else 'subpath'} {quote(w)})"
+                for f, w in zip(allowed, res.writable, strict=False)]
+    lines.append("(allow network-outbound (remote unix-socket " + " ".join(sockets) + "))")
+    if not policy.network:
+        lines += ['(deny network-outbound (remote ip "*:*"))', '(allow network-outbound (remote ip "localhost:*"))']
+    closed = [*res.hidden, *(os.path.realpath(str(m)) for m in policy.masked if os.path.isabs(str(m)))]
+    if closed:
+        hidden = " ".join(f"(subpath {quote(h)})" for h in dict.fromkeys(closed))
         lines.append(f"(deny file-read* file-write* {hidden})")
     return "\n".join(lines) + "\n"
 

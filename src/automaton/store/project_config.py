@@ -30,6 +30,9 @@ from automaton.store import chainlog
 from automaton.store.layout import Project
 
 SCHEMA_VERSION = 1
+# "isolation": what `automaton --sandbox` needs beneath Landlock: "namespaces" (the default:
+# it refuses where they cannot be entered) or "landlock-only" (it then runs under Landlock alone).
+ISOLATION_MODES = ("namespaces", "landlock-only")
 SCOPABLE = frozenset(ph.ARTIFACT)  # the base phases that have a scope at all
 ABSENT = "absent"  # the seal token of an approved removal: no config.json
 APPROVE_CONFIG = "automaton --approve --config"
@@ -131,9 +134,12 @@ def parse(data: bytes, path: Path) -> dict[str, list[str]]:
         raise BadInput(f"{path}: not valid JSON ({exc}); fix or remove it") from None
     if not isinstance(obj, dict):
         raise BadInput(f"{path}: expected a JSON object with 'schema_version' and 'scopes'")
-    unknown = sorted(set(obj) - {"schema_version", "scopes"})
+    unknown = sorted(set(obj) - {"schema_version", "scopes", "isolation"})
     if unknown:
-        raise BadInput(f"{path}: unknown key(s) {', '.join(unknown)}: only 'schema_version' and 'scopes'")
+        raise BadInput(f"{path}: unknown key(s) {', '.join(unknown)}: only 'schema_version', 'scopes' and"
+                       " 'isolation'")
+    if obj.get("isolation", ISOLATION_MODES[0]) not in ISOLATION_MODES:
+        raise BadInput(f"{path}: isolation must be " + " or ".join(f'"{m}"' for m in ISOLATION_MODES))
     version = obj.get("schema_version")
     if type(version) is not int or version > SCHEMA_VERSION or version < 1:
         raise BadInput(f"{path}: schema_version must be 1 (this automaton reads up to {SCHEMA_VERSION})")
@@ -161,6 +167,20 @@ def scope_overrides(project: Project) -> dict[str, list[str]]:
     if why is not None:
         raise ConfigNotSealed(why)
     return out
+
+
+def isolation(project: Project) -> str:
+    """The sealed config.json's "isolation" (default "namespaces"). BadInput and
+    ConfigNotSealed as `scope_overrides`."""
+    seal = read_seal(project)
+    if seal.current is not None:
+        parse(seal.current, project.config_file)  # its own error first, as in scope_overrides
+    why = problem(project, seal)
+    if why is not None:
+        raise ConfigNotSealed(why)
+    if seal.current is None:
+        return ISOLATION_MODES[0]
+    return str(json.loads(seal.current.decode("utf-8")).get("isolation", ISOLATION_MODES[0]))
 
 
 def sealed_copy(project: Project, seal: Seal) -> bytes | None:
