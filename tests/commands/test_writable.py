@@ -63,6 +63,8 @@ def test_a_provider_switch_leaves_its_store_readable_to_its_agent_only(project: 
     ({"hide": [""]}, "non-empty"),
     ({"unhide": ["~/.not-in-the-list"]}, "not in the packaged list"),
     ({"hidden": []}, "unknown key"),
+    ({"hide": ["~/.claude"]}, "an agent CLI must write"),
+    ({"hide": ["~/.local"]}, "an agent CLI must write"),
     (["~/.x"], "must be an object"),
 ])
 def test_a_bad_entry_is_one_line_exit_2(project: Path, sandbox: object, words: str) -> None:

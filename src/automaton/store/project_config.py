@@ -178,7 +178,8 @@ def _hide_entry(entry: object, path: Path) -> str:
 def parse_sandbox(value: object, path: Path) -> SandboxLists:
     """The `sandbox` object of config.json; BadInput (exit 2) naming `path` and the entry for
     an unknown key, a non-list, an entry that is not `~/…` or absolute (or names `~`, `/` or
-    has `..`), or an `unhide` entry that is not in the packaged list."""
+    has `..`), a `hide` entry that overlaps an agent CLI's own state (it could not be hidden),
+    or an `unhide` entry that is not in the packaged list."""
     from automaton.core.secrets import CREDENTIAL_STORES
 
     if not isinstance(value, dict):
@@ -193,7 +194,26 @@ def parse_sandbox(value: object, path: Path) -> SandboxLists:
         if entry not in CREDENTIAL_STORES:
             raise BadInput(f"{path}: sandbox.unhide {entry!r} is not in the packaged list of credential stores;"
                            " automaton --doctor lists them")
-    return SandboxLists(tuple(_hide_entry(e, path) for e in hide), tuple(unhide))
+    out = SandboxLists(tuple(_hide_entry(e, path) for e in hide), tuple(unhide))
+    if out.hide:
+        _no_agent_state(out.hide, path)
+    return out
+
+
+def _no_agent_state(hide: tuple[str, ...], path: Path) -> None:
+    """BadInput (exit 2) for a `sandbox.hide` entry that holds or lies inside a path an agent
+    CLI writes (`sandbox.agents.STATE`): the kernel cannot hide it and grant the write, and
+    every agent would be refused its sandbox."""
+    from automaton.sandbox.agents import STATE  # only with a hide list: the hook's imports stay small
+
+    home = Path.home()
+    state = [home / rel for folders, files in STATE.values() for rel in (*folders, *files)]
+    for entry in hide:
+        where = home / entry[2:] if entry.startswith("~/") else Path(entry)
+        clash = next((s for s in state if s == where or where in s.parents or s in where.parents), None)
+        if clash is not None:
+            raise BadInput(f"{path}: sandbox.hide {entry!r} overlaps {clash}, which an agent CLI must write:"
+                           " name a narrower path")
 
 
 def sandbox_lists(project: Project) -> SandboxLists:
