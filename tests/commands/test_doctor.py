@@ -269,3 +269,21 @@ def test_sandbox_lists_its_layers_and_missing_namespaces_are_a_problem(project: 
     [sb] = checks(p)["sandbox"]
     assert sb["level"] == "problem" and "every tick refuses to run" in sb["message"]
     assert "only: " in sb["message"] and "UNIX sockets in /tmp and /run stay reachable" in sb["message"]
+
+
+def test_the_credential_stores_in_force_and_an_unhidden_one(project: Path) -> None:
+    from tests.commands.test_can_edit_config import write_config
+
+    home = Path.home()
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_rsa").write_text("k")
+    (home / ".netrc").write_text("n")
+    write_config(project, {"schema_version": 1, "sandbox": {"hide": ["~/.config/mytool"], "unhide": ["~/.netrc"]}})
+    (home / ".config" / "mytool").mkdir(parents=True)
+    found = checks(Project(project))["secrets"]
+    head = found[0]
+    assert head["level"] == "ok" and "hidden by Landlock (unreadable)" in head["message"]
+    assert head["message"].endswith("present here: ~/.ssh, ~/.config/mytool")
+    assert [f["level"] for f in found[1:]] == ["warning"]
+    assert "~/.netrc is readable to agents" in found[1]["message"]
+    assert "sandbox.unhide" in found[1]["fix"]

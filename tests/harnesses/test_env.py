@@ -91,3 +91,20 @@ def test_the_list_names_only_session_markers_not_user_settings() -> None:
     for name in ("CLAUDECODE", "CODEX_SANDBOX", "GEMINI_CLI", "AUTOMATON_APPROVER", "GIT_CONFIG",
                  "GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_VALUE_12", "Git_Dir"):
         assert _env.stripped(name), name
+
+
+def test_the_users_credentials_never_reach_the_agent(fake_bin: Any, make_req: Callable[..., HarnessRequest],
+                                                     tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = tmp_path / "env.json"
+    fake_claude_that_refuses_when_nested(fake_bin, seen)
+    credentials = {"AWS_SECRET_ACCESS_KEY": "a", "AWS_SESSION_TOKEN": "b", "GITHUB_TOKEN": "c", "GH_TOKEN": "d",
+                   "NPM_TOKEN": "e", "TWINE_PASSWORD": "f", "DOCKER_AUTH_CONFIG": "g", "SSH_AUTH_SOCK": "/tmp/agent.s",
+                   "GPG_AGENT_INFO": "h"}
+    for key, value in {**credentials, **USER_CONFIG}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("CLAUDE_CODE_USE_BEDROCK")  # with it set, the AWS_* variables are the agent's own
+    res = get("claude").run(make_req())
+    assert res.error is None, res
+    env = json.loads(seen.read_text())
+    assert sorted(set(credentials) & set(env)) == []
+    assert env["ANTHROPIC_API_KEY"] == "sk-test" and env["CLAUDE_CODE_OAUTH_TOKEN"] == "oauth"

@@ -206,3 +206,14 @@ def test_rules_bind_to_what_exists(box: Box, tmp_path: Path) -> None:
         t("work", lambda: write("ok.txt"))
     """, cwd=box.work)
     assert res == {"create_missing": "EACCES", "work": "ok"}
+
+
+def test_a_hidden_folder_stays_hidden_whole_when_a_path_beneath_it_is_hidden_too(box: Box) -> None:
+    # A project's sandbox.hide may name ~/.config, which holds the record key's folder (always
+    # hidden): the way down to the key must not open the rest of the folder.
+    config = box.key.parent.parent
+    res = probe(box.policy(hidden=(box.key.parent, config)), f"""
+        t("sibling", lambda: read({str(box.sibling)!r}))
+        t("key", lambda: read({str(box.key)!r}))
+    """, box.work)
+    assert res == {"sibling": "EACCES", "key": "EACCES"}

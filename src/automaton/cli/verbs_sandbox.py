@@ -2,8 +2,9 @@
 
 The sandbox is applied to this very process, which then becomes CMD (execvp): nothing of
 automaton stays between the agent and the kernel, and the rules are inherited by every
-process the agent starts. Exit codes: CMD's own once it runs; 1 no sandbox is available here;
-2 bad input (no command, unknown task); 127 CMD not found.
+process the agent starts. CMD gets this environment without the user's credential variables
+(`core.secrets.withheld`; one line on stderr names those withheld). Exit codes: CMD's own
+once it runs; 1 no sandbox is available here; 2 bad input (no command, unknown task); 127 CMD not found.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ def split(args: Sequence[str]) -> tuple[str | None, str | None, list[str]]:
 
 def run(args: Sequence[str]) -> int:
     """Plan, confine this process, exec the command. Returns only when it cannot run."""
-    from automaton.commands.sandbox_session import plan
+    from automaton.commands.sandbox_session import AGENTS, plan
+    from automaton.core.secrets import withheld, without_credentials
     from automaton.sandbox import available, confine_self
     from automaton.store.layout import Project
 
@@ -70,7 +72,12 @@ def run(args: Sequence[str]) -> int:
         print(f'automaton --sandbox: "isolation": "landlock-only" and {avail.isolation_detail}', file=sys.stderr)
     for line in session.lines:
         print(line, file=sys.stderr)
-    env = dict(os.environ, TMPDIR=str(session.policy.tmpdir), AUTOMATON_SANDBOX="1")
+    agent = AGENTS.get(os.path.basename(command[0]), "command")
+    held = withheld(os.environ, agent)
+    if held:
+        print(f"automaton --sandbox: credential variables withheld from {command[0]}: {', '.join(held)}",
+              file=sys.stderr)
+    env = dict(without_credentials(os.environ, agent), TMPDIR=str(session.policy.tmpdir), AUTOMATON_SANDBOX="1")
     confine_self(session.policy)
     try:
         os.execvpe(command[0], command, env)

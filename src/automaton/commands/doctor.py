@@ -4,7 +4,8 @@ Each check gives a `Finding`: "ok", "problem" (the loop cannot run as configured
 "warning" or "note". Nothing is written: the key is only read, the verify command runs on an
 export of the base commit in a temporary folder (removed after), no agent is ever called (a
 paid API call is not a check), and no schedule is changed. Project checks: git repository with
-a commit, the key file's mode, `.automaton/config.json` sealed. Loop checks (`doctor_loop`).
+a commit, the key file's mode, `.automaton/config.json` sealed, the credential stores kept from
+agents (`secrets_checks`). Loop checks (`doctor_loop`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,29 @@ def project_checks(project: Project) -> list[Finding]:
     unsealed = project_config_problem(project)
     if unsealed is not None:
         out.append(Finding(None, "config", "problem", unsealed))
+    else:
+        out += secrets_checks(project)
+    return out
+
+
+def secrets_checks(project: Project) -> list[Finding]:
+    """The credential stores in force for an agent (`writable.secret_stores`): one finding
+    naming the entries present on this machine and how the kernel keeps them from agents,
+    then one warning per entry the sealed config.json unhides."""
+    from automaton.commands.writable import secret_stores
+    from automaton.sandbox import available
+
+    stores = secret_stores(project.root, "command")
+    home = Path.home()
+    here = [("~/" + str(p.relative_to(home))) if p.is_relative_to(home) else str(p) for p in stores.paths]
+    found = available()
+    how = {"landlock": "hidden by Landlock (unreadable)", "seatbelt": "hidden by Seatbelt (unreadable)"}.get(
+        found.mechanism, "NOT hidden: no kernel sandbox here")
+    listed = ", ".join(here) if here else "none present"
+    out = [Finding(None, "secrets", "ok" if found.ok else "warning",
+                   f"{len(stores.entries)} credential store(s) kept from agents, {how}; present here: {listed}")]
+    out += [Finding(None, "secrets", "warning", line, "remove it from sandbox.unhide in .automaton/config.json")
+            for line in stores.notes()]
     return out
 
 
@@ -106,6 +130,7 @@ def _loop_checks(loop: Loop) -> list[Finding]:
     out += harness_checks(name, config, info["path"])
     out.append(verify_check(project, name, config, state, info["path"]))
     out.append(_sandbox_check(name, config))
+    out += _provider_notes(project, name, config)
     out += _schedule_checks(name, config, state["status"], info)
     note = hook_notes(config.harness.name)
     if note:
@@ -127,6 +152,20 @@ def _sandbox_check(name: str, config: LoopConfig) -> Finding:
     if found.ok:
         return Finding(name, "sandbox", "ok", f"kernel sandbox available: {found.detail}; layers: {layers(found)}")
     return Finding(name, "sandbox", "problem", f"no kernel sandbox here, so every tick refuses to run: {found.detail}")
+
+
+def _provider_notes(project: Project, name: str, config: LoopConfig) -> list[Finding]:
+    """A note per credential store the loop's agent keeps readable for its model provider."""
+    from automaton.commands.writable import secret_stores
+
+    if config.sandbox == "off":
+        return []
+    try:
+        stores = secret_stores(project.root, config.harness.name)
+    except AutomatonError:
+        return []  # the project config finding says why
+    return [Finding(name, "secrets", "note", f"{e} stays readable to {config.harness.name}: its model provider"
+                    " needs it") for e in stores.provider]
 
 
 def _schedule_checks(name: str, config: LoopConfig, status: str, info: dict[str, Any]) -> list[Finding]:

@@ -3,7 +3,8 @@
 The writable set is the task's phase scope made coarse enough for the kernel
 (`commands.writable`, which has the table per phase). Project overrides in
 `.automaton/config.json` are enforced by the hook only. Always added: the agent CLI's own
-state folders, a private temp dir; always hidden: the record key's folder.
+state folders, a private temp dir; always hidden: the record key's folder; masked (and hidden
+where no mount namespace is in force): the user's credential stores (`writable.secret_stores`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from automaton.commands.writable import hidden_paths, project_writable
+from automaton.commands.writable import hidden_paths, project_writable, secret_stores
 from automaton.core.errors import BadInput
 from automaton.core.names import TaskRef
 from automaton.core.sandbox import Policy
@@ -37,8 +38,9 @@ class SessionPlan:
 def plan(project: Project, task: str | None, argv: list[str], *, home: Path | None = None) -> SessionPlan:
     """The sandbox for running `argv` on `project` with `task`'s scope (default: the focus).
 
-    Raises BadInput (exit 2) for an empty argv, an unknown task, or a task whose state is
-    tampered (its scope cannot be trusted). The temp dir is created here (mode 0700)."""
+    Raises BadInput (exit 2) for an empty argv, an unknown task, a task whose state is
+    tampered (its scope cannot be trusted), or an invalid or unsealed `.automaton/config.json`
+    (its credential store lists). The temp dir is created here (mode 0700)."""
     if not argv:
         raise BadInput("--sandbox needs a command after --, e.g. automaton --sandbox -- claude")
     ref: TaskRef | None = TaskRef.parse(task) if task else _focus(project)
@@ -54,15 +56,18 @@ def plan(project: Project, task: str | None, argv: list[str], *, home: Path | No
     from automaton.sandbox import agent_state_dirs, visible_paths
 
     home = home or Path.home()
-    tmp = Path(tempfile.mkdtemp(prefix="automaton-session-"))
     agent = AGENTS.get(Path(argv[0]).name, "command")
+    stores = secret_stores(project.root, agent, home)
+    tmp = Path(tempfile.mkdtemp(prefix="automaton-session-"))
     in_project = project_writable(project.root, phase, task_dir)
     writable = [*in_project, tmp, *agent_state_dirs(agent, home)]
     label = f"session {ref} ({phase})" if ref else "session (no task)"
     seen = visible_paths(home=home, cwd=Path.cwd(), project_root=project.root, argv=argv)
-    policy = Policy(tuple(writable), hidden_paths(home), tmp, label, visible=seen, isolation=isolation(project))
+    policy = Policy(tuple(writable), (*hidden_paths(home), *stores.paths), tmp, label, masked=stores.paths,
+                    visible=seen, isolation=isolation(project))
     scope = ", ".join(str(p.relative_to(project.root)) for p in in_project) or "nothing in the project"
-    lines = [f"automaton --sandbox: {label}; writable: {scope}; everything else is read-only"]
+    lines = [f"automaton --sandbox: {label}; writable: {scope}; everything else is read-only",
+             *(f"automaton --sandbox: {line}" for line in stores.notes())]
     return SessionPlan(policy, str(ref) if ref else None, phase, lines)
 
 

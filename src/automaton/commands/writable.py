@@ -18,17 +18,22 @@ Inside the task's folder the kernel cannot tell SPEC.md from `.state`: there the
 log holds (a `.state` written by anything but automaton is tamper), and the transition rules
 hold against artifacts of later phases. The folder of the record key is hidden from every
 agent (`key_dir`), and so are the web browsers' profile folders (`hidden_paths`): they hold the
-dashboard's session cookie, which carries a human's approvals.
+dashboard's session cookie, which carries a human's approvals. The user's credential stores
+(`core.secrets.CREDENTIAL_STORES`, widened or narrowed by the sealed `.automaton/config.json`)
+are masked (`secret_stores`): empty where a mount namespace is in force, hidden like the key
+where only Landlock or Seatbelt is.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from automaton.core import phases as ph
 from automaton.core.errors import BadInput
-from automaton.store.layout import DOT, TASKS
+from automaton.core.record import record
+from automaton.store.layout import DOT, TASKS, Project
 
 # Top-level entries never writable by an agent: brake state, git internals, agent settings.
 NEVER = frozenset({TASKS, DOT, ".git", ".claude", ".codex", ".gemini"})
@@ -58,6 +63,45 @@ def hidden_paths(home: Path | None = None) -> tuple[Path, ...]:
     it exists) and each browser profile folder of BROWSER_PROFILES that exists now."""
     base = home or Path.home()
     return (key_dir(base), *(p for p in (base.joinpath(*rel) for rel in BROWSER_PROFILES) if p.is_dir()))
+
+
+@record(frozen=True)
+class SecretStores:
+    """The credential stores in force for one agent: `entries` (the `~/…` or absolute entries
+    hidden: the packaged list less `unhidden` and `provider`, plus the project's `hide`),
+    `unhidden` (taken out by the sealed config.json's `sandbox.unhide`), `provider` (kept
+    readable because the agent's model provider needs them, `core.secrets.PROVIDERS`) and
+    `paths` (the absolute paths of `entries` that exist now: what a `Policy` masks)."""
+
+    entries: tuple[str, ...]
+    unhidden: tuple[str, ...]
+    provider: tuple[str, ...]
+    paths: tuple[Path, ...]
+
+    def notes(self) -> list[str]:
+        """One line per entry a sealed change or a provider switch leaves readable to agents."""
+        out = [f"sandbox: {e} is readable to agents: .automaton/config.json unhides it (sealed by a human)"
+               for e in self.unhidden]
+        return out + [f"sandbox: {e} is readable to the agent: its model provider needs it" for e in self.provider]
+
+
+def secret_stores(project_root: Path, agent: str, home: Path | None = None,
+                  env: Mapping[str, str] | None = None) -> SecretStores:
+    """The credential stores no process of harness `agent` ("command" for a verify command or
+    a plain command) may read, for the project at `project_root`, under `home` (default: this
+    user's), with `env` (default: this process's) for the XDG folders and provider switches.
+    BadInput (exit 2) for an invalid `.automaton/config.json`; ConfigNotSealed when it is not
+    the sealed one (its `sandbox` lists are then not trusted either way)."""
+    from automaton.core.secrets import CREDENTIAL_STORES, expand, provider_stores
+    from automaton.store.project_config import sandbox_lists
+
+    base, env = home or Path.home(), os.environ if env is None else env
+    lists = sandbox_lists(Project(project_root.resolve()))
+    keep = provider_stores(env, agent)
+    packaged = [e for e in CREDENTIAL_STORES if e not in lists.unhide and e not in keep]
+    entries = tuple(dict.fromkeys([*packaged, *lists.hide]))
+    paths = tuple(dict.fromkeys(p for e in entries for p in expand(e, base, env) if p.exists()))
+    return SecretStores(entries, lists.unhide, tuple(sorted(keep - set(lists.unhide))), paths)
 
 
 def _project_entries(root: Path) -> list[Path]:

@@ -5,9 +5,12 @@ shell; a git hook; another loop's tick). Its environment then carries that sessi
 markers, which make the loop's agent refuse to start ("Claude Code cannot be launched inside
 another Claude Code session … unset the CLAUDECODE environment variable") or attach it to the
 parent session, its IDE or its git repository. `STRIPPED` lists what is removed; everything
-else is inherited: credentials and provider choices (`ANTHROPIC_API_KEY`,
-`CLAUDE_CODE_USE_BEDROCK`, `CLAUDE_CODE_USE_VERTEX`, `CLAUDE_CODE_OAUTH_TOKEN`,
-`CODEX_API_KEY`, `CODEX_HOME`, `GEMINI_API_KEY` …), PATH, HOME, proxies.
+else is inherited except the user's credentials (`core.secrets.credential_variable`:
+`AWS_SECRET_ACCESS_KEY`, `GITHUB_TOKEN`, `SSH_AUTH_SOCK` …, unless a provider switch such as
+`CLAUDE_CODE_USE_BEDROCK` keeps them for the agent's model): the agent's own model
+credentials and provider choices (`ANTHROPIC_API_KEY`, `CLAUDE_CODE_USE_BEDROCK`,
+`CLAUDE_CODE_USE_VERTEX`, `CLAUDE_CODE_OAUTH_TOKEN`, `CODEX_API_KEY`, `CODEX_HOME`,
+`GEMINI_API_KEY` …), PATH, HOME, proxies.
 
 Only the variables each tool documents as set BY it for the processes it starts are removed,
 never a prefix of user settings: most `CLAUDE_CODE_*` variables are the user's configuration
@@ -43,6 +46,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from automaton.core.secrets import withheld
+
 # Exact names; an entry ending in "*" removes every name starting with what precedes it.
 STRIPPED: tuple[str, ...] = (
     # Claude Code session markers
@@ -72,10 +77,11 @@ def stripped(name: str) -> bool:
 
 def environment(inherited: Mapping[str, str] | None, *layers: Mapping[str, str]) -> dict[str, str]:
     """The agent's environment: `inherited` (default: this process's) without the `STRIPPED`
-    variables, then each of `layers` in order (automaton's own variables, which may set any
-    name). Returns a new dict; nothing is changed in place."""
+    variables and the user's credentials (`core.secrets.withheld`), then each of `layers` in
+    order (automaton's own variables, which may set any name). Returns a new dict; nothing is changed in place."""
     base = os.environ if inherited is None else inherited
-    env = {key: value for key, value in base.items() if not stripped(key)}
+    secret = set(withheld(base))
+    env = {key: value for key, value in base.items() if not stripped(key) and key not in secret}
     for layer in layers:
         env.update(layer)
     return env

@@ -2,8 +2,10 @@
 
 Every process a tick starts for a role (implement, verify, orchestrate) gets a `Policy`:
 writable are the loop's worktree (or, for the verifier, its clean export), a private temp dir
-and the agent CLI's own state folders; hidden is the folder of the record key; everything else
-(the main checkout, `.automaton/`, every `.git`, the loop's `runs/`) is read-only. With
+and the agent CLI's own state folders; hidden is the folder of the record key; masked (and,
+until a mount namespace is in force, hidden too) are the user's credential stores
+(`commands.writable.secret_stores`); everything else (the main checkout, `.automaton/`, every
+`.git`, the loop's `runs/`) is read-only. A verify command gets no network. With
 `"sandbox": "off"` in loop.json there is no policy and every tick says so.
 """
 
@@ -15,7 +17,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from automaton.commands.writable import hidden_paths, project_writable
+from automaton.commands.writable import hidden_paths, project_writable, secret_stores
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.sandbox import Policy
 from automaton.harnesses import HOOKLESS, hook_notes
@@ -50,14 +52,18 @@ def _landlock_only(cfg: LoopConfig) -> str | None:
                                                                                     why=found.isolation_detail)
 
 
-def warnings(cfg: LoopConfig) -> list[str]:
+def warnings(cfg: LoopConfig, project_root: Path | None = None) -> list[str]:
     """What every tick prints about its confinement, once per tick: the sandbox switched off,
-    and for a harness whose agent runs no hook one line saying what holds instead (the kernel
-    sandbox, `hook_notes`; with the sandbox off only the gates between ticks)."""
+    each credential store the sealed project config (or the agent's model provider) leaves
+    readable (with `project_root`), and for a harness whose agent runs no hook one line saying
+    what holds instead (the kernel sandbox, `hook_notes`; with the sandbox off only the gates
+    between ticks)."""
     out = [SANDBOX_OFF_WARNING.format(name=cfg.name)] if cfg.sandbox == "off" else []
     alone = _landlock_only(cfg)
     if alone:
         out.append(alone)
+    if project_root is not None and cfg.sandbox != "off":
+        out += [f"loop {cfg.name}: {line}" for line in secret_stores(project_root, cfg.harness.name).notes()]
     why = HOOKLESS.get(cfg.harness.name)
     if why and cfg.sandbox == "off":
         out.append(f"loop {cfg.name}: {why}, and the sandbox is off: only the gates between ticks hold")
@@ -77,20 +83,26 @@ def private_tmp(name: str, n: int) -> Iterator[Path]:
 
 
 def role_policy(cfg: LoopConfig, cwd: Path, tmp: Path, *, project_root: Path, in_worktree: bool,
-                label: str, harness: str | None = None) -> Policy | None:
+                label: str, harness: str | None = None, network: bool = True) -> Policy | None:
     """The policy of one role run with working directory `cwd`; None with the sandbox off.
 
     In a worktree the worktree itself is writable. In the main checkout (a loop without a
     worktree) the project's top-level entries are, except `tasks/`, `.automaton/`, `.git` and
     agent settings folders. `harness`: the agent whose state folders are writable too
-    (default: the loop's harness; the verify command passes "command": none)."""
+    (default: the loop's harness; the verify command passes "command": none). The credential
+    stores are masked and hidden (`secret_stores`; BadInput for an invalid or unsealed
+    `.automaton/config.json`). `network`: False for a private network namespace (the verify
+    command)."""
     if cfg.sandbox == "off":
         return None
     from automaton.sandbox import agent_state_dirs, visible_paths
 
     work = [cwd] if in_worktree else project_writable(project_root, None, None)
-    own = agent_state_dirs(harness or cfg.harness.name, Path.home())
+    agent = harness or cfg.harness.name
+    own = agent_state_dirs(agent, Path.home())
+    masked = secret_stores(project_root, agent).paths
     # The programs the loop.json names (sealed by a human) stay readable where they lie in /tmp.
     argv = [*(cfg.harness.command or ()), *(cfg.roles.verify.command or ())]
     seen = visible_paths(home=Path.home(), cwd=cwd, project_root=project_root, argv=argv)
-    return Policy(tuple([*work, tmp, *own]), hidden_paths(), tmp, label, visible=seen, isolation=cfg.isolation)
+    return Policy(tuple([*work, tmp, *own]), (*hidden_paths(), *masked), tmp, label, masked=masked, network=network,
+                  visible=seen, isolation=cfg.isolation)

@@ -124,8 +124,9 @@ def _locked_tick(loop: Loop, opts: TickOptions) -> Outcome:
         return Outcome(ExitCode.REFUSED, [line], {"ran": False, "reason": SANDBOX_UNAVAILABLE, "detail": unavailable})
     with show.phase(f"loop {name}: worktree"):
         wt = ensure_for_tick(loop, cfg, state)
-    warnings = [*gate.warnings, *confine.warnings(cfg)]
-    for warning in confine.warnings(cfg):
+    said = confine.warnings(cfg, loop.project.root)
+    warnings = [*gate.warnings, *said]
+    for warning in said:
         show.note(f"warning: {warning}")
     if wt.fallback:
         warnings.append(f"loop {name}: running in the main checkout: {wt.fallback}")
@@ -166,7 +167,8 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
         # checkout (a loop without a worktree) is writable only outside brake state.
         own = wt.in_worktree or cwd != wt.path
         return confine.role_policy(cfg, cwd, tmp, project_root=project.root, in_worktree=own,
-                                   label=f"loop {name} tick {n} {role}", harness=harness)
+                                   label=f"loop {name} tick {n} {role}", harness=harness,
+                                   network=not (role == "verify" and harness == "command"))
 
     def request(role: str, prompt: str, *, cwd: Path | None = None, sandbox: Policy | None = None) -> HarnessRequest:
         (folder / f"{role}.prompt.md").write_text(prompt, encoding="utf-8")

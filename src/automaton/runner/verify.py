@@ -32,6 +32,7 @@ from automaton import harnesses
 from automaton.core.loopconfig import MIB, LoopConfig
 from automaton.core.record import record
 from automaton.core.sandbox import Policy
+from automaton.core.secrets import without_credentials
 from automaton.core.verdicts import Verdict, from_agent, from_command
 from automaton.harnesses import HarnessRequest
 from automaton.proc import run_streaming
@@ -191,7 +192,9 @@ def _command(cfg: LoopConfig, folder: Path, cwd: Path, tmp: Path, loop_dir: Path
     junit.unlink(missing_ok=True)
     if role.score == "junit":
         argv.append(f"--junitxml={junit}")
-    env = dict(os.environ, AUTOMATON_ROLE="verify", PYTHONDONTWRITEBYTECODE="1", **leftovers.marker(loop_dir))
+    # The user's credentials stay out of what the code under test sees (core.secrets).
+    env = dict(without_credentials(os.environ, "command"), AUTOMATON_ROLE="verify", PYTHONDONTWRITEBYTECODE="1",
+               **leftovers.marker(loop_dir))
     log = folder / "verify.log"
     done = run_streaming(argv, out_path=log, cwd=cwd, env=env, timeout_s=cfg.harness.timeout_s, sandbox=policy,
                          max_bytes=cfg.harness.max_output_mb * MIB)

@@ -67,12 +67,16 @@ def beneath(path: str, top: str) -> bool:
 
 
 def resolve(policy: Policy) -> Resolved:
-    """Check `policy` and resolve its paths. SandboxError (one line) when a path is relative
+    """Check `policy` and resolve its paths (a hidden path beneath another hidden one is
+    dropped: it is hidden with it). SandboxError (one line) when a path is relative
     or unresolvable, a hidden path is `/`, a writable path and a hidden path contain each
     other (the kernel cannot carve a hole in a grant), or the temp dir is not writable."""
     label = policy.label
     writable = tuple(dict.fromkeys(_real(p, label) for p in policy.writable))
     hidden = tuple(dict.fromkeys(_real(p, label) for p in policy.hidden))
+    # A hidden path beneath another is hidden already; kept, the way down to it would open the
+    # rest of the outer one (`landlock_rules` grants READ to every entry beside that way).
+    hidden = tuple(h for h in hidden if not any(beneath(h, o) for o in hidden))
     for h in hidden:
         if h == "/":
             raise SandboxError(one_line(f"sandbox policy {label}: cannot hide the root directory"))

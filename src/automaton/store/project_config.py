@@ -1,6 +1,10 @@
 """`.automaton/config.json`: per-project overrides of the per-phase edit scopes, sealed by a human.
 
-Shape: `{"schema_version": 1, "scopes": {"<base phase>": ["gitignore-style pattern", …]}}`.
+Shape: `{"schema_version": 1, "scopes": {"<base phase>": ["gitignore-style pattern", …]},
+"sandbox": {"hide": ["~/.config/mytool", "/abs/path", …], "unhide": ["~/.netrc", …]}}`.
+`sandbox.hide` adds credential stores to the packaged list (`core.secrets.CREDENTIAL_STORES`)
+that no agent process reads; `sandbox.unhide` takes entries of that list out (each must be
+one of them, spelled as there), and `--doctor` and every tick name what it took out.
 A phase listed here may write its own artifact plus the project-relative paths matching its
 patterns (replacing the built-in rule for `implement` and `doc_review`); `tasks/`, `.automaton/`
 and the always-denied paths stay denied. Read on every `--can-edit` and hook call; a file that
@@ -134,10 +138,10 @@ def parse(data: bytes, path: Path) -> dict[str, list[str]]:
         raise BadInput(f"{path}: not valid JSON ({exc}); fix or remove it") from None
     if not isinstance(obj, dict):
         raise BadInput(f"{path}: expected a JSON object with 'schema_version' and 'scopes'")
-    unknown = sorted(set(obj) - {"schema_version", "scopes", "isolation"})
+    unknown = sorted(set(obj) - {"schema_version", "scopes", "isolation", "sandbox"})
     if unknown:
-        raise BadInput(f"{path}: unknown key(s) {', '.join(unknown)}: only 'schema_version', 'scopes' and"
-                       " 'isolation'")
+        raise BadInput(f"{path}: unknown key(s) {', '.join(unknown)}: only 'schema_version', 'scopes',"
+                       " 'isolation' and 'sandbox'")
     if obj.get("isolation", ISOLATION_MODES[0]) not in ISOLATION_MODES:
         raise BadInput(f"{path}: isolation must be " + " or ".join(f'"{m}"' for m in ISOLATION_MODES))
     version = obj.get("schema_version")
@@ -153,6 +157,82 @@ def parse(data: bytes, path: Path) -> dict[str, list[str]]:
         if not isinstance(patterns, list) or not all(isinstance(p, str) and p.strip() for p in patterns):
             raise BadInput(f"{path}: scopes.{phase} must be a list of non-empty pattern strings")
         out[phase] = list(patterns)
+    parse_sandbox(obj.get("sandbox", {}), path)
+    return out
+
+
+@record(frozen=True)
+class SandboxLists:
+    """`sandbox` of config.json: `hide` (entries added to the hidden credential stores, `~/…`
+    or absolute) and `unhide` (entries of `CREDENTIAL_STORES` taken out), as written."""
+
+    hide: tuple[str, ...] = ()
+    unhide: tuple[str, ...] = ()
+
+
+def _hide_entry(entry: object, path: Path) -> str:
+    if not isinstance(entry, str) or not entry.strip() or "\0" in entry:
+        raise BadInput(f"{path}: sandbox.hide entries must be non-empty path strings")
+    if not (entry.startswith("~/") or entry.startswith("/")):
+        raise BadInput(f"{path}: sandbox.hide {entry!r}: write a path under your home as ~/… or an absolute path")
+    parts = [p for p in entry.removeprefix("~/").split("/") if p]
+    if not parts or ".." in parts:
+        raise BadInput(f"{path}: sandbox.hide {entry!r}: name one file or folder (not ~ or /, no '..')")
+    return entry
+
+
+def parse_sandbox(value: object, path: Path) -> SandboxLists:
+    """The `sandbox` object of config.json; BadInput (exit 2) naming `path` and the entry for
+    an unknown key, a non-list, an entry that is not `~/…` or absolute (or names `~`, `/` or
+    has `..`), a `hide` entry that overlaps an agent CLI's own state (it could not be hidden),
+    or an `unhide` entry that is not in the packaged list."""
+    from automaton.core.secrets import CREDENTIAL_STORES
+
+    if not isinstance(value, dict):
+        raise BadInput(f"{path}: 'sandbox' must be an object with 'hide' and/or 'unhide' lists")
+    unknown = sorted(set(value) - {"hide", "unhide"})
+    if unknown:
+        raise BadInput(f"{path}: sandbox: unknown key(s) {', '.join(unknown)}: only 'hide' and 'unhide'")
+    hide, unhide = value.get("hide", []), value.get("unhide", [])
+    if not isinstance(hide, list) or not isinstance(unhide, list):
+        raise BadInput(f"{path}: sandbox.hide and sandbox.unhide must be lists of path strings")
+    for entry in unhide:
+        if entry not in CREDENTIAL_STORES:
+            raise BadInput(f"{path}: sandbox.unhide {entry!r} is not in the packaged list of credential stores;"
+                           " automaton --doctor lists them")
+    out = SandboxLists(tuple(_hide_entry(e, path) for e in hide), tuple(unhide))
+    if out.hide:
+        _no_agent_state(out.hide, path)
+    return out
+
+
+def _no_agent_state(hide: tuple[str, ...], path: Path) -> None:
+    """BadInput (exit 2) for a `sandbox.hide` entry that holds or lies inside a path an agent
+    CLI writes (`sandbox.agents.STATE`): the kernel cannot hide it and grant the write, and
+    every agent would be refused its sandbox."""
+    from automaton.sandbox.agents import STATE  # only with a hide list: the hook's imports stay small
+
+    home = Path.home()
+    state = [home / rel for folders, files in STATE.values() for rel in (*folders, *files)]
+    for entry in hide:
+        where = home / entry[2:] if entry.startswith("~/") else Path(entry)
+        clash = next((s for s in state if s == where or where in s.parents or s in where.parents), None)
+        if clash is not None:
+            raise BadInput(f"{path}: sandbox.hide {entry!r} overlaps {clash}, which an agent CLI must write:"
+                           " name a narrower path")
+
+
+def sandbox_lists(project: Project) -> SandboxLists:
+    """`sandbox` of the sealed config.json; empty lists when there is neither a file nor a
+    seal. BadInput / ConfigNotSealed exactly as `scope_overrides`."""
+    seal = read_seal(project)
+    out = SandboxLists()
+    if seal.current is not None:
+        parse(seal.current, project.config_file)
+        out = parse_sandbox(json.loads(seal.current.decode("utf-8")).get("sandbox", {}), project.config_file)
+    why = problem(project, seal)
+    if why is not None:
+        raise ConfigNotSealed(why)
     return out
 
 
