@@ -19,6 +19,13 @@ log holds (a `.state` written by anything but automaton is tamper), and the tran
 hold against artifacts of later phases. The folder of the record key is hidden from every
 agent (`key_dir`), and so are the web browsers' profile folders (`hidden_paths`): they hold the
 dashboard's session cookie, which carries a human's approvals.
+
+Every path in the writable set is checked where it really lives (`grants`): the kernel
+grants a symlink's target, so an entry whose real path leaves the project (`shellrc ->
+~/.bashrc`, `notes -> /etc`), is the project itself, or lands in an entry never writable
+(`x -> .git`) is left out, and so is an entry holding or inside automaton's own install
+(`install_paths`: a `.venv` that automaton runs from). Landlock cannot carve a hole in a
+grant, so such an entry is not granted at all; the agent still reads it.
 """
 
 from __future__ import annotations
@@ -26,8 +33,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from automaton import install_paths
 from automaton.core import phases as ph
 from automaton.core.errors import BadInput
+from automaton.core.record import record
 from automaton.store.layout import DOT, TASKS
 
 # Top-level entries never writable by an agent: brake state, git internals, agent settings.
@@ -77,9 +86,64 @@ def _markdown(root: Path) -> list[Path]:
     return sorted(found)
 
 
+@record(frozen=True)
+class Grants:
+    """What the kernel lets an agent write in the project: `paths` (as listed, absolute), and
+    `left_out`: (path, why) for each candidate not granted (see the module text)."""
+
+    paths: tuple[Path, ...]
+    left_out: tuple[tuple[Path, str], ...]
+
+    def note(self, root: Path) -> str | None:
+        """One line naming what was left out, or None when nothing was."""
+        if not self.left_out:
+            return None
+        parts = []
+        for path, why in self.left_out:
+            try:
+                rel = path.relative_to(root).as_posix()
+            except ValueError:
+                rel = str(path)
+            parts.append(f"{rel} ({why})")
+        return "not writable: " + "; ".join(parts) + "; the agent still reads them"
+
+
+def _why_not(path: Path, real_root: str, task_dir: Path | None, own: tuple[str, ...]) -> str | None:
+    """Why `path` may not be granted, or None. The task folder may lie in `tasks/`."""
+    real = os.path.realpath(path)
+    if not real.startswith(real_root.rstrip(os.sep) + os.sep):
+        return f"links out of the project to {real}"
+    parts = real[len(real_root.rstrip(os.sep)) + 1:].split(os.sep)
+    if task_dir is not None and path == task_dir:
+        if parts != [TASKS, task_dir.name]:
+            return f"the task folder links to {real}, not to {TASKS}/{task_dir.name}"
+    elif parts[0].lower() in NEVER or parts[-1].lower().startswith(".state"):
+        return f"links to {parts[0]}, which no agent writes"
+    hit = install_paths.clash(real, own)
+    if hit is not None:
+        return f"holds or lies in automaton's own install {hit}; {install_paths.FIX}"
+    return None
+
+
+def grants(root: Path, phase: str | None, task_dir: Path | None, *, own: tuple[str, ...] | None = None) -> Grants:
+    """`project_writable`, each path checked where it really lives (the module text).
+    `own`: the real paths of automaton's install (default: `install_paths.own_roots()`)."""
+    real_root = os.path.realpath(root)
+    roots = install_paths.own_roots() if own is None else own
+    kept: list[Path] = []
+    left: list[tuple[Path, str]] = []
+    for path in project_writable(root, phase, task_dir):
+        why = _why_not(path, real_root, task_dir, roots)
+        if why is None:
+            kept.append(path)
+        else:
+            left.append((path, why))
+    return Grants(tuple(kept), tuple(left))
+
+
 def project_writable(root: Path, phase: str | None, task_dir: Path | None) -> list[Path]:
-    """The project paths the kernel lets an agent at `phase` write (see the module table).
-    `phase` None: no task is in force."""
+    """The project paths an agent at `phase` may write by the module table, before `grants`
+    checks where each really lives (use `grants` for a sandbox). `phase` None: no task is in force."""
     if phase is None:
         return _project_entries(root)
     base = phase.partition(":")[0]
