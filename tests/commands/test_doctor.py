@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 
 from automaton.commands import doctor_checks
+from automaton.commands.doctor import project_checks
 from automaton.core.names import LoopName
+from automaton.install_paths import FIX, own_roots
 from automaton.store import loops
 from automaton.store.key import key_path
 from automaton.store.layout import Project
@@ -252,3 +254,14 @@ def test_halted_tampered_and_changed_config_are_problems(project: Path, agent: P
     config.write_text(config.read_text().replace('"max_iterations": 1', '"max_iterations": 2'))
     [cf] = checks(p)["config"]
     assert cf["level"] == "problem" and "differs from the sealed one" in cf["message"]
+
+
+def test_doctor_warns_when_automaton_lives_in_the_project(project: Path) -> None:
+    venv = project / ".venv"
+    venv.mkdir()
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    found = [f for f in project_checks(Project.at(str(project)), own=own_roots(prefixes=[str(venv)], files=[]))
+             if f.check == "install"]
+    assert [f.level for f in found] == ["warning"]
+    assert "inside the project" in found[0].message and found[0].fix == FIX
+    assert not [f for f in project_checks(Project.at(str(project)), own=()) if f.check == "install"]
