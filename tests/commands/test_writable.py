@@ -4,10 +4,11 @@ onto automaton's own install is never granted."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
-from automaton.commands.writable import grants
+from automaton.commands.writable import configured_installs, grants
 from automaton.install_paths import own_roots
 from tests.helpers import bring_task
 
@@ -99,3 +100,32 @@ def test_an_entry_holding_automatons_package_is_left_out(project: Path) -> None:
     got = grants(project, None, None, own=own_roots(prefixes=[], files=[str(package)]))
     assert "src" in names(got.paths, project)
     assert [p.name for p, _ in got.left_out] == ["vendor"]
+
+
+def test_the_installs_the_hooks_and_the_schedule_run_are_left_out(project: Path) -> None:
+    hooked = project / "tools" / "env"
+    (hooked / "bin").mkdir(parents=True)
+    (hooked / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    scheduled = project / "py"
+    (scheduled / "bin").mkdir(parents=True)
+    (scheduled / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (project / "src").mkdir()
+    command = f"'{hooked}/bin/automaton' --hook claude --project '{project}' || exit 2"
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_text(json.dumps(
+        {"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": command}]}]}}))
+    loop = project / ".automaton" / "loops" / "nightly"
+    loop.mkdir(parents=True)
+    (loop / "schedule.json").write_text(json.dumps({"python": f"{scheduled}/bin/python", "runner": "/elsewhere/r.py"}))
+    assert configured_installs(project) == [f"{hooked}/bin/automaton", f"{scheduled}/bin/python", "/elsewhere/r.py"]
+    got = grants(project, None, None)  # the running automaton's install, and the configured ones
+    assert names(got.paths, project) == {"src", "README.md"}
+    assert sorted(p.name for p, _ in got.left_out) == ["py", "tools"]
+
+
+def test_unreadable_settings_name_no_install(project: Path) -> None:
+    (project / ".codex").mkdir()
+    (project / ".codex" / "hooks.json").write_text("{not json")
+    (project / ".git" / "hooks").mkdir(exist_ok=True)
+    (project / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\n'unclosed --hook git\nrelative --hook git\n")
+    assert configured_installs(project) == []

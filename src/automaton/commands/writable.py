@@ -24,13 +24,16 @@ Every path in the writable set is checked where it really lives (`grants`): the 
 grants a symlink's target, so an entry whose real path leaves the project (`shellrc ->
 ~/.bashrc`, `notes -> /etc`), is the project itself, or lands in an entry never writable
 (`x -> .git`) is left out, and so is an entry holding or inside automaton's own install
-(`install_paths`: a `.venv` that automaton runs from). Landlock cannot carve a hole in a
+(`install_paths`: a `.venv` that automaton runs from, or that the project's installed hooks
+and loop schedules run, `configured_installs`). Landlock cannot carve a hole in a
 grant, so such an entry is not granted at all; the agent still reads it.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 from pathlib import Path
 
 from automaton import install_paths
@@ -42,6 +45,8 @@ from automaton.store.layout import DOT, TASKS
 # Top-level entries never writable by an agent: brake state, git internals, agent settings.
 NEVER = frozenset({TASKS, DOT, ".git", ".claude", ".codex", ".gemini"})
 KEY_DIR = (".config", "automaton")
+# Where `--install-hooks` puts the agents' hook commands (hooks/install.py AGENT_TARGETS).
+HOOK_SETTINGS = (".claude/settings.json", ".codex/hooks.json", ".gemini/settings.json")
 # Profile folders of the common browsers (cookie stores), relative to HOME: a session cookie of
 # `automaton --dashboard` read from one would let an agent approve its own halt. Linux (XDG,
 # snap, flatpak) and macOS locations; a browser not listed here is a documented residual risk.
@@ -125,11 +130,60 @@ def _why_not(path: Path, real_root: str, task_dir: Path | None, own: tuple[str, 
     return None
 
 
+def _json(path: Path) -> object:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+
+
+def _hook_commands(doc: object) -> list[str]:
+    """Every `command` string holding `--hook` anywhere in a settings document."""
+    if isinstance(doc, dict):
+        own = doc.get("command")
+        found = [own] if isinstance(own, str) and "--hook" in own else []
+        return found + [c for v in doc.values() for c in _hook_commands(v)]
+    if isinstance(doc, list):
+        return [c for v in doc for c in _hook_commands(v)]
+    return []
+
+
+def _program(command: str) -> str | None:
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    return words[0] if words else None
+
+
+def configured_installs(root: Path) -> list[str]:
+    """The absolute programs the project's installed hooks and loop schedules run: the first
+    word of each hook command (agent settings, the git pre-commit hook) and each loop's
+    `schedule.json` `python` and `runner`. A file that is missing or unreadable names nothing.
+    Every file read here is one no agent writes (`NEVER`, `.git`, `.automaton/`)."""
+    commands = [c for rel in HOOK_SETTINGS for c in _hook_commands(_json(root / rel))]
+    try:
+        pre_commit = (root / ".git" / "hooks" / "pre-commit").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        pre_commit = ""
+    commands += [line for line in pre_commit.splitlines() if "--hook" in line]
+    found = [_program(c) for c in commands]
+    for saved in sorted((root / DOT / "loops").glob("*/schedule.json")):
+        data = _json(saved)
+        if isinstance(data, dict):
+            found += [data.get("python"), data.get("runner")]
+    return [f for f in found if isinstance(f, str) and os.path.isabs(f)]
+
+
 def grants(root: Path, phase: str | None, task_dir: Path | None, *, own: tuple[str, ...] | None = None) -> Grants:
     """`project_writable`, each path checked where it really lives (the module text).
-    `own`: the real paths of automaton's install (default: `install_paths.own_roots()`)."""
+    `own`: the real paths of automaton's install (default: `install_paths.own_roots()` of the
+    running automaton and of the programs `configured_installs` names)."""
     real_root = os.path.realpath(root)
-    roots = install_paths.own_roots() if own is None else own
+    if own is None:
+        files = [*install_paths.running_files(), *configured_installs(root)]
+        own = install_paths.own_roots(files=files)
+    roots = own
     kept: list[Path] = []
     left: list[tuple[Path, str]] = []
     for path in project_writable(root, phase, task_dir):
