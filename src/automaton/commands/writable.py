@@ -116,6 +116,8 @@ class Grants:
 def _why_not(path: Path, real_root: str, task_dir: Path | None, own: tuple[str, ...]) -> str | None:
     """Why `path` may not be granted, or None. The task folder may lie in `tasks/`."""
     real = os.path.realpath(path)
+    if real == real_root:
+        return "links to the project root itself"
     if not real.startswith(real_root.rstrip(os.sep) + os.sep):
         return f"links out of the project to {real}"
     parts = real[len(real_root.rstrip(os.sep)) + 1:].split(os.sep)
