@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import bring_task, run_exe
+from tests.helpers import bring_task, git, run_exe
+from tests.ownkit import project_venv, run_in
 
 TRY = ("import sys, pathlib\n"
        "for rel in sys.argv[1:]:\n"
@@ -160,3 +161,43 @@ def test_a_bad_isolation_value_in_config_json_is_bad_input(project: Path,
     (project / ".automaton" / "config.json").write_text(json.dumps({"schema_version": 1, "isolation": "none"}))
     code, _, err = session(None, "README.md")
     assert code == 2 and "config.json: isolation must be" in err and err.count("\n") == 1
+
+
+def _commit(project: Path) -> None:
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "links")
+
+
+def test_a_committed_link_out_of_the_project_is_never_granted(project: Path, tmp_path: Path, human: None) -> None:
+    bring_task(project, "t", "implement", focus=True)
+    rc = Path(os.environ["HOME"]) / ".bashrc"
+    rc.write_text("# rc\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (project / "shellrc").symlink_to(rc)
+    (project / "notes").symlink_to(outside)
+    (project / "src").mkdir()
+    (project / "src" / "app.py").write_text("x = 1\n")
+    _commit(project)
+    done = run_exe("automaton", "--sandbox", "--project", str(project), "--", "sh", "-c",
+                   "echo x >> shellrc; a=$?; echo y > notes/new; b=$?; echo z >> src/app.py; echo $a $b $?",
+                   cwd=project, env=dict(os.environ))
+    assert done.returncode == 0, done.stderr
+    assert [code != "0" for code in done.stdout.split()[-3:]] == [True, True, False], done.stdout  # only src/
+    assert rc.read_text() == "# rc\n" and not (outside / "new").exists()
+    assert "not writable: notes (links out of the project" in done.stderr
+    assert "shellrc (links out of the project" in done.stderr
+
+
+def test_automatons_own_venv_in_the_project_is_never_granted(project: Path, human: None) -> None:
+    python = project_venv(project)
+    (project / "src").mkdir()
+    script = project / ".venv" / "bin" / "automaton"
+    before = script.read_text()
+    done = run_in(python, "--sandbox", "--project", str(project), "--", "sh", "-c",
+                  "echo 'exit 0' >> .venv/bin/automaton; a=$?; echo z > src/app.py; echo $a $?", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert [code != "0" for code in done.stdout.split()[-2:]] == [True, False], done.stdout
+    assert script.read_text() == before
+    assert "not writable: .venv (holds or lies in automaton's own install" in done.stderr
+    assert "pipx install automaton-framework" in done.stderr

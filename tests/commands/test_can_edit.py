@@ -9,8 +9,11 @@ import pytest
 
 from automaton.commands import can_edit
 from automaton.core import phases as ph
+from automaton.install_paths import own_roots
+from automaton.store.layout import Project
 from tests.helpers import Result, run_cli
 from tests.helpers import seed_task as seed
+from tests.ownkit import project_venv, run_in
 
 
 def check(root: Path, file: str, *extra: str, cwd: Path | None = None) -> Result:
@@ -214,3 +217,35 @@ def test_text_output(tmp_path: Path) -> None:
     assert res.code == 0 and res.out == "ALLOWED: tasks/t/SPEC.md is in scope of t at research\n"
     res = run_cli("--can-edit", "--file", ".state", "--project", str(tmp_path))
     assert res.code == 1 and res.out.startswith("DENIED: .state: ")
+
+
+def test_automatons_own_venv_in_the_project_is_never_editable(project: Path) -> None:
+    python = project_venv(project)
+    (project / "src").mkdir()
+    venv = project / ".venv"
+    site = next(venv.glob("lib/python*/site-packages"))
+    for target in (venv / "bin" / "automaton", site / "automaton_under_test.pth", venv / "pyvenv.cfg", venv):
+        done = run_in(python, "--can-edit", "--file", str(target), "--project", str(project), cwd=project)
+        assert done.returncode == 1, (target, done.stdout, done.stderr)
+        assert "automaton itself runs from" in done.stdout + done.stderr
+        assert "pipx install automaton-framework" in done.stdout + done.stderr
+    allowed = run_in(python, "--can-edit", "--file", "src/app.py", "--project", str(project), cwd=project)
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+
+
+def test_own_install_is_judged_on_real_paths(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    seed(root, "t", "implement")
+    venv = root / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (root / "src").mkdir()
+    (root / "tools").symlink_to(venv / "bin")
+    memo = can_edit.Memo()
+    memo.get(("own install",), lambda: own_roots(prefixes=[str(venv)], files=[]))
+    project = Project.at(str(root))
+    for file in ("tools/automaton", ".venv/bin/automaton", ".venv"):
+        decision = can_edit.decide(project, file, task="t", memo=memo)
+        assert not decision.allowed and "automaton itself runs from" in decision.reason, file
+    assert can_edit.decide(project, "src/app.py", task="t", memo=memo).allowed
+    assert can_edit.own_install(root, memo) is not None  # it holds the install: no `rm -rf` of it either

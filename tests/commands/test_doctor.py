@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 
 from automaton.commands import doctor_checks
+from automaton.commands.doctor import project_checks
 from automaton.core.names import LoopName
+from automaton.install_paths import FIX, own_roots
 from automaton.store import loops
 from automaton.store.key import key_path
 from automaton.store.layout import Project
@@ -287,3 +289,14 @@ def test_the_credential_stores_in_force_and_an_unhidden_one(project: Path) -> No
     assert [f["level"] for f in found[1:]] == ["warning"]
     assert "~/.netrc is readable to agents" in found[1]["message"]
     assert "sandbox.unhide" in found[1]["fix"]
+
+
+def test_doctor_warns_when_automaton_lives_in_the_project(project: Path) -> None:
+    venv = project / ".venv"
+    venv.mkdir()
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    found = [f for f in project_checks(Project.at(str(project)), own=own_roots(prefixes=[str(venv)], files=[]))
+             if f.check == "install"]
+    assert [f.level for f in found] == ["warning"]
+    assert "inside the project" in found[0].message and found[0].fix == FIX
+    assert not [f for f in project_checks(Project.at(str(project)), own=()) if f.check == "install"]

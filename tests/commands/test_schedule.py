@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from automaton.commands import schedule
-from automaton.core.errors import BadInput
+from automaton.core.errors import BadInput, Refused
+from automaton.install_paths import own_roots
 from automaton.schedulers import cron, launchd
 from automaton.store.layout import Project, framework_home
 from automaton.store.loops import Loop
@@ -241,3 +242,17 @@ def test_foreign_crlf_and_non_utf8_lines_stay_byte_identical(project: Path, tabl
     assert table.read_bytes().startswith(foreign)
     assert run_cli("--uninstall-schedule", "demo", "--project", str(project)).code == 0
     assert table.read_bytes() == foreign
+
+
+def test_install_refuses_when_automaton_lives_in_the_project(project: Path, table: Path) -> None:
+    loop_dir = make_loop(project)
+    table.write_text(FOREIGN)
+    venv = project / ".venv"
+    venv.mkdir()
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    own = own_roots(prefixes=[str(venv)], files=[str(venv / "bin" / "python")])
+    with pytest.raises(Refused, match=r"--install-schedule: automaton runs from .*pipx install automaton-framework"):
+        schedule.install_schedule(Project.at(str(project)), "demo", own=own)
+    assert table.read_text() == FOREIGN  # no unit
+    assert not (loop_dir / "run-tick.sh").exists() and not (loop_dir / schedule.RECORD_FILE).exists()
+    assert schedule.install_schedule(Project.at(str(project)), "demo", own=()).data["ok"] is True

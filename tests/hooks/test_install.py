@@ -11,9 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from automaton.hooks.install import loop_settings
+from automaton.core.errors import Refused
+from automaton.hooks.install import install, loop_settings
+from automaton.install_paths import own_roots
 from automaton.store.layout import Project
 from tests.helpers import GIT_ENV, git, run_cli
+from tests.ownkit import project_venv, run_in
 
 FILES = {"claude": (".claude/settings.json", "PreToolUse"), "codex": (".codex/hooks.json", "PreToolUse"),
          "gemini": (".gemini/settings.json", "BeforeTool")}
@@ -214,3 +217,26 @@ def test_loop_settings_carry_the_deny_rules_and_switch_the_kill_switch_off(proje
     doc = json.loads(loop_settings(Project(project.resolve()), "nightly").read_text())
     assert doc["disableAllHooks"] is False and doc["model"] == "x"
     assert "Edit(/.automaton/**)" in doc["permissions"]["deny"]
+
+
+@pytest.mark.parametrize("agent", ["claude", "git"])
+def test_install_refuses_when_automaton_lives_in_the_project(project: Path, agent: str) -> None:
+    python = project_venv(project)
+    done = run_in(python, "--install-hooks", agent, "--project", str(project), cwd=project)
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--install-hooks: automaton runs from" in lines[0]
+    assert "pipx install automaton-framework" in lines[0]
+    assert not (project / ".claude").exists() and not (project / ".git" / "hooks" / "pre-commit").exists()
+
+
+def test_install_refuses_for_an_install_given_inside_the_project(project: Path) -> None:
+    venv = project / "tools" / "venv"
+    venv.mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    with pytest.raises(Refused, match="pipx install automaton-framework"):
+        install(Project.at(str(project)), "codex", own=own_roots(prefixes=[str(venv)], files=[]))
+    assert not (project / ".codex").exists()
+    outside = project.parent / "elsewhere"
+    outside.mkdir()
+    assert install(Project.at(str(project)), "codex", own=own_roots(prefixes=[str(outside)], files=[])).code == 0

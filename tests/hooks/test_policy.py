@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import types
 from collections.abc import Callable
@@ -15,6 +16,7 @@ from automaton.hooks import policy
 from automaton.store.layout import Project
 from tests.helpers import run_cli
 from tests.hooks.conftest import assert_allowed, assert_denied
+from tests.ownkit import project_venv, run_in, write_payload
 
 
 @pytest.fixture
@@ -197,3 +199,20 @@ def test_a_real_task_less_loop_ignores_the_focus(project: Path, approver: str, h
     assert run_cli("--focus", "other", "--project", str(project)).code == 0
     assert_allowed(hook("claude", write(Path("src/x.py"), tree)))
     assert_denied(hook("claude", write(Path("README.md"), tree)), "outside the file_scope of loop nightly")
+
+
+def test_the_hook_denies_automatons_own_venv_in_the_project(project: Path) -> None:
+    python = project_venv(project)
+    venv = project / ".venv"
+    site = next(venv.glob("lib/python*/site-packages"))
+    for target in (venv / "bin" / "automaton", site / "sitecustomize.py"):
+        done = run_in(python, "--hook", "claude", "--project", str(project), cwd=project,
+                      stdin=write_payload(project, target))
+        assert done.returncode == 2, (target, done.stderr)
+        assert "automaton itself runs from" in done.stderr
+    wipe = json.dumps({"cwd": str(project), "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                       "tool_input": {"command": "rm -rf .venv"}})
+    assert run_in(python, "--hook", "claude", "--project", str(project), cwd=project, stdin=wipe).returncode == 2
+    fine = run_in(python, "--hook", "claude", "--project", str(project), cwd=project,
+                  stdin=write_payload(project, project / "app.py"))
+    assert fine.returncode == 0, fine.stderr

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from automaton import install_paths
 from automaton.core import phases as ph
 from automaton.core.errors import BadInput
 from automaton.core.names import TaskRef
@@ -91,6 +92,17 @@ def protected(parts: tuple[str, ...]) -> str | None:
     if is_hook_config(parts):
         return HOOK_CONFIG_WHY
     return None
+
+
+def own_install(path: Path, memo: Memo | None = None) -> str | None:
+    """Why real `path` is always denied as part of the running automaton's install (it lies
+    in `install_paths.own_roots()` or holds one: the hook and the schedule run those files),
+    or None. `memo`: the roots are found once per call."""
+    roots = (memo or Memo()).get(("own install",), install_paths.own_roots)
+    hit = install_paths.clash(str(path), roots)
+    if hit is None:
+        return None
+    return f"{path}: automaton itself runs from {hit}, which no agent edits; {install_paths.FIX}"
 
 
 def task_scope_allows(
@@ -232,6 +244,9 @@ def decide(
     why = protected(parts)
     if why:
         return Decision(False, f"{posix(parts)}: {why}", str(path))
+    why = own_install(path, memo)
+    if why:
+        return Decision(False, why, str(path))
     ref = memo.get(("task", task), lambda: which_task(project, task))
     if ref is None:
         return Decision(True, "no task in focus: only the always-denied paths apply", str(path))

@@ -5,7 +5,7 @@ Each check gives a `Finding`: "ok", "problem" (the loop cannot run as configured
 export of the base commit in a temporary folder (removed after), no agent is ever called (a
 paid API call is not a check), and no schedule is changed. Project checks: git repository with
 a commit, the key file's mode, `.automaton/config.json` sealed, the credential stores kept from
-agents (`secrets_checks`). Loop checks (`doctor_loop`).
+agents (`secrets_checks`), automaton not installed inside the project. Loop checks (`doctor_loop`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from automaton import install_paths
 from automaton.commands.doctor_checks import Finding, harness_checks, verify_check
 from automaton.commands.loops_common import project_config_problem
 from automaton.commands.schedule_info import schedule_info
@@ -29,8 +30,9 @@ from automaton.store.layout import Project
 from automaton.store.loops import Loop
 
 
-def project_checks(project: Project) -> list[Finding]:
-    """Git with a commit, the key file's mode, the project config seal."""
+def project_checks(project: Project, *, own: tuple[str, ...] | None = None) -> list[Finding]:
+    """Git with a commit, the key file's mode, the project config seal, and where automaton
+    itself is installed (`own`: its install's real paths, default `install_paths.own_roots()`)."""
     out: list[Finding] = []
     head = run_git(project.root, ["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])
     if head.code == 127:
@@ -49,6 +51,11 @@ def project_checks(project: Project) -> list[Finding]:
         out.append(Finding(None, "config", "problem", unsealed))
     else:
         out += secrets_checks(project)
+    inside = install_paths.inside(str(project.root), install_paths.own_roots() if own is None else own)
+    if inside is not None:
+        out.append(Finding(None, "install", "warning", f"automaton runs from {inside}, inside the project: the"
+                           " sandbox never grants it and the hook denies edits there, but --install-hooks and"
+                           " --install-schedule refuse", install_paths.FIX))
     return out
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from automaton.commands.can_edit import Decision, protected, task_scope_allows
+from automaton.commands.can_edit import Decision, own_install, protected, task_scope_allows
 from automaton.core.digest import sha256_hex
 from automaton.core.errors import BadInput, CorruptState, ExitCode
 from automaton.core.loopconfig import SANDBOX_MODES, SCHEMA_VERSION
@@ -82,6 +82,9 @@ def can_edit_loop(project: Project, name: str, file: str, *, loop_worktree: bool
     why = protected(parts)
     if why:
         return Decision(False, f"{posix(parts)}: {why}", str(path))
+    why = own_install(path)
+    if why:
+        return Decision(False, why, str(path))
     from automaton.core.gates import scope_spec  # here: --loop-list never matches a path
 
     if not scope_spec(config.blast_radius.file_scope).match_file(posix(parts)):

@@ -13,7 +13,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from automaton.commands.writable import hidden_paths, project_writable, secret_stores
+from automaton.commands.writable import grants, hidden_paths, secret_stores
 from automaton.core.errors import BadInput
 from automaton.core.names import TaskRef
 from automaton.core.sandbox import Policy
@@ -35,12 +35,15 @@ class SessionPlan:
     lines: list[str]
 
 
-def plan(project: Project, task: str | None, argv: list[str], *, home: Path | None = None) -> SessionPlan:
+def plan(project: Project, task: str | None, argv: list[str], *, home: Path | None = None,
+         own: tuple[str, ...] | None = None) -> SessionPlan:
     """The sandbox for running `argv` on `project` with `task`'s scope (default: the focus).
 
     Raises BadInput (exit 2) for an empty argv, an unknown task, a task whose state is
     tampered (its scope cannot be trusted), or an invalid or unsealed `.automaton/config.json`
-    (its credential store lists). The temp dir is created here (mode 0700)."""
+    (its credential store lists). The temp dir is created here (mode 0700). `own`: the real
+    paths of automaton's install never granted (default: this process's,
+    `install_paths.own_roots`)."""
     if not argv:
         raise BadInput("--sandbox needs a command after --, e.g. automaton --sandbox -- claude")
     ref: TaskRef | None = TaskRef.parse(task) if task else _focus(project)
@@ -59,7 +62,8 @@ def plan(project: Project, task: str | None, argv: list[str], *, home: Path | No
     agent = AGENTS.get(Path(argv[0]).name, "command")
     stores = secret_stores(project.root, agent, home)
     tmp = Path(tempfile.mkdtemp(prefix="automaton-session-"))
-    in_project = project_writable(project.root, phase, task_dir)
+    granted = grants(project.root, phase, task_dir, own=own)
+    in_project = list(granted.paths)
     writable = [*in_project, tmp, *agent_state_dirs(agent, home)]
     label = f"session {ref} ({phase})" if ref else "session (no task)"
     seen = visible_paths(home=home, cwd=Path.cwd(), project_root=project.root, argv=argv)
@@ -68,6 +72,9 @@ def plan(project: Project, task: str | None, argv: list[str], *, home: Path | No
     scope = ", ".join(str(p.relative_to(project.root)) for p in in_project) or "nothing in the project"
     lines = [f"automaton --sandbox: {label}; writable: {scope}; everything else is read-only",
              *(f"automaton --sandbox: {line}" for line in stores.notes())]
+    note = granted.note(project.root)
+    if note is not None:
+        lines.append(f"automaton --sandbox: {note}")
     return SessionPlan(policy, str(ref) if ref else None, phase, lines)
 
 

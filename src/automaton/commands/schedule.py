@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from automaton import install_paths
 from automaton.core.errors import AutomatonError, BadInput, CorruptState, Refused
 from automaton.core.names import LoopName
 from automaton.core.outcome import Outcome
@@ -113,7 +114,7 @@ def _log(loop: Loop, event: str, fields: dict[str, object], out: Outcome) -> Non
 
 
 def install_schedule(project: Project, name: str, interval_s: int | None = None, *,
-                     system: str | None = None) -> Outcome:
+                     system: str | None = None, own: tuple[str, ...] | None = None) -> Outcome:
     """`--install-schedule NAME [--interval SECONDS]`: write the tick script, install the unit.
 
     `system` defaults to `platform.system()` (Linux cron, Darwin launchd, Windows schtasks).
@@ -121,15 +122,21 @@ def install_schedule(project: Project, name: str, interval_s: int | None = None,
     tick_script, enabled}. A paused or halted loop gets the unit installed but disabled
     (enabled: false). Errors: BadInput (exit 2) for an untracked loop, a corrupt state, an
     interval the scheduler cannot fire exactly, an unsupported OS or a failing scheduler tool;
-    Refused (exit 1) for a complete loop, a tampered state, or a unit name already used by
-    another project's loop.
+    Refused (exit 1) for a complete loop, a tampered state, a unit name already used by
+    another project's loop, or automaton itself installed inside the project (`own`: its
+    install's real paths, default `install_paths.own_roots()`): the schedule would run files
+    an agent at work there can rewrite.
     """
-    return install(Loop.resolve(project, name), interval_s, system=system)
+    return install(Loop.resolve(project, name), interval_s, system=system, own=own)
 
 
-def install(handle: Loop, interval_s: int | None = None, *, system: str | None = None) -> Outcome:
+def install(handle: Loop, interval_s: int | None = None, *, system: str | None = None,
+            own: tuple[str, ...] | None = None) -> Outcome:
     """`install_schedule` of a resolved loop."""
     project, loop = handle.project, handle.name
+    inside = install_paths.refusal(str(project.root), "--install-schedule", own)
+    if inside is not None:
+        raise Refused(inside)
     scheduler = for_system(system)
     sys_name = system or _platform()
     if handle.read_state()["status"] == "complete":

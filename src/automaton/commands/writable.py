@@ -22,14 +22,25 @@ dashboard's session cookie, which carries a human's approvals. The user's creden
 (`core.secrets.CREDENTIAL_STORES`, widened or narrowed by the sealed `.automaton/config.json`)
 are masked (`secret_stores`): empty where a mount namespace is in force, hidden like the key
 where only Landlock or Seatbelt is.
+
+Every path in the writable set is checked where it really lives (`grants`): the kernel
+grants a symlink's target, so an entry whose real path leaves the project (`shellrc ->
+~/.bashrc`, `notes -> /etc`), is the project itself, or lands in an entry never writable
+(`x -> .git`) is left out, and so is an entry holding or inside automaton's own install
+(`install_paths`: a `.venv` that automaton runs from, or that the project's installed hooks
+and loop schedules run, `configured_installs`). Landlock cannot carve a hole in a
+grant, so such an entry is not granted at all; the agent still reads it.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
+from automaton import install_paths
 from automaton.core import phases as ph
 from automaton.core.errors import BadInput
 from automaton.core.record import record
@@ -38,6 +49,8 @@ from automaton.store.layout import DOT, TASKS, Project
 # Top-level entries never writable by an agent: brake state, git internals, agent settings.
 NEVER = frozenset({TASKS, DOT, ".git", ".claude", ".codex", ".gemini"})
 KEY_DIR = (".config", "automaton")
+# Where `--install-hooks` puts the agents' hook commands (hooks/install.py AGENT_TARGETS).
+HOOK_SETTINGS = (".claude/settings.json", ".codex/hooks.json", ".gemini/settings.json")
 # Profile folders of the common browsers (cookie stores), relative to HOME: a session cookie of
 # `automaton --dashboard` read from one would let an agent approve its own halt. Linux (XDG,
 # snap, flatpak) and macOS locations; a browser not listed here is a documented residual risk.
@@ -121,9 +134,115 @@ def _markdown(root: Path) -> list[Path]:
     return sorted(found)
 
 
+@record(frozen=True)
+class Grants:
+    """What the kernel lets an agent write in the project: `paths` (as listed, absolute), and
+    `left_out`: (path, why) for each candidate not granted (see the module text)."""
+
+    paths: tuple[Path, ...]
+    left_out: tuple[tuple[Path, str], ...]
+
+    def note(self, root: Path) -> str | None:
+        """One line naming what was left out, or None when nothing was."""
+        if not self.left_out:
+            return None
+        parts = []
+        for path, why in self.left_out:
+            try:
+                rel = path.relative_to(root).as_posix()
+            except ValueError:
+                rel = str(path)
+            parts.append(f"{rel} ({why})")
+        return "not writable: " + "; ".join(parts) + "; the agent still reads them"
+
+
+def _why_not(path: Path, real_root: str, task_dir: Path | None, own: tuple[str, ...]) -> str | None:
+    """Why `path` may not be granted, or None. The task folder may lie in `tasks/`."""
+    real = os.path.realpath(path)
+    if real == real_root:
+        return "links to the project root itself"
+    if not real.startswith(real_root.rstrip(os.sep) + os.sep):
+        return f"links out of the project to {real}"
+    parts = real[len(real_root.rstrip(os.sep)) + 1:].split(os.sep)
+    if task_dir is not None and path == task_dir:
+        if parts != [TASKS, task_dir.name]:
+            return f"the task folder links to {real}, not to {TASKS}/{task_dir.name}"
+    elif parts[0].lower() in NEVER or parts[-1].lower().startswith(".state"):
+        return f"links to {parts[0]}, which no agent writes"
+    hit = install_paths.clash(real, own)
+    if hit is not None:
+        return f"holds or lies in automaton's own install {hit}; {install_paths.FIX}"
+    return None
+
+
+def _json(path: Path) -> object:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+
+
+def _hook_commands(doc: object) -> list[str]:
+    """Every `command` string holding `--hook` anywhere in a settings document."""
+    if isinstance(doc, dict):
+        own = doc.get("command")
+        found = [own] if isinstance(own, str) and "--hook" in own else []
+        return found + [c for v in doc.values() for c in _hook_commands(v)]
+    if isinstance(doc, list):
+        return [c for v in doc for c in _hook_commands(v)]
+    return []
+
+
+def _program(command: str) -> str | None:
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    return words[0] if words else None
+
+
+def configured_installs(root: Path) -> list[str]:
+    """The absolute programs the project's installed hooks and loop schedules run: the first
+    word of each hook command (agent settings, the git pre-commit hook) and each loop's
+    `schedule.json` `python` and `runner`. A file that is missing or unreadable names nothing.
+    Every file read here is one no agent writes (`NEVER`, `.git`, `.automaton/`)."""
+    commands = [c for rel in HOOK_SETTINGS for c in _hook_commands(_json(root / rel))]
+    try:
+        pre_commit = (root / ".git" / "hooks" / "pre-commit").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        pre_commit = ""
+    commands += [line for line in pre_commit.splitlines() if "--hook" in line]
+    found = [_program(c) for c in commands]
+    for saved in sorted((root / DOT / "loops").glob("*/schedule.json")):
+        data = _json(saved)
+        if isinstance(data, dict):
+            found += [data.get("python"), data.get("runner")]
+    return [f for f in found if isinstance(f, str) and os.path.isabs(f)]
+
+
+def grants(root: Path, phase: str | None, task_dir: Path | None, *, own: tuple[str, ...] | None = None) -> Grants:
+    """`project_writable`, each path checked where it really lives (the module text).
+    `own`: the real paths of automaton's install (default: `install_paths.own_roots()` of the
+    running automaton and of the programs `configured_installs` names)."""
+    real_root = os.path.realpath(root)
+    if own is None:
+        files = [*install_paths.running_files(), *configured_installs(root)]
+        own = install_paths.own_roots(files=files)
+    roots = own
+    kept: list[Path] = []
+    left: list[tuple[Path, str]] = []
+    for path in project_writable(root, phase, task_dir):
+        why = _why_not(path, real_root, task_dir, roots)
+        if why is None:
+            kept.append(path)
+        else:
+            left.append((path, why))
+    return Grants(tuple(kept), tuple(left))
+
+
 def project_writable(root: Path, phase: str | None, task_dir: Path | None) -> list[Path]:
-    """The project paths the kernel lets an agent at `phase` write (see the module table).
-    `phase` None: no task is in force."""
+    """The project paths an agent at `phase` may write by the module table, before `grants`
+    checks where each really lives (use `grants` for a sandbox). `phase` None: no task is in force."""
     if phase is None:
         return _project_entries(root)
     base = phase.partition(":")[0]

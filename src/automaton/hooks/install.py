@@ -146,11 +146,17 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     atomic_write(path, (json.dumps(data, indent=2) + "\n").encode("utf-8"))
 
 
-def install(project: Project, agent: str) -> Outcome:
+def install(project: Project, agent: str, *, own: tuple[str, ...] | None = None) -> Outcome:
     """Install the hook of `agent` (claude|codex|gemini|git). data {agent, path, changed, command,
     deny} (`deny`: the first-party rules now in the agent's settings, [] where it has none).
-    Refused (exit 1) over settings that switch every hook off; BadInput (exit 2) for settings
-    that are not the documented shape."""
+    Refused (exit 1) over settings that switch every hook off, and when automaton itself is
+    installed inside the project (`own`: its install's real paths, default
+    `install_paths.own_roots()`); BadInput (exit 2) for settings that are not the documented shape."""
+    from automaton.install_paths import refusal
+
+    inside = refusal(str(project.root), "--install-hooks", own)
+    if inside is not None:
+        raise Refused(inside)
     if agent == "git":
         return install_git(project)
     if agent not in AGENT_TARGETS:

@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from automaton.commands.writable import hidden_paths, project_writable, secret_stores
+from automaton.commands.writable import grants, hidden_paths, secret_stores
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.sandbox import Policy
 from automaton.harnesses import HOOKLESS, hook_notes
@@ -72,6 +72,16 @@ def warnings(cfg: LoopConfig, project_root: Path | None = None) -> list[str]:
     return out
 
 
+def left_out(cfg: LoopConfig, project_root: Path, *, in_worktree: bool) -> str | None:
+    """One line naming the main checkout's top-level entries a tick's agent may not write
+    although the phase table would allow them (`commands.writable.grants`); None in a
+    worktree, with the sandbox off, or when nothing was left out."""
+    if cfg.sandbox == "off" or in_worktree:
+        return None
+    note = grants(project_root, None, None).note(project_root)
+    return None if note is None else f"loop {cfg.name}: {note}"
+
+
 @contextlib.contextmanager
 def private_tmp(name: str, n: int) -> Iterator[Path]:
     """A temp dir (mode 0700) for the tick's processes, removed when the tick ends."""
@@ -88,16 +98,17 @@ def role_policy(cfg: LoopConfig, cwd: Path, tmp: Path, *, project_root: Path, in
 
     In a worktree the worktree itself is writable. In the main checkout (a loop without a
     worktree) the project's top-level entries are, except `tasks/`, `.automaton/`, `.git` and
-    agent settings folders. `harness`: the agent whose state folders are writable too
-    (default: the loop's harness; the verify command passes "command": none). The credential
-    stores are masked and hidden (`secret_stores`; BadInput for an invalid or unsealed
-    `.automaton/config.json`). `network`: False for a private network namespace (the verify
-    command)."""
+    agent settings folders, and each entry `commands.writable.grants` leaves out (a link out of
+    the project, automaton's own install: `left_out` says which). `harness`: the agent whose
+    state folders are writable too (default: the loop's harness; the verify command passes
+    "command": none). The credential stores are masked and hidden (`secret_stores`; BadInput
+    for an invalid or unsealed `.automaton/config.json`). `network`: False for a private
+    network namespace (the verify command)."""
     if cfg.sandbox == "off":
         return None
     from automaton.sandbox import agent_state_dirs, visible_paths
 
-    work = [cwd] if in_worktree else project_writable(project_root, None, None)
+    work = [cwd] if in_worktree else list(grants(project_root, None, None).paths)
     agent = harness or cfg.harness.name
     own = agent_state_dirs(agent, Path.home())
     masked = secret_stores(project_root, agent).paths

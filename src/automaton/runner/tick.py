@@ -128,6 +128,10 @@ def _locked_tick(loop: Loop, opts: TickOptions) -> Outcome:
     warnings = [*gate.warnings, *said]
     for warning in said:
         show.note(f"warning: {warning}")
+    held_back = confine.left_out(cfg, loop.project.root, in_worktree=wt.in_worktree)
+    if held_back is not None:
+        warnings.append(held_back)
+        show.note(f"warning: {held_back}")
     if wt.fallback:
         warnings.append(f"loop {name}: running in the main checkout: {wt.fallback}")
         show.note(f"warning: {wt.fallback}; running in {wt.path}")
