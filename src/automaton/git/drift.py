@@ -51,8 +51,8 @@ from automaton.git.ignore import DEFAULT_EXCLUDES, BaseIgnore
 from automaton.git.nested import NestedRepository
 from automaton.git.tree import GITLINK, list_tree
 
-__all__ = ["DEFAULT_EXCLUDES", "DELETED", "DriftError", "GitMissing", "NestedRepository", "PrivateIndex", "blob_id", "branch_blobs",
-           "branch_changed_paths", "changed_paths", "commit_blobs", "committed_out_of_scope",
+__all__ = ["DEFAULT_EXCLUDES", "DELETED", "DriftError", "GitMissing", "NestedRepository", "PrivateIndex", "blob_id",
+           "branch_blobs", "branch_changed_paths", "changed_paths", "commit_blobs", "committed_out_of_scope",
            "committed_paths", "flagged_paths", "parse_status_z", "untracked_paths", "worktree_blobs"]
 
 

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import Sequence
 
+    from automaton.runner.progress import Progress
+
 
 class _Usage(Exception):
     pass
@@ -143,9 +145,14 @@ def dispatch(ns: argparse.Namespace) -> Outcome:
         if not settings.is_file():
             raise BadInput(f"--settings {ns.settings!r} is not a file: pass the agent settings JSON file")
     project = Project.at(ns.project)
+    from automaton.proc import pinned_programs  # no git or other program of the runner's from the project
     from automaton.runner.progress import Progress
 
-    progress = Progress(enabled=not ns.quiet)
+    with pinned_programs(project.root):
+        return _run_mode(ns, project, settings, Progress(enabled=not ns.quiet))
+
+
+def _run_mode(ns: argparse.Namespace, project: Project, settings: Path | None, progress: Progress) -> Outcome:
     if ns.mode == "tick":  # the tick lock first: a tick that gives up never imports the runner
         from automaton.runner import skip
 
