@@ -4,12 +4,13 @@ repository's config names ever runs."""
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
 from automaton.runner.tick import tick
 from automaton.store import loops
-from tests.helpers import git
+from tests.helpers import git, run_cli
 from tests.runner.loopkit import make_loop
 
 PY = sys.executable
@@ -51,18 +52,20 @@ def _nested_tick(project: Path, tmp_path: Path, pointer: bool) -> None:
     worktree = Path(out.data["worktree"])
     assert "src/vendor" not in git(worktree, "ls-files", "-s")
     assert not marker.exists()  # the nested repository's filter never ran
-    # The next gate (a human approved nothing) and a gate after an approval still refuse it.
-    loops.update_state(proj, "demo", "APPROVED", {"loop": "demo", "by": "tester"},
-                       lambda s: s.update(status="running", halt_reason=None, halt_detail=None))
-    again = tick(proj, "demo")
-    assert again.data is not None and again.data["ran"] is False
-    assert loops.read_state(proj, "demo")["halt_detail"] == "nested repository: src/vendor/x"
+    # A human cannot approve it away: the approval is refused while the repository is there.
+    res = run_cli("--approve", "--loop", "demo", "--project", str(proj.root), tty=True)
+    assert res.code == 1 and "nested repository in its worktree: src/vendor/x" in res.err, res.err
+    assert loops.read_state(proj, "demo")["status"] == "halted"
+    nested_git = worktree / "src" / "vendor" / "x" / ".git"
+    nested_git.unlink() if nested_git.is_file() else shutil.rmtree(nested_git)
+    res = run_cli("--approve", "--loop", "demo", "--project", str(proj.root), tty=True)
+    assert res.code == 0, res.err
     assert not marker.exists()
 
 
-def test_a_nested_repository_halts_the_tick_before_the_commit(project: Path, tmp_path: Path) -> None:
+def test_a_nested_repository_halts_the_tick_before_the_commit(project: Path, tmp_path: Path, approver: str) -> None:
     _nested_tick(project, tmp_path, pointer=False)
 
 
-def test_a_nested_git_pointer_file_halts_the_tick_too(project: Path, tmp_path: Path) -> None:
+def test_a_nested_git_pointer_file_halts_the_tick_too(project: Path, tmp_path: Path, approver: str) -> None:
     _nested_tick(project, tmp_path, pointer=True)
