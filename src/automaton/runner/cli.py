@@ -26,8 +26,6 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import Sequence
 
-    from automaton.runner.progress import Progress
-
 
 class _Usage(Exception):
     pass
@@ -145,14 +143,9 @@ def dispatch(ns: argparse.Namespace) -> Outcome:
         if not settings.is_file():
             raise BadInput(f"--settings {ns.settings!r} is not a file: pass the agent settings JSON file")
     project = Project.at(ns.project)
-    from automaton.proc import pinned_programs  # no git or other program of the runner's from the project
     from automaton.runner.progress import Progress
 
-    with pinned_programs(project.root):
-        return _run_mode(ns, project, settings, Progress(enabled=not ns.quiet))
-
-
-def _run_mode(ns: argparse.Namespace, project: Project, settings: Path | None, progress: Progress) -> Outcome:
+    progress = Progress(enabled=not ns.quiet)
     if ns.mode == "tick":  # the tick lock first: a tick that gives up never imports the runner
         from automaton.runner import skip
 
@@ -163,12 +156,16 @@ def _run_mode(ns: argparse.Namespace, project: Project, settings: Path | None, p
 
             return tick.tick(project, ns.loop, tick.TickOptions(settings_path=settings, progress=progress),
                              lock_held=True)
+    from automaton.proc import pinned_programs
     from automaton.runner import modes, tick
 
     opts = tick.TickOptions(settings_path=settings, progress=progress)
-    if ns.mode == "run":
-        return modes.run_loop(project, ns.loop, ns.max_ticks, opts)
-    return modes.dry_run(project, ns.loop, opts)
+    # `tick.tick` pins the programs of each tick itself (after the tick lock: a tick that gives
+    # up starts nothing); the dry run's gates run git as well.
+    with pinned_programs(project.root):
+        if ns.mode == "run":
+            return modes.run_loop(project, ns.loop, ns.max_ticks, opts)
+        return modes.dry_run(project, ns.loop, opts)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
