@@ -18,7 +18,7 @@ from automaton.core.loopconfig import NOTIFY_EVENTS, parse_config
 from automaton.core.names import LoopName
 from automaton.store import loops
 from automaton.store.layout import Project
-from tests.commands.loopkit import log_lines, loop_with
+from tests.commands.loopkit import human_seal, log_lines, loop_with
 from tests.core.test_loopconfig import DEFAULTS, cfg
 from tests.helpers import Result, bring_task, run_cli
 
@@ -38,6 +38,13 @@ def received(bin_dir: Path) -> list[dict[str, Any]]:
         return []
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     return [{**row, "body": json.loads(row["stdin"])} for row in rows]
+
+
+def approved_loop(root: Path, **top: Any) -> Project:
+    """`loop_with`, then sealed by a human: its notify block may be used."""
+    p = loop_with(root, **top)
+    human_seal(p)
+    return p
 
 
 def gate(p: Project, name: str = "demo") -> Result:
@@ -119,7 +126,7 @@ def test_bad_notify_blocks_are_refused_naming_the_key(block: object, said: str) 
 # ---- the command ------------------------------------------------------------------------------
 
 def test_a_new_halt_runs_the_command_once_with_the_json_on_stdin(project: Path, notifier: Path) -> None:
-    p = loop_with(project, notify={"command": ["notifier", "--flag"]})
+    p = approved_loop(project, notify={"command": ["notifier", "--flag"]})
     exhaust(p)
     first = gate(p)
     assert first.code == 1 and first.json["halted_now"] is True, first.err
@@ -137,7 +144,7 @@ def test_a_new_halt_runs_the_command_once_with_the_json_on_stdin(project: Path, 
 
 def test_a_failing_command_is_logged_and_never_stops_the_halt(project: Path, notifier: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    p = loop_with(project, notify={"command": ["notifier"]})
+    p = approved_loop(project, notify={"command": ["notifier"]})
     monkeypatch.setenv("NOTIFIER_EXIT", "3")
     exhaust(p)
     r = gate(p)
@@ -151,13 +158,15 @@ def test_a_failing_command_is_logged_and_never_stops_the_halt(project: Path, not
 
 def test_a_missing_or_hanging_command_fails_within_the_timeout(project: Path, fake_bin: Callable[[str, str], Path],
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    p = loop_with(project, notify={"command": ["no-such-notifier-xyz"]})
+    p = approved_loop(project, notify={"command": ["no-such-notifier-xyz"]})
     failed = notify.notify(p, "demo", "halt", {"event": "halt"})
     assert failed is not None and failed.startswith("notify command no-such-notifier-xyz failed (exit 127)")
     fake_bin("sleeper", "import time\ntime.sleep(30)\n")
     (p.loop_dir(LoopName("demo")) / loops.SEALED_COPY).unlink()
     config = p.loop_dir(LoopName("demo")) / "loop.json"
     config.write_text(config.read_text().replace("no-such-notifier-xyz", "sleeper"))
+    human_seal(p)  # loop.json itself is the sealed one now (no copy kept)
+    (p.loop_dir(LoopName("demo")) / loops.SEALED_COPY).unlink()
     monkeypatch.setattr(notify, "TIMEOUT_S", 0.5)
     start = time.monotonic()
     failed = notify.notify(p, "demo", "halt", {"event": "halt"})
@@ -166,7 +175,7 @@ def test_a_missing_or_hanging_command_fails_within_the_timeout(project: Path, fa
 
 
 def test_events_not_listed_are_not_sent(project: Path, notifier: Path) -> None:
-    p = loop_with(project, notify={"command": ["notifier"], "events": ["complete"]})
+    p = approved_loop(project, notify={"command": ["notifier"], "events": ["complete"]})
     exhaust(p)
     assert gate(p).json["halted_now"] is True
     assert received(notifier) == []
@@ -180,7 +189,7 @@ def test_halt_now_notifies(project: Path, notifier: Path) -> None:
     from automaton.commands.halts import halt_now
     from automaton.store.loops import Loop
 
-    p = loop_with(project, notify={"command": ["notifier"]})
+    p = approved_loop(project, notify={"command": ["notifier"]})
     halt_now(Loop.resolve(p, "demo"), "drift_detected", "src/x.py out of scope", "drift_after_commit")
     [call] = received(notifier)
     assert call["body"]["halt_reason"] == "drift_detected" and call["body"]["gate"] == "drift_after_commit"
@@ -189,7 +198,7 @@ def test_halt_now_notifies(project: Path, notifier: Path) -> None:
 
 
 def test_a_broken_loop_json_still_notifies_from_the_sealed_copy(project: Path, notifier: Path) -> None:
-    p = loop_with(project, notify={"command": ["notifier"]})
+    p = approved_loop(project, notify={"command": ["notifier"]})
     (p.loop_dir(LoopName("demo")) / "loop.json").write_text("{ not json")
     r = gate(p)
     assert r.code == 2 and r.json["halted_now"] is True
@@ -199,7 +208,7 @@ def test_a_broken_loop_json_still_notifies_from_the_sealed_copy(project: Path, n
 
 def test_waiting_for_a_task_sign_off_notifies_once_per_phase(project: Path, notifier: Path) -> None:
     bring_task(project, "fix-ci", "research:awaiting_approval", focus=False)
-    p = loop_with(project, task="fix-ci", notify={"command": ["notifier"]})
+    p = approved_loop(project, task="fix-ci", notify={"command": ["notifier"]})
     for _ in range(3):  # every scheduled fire refuses the same way
         r = gate(p)
         assert r.code == 1 and r.json["reason"] == "waiting:approval"
@@ -210,7 +219,7 @@ def test_waiting_for_a_task_sign_off_notifies_once_per_phase(project: Path, noti
 
 
 def test_a_passing_gate_makes_the_same_cause_news_again(project: Path, notifier: Path) -> None:
-    p = loop_with(project, notify={"command": ["notifier"]})
+    p = approved_loop(project, notify={"command": ["notifier"]})
     assert notify.notify(p, "demo", "deferred", {"event": "deferred"}, once="budget_unknown") is None
     assert notify.notify(p, "demo", "deferred", {"event": "deferred"}, once="budget_unknown") is None
     assert len(received(notifier)) == 1
@@ -231,7 +240,7 @@ def test_no_notify_block_sends_nothing_and_says_nothing(project: Path) -> None:
 
 def test_a_halt_posts_the_json_to_the_webhook(project: Path, webhook: tuple[str, type[_Hook]]) -> None:
     url, hook = webhook
-    p = loop_with(project, notify={"webhook": url, "events": ["halt"]})
+    p = approved_loop(project, notify={"webhook": url, "events": ["halt"]})
     exhaust(p)
     assert gate(p).json["halted_now"] is True
     [got] = hook.got
@@ -243,13 +252,14 @@ def test_a_webhook_error_is_one_line_without_the_secret_path(project: Path,
                                                              webhook: tuple[str, type[_Hook]]) -> None:
     url, hook = webhook
     hook.status = 500
-    p = loop_with(project, notify={"webhook": url})
+    p = approved_loop(project, notify={"webhook": url})
     failed = notify.notify(p, "demo", "halt", {"event": "halt"})
     assert failed == "notify webhook http://127.0.0.1 answered HTTP 500"
     closed = url.rsplit(":", 1)[0] + ":1/hook/s3cret-topic"  # nothing listens on port 1
     config = p.loop_dir(LoopName("demo")) / "loop.json"
     (p.loop_dir(LoopName("demo")) / loops.SEALED_COPY).unlink()
     config.write_text(config.read_text().replace(url, closed))
+    human_seal(p)
     failed = notify.notify(p, "demo", "halt", {"event": "halt"})
     assert failed is not None and failed.startswith("notify webhook http://127.0.0.1 failed:")
     assert "s3cret" not in failed and "\n" not in failed
@@ -257,7 +267,7 @@ def test_a_webhook_error_is_one_line_without_the_secret_path(project: Path,
 
 def test_command_and_webhook_both_run(project: Path, notifier: Path, webhook: tuple[str, type[_Hook]]) -> None:
     url, hook = webhook
-    p = loop_with(project, notify={"command": ["notifier"], "webhook": url})
+    p = approved_loop(project, notify={"command": ["notifier"], "webhook": url})
     state = loops.read_state(p, "demo")
     assert notify.notify_completion(p, "demo", {**state, "status": "complete",
                                                 "last_verdict": {"score": 1.0}}) is None
@@ -273,7 +283,7 @@ def test_a_tick_put_off_without_a_halt_notifies_deferred_once(project: Path, not
         raise OSError("nvidia-smi not found")
 
     monkeypatch.setattr(automaton.vram, "probe", broken)
-    p = loop_with(project, harness={"local": True}, brakes={"max_budget_usd": None},
+    p = approved_loop(project, harness={"local": True}, brakes={"max_budget_usd": None},
                   notify={"command": ["notifier"], "events": ["deferred"]})
     for _ in range(2):
         r = gate(p)
@@ -282,3 +292,50 @@ def test_a_tick_put_off_without_a_halt_notifies_deferred_once(project: Path, not
     assert call["event"] == "deferred" and call["body"]["reason"] == "budget_unknown"
     assert "nvidia-smi not found" in call["body"]["detail"]
     assert loops.read_state(p, "demo")["status"] == "running"
+
+
+# ---- only a loop.json a human sealed notifies -------------------------------------------------
+
+def test_a_loop_json_no_human_approved_runs_no_command_and_posts_nothing(
+        project: Path, notifier: Path, webhook: tuple[str, type[_Hook]]) -> None:
+    """`--create-loop` from a template needs no human: a notify block it brings in never runs
+    until a human approves the loop; the event is logged instead."""
+    url, hook = webhook
+    p = loop_with(project, notify={"command": ["notifier"], "webhook": url})
+    exhaust(p)
+    r = gate(p)
+    assert r.code == 1 and r.json["halted_now"] is True
+    assert received(notifier) == [] and hook.got == []
+    warning = [line for line in log_lines(p) if " WARNING " in line]
+    assert len(warning) == 1 and "reason=notify_not_approved" in warning[0] and "event=halt" in warning[0]
+    assert "never approved by a human" in r.err
+    failed = notify.notify(p, "demo", "halt", {"event": "halt"})
+    assert failed is not None and failed.startswith(notify.NOT_APPROVED)
+    assert received(notifier) == [] and hook.got == []
+
+
+def test_a_human_approval_lets_the_notify_block_run(project: Path, notifier: Path, approver: str) -> None:
+    p = loop_with(project, notify={"command": ["notifier"]})
+    exhaust(p)
+    assert gate(p).json["halted_now"] is True and received(notifier) == []
+    res = run_cli("--approve", "--loop", "demo", "--project", str(p.root), tty=True)
+    assert res.code == 0, res.err
+    assert notify.notify(p, "demo", "halt", {"event": "halt"}) is None
+    assert [c["event"] for c in received(notifier)] == ["halt"]
+
+
+def test_a_changed_loop_json_or_sealed_copy_never_names_the_command(project: Path, notifier: Path,
+                                                                     fake_bin: Callable[[str, str], Path]) -> None:
+    """Only the bytes that hash to the seal count: neither loop.json rewritten after the seal
+    nor a rewritten `sealed/loop.json` can swap the command."""
+    fake_bin("evil", "open(os.path.join(os.path.dirname(sys.argv[0]), 'evil-ran'), 'w').write('x')\n")
+    p = approved_loop(project, notify={"command": ["notifier"]})
+    folder = p.loop_dir(LoopName("demo"))
+    sealed = folder / loops.SEALED_COPY
+    sealed.write_text(sealed.read_text().replace('"notifier"', '"evil"'))
+    assert notify.notify(p, "demo", "halt", {"event": "halt"}) is None  # loop.json still hashes to the seal
+    config = folder / "loop.json"
+    config.write_text(config.read_text().replace('"notifier"', '"evil"'))
+    assert notify.notify(p, "demo", "halt", {"event": "halt"}) is None  # nothing sealed is left to read
+    assert not (notifier / "evil-ran").exists()
+    assert [c["event"] for c in received(notifier)] == ["halt"]

@@ -300,3 +300,60 @@ def test_sandboxed_runs_leave_no_descriptor_open(tmp_path: Path) -> None:
     for _ in range(3):
         assert run_streaming(["true"], out_path=tmp_path / "out.log", timeout_s=30, sandbox=policy).code == 0
     assert sorted(os.listdir("/proc/self/fd")) == before
+
+
+# ---- programs the runner starts come from outside the project -------------------------------
+
+def _planted(project: Path, name: str, marker: Path) -> Path:
+    """`<project>/.venv/bin/<name>`: writes `marker` when run, then fails."""
+    from tests.helpers import fake_exe
+
+    return fake_exe(project / ".venv" / "bin", name,
+                    f"open({str(marker)!r}, 'w').write('ran')\nsys.exit(3)\n")
+
+
+def test_pinned_programs_skip_path_entries_inside_the_project(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    from automaton.proc import find_program, pinned_programs, program, runner_path
+
+    project, marker = tmp_path / "proj", tmp_path / "planted-git-ran"
+    _planted(project, "git", marker)
+    real_git = shutil.which("git")
+    assert real_git is not None
+    os.symlink(project / ".venv" / "bin", tmp_path / "alias")  # outside by name, inside by real path
+    monkeypatch.setenv("PATH", os.pathsep.join([str(tmp_path / "alias"), str(project / ".venv" / "bin"), "",
+                                                "relative/bin", os.environ["PATH"]]))
+    monkeypatch.chdir(project)
+    assert program("git") == "git"  # outside a block nothing changes
+    with pinned_programs(project):
+        assert os.path.realpath(program("git")) == os.path.realpath(real_git)
+        assert str(project) not in runner_path() and str(tmp_path / "alias") not in runner_path()
+        assert "relative/bin" not in runner_path().split(os.pathsep)
+        assert run_capture(["git", "--version"]).code == 0
+        seen = run_capture([sys.executable, "-c", "import os; print(os.environ['PATH'])"]).out
+        assert str(project) not in seen and str(tmp_path / "alias") not in seen
+    assert not marker.exists()
+    found = find_program("git", project)
+    assert found is not None and os.path.realpath(found) == os.path.realpath(real_git)
+    assert find_program("no-such-program-xyz", project) is None
+
+
+def test_automaton_git_is_used_only_outside_the_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from automaton.proc import PINNED_GIT_ENV, pinned_programs, program
+    from tests.helpers import fake_exe
+
+    project, marker = tmp_path / "proj", tmp_path / "planted-git-ran"
+    inside = _planted(project, "git", marker)
+    outside = fake_exe(tmp_path / "tools", "git", "print('pinned')\n")
+    monkeypatch.setenv(PINNED_GIT_ENV, str(outside))
+    with pinned_programs(project):
+        assert program("git") == str(outside)
+        assert run_capture(["git"]).out == "pinned\n"
+    monkeypatch.setenv(PINNED_GIT_ENV, str(inside))  # a recorded git inside the project is never run
+    monkeypatch.setenv("PATH", f"{inside.parent}{os.pathsep}{os.environ['PATH']}")
+    with pinned_programs(project):
+        assert program("git") != str(inside)
+        run_capture(["git", "--version"])
+    assert not marker.exists()

@@ -8,8 +8,13 @@ body is one JSON object (see `payload`).
 
 Sending never raises and never holds a lock: each channel gets `TIMEOUT_S` seconds, and a
 failure comes back as one line for the caller to log (`WARNING reason=notify_failed`). The
-settings come from the sealed copy of loop.json (`sealed/loop.json`) when there is one: a halt
-for an invalid or changed loop.json still reaches the human who sealed the last good one.
+settings come only from the loop.json a human sealed: the bytes (the kept copy
+`sealed/loop.json`, else loop.json itself) that hash to the seal in the loop's keyed state
+(`config_sha256`), and only once the loop's keyed log records a human seal (`APPROVED` or
+`RESEALED`, written by `--approve --loop`). A loop.json no human approved (one `--create-loop`
+copied from a template, which anyone who can run automaton may do) runs no command and posts to
+no webhook: the event is logged `WARNING reason=notify_not_approved` instead. A halt for an
+invalid or changed loop.json still reaches the human who sealed the last good one.
 A gate that refuses the same way at every fire (`needs_approval`, `deferred`) notifies once per
 cause; the causes sent are remembered in `<loop>/.state.notified` until a gate passes.
 """
@@ -34,22 +39,49 @@ TIMEOUT_S = 10.0  # seconds per channel (command, webhook)
 SENT_FILE = ".state.notified"  # a runtime file: git never sees it (`.state*` is excluded)
 _SHOWN = 200  # characters of a failing command's output quoted in the failure line
 
-__all__ = ["EVENT_ENV", "MESSAGE_ENV", "TIMEOUT_S", "after_gate", "forget", "notify", "notify_completion",
-           "notify_logged", "payload", "settings"]
+__all__ = ["EVENT_ENV", "HUMAN_SEALS", "MESSAGE_ENV", "NOT_APPROVED", "TIMEOUT_S", "after_gate", "forget", "notify",
+           "notify_completion", "notify_logged", "payload", "sealed_settings", "settings"]
+
+
+# The keyed log events by which a human seals loop.json (`commands.loops.approve_loop`). Every
+# other change of the seal is `CREATED`, which needs no human.
+HUMAN_SEALS = frozenset({"APPROVED", "RESEALED"})
+NOT_APPROVED = "notify not sent: "  # the start of the line `notify` returns for an unapproved block
 
 
 def settings(project: Project, name: str) -> Notify | None:
-    """The loop's `notify` block from its sealed copy of loop.json, else loop.json; None when
-    neither parses or neither has one."""
-    loop = LoopName.of(name)
-    for data in (loops.sealed_copy(project, loop), loops.config_bytes(project, loop)):
-        if data is None:
+    """The loop's `notify` block as a human approved it (`sealed_settings`), or None."""
+    return sealed_settings(project, name)[0]
+
+
+def sealed_settings(project: Project, name: str) -> tuple[Notify | None, str | None]:
+    """(the `notify` block of the loop.json a human sealed, None) when there is one; else
+    (None, why not: one line) when a block exists that may not be used, or (None, None) when
+    there is no block at all. Raises what `Loop.inspect` raises (BadInput for an untracked
+    loop, CorruptState for an unreadable state)."""
+    from automaton.core.digest import sha256_hex
+    from automaton.store.loops import Loop
+
+    loop = Loop.resolve(project, name)
+    rec = loop.inspect()
+    seal = rec.state.get("config_sha256") if not rec.tamper else None
+    block = None
+    for data in (loop.sealed_copy(), loop.config_bytes()):
+        if data is None or seal is None or sha256_hex(data) != seal:
             continue
         try:
-            return loops.parse_config_bytes(data, f"loop {loop} loop.json").notify
+            block = loops.parse_config_bytes(data, f"loop {loop.name} loop.json").notify
         except AutomatonError:
             continue
-    return None
+        break
+    if block is None:
+        if seal is None:
+            return None, f"{NOT_APPROVED}the loop's state cannot be trusted ({rec.tamper})"
+        return None, None
+    if not rec.chain.ok or not any(line.event in HUMAN_SEALS for line in rec.chain.lines):
+        return None, (f"{NOT_APPROVED}loop.json's notify settings were never approved by a human; a human"
+                      f" reviews {loop.config_file} and runs automaton --approve --loop {loop.name}")
+    return block, None
 
 
 def payload(project: Project, name: str, event: str, state: dict[str, Any] | None, **extra: Any) -> dict[str, Any]:
@@ -99,10 +131,17 @@ def _message(body: dict[str, Any]) -> str:
 def notify(project: Project, name: str, event: str, body: dict[str, Any], *, once: str | None = None) -> str | None:
     """Send `event` with JSON `body` through the loop's notify command and webhook, when its
     `notify.events` lists it. Returns None when sent (or nothing is configured), else one line
-    saying what failed; never raises. `once`: a key of the cause; the same key for the same
+    saying what failed (starting with NOT_APPROVED when the block may not be used: nothing was
+    run or posted); never raises. `once`: a key of the cause; the same key for the same
     event is sent only once until `forget` (a passing gate) clears it."""
     try:
-        found = settings(project, name)
+        found, refused = sealed_settings(project, name)
+        if refused is not None:  # logged once per cause, as the sending would have been
+            if once is not None:
+                if _sent(project, name).get(event) == once:
+                    return None
+                _remember(project, name, event, once)
+            return refused
         if found is None or event not in found.events:
             return None
         if once is not None and _sent(project, name).get(event) == once:
@@ -179,13 +218,15 @@ def forget(project: Project, name: str) -> None:
 
 def notify_logged(project: Project, name: str, event: str, body: dict[str, Any], *,
                   once: str | None = None) -> str | None:
-    """`notify`, and a failure also logged as `WARNING reason=notify_failed detail=…` in the
-    loop's log (itself best effort). Returns the failure line or None; never raises."""
+    """`notify`, and a failure also logged as `WARNING reason=notify_failed detail=…` (or
+    `reason=notify_not_approved` for a notify block no human approved) in the loop's log
+    (itself best effort). Returns the failure line or None; never raises."""
     failed = notify(project, name, event, body, once=once)
     if failed is not None:
+        reason = "notify_not_approved" if failed.startswith(NOT_APPROVED) else "notify_failed"
         # a log that cannot be written now is the next gate's finding, not the notifier's
         with contextlib.suppress(Exception):
-            loops.log_event(project, name, "WARNING", {"reason": "notify_failed", "event": event, "detail": failed})
+            loops.log_event(project, name, "WARNING", {"reason": reason, "event": event, "detail": failed})
     return failed
 
 

@@ -17,7 +17,7 @@ from automaton.core.record import record
 # `dataclasses`, annotations only under TYPE_CHECKING (see core/record.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Iterator, Mapping, Sequence
     from typing import Any
 
     from automaton.core.sandbox import Policy
@@ -34,6 +34,89 @@ class Captured:
     err: str
 
 
+# ---- the programs the runner itself starts ---------------------------------------------------
+# While a tick runs, the project (its `.venv/bin` and every other folder in it) is the agent's to
+# write. A `git` (or `crontab`, a notify command ...) it plants there must never run for the
+# runner, unsandboxed: `run_capture` then resolves a bare program name on PATH without any entry
+# whose real path lies inside the project, and gives the program that cleaned PATH too (git
+# starts `sh` and its helpers by PATH). The agent's own roles (`run_streaming`) keep their
+# PATH: they run sandboxed, and use the project's `.venv/bin/pytest` as a human would.
+PINNED_GIT_ENV = "AUTOMATON_GIT"  # the git run-tick.sh recorded at --install-schedule (absolute)
+_untrusted: str | None = None  # real path of the project root while `pinned_programs` holds
+_found: dict[str, str] = {}
+_paths: dict[str, str] = {}
+
+
+def beneath(path: str, root: str) -> bool:
+    """Whether real path `path` is `root` or inside it (both real paths; components compared)."""
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+@contextlib.contextmanager
+def pinned_programs(root: Path | str) -> Iterator[None]:
+    """Within the block, `run_capture` never runs a program from inside `root` (the project
+    the agent can write): see `program` and `runner_path`. Nested blocks restore the outer."""
+    global _untrusted
+    outer = _untrusted
+    _untrusted = os.path.realpath(root)
+    _found.clear()
+    _paths.clear()
+    try:
+        yield
+    finally:
+        _untrusted = outer
+        _found.clear()
+        _paths.clear()
+
+
+def runner_path(path: str | None = None, root: str | None = None) -> str:
+    """`path` (default: this process's PATH) without the entries whose real path is inside
+    `root` (default: the project of `pinned_programs`; unchanged outside one). An empty or
+    relative entry names the current folder, which is the project during a tick: dropped too."""
+    root = _untrusted if root is None else os.path.realpath(root)
+    text = os.environ.get("PATH", os.defpath) if path is None else path
+    if root is None:
+        return text
+    key = f"{root}\0{text}"
+    if key not in _paths:
+        kept = [e for e in text.split(os.pathsep)
+                if e and os.path.isabs(e) and not beneath(os.path.realpath(e), root)]
+        _paths[key] = os.pathsep.join(kept)
+    return _paths[key]
+
+
+def find_program(name: str, root: Path | str, path: str | None = None) -> str | None:
+    """The absolute path of program `name` on `path` (default: PATH) outside `root`: the first
+    match whose real path is not inside `root` (a link from outside into it does not count).
+    None when there is none."""
+    import shutil
+
+    real_root = os.path.realpath(root)
+    for entry in runner_path(path, str(root)).split(os.pathsep):
+        found = shutil.which(name, path=entry)
+        if found is not None and not beneath(os.path.realpath(found), real_root):
+            return os.path.abspath(found)
+    return None
+
+
+def program(name: str) -> str:
+    """What `run_capture` executes for argv[0] `name`: `name` itself outside `pinned_programs`
+    or when it holds a path separator; else its absolute path outside the project (git: the
+    `AUTOMATON_GIT` run-tick.sh exports, when it is an executable file outside the project),
+    cached per block; `name` unchanged when none is found (the cleaned PATH then fails: 127)."""
+    root = _untrusted
+    if root is None or os.sep in name or (os.altsep and os.altsep in name):
+        return name
+    if name not in _found:
+        pinned = os.environ.get(PINNED_GIT_ENV, "") if name == "git" else ""
+        if (pinned and os.path.isabs(pinned) and os.path.isfile(pinned) and os.access(pinned, os.X_OK)
+                and not beneath(os.path.realpath(pinned), root)):
+            _found[name] = pinned
+        else:
+            _found[name] = find_program(name, root) or name
+    return _found[name]
+
+
 def run_capture(
     argv: Sequence[str],
     *,
@@ -48,8 +131,13 @@ def run_capture(
     Never raises for the command's own failure: a missing executable gives code 127, a
     timeout code 124 (the conventions of shells and `timeout(1)`). `exact_bytes=True` keeps
     every byte of stdin/stdout (no newline translation, undecodable bytes round-trip via
-    surrogateescape): for text automaton writes back, such as a user's crontab.
+    surrogateescape): for text automaton writes back, such as a user's crontab. Inside
+    `pinned_programs`, argv[0] and the PATH the program gets leave the project out.
     """
+    if _untrusted is not None:
+        argv = [program(argv[0]), *argv[1:]] if argv else argv
+        env = {**(os.environ if env is None else env)}
+        env["PATH"] = runner_path(env.get("PATH", os.defpath))
     try:
         if exact_bytes:
             raw = subprocess.run(

@@ -79,3 +79,15 @@ def add_worktree(p: Project, name: str = "demo") -> Path:
 
 def log_lines(p: Project, name: str = "demo") -> list[str]:
     return (p.loop_dir(LoopName(name)) / loops.LOG_FILE).read_text().splitlines()
+
+
+def human_seal(p: Project, name: str = "demo") -> None:
+    """What `--approve --loop` records when a human seals loop.json as it is now: a keyed
+    RESEALED line by a human, the seal set to loop.json's bytes, their copy kept."""
+    from automaton.store.loops import Loop
+
+    loop = Loop.resolve(p, name)
+    sha = loop.config_sha256()
+    loops.update_state(p, name, "RESEALED", {"loop": name, "by": "tester", "config": sha[:12]},
+                       lambda s: s.update(config_sha256=sha))
+    assert loop.keep_sealed_copy(sha)

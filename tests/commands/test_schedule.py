@@ -256,3 +256,22 @@ def test_install_refuses_when_automaton_lives_in_the_project(project: Path, tabl
     assert table.read_text() == FOREIGN  # no unit
     assert not (loop_dir / "run-tick.sh").exists() and not (loop_dir / schedule.RECORD_FILE).exists()
     assert schedule.install_schedule(Project.at(str(project)), "demo", own=()).data["ok"] is True
+
+
+def test_install_records_a_git_outside_the_project(project: Path, table: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `git` in the project's `.venv/bin`, first on the installer's PATH, is the agent's to
+    write: run-tick.sh and schedule.json name the first git outside the project instead."""
+    import shutil
+
+    from tests.helpers import fake_exe
+
+    loop_dir = make_loop(project)
+    planted = fake_exe(project / ".venv" / "bin", "git", "sys.exit(3)\n")
+    monkeypatch.setenv("PATH", f"{planted.parent}{os.pathsep}{os.environ['PATH']}")
+    real_git = shutil.which("git", path=os.environ["PATH"].split(os.pathsep, 1)[1])
+    assert real_git is not None
+    res = run_cli("--install-schedule", "demo", "--project", str(project), "--json")
+    assert res.code == 0, res.err
+    text = (loop_dir / "run-tick.sh").read_text()
+    assert f'export AUTOMATON_GIT="{real_git}"' in text and str(planted) not in text
+    assert json.loads((loop_dir / "schedule.json").read_text())["git"] == real_git

@@ -67,6 +67,9 @@ def test_a_usage_limit_defers_without_counting_the_iteration(project: Path, fake
     sent = tmp_path / "notified.jsonl"
     notify = {"command": [PY, "-c", f"import sys; open({str(sent)!r}, 'a').write(sys.stdin.read() + '\\n')"]}
     proj = claude_loop(project, notify=notify)
+    from tests.commands.loopkit import human_seal
+
+    human_seal(proj)  # a notify block runs only once a human sealed loop.json
     out = tick(proj, "demo")
     assert out.code == 0 and out.data is not None
     until = deferrals.iso(reset + deferrals.RESET_MARGIN_S)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -298,3 +299,31 @@ def test_tick_cost_counts_a_negative_or_non_finite_cost_at_its_cap(bad: float) -
 
     assert tick_cost({"implement": bad}, 2.0) == (2.0, False)
     assert tick_cost({"implement": 0.5, "verify": bad}, 2.0) == (2.5, False)
+
+
+def test_a_git_the_agent_plants_in_the_projects_venv_never_runs_for_the_runner(
+        project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The project's `.venv/bin` comes first on a tick's PATH and the agent may write it: the
+    `git` it plants there at implement runs for none of the runner's git calls (gates, commit,
+    drift, export) in this tick or the next; the agent's own role keeps that PATH."""
+    marker = tmp_path / "planted-git-ran"
+    seen = tmp_path / "role-path"
+    plant = ("import os, pathlib, sys\n"
+             "p = pathlib.Path(os.environ['PLANT_AT'])\n"
+             "p.mkdir(parents=True, exist_ok=True)\n"
+             f"(p / 'git').write_text('#!/bin/sh\\necho ran > {marker}\\nexit 1\\n'); (p / 'git').chmod(0o755)\n"
+             f"pathlib.Path({str(seen)!r}).write_text(os.environ['PATH'])\n"
+             "pathlib.Path('src').mkdir(exist_ok=True); pathlib.Path('src/a.txt').write_text('work\\n')\n")
+    venv_bin = project / ".venv" / "bin"
+    monkeypatch.setenv("PLANT_AT", str(venv_bin))
+    monkeypatch.setenv("PATH", f"{venv_bin}{os.pathsep}{os.environ['PATH']}")
+    proj = make_loop(project, harness={"name": "command", "command": [sys.executable, "-c", plant], "args": []},
+                     sandbox="off", roles={"verify": {"command": [sys.executable, "-c", "print('1 passed, 1 failed')"],
+                                                      "score": "summary"}})
+    first = tick(proj, "demo")
+    assert not marker.exists()
+    assert first.data is not None and first.data["commit"] and first.data["status"] == "running", first.lines
+    assert (venv_bin / "git").exists() and str(venv_bin) in seen.read_text()  # the role kept its PATH
+    second = tick(proj, "demo")
+    assert second.data is not None and second.data["ran"] is True, second.lines
+    assert not marker.exists()

@@ -80,3 +80,16 @@ def test_run_tick_sh_runs_the_runner_in_the_project_with_hostile_paths(tmp_path:
     assert argv == ["--mode", "tick", "--loop", "demo"]
     assert Path(cwd) == root.resolve()
     assert path == "/x y/bin:/usr/bin:/bin"
+
+
+def test_run_tick_sh_and_bat_export_the_pinned_git(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    job = Job(LoopName.of("demo"), root, root / ".automaton/loops/demo", 900, "/usr/bin/python3",
+              Path("/fw/scripts/loop-runner.py"), "/usr/bin:/bin", "/usr/bin/git")
+    lines = render_sh(job).splitlines()
+    assert lines[2] == 'export PATH="/usr/bin:/bin"'
+    assert lines[3] == 'export AUTOMATON_GIT="/usr/bin/git"'
+    assert lines[4] == f'cd "{root}" || exit 2'
+    from automaton.schedulers.tickscript import render_bat
+
+    assert 'set "AUTOMATON_GIT=/usr/bin/git"' in render_bat(job).split("\r\n")

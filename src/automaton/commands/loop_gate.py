@@ -37,6 +37,7 @@ from automaton.git import run_git
 from automaton.git.drift import (
     DriftError,
     GitMissing,
+    NestedRepository,
     PrivateIndex,
     branch_blobs,
     branch_changed_paths,
@@ -119,6 +120,8 @@ class _Facts:
                 return DriftFacts(tuple(files), blobs=tuple(sorted(worktree_blobs(worktree, want).items())))
             except GitMissing as exc:
                 return DriftFacts(skipped=str(exc))
+            except NestedRepository as exc:
+                return DriftFacts(nested=tuple(exc.paths))
             except DriftError as exc:
                 return DriftFacts(error=str(exc))
         return self._branch_drift(worktree, hash_paths)

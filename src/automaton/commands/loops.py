@@ -336,6 +336,11 @@ def _approve(loop: Loop, who: str, reviewed: Review | None, via: dict[str, objec
         accepted: list[str] = []  # "path@blob": bound to the content the human saw (a later write is drift)
         if old["halt_reason"] == "drift_detected" and not tampered:
             drift = _Facts.of(loop, old, None, None).drift_of(None)
+            if drift.nested:  # never accepted: every tick would halt on it again (git.nested)
+                where = old["worktree_path"] or loop.worktree
+                raise Refused(f"loop {name}: nested repository in its worktree: {', '.join(drift.nested[:10])};"
+                              f" a human removes it (its .git under {where}), then runs automaton --approve"
+                              f" --loop {name} again")
             blobs = dict(drift.blobs)
             accepted = [accepted_entry(f, blobs.get(f, "unknown"))
                         for f in out_of_scope(drift.files, config.blast_radius.file_scope, old["accepted_drift"],

@@ -81,7 +81,7 @@ def read_record(project: Project, loop: LoopName) -> dict[str, Any] | None:
 def _write_record(project: Project, loop: LoopName, job: Job, system: str, enabled: bool) -> None:
     record = {
         "schema_version": RECORD_SCHEMA, "system": system, "interval_seconds": job.interval_s,
-        "python": job.python, "runner": str(job.runner), "path": job.path_env, "enabled": enabled,
+        "python": job.python, "runner": str(job.runner), "path": job.path_env, "git": job.git, "enabled": enabled,
         "updated_at": utc_now(),
     }
     atomic_write(record_path(project, loop), (json.dumps(record, indent=2) + "\n").encode("utf-8"))
@@ -91,9 +91,18 @@ def _job(project: Project, loop: LoopName, interval_s: int, record: dict[str, An
     """A Job from the record when given (resume = the same unit), else from this process."""
     if record is not None:
         return Job(loop, project.root, project.loop_dir(loop), record["interval_seconds"],
-                   record["python"], Path(record["runner"]), record["path"])
+                   record["python"], Path(record["runner"]), record["path"], recorded_git(record))
+    path_env = os.environ.get("PATH", os.defpath)
+    from automaton.proc import find_program
+
     return Job(loop, project.root, project.loop_dir(loop), interval_s, sys.executable,
-               Path(framework_home(), *RUNNER).resolve(), os.environ.get("PATH", os.defpath))
+               Path(framework_home(), *RUNNER).resolve(), path_env, find_program("git", project.root, path_env) or "")
+
+
+def recorded_git(record: dict[str, Any]) -> str:
+    """schedule.json `git` (absolute), "" when absent (a record written before it existed)."""
+    git = record.get("git", "")
+    return git if isinstance(git, str) else ""
 
 
 def _default_interval(loop: Loop) -> int:
@@ -148,6 +157,11 @@ def install(handle: Loop, interval_s: int | None = None, *, system: str | None =
     if not job.runner.is_file():
         out.warnings.append(f"runner {job.runner} does not exist yet: scheduled ticks fail until it does")
     harness_exe = _resolve_harness(handle, job.path_env, out)
+    if job.git:
+        out.lines.append(f"git for the runner: {job.git}")
+    else:
+        out.warnings.append("no git outside the project is on the PATH the scheduled tick gets: install git"
+                            " or fix PATH, then run --install-schedule again (a git inside the project never runs)")
     tick = job.tick_path(scheduler.tick_file)
     atomic_write(tick, scheduler.render_tick(job).encode("utf-8"))
     tick.chmod(0o755)

@@ -27,7 +27,7 @@ TICK_FILES = ("run-tick.sh", "run-tick.bat")
 def job_of(project: Project, loop: LoopName, record: dict[str, Any]) -> Job:
     """The Job `record` (schedule.json) describes: the unit as it was installed."""
     return Job(loop, project.root, project.loop_dir(loop), record["interval_seconds"], record["python"],
-               Path(record["runner"]), record["path"])
+               Path(record["runner"]), record["path"], schedule.recorded_git(record))
 
 
 def schedule_info(project: Project, loop: LoopName, *, now: datetime | None = None,

@@ -61,12 +61,15 @@ class DriftFacts:
 
     `skipped`: no worktree / no git (gate skipped with this warning).
     `error`: git is there but the diff failed (the gate halts, never "0 files").
+    `nested`: repositories nested in the worktree, or gitlinks changed since the base commit
+    (the gate halts whatever the scope: `automaton.git.nested`).
     """
 
     files: tuple[str, ...] = ()
     skipped: str | None = None
     error: str | None = None
     blobs: tuple[tuple[str, str], ...] = ()  # (path, git blob id or "deleted") of accepted-drift paths
+    nested: tuple[str, ...] = ()
 
 
 @record(frozen=True)
@@ -193,9 +196,13 @@ def accepted_paths(accepted: Iterable[str]) -> list[str]:
 
 
 def gate_drift(drift: DriftFacts, config: LoopConfig, accepted: Iterable[str]) -> GateResult | None:
-    """Gate 5: changed files outside file_scope (minus accepted_drift) -> drift_detected."""
+    """Gate 5: changed files outside file_scope (minus accepted_drift) -> drift_detected; a
+    nested repository -> drift_detected `nested repository: <paths>` (never accepted)."""
     if drift.skipped is not None:
         return None
+    if drift.nested:
+        more = f" (+{len(drift.nested) - _SHOWN_FILES} more)" if len(drift.nested) > _SHOWN_FILES else ""
+        return _halt("drift", "drift_detected", f"nested repository: {', '.join(drift.nested[:_SHOWN_FILES])}{more}")
     if drift.error is not None:
         return _halt("drift", "drift_detected", f"drift could not be computed: {drift.error}")
     bad = out_of_scope(drift.files, config.blast_radius.file_scope, accepted, drift.blobs)

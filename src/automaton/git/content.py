@@ -90,7 +90,9 @@ def worktree_changes(worktree: Path, tree: str, index: PrivateIndex | None = Non
     Differs: the content as `git hash-object` computes it (with the repository's conversions,
     so a checkout's line-ending conversion is no change), a file turned into a symlink or the
     reverse, a changed symlink target, a file behind a folder that became a symlink, a missing
-    file, a submodule not at its commit or dirty. Not in `tree`: every file git would list as
+    file; never a submodule's worktree, which git does not enter (`--ignore-submodules=all`:
+    its own config could run a program; a changed gitlink is named by the drift check's tree
+    diffs, `automaton.git.drift`). Not in `tree`: every file git would list as
     untracked or ignored, whatever `.gitignore`, `info/exclude` or `core.excludesFile` say.
 
     The worktree's own index (the agent's to rewrite: stat data, flags) is never read. The
@@ -115,7 +117,7 @@ def _status(worktree: Path, tree: str, path: Path, index: PrivateIndex | None) -
     if index is None or _trusted_tree(index) != tree:
         git_text(worktree, [*config, "read-tree", "--reset", tree], env=env)
     out = git_text(worktree, [*config, "status", "--porcelain=v1", "-z", "--untracked-files=all",
-                              "--ignored=traditional", "--ignore-submodules=none", "--no-renames"], env=env)
+                              "--ignored=traditional", "--ignore-submodules=all", "--no-renames"], env=env)
     if index is not None:
         _smudge_ctime_racy(index.path, len(tree) // 2)
         _reseal(index, tree)

@@ -18,6 +18,12 @@
   worktree's own `.gitignore`, `info/exclude` or `core.excludesFile`, all of which the agent
   can write. A file the agent staged is drift whatever the base ignores (it is staged).
 Renames count on both sides, so a file moved from outside the scope into it is still drift.
+
+A repository nested in the worktree is never drift to be judged by scope: `changed_paths`
+raises `NestedRepository` for a gitlink (mode 160000) that is new or changed since the base
+commit, committed or staged, and for an untracked folder git reports as a repository of its
+own (`dir/` in the status). No git call here enters one (`automaton.git.harden` switches
+submodule recursion off).
 Replace refs never apply (`git replace` cannot make HEAD's tree look like the base's): see
 `automaton.git.harden`.
 """
@@ -42,10 +48,11 @@ from automaton.git.errors import (
 )
 from automaton.git.harden import probe_once
 from automaton.git.ignore import DEFAULT_EXCLUDES, BaseIgnore
-from automaton.git.tree import list_tree
+from automaton.git.nested import NestedRepository
+from automaton.git.tree import GITLINK, list_tree
 
-__all__ = ["DEFAULT_EXCLUDES", "DELETED", "DriftError", "GitMissing", "PrivateIndex", "blob_id", "branch_blobs",
-           "branch_changed_paths", "changed_paths", "commit_blobs", "committed_out_of_scope",
+__all__ = ["DEFAULT_EXCLUDES", "DELETED", "DriftError", "GitMissing", "NestedRepository", "PrivateIndex", "blob_id",
+           "branch_blobs", "branch_changed_paths", "changed_paths", "commit_blobs", "committed_out_of_scope",
            "committed_paths", "flagged_paths", "parse_status_z", "untracked_paths", "worktree_blobs"]
 
 
@@ -115,17 +122,44 @@ def changed_paths(worktree: Path, base_commit: str, *, excludes: tuple[str, ...]
     with probe_once():  # nothing writes the repository's config during one check (harden.probe_once)
         tree = _head_tree(worktree)
         base = require_commit(worktree, base_commit, "base_commit")
-        committed = nul_fields(git_text(worktree, ["diff", "--name-only", "-z", "--no-renames",
-                                                   "--ignore-submodules=none", base, "HEAD"]))
-        staged = nul_fields(git_text(worktree, ["diff-index", "--cached", "--name-only", "-z", "--no-renames",
-                                                "--ignore-submodules=none", tree]))
+        # Two trees, then the index against a tree: no worktree, so `none` (gitlinks listed)
+        # makes git compare object ids only, never enter a submodule.
+        committed, linked = raw_paths(git_text(worktree, ["diff", "--raw", "-z", "--no-renames",
+                                                          "--ignore-submodules=none", base, "HEAD"]))
+        staged, staged_links = raw_paths(git_text(worktree, ["diff-index", "--cached", "--raw", "-z", "--no-renames",
+                                                             "--ignore-submodules=none", tree]))
         on_disk, absent = worktree_changes(worktree, tree, index)
         flagged = flagged_paths(worktree)
         others: list[str] = []
         if absent:
             rules = BaseIgnore.from_commit(worktree, base, excludes)
             others = [p for p in absent if not rules.ignored(p)]
+    nested = linked + staged_links + [p.rstrip("/") for p in others if p.endswith("/")]
+    if nested:
+        raise NestedRepository(nested)
     return sorted(set(committed) | set(staged) | set(on_disk) | set(flagged) | set(others))
+
+
+def raw_paths(text: str) -> tuple[list[str], list[str]]:
+    """(paths, paths whose new mode is a gitlink) of `git diff --raw -z --no-renames` output:
+    `:<old mode> <new mode> <old id> <new id> <status>` NUL `<path>` NUL, per entry."""
+    fields = text.split("\0")
+    paths: list[str] = []
+    links: list[str] = []
+    i = 0
+    while i < len(fields):
+        meta = fields[i]
+        if not meta:
+            i += 1
+            continue
+        parts = meta.split()
+        if not meta.startswith(":") or len(parts) != 5 or i + 1 >= len(fields) or not fields[i + 1]:
+            raise DriftError(f"unexpected git diff --raw entry {meta[:60]!r}")
+        paths.append(fields[i + 1])
+        if parts[1] == GITLINK:
+            links.append(fields[i + 1])
+        i += 2
+    return paths, links
 
 
 def _head_tree(worktree: Path) -> str:

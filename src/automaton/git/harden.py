@@ -39,6 +39,12 @@ HARDENING_CONFIG: tuple[tuple[str, str], ...] = (
     ("log.showSignature", "false"),  # verifying runs gpg.program too
     ("protocol.allow", "never"),  # no transport: ssh commands, remote helpers, lazy fetches
     ("submodule.recurse", "false"),  # a checkout would otherwise fetch submodules
+    # A submodule (or a repository the agent nested in the worktree and some command recorded as
+    # a gitlink) has a config of its own that no `-c` here reaches: a status or diff that asks
+    # whether it is dirty starts git inside it, which runs its filter drivers and fsmonitor.
+    # Never recurse; the drift check names changed gitlinks itself (`automaton.git.nested`).
+    ("diff.ignoreSubmodules", "all"),
+    ("status.submoduleSummary", "false"),
     ("gc.auto", "0"),  # no background gc/maintenance (and its pre-auto-gc hook) after a commit
     ("maintenance.auto", "false"),
     ("diff.relative", "false"),  # paths always relative to the worktree top
@@ -64,6 +70,10 @@ _DIFFING = frozenset({"diff", "log", "show"})
 _NO_CONTENT = frozenset({"rev-parse", "config", "ls-tree", "symbolic-ref", "merge-base", "for-each-ref",
                          "show-ref", "var", "version", "cat-file"})
 _FILTER_KEYS = ("clean", "smudge", "process")
+# Commands that compare the worktree with the index: `--ignore-submodules=all` goes last, so a
+# caller's own `--ignore-submodules=none` cannot make git enter a submodule's worktree.
+_WORKTREE_DIFFING = frozenset({"status", "diff-files"})
+IGNORE_SUBMODULES = "--ignore-submodules=all"
 
 
 def git_env(*, user_config: bool = False, base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -206,6 +216,9 @@ def hardened_argv(repo: str, args: Sequence[str], env: Mapping[str, str], timeou
     rest = list(args[at:])
     if sub in _DIFFING:
         rest[1:1] = ["--no-ext-diff", "--no-textconv"]
+    if sub in _WORKTREE_DIFFING or (sub == "diff-index" and "--cached" not in rest):
+        end = rest.index("--") if "--" in rest else len(rest)
+        rest.insert(end, IGNORE_SUBMODULES)
     return ["git", "--no-pager", "--no-replace-objects", "-C", repo, *args[:at], *config, *rest]
 
 

@@ -41,7 +41,8 @@ class After:
 
 
 def settle(loop: Loop, cfg: LoopConfig, wt: WorktreeResult, n: int, impl: HarnessResult) -> After:
-    """Commit, then halt on the first of: the harness could not start (human_intervention,
+    """Commit, then halt on the first of: a repository nested in the worktree (drift_detected,
+    `nested repository: <paths>`, before anything is committed), the harness could not start (human_intervention,
     harness_unavailable, charged nothing), the commit failed (human_intervention,
     commit_failed with git's message and the fix), the commit drifts out of file_scope
     (drift_detected), the commit changed a protected path (drift_detected, protected)."""
@@ -60,6 +61,9 @@ def settle(loop: Loop, cfg: LoopConfig, wt: WorktreeResult, n: int, impl: Harnes
         tampered = pointer_problem(project.root, wt.path)
         if tampered:  # never run git in a worktree whose .git the agent rewrote: it may be the user's branch
             return _halt(out, loop, "drift_detected", f"worktree_lost: {tampered}")
+        nested = _nested(wt)
+        if nested:  # before `git add`, which would record it as a gitlink and let git enter it
+            return _halt(out, loop, "drift_detected", nested)
 
         done = commit_all(wt.path, f"automaton: tick {n}")
         out.sha = done.sha
@@ -93,6 +97,19 @@ def settle(loop: Loop, cfg: LoopConfig, wt: WorktreeResult, n: int, impl: Harnes
         shown = ", ".join(changed[:10]) + (f" (+{len(changed) - 10} more)" if len(changed) > 10 else "")
         return _halt(out, loop, "drift_detected", f"{PROTECTED}: {shown}")
     return out
+
+
+def _nested(wt: WorktreeResult) -> str | None:
+    """`nested repository: <paths>` for the repositories the agent left in its worktree
+    (`git.nested`, a directory walk: git is not asked), or why none can be ruled out; None."""
+    from automaton.git.errors import DriftError
+    from automaton.git.nested import nested_repositories, shown
+
+    try:
+        found = nested_repositories(wt.path)
+    except DriftError as exc:
+        return f"nested repository: cannot be ruled out ({exc})"
+    return f"nested repository: {shown(found)}" if found else None
 
 
 def _protected_changes(cfg: LoopConfig, project: Project, wt: WorktreeResult, head: str | None) -> list[str]:

@@ -156,12 +156,16 @@ def dispatch(ns: argparse.Namespace) -> Outcome:
 
             return tick.tick(project, ns.loop, tick.TickOptions(settings_path=settings, progress=progress),
                              lock_held=True)
+    from automaton.proc import pinned_programs
     from automaton.runner import modes, tick
 
     opts = tick.TickOptions(settings_path=settings, progress=progress)
-    if ns.mode == "run":
-        return modes.run_loop(project, ns.loop, ns.max_ticks, opts)
-    return modes.dry_run(project, ns.loop, opts)
+    # `tick.tick` pins the programs of each tick itself (after the tick lock: a tick that gives
+    # up starts nothing); the dry run's gates run git as well.
+    with pinned_programs(project.root):
+        if ns.mode == "run":
+            return modes.run_loop(project, ns.loop, ns.max_ticks, opts)
+        return modes.dry_run(project, ns.loop, opts)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

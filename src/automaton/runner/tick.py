@@ -33,6 +33,7 @@ from automaton.core.verdicts import Verdict
 from automaton.git.harden import probe_once
 from automaton.git.worktree import WorktreeResult
 from automaton.harnesses import HarnessRequest, HarnessResult
+from automaton.proc import pinned_programs
 from automaton.runner import aftercommit, confine, deferral, ledger, leftovers, orchestrate, prompts, skip, unscored
 from automaton.runner import verify as verify_mod
 from automaton.runner.ledger import tick_cost as tick_cost  # re-exported: callers and tests read it here
@@ -83,13 +84,15 @@ def tick(project: Project, name: str, options: TickOptions | None = None, *, loc
     """
     opts = options or TickOptions()
     loop = Loop.resolve(project, name)  # the tick's one lookup by name: every step gets the handle
-    if lock_held:
-        return _locked_tick(loop, opts)
+    # Every program the runner itself starts (git above all) comes from outside the project,
+    # whose `.venv/bin` the agent may write; the roles keep their PATH (proc.pinned_programs).
     with ExitStack() as stack:
-        try:
-            stack.enter_context(locked(loop.tick_lock, timeout_s=0))
-        except Busy:
-            return skip.skipped(project, loop.name, opts.progress)
+        stack.enter_context(pinned_programs(project.root))
+        if not lock_held:
+            try:
+                stack.enter_context(locked(loop.tick_lock, timeout_s=0))
+            except Busy:
+                return skip.skipped(project, loop.name, opts.progress)
         return _locked_tick(loop, opts)
     raise AssertionError("unreachable")  # pragma: no cover
 

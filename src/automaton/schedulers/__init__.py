@@ -20,7 +20,10 @@ class Job:
 
     `interval_s` is in seconds. `python` is the absolute interpreter and `runner` the absolute
     `loop-runner.py` the tick script runs; `path_env` is the PATH seen at install time (cron
-    and launchd start jobs with a bare PATH).
+    and launchd start jobs with a bare PATH). `git`: the absolute git found on that PATH
+    outside the project at install time (`proc.find_program`), exported to the tick as
+    `AUTOMATON_GIT`; "" when none was found or the record predates it (the tick then looks
+    git up itself, outside the project all the same).
     """
 
     name: LoopName
@@ -30,6 +33,7 @@ class Job:
     python: str
     runner: Path
     path_env: str
+    git: str = ""
 
     def tick_path(self, tick_file: str) -> Path:
         """The tick script in the loop folder (`run-tick.sh` or `run-tick.bat`)."""
