@@ -2,8 +2,10 @@
 
 Every process a tick starts for a role (implement, verify, orchestrate) gets a `Policy`:
 writable are the loop's worktree (or, for the verifier, its clean export), a private temp dir
-and the agent CLI's own state folders; hidden is the folder of the record key; everything else
-(the main checkout, `.automaton/`, every `.git`, the loop's `runs/`) is read-only. With
+(which holds the role's private copy of the agent CLI's configuration, `runner.agentconfig`)
+and, for a CLI without such a copy, its own state folders in the home folder; hidden is the
+folder of the record key; everything else (the main checkout, `.automaton/`, every `.git`,
+the loop's `runs/`) is read-only. With
 `"sandbox": "off"` in loop.json there is no policy and every tick says so.
 """
 
@@ -65,11 +67,15 @@ def role_policy(cfg: LoopConfig, cwd: Path, tmp: Path, *, project_root: Path, in
     In a worktree the worktree itself is writable. In the main checkout (a loop without a
     worktree) the project's top-level entries are, except `tasks/`, `.automaton/`, `.git` and
     agent settings folders. `harness`: the agent whose state folders are writable too
-    (default: the loop's harness; the verify command passes "command": none)."""
+    (default: the loop's harness; the verify command passes "command": none). An agent with a
+    private configuration folder in `tmp` (`runner.agentconfig.PRIVATE`) gets nothing in the
+    home folder: its real configuration, `~/.claude.json` included, stays read-only."""
     if cfg.sandbox == "off":
         return None
+    from automaton.runner.agentconfig import PRIVATE
     from automaton.sandbox import agent_state_dirs
 
     work = [cwd] if in_worktree else project_writable(project_root, None, None)
-    own = agent_state_dirs(harness or cfg.harness.name, Path.home())
+    name = harness or cfg.harness.name
+    own = () if name in PRIVATE else agent_state_dirs(name, Path.home())
     return Policy(tuple([*work, tmp, *own]), hidden_paths(), tmp, label)
