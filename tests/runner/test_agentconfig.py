@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import textwrap
 from pathlib import Path
@@ -230,15 +231,23 @@ def test_seed_codex_gemini_opencode(tmp_path: Path) -> None:
         assert not (tmp_path / name).exists()
 
 
-def test_seed_reports_a_source_it_cannot_read(tmp_path: Path) -> None:
+def test_seed_reports_a_source_it_cannot_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = tmp_path / "home"
-    (home / ".codex" / "skills").mkdir(parents=True)
-    if os.geteuid() == 0:
-        pytest.skip("root reads any file")
+    (home / ".codex").mkdir(parents=True)
     (home / ".codex" / "auth.json").write_text("x")
-    (home / ".codex" / "auth.json").chmod(0)
+    (home / ".codex" / "config.toml").write_text("")
+    real_copy = shutil.copy2
+
+    def copy2(src: Any, dest: Any) -> Any:  # what a file mode 000 gives a user who is not root
+        if Path(src).name == "auth.json":
+            raise PermissionError(13, "Permission denied")
+        return real_copy(src, dest)
+
+    monkeypatch.setattr(shutil, "copy2", copy2)
     seeded = agentconfig.seed("codex", tmp_path / "c", home, {})
-    assert len(seeded.problems) == 1 and "auth.json" in seeded.problems[0]
+    assert seeded.problems == (f"{home / '.codex' / 'auth.json'}: not copied into the private configuration"
+                               " (Permission denied)",)
+    assert (tmp_path / "c" / "config.toml").exists()  # the rest is still seeded
 
 
 def test_commands_in_reads_command_keys_at_any_depth_and_other_files_whole(tmp_path: Path) -> None:
@@ -277,3 +286,18 @@ def test_changes_name_each_entry_and_hide_secrets(tmp_path: Path) -> None:
     assert "sk-new" not in agentconfig.detail(lines)
     many = agentconfig.detail([f"line {i}" for i in range(10)])
     assert many.startswith("agent_config_changed: line 0; ") and many.endswith("(+2 more)")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX's")
+def test_a_fifo_in_place_of_a_config_file_blocks_neither_the_seed_nor_the_baseline(tmp_path: Path) -> None:
+    """With the sandbox off an agent could swap a config file for a FIFO: a plain read would hang."""
+    home = tmp_path / "home"
+    (home / ".claude" / "skills").mkdir(parents=True)
+    os.mkfifo(home / ".claude" / "settings.json")
+    os.mkfifo(home / ".claude" / "skills" / "pipe")
+    (home / ".claude" / "skills" / "s.md").write_text("skill")
+    seeded = agentconfig.seed("claude", tmp_path / "p", home, {})
+    assert len(seeded.problems) == 1 and "not a regular file" in seeded.problems[0]
+    assert (tmp_path / "p" / "skills" / "s.md").read_text() == "skill"
+    assert not (tmp_path / "p" / "skills" / "pipe").exists()
+    assert agentconfig.commands_in(home / ".claude" / "settings.json") == {agentconfig.WHOLE: "<not a regular file>"}

@@ -50,6 +50,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -160,12 +161,25 @@ def _copy(src: Path, dest: Path) -> str | None:
             return None
         dest.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         if src.is_dir():
-            shutil.copytree(src, dest, symlinks=True)
-        else:
+            shutil.copytree(src, dest, symlinks=True, ignore=_special)
+        elif src.is_file():
             shutil.copy2(src, dest)
-    except OSError as exc:
+        else:  # a FIFO or device would block the runner or feed it without end
+            return f"{src}: not a regular file; not copied into the private configuration"
+    except (OSError, shutil.Error) as exc:
         return f"{src}: not copied into the private configuration ({exc.strerror or exc})"
     return None
+
+
+def _special(folder: str, names: list[str]) -> set[str]:
+    """The entries of `folder` copytree must skip: neither folder, file nor symlink (FIFOs,
+    sockets, devices)."""
+    keep = set()
+    for name in names:
+        path = Path(folder) / name
+        if not (path.is_symlink() or path.is_dir() or path.is_file()):
+            keep.add(name)
+    return keep
 
 
 def watched(home: Path | None = None, environ: Mapping[str, str] | None = None) -> tuple[Path, ...]:
@@ -189,8 +203,11 @@ def commands_in(path: Path) -> dict[str, str]:
     """The command-bearing entries of one file: {dotted key path: canonical JSON of its value}.
     A JSON or TOML file that parses gives its `COMMAND_KEYS` entries at any depth; any other
     file (YAML, JSONC with comments, a half-written file) is one entry `WHOLE` with its text. A
-    missing file: {}. An unreadable one: {WHOLE: "<unreadable: why>"} (never "unchanged")."""
+    missing file: {}. An unreadable one: {WHOLE: "<unreadable: why>"}; one that is no regular
+    file (a FIFO): {WHOLE: "<not a regular file>"} (never "unchanged")."""
     try:
+        if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block the runner's read
+            return {WHOLE: "<not a regular file>"}
         raw = path.read_bytes()
     except FileNotFoundError:
         return {}
