@@ -301,3 +301,20 @@ def test_a_fifo_in_place_of_a_config_file_blocks_neither_the_seed_nor_the_baseli
     assert (tmp_path / "p" / "skills" / "s.md").read_text() == "skill"
     assert not (tmp_path / "p" / "skills" / "pipe").exists()
     assert agentconfig.commands_in(home / ".claude" / "settings.json") == {agentconfig.WHOLE: "<not a regular file>"}
+
+
+def test_claude_adding_an_empty_project_entry_is_no_change_but_approving_project_servers_is(tmp_path: Path) -> None:
+    """The user's own claude, started in a new folder while a tick runs, adds
+    `projects.<dir>.mcpServers: {}`: no halt. Turning on a project's `.mcp.json` servers is one."""
+    home = tmp_path / "home"
+    home.mkdir()
+    real = home / ".claude.json"
+    real.write_text(json.dumps({"projects": {"/a": {"mcpServers": {"s": {"command": "x"}}}}}))
+    before = agentconfig.Baseline.take(home, {})
+    real.write_text(json.dumps({"numStartups": 9, "projects": {"/a": {"mcpServers": {"s": {"command": "x"}}},
+                                                               "/new": {"mcpServers": {}, "allowedTools": []}}}))
+    assert before.changes(agentconfig.Baseline.take(home, {})) == []
+    real.write_text(json.dumps({"projects": {"/a": {"mcpServers": {"s": {"command": "x"}},
+                                                    "enableAllProjectMcpServers": True}}}))
+    assert before.changes(agentconfig.Baseline.take(home, {})) == [
+        f"{real} projects./a.enableAllProjectMcpServers: added true"]

@@ -34,13 +34,17 @@ The switches (each CLI's own documentation or source; not run against the real b
   (developers.openai.com/codex/environment-variables).
 - Gemini CLI: `GEMINI_CLI_HOME` replaces the home folder in `homedir()`
   (google-gemini/gemini-cli `packages/core/src/utils/paths.ts`), so its state is read from
-  `$GEMINI_CLI_HOME/.gemini/` (`Storage.getGlobalGeminiDir`).
+  `$GEMINI_CLI_HOME/.gemini/` (`Storage.getGlobalGeminiDir`). Not checked: whether a login a
+  Gemini build keeps in the system keychain reaches the copy (GEMINI_API_KEY always does).
 - OpenCode: no folder switch of its own for everything (`OPENCODE_CONFIG_DIR` adds a folder, it
   does not replace one); its global paths come from `xdg-basedir`
   (anomalyco/opencode `packages/opencode/src/global/index.ts`): `$XDG_CONFIG_HOME/opencode`,
   `$XDG_DATA_HOME/opencode` (auth.json, downloaded tools), `$XDG_STATE_HOME/opencode`,
-  `$XDG_CACHE_HOME/opencode`. All four are pointed into the private folder; a side effect is
-  that the agent's own git no longer reads `~/.config/git/config` (it still reads ~/.gitconfig).
+  `$XDG_CACHE_HOME/opencode`. All four are pointed into the private folder, and only the
+  configuration folder and the logins (`auth.json`, `mcp-auth.json`) are copied: the cache and
+  the data folder hold packages and tools opencode later runs, so each role starts them empty
+  and opencode fetches what it needs again (network, time). Side effect: the agent's own git
+  no longer reads `~/.config/git/config` (it still reads ~/.gitconfig).
 - aider: no such switch: `~/.aider.conf.yml` is read from the home folder (Aider-AI/aider
   `aider/args.py` default config files); the `Baseline` watches it whole.
 """
@@ -64,14 +68,16 @@ HALT_REASON = "human_intervention"
 # Keys whose values are commands (or load code: plugins, env for the CLI's own process) in the
 # watched files, at any depth. Sources: Claude Code settings.md ("hooks", "statusLine",
 # "apiKeyHelper", "awsAuthRefresh", "awsCredentialExport", "otelHeadersHelper", "env",
-# "enabledPlugins", "extraKnownMarketplaces", "fileSuggestion") and mcp.md (user/local scope
-# "mcpServers" in ~/.claude.json); Codex config reference ("mcp_servers", "notify", "hooks");
+# "enabledPlugins", "extraKnownMarketplaces", "fileSuggestion", "enableAllProjectMcpServers",
+# "enabledMcpjsonServers": they start a project's `.mcp.json` servers unasked) and mcp.md
+# (user/local scope "mcpServers" in ~/.claude.json); Codex config reference ("mcp_servers", "notify", "hooks");
 # Gemini CLI docs/get-started/configuration.md ("mcpServers", "hooks", "discoveryCommand",
 # "callCommand", "toolDiscoveryCommand", "toolCallCommand", "bugCommand"); opencode.ai/docs/config
 # ("mcp", "plugin", "formatter", "lsp").
 COMMAND_KEYS = frozenset({
     "mcpServers", "hooks", "statusLine", "apiKeyHelper", "awsAuthRefresh", "awsCredentialExport",
     "otelHeadersHelper", "env", "enabledPlugins", "extraKnownMarketplaces", "fileSuggestion",
+    "enableAllProjectMcpServers", "enabledMcpjsonServers",
     "mcp_servers", "notify",
     "discoveryCommand", "callCommand", "toolDiscoveryCommand", "toolCallCommand", "bugCommand",
     "mcp", "plugin", "formatter", "lsp",
@@ -227,12 +233,16 @@ def commands_in(path: Path) -> dict[str, str]:
 
 
 def _walk(node: dict[str, object], prefix: str, found: dict[str, str]) -> None:
+    """Collect `COMMAND_KEYS` entries. An empty value ({}, [], "", null, false) counts as absent:
+    Claude Code itself adds `"mcpServers": {}` to every folder it is first started in, which
+    the user may do while a tick runs."""
     for key, value in node.items():
         where = f"{prefix}{key}"
         if key == "env" and isinstance(value, dict):  # one entry per variable: a secret's value stays hidden
             found.update({f"{where}.{k}": json.dumps(v, sort_keys=True, default=str) for k, v in value.items()})
         elif key in COMMAND_KEYS:
-            found[where] = json.dumps(value, sort_keys=True, default=str)
+            if value not in ({}, [], "", None, False):
+                found[where] = json.dumps(value, sort_keys=True, default=str)
         elif isinstance(value, dict):
             _walk(value, f"{where}.", found)
 
