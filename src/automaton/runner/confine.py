@@ -2,10 +2,12 @@
 
 Every process a tick starts for a role (implement, verify, orchestrate) gets a `Policy`:
 writable are the loop's worktree (or, for the verifier, its clean export), a private temp dir
-and the agent CLI's own state folders; hidden is the folder of the record key; masked (and,
-until a mount namespace is in force, hidden too) are the user's credential stores
-(`commands.writable.secret_stores`); everything else (the main checkout, `.automaton/`, every
-`.git`, the loop's `runs/`) is read-only. A verify command gets no network. With
+(which holds the role's private copy of the agent CLI's configuration, `runner.agentconfig`)
+and, for a CLI without such a copy, its own state folders in the home folder; hidden is the
+folder of the record key; masked (and, until a mount namespace is in force, hidden too) are
+the user's credential stores (`commands.writable.secret_stores`); everything else (the main
+checkout, `.automaton/`, every `.git`, the loop's `runs/`) is read-only. A verify command gets
+no network. With
 `"sandbox": "off"` in loop.json there is no policy and every tick says so.
 """
 
@@ -101,16 +103,19 @@ def role_policy(cfg: LoopConfig, cwd: Path, tmp: Path, *, project_root: Path, in
     agent settings folders, and each entry `commands.writable.grants` leaves out (a link out of
     the project, automaton's own install: `left_out` says which). `harness`: the agent whose
     state folders are writable too (default: the loop's harness; the verify command passes
-    "command": none). The credential stores are masked and hidden (`secret_stores`; BadInput
-    for an invalid or unsealed `.automaton/config.json`). `network`: False for a private
-    network namespace (the verify command)."""
+    "command": none). An agent with a private configuration folder in `tmp`
+    (`runner.agentconfig.PRIVATE`) gets nothing in the home folder: its real configuration,
+    `~/.claude.json` included, stays read-only. The credential stores are masked and hidden
+    (`secret_stores`; BadInput for an invalid or unsealed `.automaton/config.json`).
+    `network`: False for a private network namespace (the verify command)."""
     if cfg.sandbox == "off":
         return None
+    from automaton.runner.agentconfig import PRIVATE
     from automaton.sandbox import agent_state_dirs, visible_paths
 
     work = [cwd] if in_worktree else list(grants(project_root, None, None).paths)
     agent = harness or cfg.harness.name
-    own = agent_state_dirs(agent, Path.home())
+    own = () if agent in PRIVATE else agent_state_dirs(agent, Path.home())
     masked = secret_stores(project_root, agent).paths
     # The programs the loop.json names (sealed by a human) stay readable where they lie in /tmp.
     argv = [*(cfg.harness.command or ()), *(cfg.roles.verify.command or ())]

@@ -34,7 +34,18 @@ from automaton.git.harden import probe_once
 from automaton.git.worktree import WorktreeResult
 from automaton.harnesses import HarnessRequest, HarnessResult
 from automaton.proc import pinned_programs
-from automaton.runner import aftercommit, confine, deferral, ledger, leftovers, orchestrate, prompts, skip, unscored
+from automaton.runner import (
+    aftercommit,
+    agentconfig,
+    confine,
+    deferral,
+    ledger,
+    leftovers,
+    orchestrate,
+    prompts,
+    skip,
+    unscored,
+)
 from automaton.runner import verify as verify_mod
 from automaton.runner.ledger import tick_cost as tick_cost  # re-exported: callers and tests read it here
 from automaton.runner.progress import QUIET, Progress
@@ -168,6 +179,7 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
     settings = opts.settings_path or default_settings(loop, cfg.harness.name)
     max_usd = cfg.brakes.max_tick_usd if usd_left is None else min(cfg.brakes.max_tick_usd, usd_left)
     costs: dict[str, float | None] = {}
+    baseline = agentconfig.Baseline.take()  # the user's agent configuration before any role ran
 
     def policy_for(cwd: Path, role: str, harness: str) -> Policy | None:
         # A worktree or the verifier's export is the tick's own: writable whole. The main
@@ -180,6 +192,10 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
     def request(role: str, prompt: str, *, cwd: Path | None = None, sandbox: Policy | None = None) -> HarnessRequest:
         (folder / f"{role}.prompt.md").write_text(prompt, encoding="utf-8")
         where = cwd or wt.path
+        # A fresh copy of the user's CLI configuration for this role alone, never copied back.
+        private = agentconfig.seed(cfg.harness.name, tmp / "agent-config" / role)
+        for problem in private.problems:
+            show.note(f"  {role}: {problem}")
         return HarnessRequest(
             role=role, prompt=prompt, cwd=where, timeout_s=cfg.harness.timeout_s, run_dir=folder,
             model=cfg.harness.model, args=tuple(cfg.harness.args),
@@ -188,7 +204,8 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
             max_usd=round(max(0.0, max_usd - tick_cost(costs, cfg.brakes.max_tick_usd)[0]), 6),
             settings_path=settings,
             command=tuple(cfg.harness.command) if cfg.harness.command else None, loop_dir=loop_dir,
-            iteration=n, env={"AUTOMATON_LOOP": name, "AUTOMATON_ITERATION": str(n), **leftovers.marker(loop_dir)},
+            iteration=n, env={"AUTOMATON_LOOP": name, "AUTOMATON_ITERATION": str(n), **leftovers.marker(loop_dir),
+                              **private.env},
             sandbox=sandbox if cwd is not None else policy_for(where, role, cfg.harness.name),
             max_output_bytes=cfg.harness.max_output_mb * MIB,
         )
@@ -207,6 +224,7 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
     # before every call (git.harden.probe_once).
     with probe_once(pointers_settled=reaper.become_subreaper()):
         after = aftercommit.settle(loop, cfg, wt, n, impl)
+    _config_halt(loop, baseline, after)
     warnings += after.warnings
     for line in after.notes:
         show.note(f"  {line}")
@@ -218,6 +236,7 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
                                     policy_for, project)
         if watch.limit is None:
             complete, decision = orchestrate.decide(cfg, adapter, request, loop_dir, ctx, verdict, costs)
+        warnings += _config_halt(loop, baseline, after)  # the verifier and the orchestrator ran code too
     if watch.limit is not None and after.halt is None:  # put off: no verdict, the iteration given back
         done = deferral.settle(loop, cfg, n, folder, watch.limit, costs, after.sha)
         show.note(f"  {done.line}")
@@ -285,6 +304,23 @@ def _after_record(loop: Loop, cfg: LoopConfig, watch: deferral.Watch, verdict: V
     if verdict.score is None and new["status"] == "running":
         return unscored.check(loop, cfg)
     return None
+
+
+def _config_halt(loop: Loop, baseline: agentconfig.Baseline, after: aftercommit.After) -> list[str]:
+    """Halt when an agent CLI's user-level configuration changed since `baseline`
+    (`agentconfig.halt_if_changed`) and the tick has not halted yet: recorded in `after`
+    (halt, skip_verify, warnings). Returns the new warning lines ([] when nothing changed)."""
+    if after.halt is not None:
+        return []
+    halt = agentconfig.halt_if_changed(loop, baseline)
+    if halt is None:
+        return []
+    after.halt = halt
+    after.skip_verify = after.skip_verify or f"halted: {halt}"
+    line = f"loop {loop.name}: halted: {halt}; a human checks those files, then automaton --approve --loop {loop.name}"
+    after.warnings.append(line)
+    after.notes.append(f"halted: {halt}")
+    return [line]
 
 
 def _note_result(show: Progress, role: str, res: HarnessResult) -> None:

@@ -1,6 +1,9 @@
 """The state an agent CLI writes in the home directory to run at all, never its settings.
 
-A sandboxed agent gets these paths writable besides its working tree. Settings, instructions,
+A sandboxed interactive session (`automaton --sandbox -- AGENT`) gets these paths writable
+besides its working tree, and so does a loop tick of a CLI that has no private configuration
+folder (aider). A tick of claude, codex, gemini or opencode gets none of them: it runs on a
+private copy of the configuration in its temp folder (`automaton.runner.agentconfig`). Settings, instructions,
 hooks, skills and plugins stay read-only: an agent that could rewrite them would change the
 rules of its own next run. Sources (public documentation, not verified against the real
 binaries unless said):
@@ -11,7 +14,8 @@ binaries unless said):
   `session-env/`, `ide/`, `file-history/`, `plans/`, `debug/` as seen in user reports.
   `~/.claude.json` is written on every start (github.com/anthropics/claude-code issues
   #34799 and #27691: a read-only one makes it hang). Caution: that file also holds the
-  user-scope `mcpServers`, so an agent can plant a server a later, unconfined claude starts.
+  user-scope `mcpServers`, so an agent in a sandboxed session can plant a server a later,
+  unconfined claude starts (ticks do not grant it: see above).
 - Codex: `~/.codex/sessions/` (rollouts; openai/codex issue #2288), `history.jsonl` (prompt
   history, per third-party readers of it), `log/` (not verified). Not covered: the SQLite
   state (`state_*.sqlite` in `~/.codex` itself, whose journal files would need create
