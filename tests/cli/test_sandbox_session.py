@@ -7,7 +7,10 @@ with a Python one-liner as the agent that tries one write and prints what happen
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -53,7 +56,7 @@ def test_research_writes_its_spec_only(project: Path, session: Callable[..., tup
     assert "written tasks/t/SPEC.md" in out
     for rel in ("src/app.py", "README.md", ".automaton/focus"):
         assert f"denied {rel} 13" in out, out
-    assert "writable: tasks/t" in err
+    assert "writable: tasks/t/SPEC.md" in err
 
 
 def test_implement_writes_project_files_but_no_brake_state(project: Path, session: Callable[..., tuple[int, str, str]],
@@ -124,3 +127,123 @@ def test_bad_input_and_no_sandbox(project: Path, session: Callable[..., tuple[in
     assert done.returncode == 127 and "not found" in done.stderr
     code, out, err = session(None, "README.md", env={"AUTOMATON_SANDBOX_UNAVAILABLE": "1"})
     assert code == 1 and "sandbox_unavailable" in err and out == ""
+
+
+# ---- the session supervises its command: nothing it started outlives it ------------------------
+
+DAEMON = ("import os, subprocess, sys\n"
+          "subprocess.Popen(['setsid', 'sh', '-c', 'sleep 2; echo daemon >> ' + sys.argv[1]],\n"
+          "                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+          "print('left a daemon')\n")
+
+
+def test_a_daemon_left_by_the_session_dies_with_it(project: Path, human: None) -> None:
+    # The daemon keeps the session's grants (SPEC.md is writable at research); without the
+    # supervisor it would append to SPEC.md two seconds after the session ended.
+    task = bring_task(project, "t", "research", focus=False)
+    spec = task / "SPEC.md"
+    done = run_exe("automaton", "--sandbox", "--project", str(project), "--task", "t", "--", sys.executable,
+                   "-c", DAEMON, str(spec), cwd=project)
+    assert done.returncode == 0 and "left a daemon" in done.stdout, done.stderr
+    time.sleep(3)
+    assert "daemon" not in spec.read_text()
+
+
+def test_a_hangup_ends_the_command_and_its_daemons(project: Path, human: None) -> None:
+    # The terminal closing sends SIGHUP: the command gets it, the daemon is killed with it.
+    task = bring_task(project, "t", "research", focus=False)
+    spec = task / "SPEC.md"
+    script = DAEMON + "import time\nprint('waiting', flush=True)\ntime.sleep(60)\n"
+    exe = Path(sys.executable).parent / "automaton"
+    with subprocess.Popen([str(exe), "--sandbox", "--project", str(project), "--task", "t", "--", sys.executable,
+                           "-c", script, str(spec)], cwd=project, stdout=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == "left a daemon\n"
+        assert proc.stdout.readline() == "waiting\n"
+        proc.send_signal(signal.SIGHUP)
+        code = proc.wait(timeout=20)
+    assert code == 128 + signal.SIGHUP
+    time.sleep(3)
+    assert "daemon" not in spec.read_text()
+
+
+def test_the_command_keeps_this_processs_stdin_and_its_exit_status(project: Path) -> None:
+    done = run_exe("automaton", "--sandbox", "--project", str(project), "--", "sh", "-c", "cat; exit 7",
+                   stdin="typed by the human\n", cwd=project)
+    assert done.returncode == 7 and done.stdout == "typed by the human\n", done.stderr
+
+
+# ---- the task folder is not granted: the artifact file is ---------------------------------------
+
+def test_research_grants_the_spec_file_but_not_the_state(project: Path, session: Callable[..., tuple[int, str, str]],
+                                                          human: None) -> None:
+    task = bring_task(project, "t", "research", focus=False)
+    state, log = (task / ".state").read_bytes(), (task / ".state.log").read_bytes()
+    code, out, err = session("t", "tasks/t/SPEC.md", "tasks/t/.state", "tasks/t/.state.log", "tasks/t/NOTES.md")
+    assert code == 0, err
+    assert "written tasks/t/SPEC.md" in out
+    for rel in ("tasks/t/.state", "tasks/t/.state.log", "tasks/t/NOTES.md"):
+        assert f"denied {rel} 13" in out, out
+    assert (task / ".state").read_bytes() == state and (task / ".state.log").read_bytes() == log
+    assert "writable: tasks/t/SPEC.md" in err
+
+
+SWAP = ("import os, sys\n"
+        "for a, b in zip(sys.argv[1::2], sys.argv[2::2]):\n"
+        "    try:\n"
+        "        os.replace(a, b)\n"
+        "        print('renamed', a, b)\n"
+        "    except OSError as exc:\n"
+        "        print('denied', a, b, exc.errno)\n")
+
+
+def test_an_older_state_pair_cannot_be_restored(project: Path, human: None) -> None:
+    # An agent that kept a copy of .state/.state.log (in its temp dir) cannot rename it over the
+    # current pair to undo a human's stop: the task folder takes no rename, no new file.
+    task = bring_task(project, "t", "research", focus=False)
+    done = run_exe("automaton", "--sandbox", "--project", str(project), "--task", "t", "--", sys.executable, "-c",
+                   SWAP, "tasks/t/SPEC.md", "tasks/t/.state", "tasks/t/.state.log", "tasks/t/old.log", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert "denied tasks/t/SPEC.md tasks/t/.state 13" in done.stdout
+    assert "denied tasks/t/.state.log tasks/t/old.log 13" in done.stdout
+    assert (task / ".state").is_file() and (task / ".state.log").is_file()
+
+
+def test_an_atomic_save_of_the_artifact_is_refused(project: Path, human: None) -> None:
+    # What users see: an editor that writes a temp file beside SPEC.md and renames it over is
+    # refused (EACCES) in the task folder; writing in place works.
+    bring_task(project, "t", "research", focus=False)
+    save = ("import os\n"
+            "try:\n"
+            "    with open('tasks/t/.SPEC.md.swp', 'w') as f: f.write('new\\n')\n"
+            "    os.replace('tasks/t/.SPEC.md.swp', 'tasks/t/SPEC.md'); print('atomic ok')\n"
+            "except OSError as exc: print('atomic denied', exc.errno)\n"
+            "with open('tasks/t/SPEC.md', 'w') as f: f.write('in place\\n')\n"
+            "print('in place ok')\n")
+    done = run_exe("automaton", "--sandbox", "--project", str(project), "--task", "t", "--", sys.executable, "-c",
+                   save, cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert "atomic denied 13" in done.stdout and "in place ok" in done.stdout
+    assert (project / "tasks" / "t" / "SPEC.md").read_text() == "in place\n"
+
+
+def test_an_artifact_linked_to_the_state_is_not_granted(project: Path, human: None) -> None:
+    # A SPEC.md hard-linked to .state (left by an unconfined process) shares its inode: granting
+    # the file would grant .state. The session grants nothing and says why.
+    task = bring_task(project, "t", "research", focus=False)
+    os.link(task / ".state", task / "SPEC.md")
+    before = (task / ".state").read_bytes()
+    done = run_exe("automaton", "--sandbox", "--project", str(project), "--task", "t", "--", sys.executable, "-c",
+                   TRY, "tasks/t/SPEC.md", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert "denied tasks/t/SPEC.md 13" in done.stdout
+    assert "hard links" in done.stderr and (task / ".state").read_bytes() == before
+
+
+def test_implement_grants_its_artifact_not_the_task_folder(project: Path, session: Callable[..., tuple[int, str, str]],
+                                                           human: None) -> None:
+    bring_task(project, "t", "implement", focus=True)
+    code, out, _ = session(None, "tasks/t/IMPLEMENTATION.md", "tasks/t/.state", "tasks/t/SPEC.md")
+    assert code == 0
+    assert "written tasks/t/IMPLEMENTATION.md" in out
+    assert "denied tasks/t/.state 13" in out and "denied tasks/t/SPEC.md 13" in out

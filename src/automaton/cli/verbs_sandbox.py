@@ -1,9 +1,11 @@
 """`automaton --sandbox [--task T] [--project DIR] -- CMD ARGS…`: run an agent CLI confined by the kernel.
 
-The sandbox is applied to this very process, which then becomes CMD (execvp): nothing of
-automaton stays between the agent and the kernel, and the rules are inherited by every
-process the agent starts. Exit codes: CMD's own once it runs; 1 no sandbox is available here;
-2 bad input (no command, unknown task); 127 CMD not found.
+CMD runs in a forked child confined by the kernel (the rules are inherited by every process
+the agent starts) on this terminal; this process stays outside the sandbox as a passive
+supervisor (`sandbox.supervisor`) and, when CMD exits or the session gets SIGTERM/SIGHUP,
+kills every process CMD left behind. Exit codes: CMD's own once it runs (128 + N when signal
+N ended it); 1 no sandbox is available here; 2 bad input (no command, unknown task); 126 the
+sandbox or the exec failed; 127 CMD not found.
 """
 
 from __future__ import annotations
@@ -47,9 +49,10 @@ def split(args: Sequence[str]) -> tuple[str | None, str | None, list[str]]:
 
 
 def run(args: Sequence[str]) -> int:
-    """Plan, confine this process, exec the command. Returns only when it cannot run."""
+    """Plan, then run the command confined and supervised; its exit status."""
     from automaton.commands.sandbox_session import plan
-    from automaton.sandbox import available, confine_self
+    from automaton.sandbox import available
+    from automaton.sandbox.supervisor import supervise
     from automaton.store.layout import Project
 
     task, project_dir, command = split(args)
@@ -60,14 +63,4 @@ def run(args: Sequence[str]) -> int:
     session = plan(Project.at(project_dir), task, command)
     for line in session.lines:
         print(line, file=sys.stderr)
-    env = dict(os.environ, TMPDIR=str(session.policy.tmpdir), AUTOMATON_SANDBOX="1")
-    confine_self(session.policy)
-    try:
-        os.execvpe(command[0], command, env)
-    except FileNotFoundError:
-        print(f"automaton: {command[0]}: command not found", file=sys.stderr)
-        return 127
-    except OSError as exc:
-        print(f"automaton: {command[0]}: cannot run ({exc.strerror})", file=sys.stderr)
-        return 126
-    raise AssertionError("unreachable")  # pragma: no cover
+    return supervise(command, dict(os.environ, AUTOMATON_SANDBOX="1"), session.policy)

@@ -3,7 +3,8 @@
 The writable set is the task's phase scope made coarse enough for the kernel
 (`commands.writable`, which has the table per phase). Project overrides in
 `.automaton/config.json` are enforced by the hook only. Always added: the agent CLI's own
-state folders, a private temp dir; always hidden: the record key's folder.
+state folders, a private temp dir; always hidden: the record key's folder. The phase's
+artifact is created empty when missing, so that the kernel can grant that file (not its folder).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from automaton.commands.writable import hidden_paths, project_writable
+from automaton.commands.writable import artifact_of, hidden_paths, project_writable
 from automaton.core.errors import BadInput
 from automaton.core.names import TaskRef
 from automaton.core.sandbox import Policy
@@ -57,11 +58,22 @@ def plan(project: Project, task: str | None, argv: list[str], *, home: Path | No
     tmp = Path(tempfile.mkdtemp(prefix="automaton-session-"))
     agent = AGENTS.get(Path(argv[0]).name, "command")
     in_project = project_writable(project.root, phase, task_dir)
+    notes: list[str] = []
+    artifact = artifact_of(phase)
+    if artifact is not None and task_dir is not None:
+        why = tasks.ensure_artifact(task_dir, artifact)
+        if why is not None:  # never grant another inode under the artifact's name
+            in_project.remove(task_dir / artifact)
+            notes.append(f"automaton --sandbox: {artifact} is not writable: {why}; a human replaces it"
+                         " with a plain file and starts the session again")
     writable = [*in_project, tmp, *agent_state_dirs(agent, home)]
     label = f"session {ref} ({phase})" if ref else "session (no task)"
     policy = Policy(tuple(writable), hidden_paths(home), tmp, label)
     scope = ", ".join(str(p.relative_to(project.root)) for p in in_project) or "nothing in the project"
-    lines = [f"automaton --sandbox: {label}; writable: {scope}; everything else is read-only"]
+    lines = [f"automaton --sandbox: {label}; writable: {scope}; everything else is read-only", *notes]
+    if artifact is not None and task_dir is not None:
+        lines.append(f"automaton --sandbox: {artifact} is granted as a file: save it in place (an editor's"
+                     " write-to-temp-and-rename save is refused in the task folder)")
     return SessionPlan(policy, str(ref) if ref else None, phase, lines)
 
 
