@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from automaton.commands import first_approval
 from automaton.commands.human import Human, acting
 from automaton.commands.loop_gate import _Facts, can_continue, check_gate
 from automaton.commands.loop_views import audit_section, can_edit_loop, loop_list
@@ -94,11 +95,17 @@ def create_loop(project: Project, name: str, template: str, task: str | None = N
     if not os.path.lexists(project.loop_dir(loop)):  # an existing folder/file: loops.create says what it is
         _refuse_leftovers(project, loop)
     state = initial_state(loop, config.task, config.sha256, utc_now())
+    unseen = first_approval.reasons(project, config, obj, src)
+    if unseen:  # nobody saw this loop.json: it starts halted until a human approves it
+        state.update(status="halted", halt_reason="human_intervention", halt_detail=first_approval.detail(unseen))
     folder = loops.create(project, loop, files, state, {"loop": loop, "template": src.name,
-                                                         "task": config.task})
+                                                         "task": config.task, "status": state["status"]})
     out = Outcome(lines=[f"created loop {loop} at {folder.relative_to(project.root)}/ from template {src.name}"],
                   data={"loop": loop, "path": str(folder), "template": src.name, "state": state,
-                        "template_path": str(src), "shadows_packaged": shadows})
+                        "template_path": str(src), "shadows_packaged": shadows, "first_approval": unseen})
+    if unseen:
+        out.lines.append(f"loop {loop} starts halted (human_intervention: {state['halt_detail']}): no tick runs"
+                         f" until a human runs automaton --approve --loop {loop}, which shows the whole loop.json")
     if shadows:  # the packaged template of that name may have changed; the human should know which one ran
         out.lines.append(f"template {src.name}: using the project's copy at {src.relative_to(project.root)},"
                          " which shadows the packaged one")
@@ -276,7 +283,8 @@ def _review(loop: Loop, rec: loops.LoopRecord) -> Review:
     seal = _seal_of(loop, rec)
     # Only an approval that goes on to seal asks: one that is refused anyway (complete, or a
     # running loop with nothing to re-seal) says why without a question.
-    ask = sha != seal and (bool(tamper) or status in ("halted", "running", "paused"))
+    first = not tamper and status == "halted" and first_approval.is_first_approval(state["halt_detail"])
+    ask = first or (sha != seal and (bool(tamper) or status in ("halted", "running", "paused")))
     if ask:
         loop.read_config()  # BadInput: an invalid loop.json is refused, never asked about
     lines: list[str] = []
@@ -286,7 +294,9 @@ def _review(loop: Loop, rec: loops.LoopRecord) -> Review:
         detail = f": {state['halt_detail']}" if state["halt_detail"] else ""
         lines.append(f"{name}: halted ({state['halt_reason']}{detail})")
     diff: list[str] = []
-    if ask:
+    if first:
+        lines += _whole(loop, current)
+    if ask and sha != seal:
         base = loop.sealed_copy()
         if base is not None and sha256_hex(base) != seal:
             base = None  # a copy of another loop.json (older loops): not what was sealed
@@ -295,7 +305,16 @@ def _review(loop: Loop, rec: loops.LoopRecord) -> Review:
         lines.append(f"{name}: this approval seals a loop.json that differs from the sealed one:")
         lines += diff
     seen = json.dumps([sha, status, state["halt_reason"], state["halt_detail"], tamper])
-    return Review("loop.json", seen, ask, lines, diff)
+    return Review("loop.json", seen, ask, lines, diff, unseen=first)
+
+
+def _whole(loop: Loop, current: bytes | None) -> list[str]:
+    """What a first approval shows: a heading, then every line of the loop.json it seals
+    (`current`), each prefixed `  | ` (not a diff: no human has seen any of it)."""
+    folder = loop.dir.relative_to(loop.project.root).as_posix()
+    text = (current or b"").decode("utf-8", "replace").removesuffix("\n")
+    return [f"{loop.name}: no human has seen this loop yet; this approval lets it run as {folder}/{loops.CONFIG_FILE}"
+           " says (the whole file):", *(f"  | {line}" for line in text.split("\n"))]
 
 
 def _bind(loop: Loop, now: Review, reviewed: Review | None) -> None:
