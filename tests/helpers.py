@@ -168,3 +168,27 @@ def bring_task(project: Path, name: str, phase: str, focus: bool = True) -> Path
     if focus:
         ok(run_cli("--focus", name, "--project", root))
     return project / "tasks" / name
+
+
+def approve_first(root: Path, name: str) -> None:
+    """Give loop `name` its first approval as a human (AUTOMATON_APPROVER=tests) would: a loop
+    made from a project template starts halted (first_approval) until a human reviews it. A
+    loop that is not waiting for one is left as it is."""
+    from automaton.commands import loops as loop_cmds
+    from automaton.core.gates import FIRST_APPROVAL
+    from automaton.store import loops
+    from automaton.store.layout import Project
+
+    project = Project(root.resolve())
+    state = loops.read_state(project, name)
+    if state["status"] != "halted" or not str(state["halt_detail"] or "").startswith(FIRST_APPROVAL):
+        return
+    old = os.environ.get("AUTOMATON_APPROVER")
+    os.environ["AUTOMATON_APPROVER"] = "tests"
+    try:
+        loop_cmds.approve_loop(project, name, loop_cmds.review_loop(project, name))
+    finally:
+        if old is None:
+            os.environ.pop("AUTOMATON_APPROVER", None)
+        else:
+            os.environ["AUTOMATON_APPROVER"] = old

@@ -360,10 +360,13 @@ def _approve(loop: Loop, who: str, reviewed: Review | None, via: dict[str, objec
                         for f in out_of_scope(drift.files, config.blast_radius.file_scope, old["accepted_drift"],
                                               drift.blobs)]
         replaced = {e.rpartition("@")[0] for e in accepted}
+        # A first approval lets a loop start, it resumes nothing: resumed_count counts resumes.
+        resumed = 0 if review.unseen else 1
 
         def fresh(new: dict[str, Any]) -> None:
-            new.update(status="running", halt_reason=None, halt_detail=None, resumed_count=new["resumed_count"] + 1,
-                       iterations_at_approval=new["iteration_count"], spent_usd_at_approval=new["spent_usd"],
+            new.update(status="running", halt_reason=None, halt_detail=None,
+                       resumed_count=new["resumed_count"] + resumed, iterations_at_approval=new["iteration_count"],
+                       spent_usd_at_approval=new["spent_usd"],
                        score_history=[], config_sha256=config.sha256, worktree_fallback=None,
                        current_task=config.task or new["current_task"],
                        accepted_drift=sorted({*(e for e in new["accepted_drift"]
@@ -371,6 +374,8 @@ def _approve(loop: Loop, who: str, reviewed: Review | None, via: dict[str, objec
 
         fields: dict[str, object] = {"loop": name, "by": who, **via,
                                      "cleared": STATE_TAMPERED if tampered else old["halt_reason"]}
+        if review.unseen:
+            fields["first_approval"] = True
         if accepted:
             fields["accepted"] = ",".join(accepted)
         if config.sha256 != old["config_sha256"]:
