@@ -247,3 +247,23 @@ def test_implement_grants_its_artifact_not_the_task_folder(project: Path, sessio
     assert code == 0
     assert "written tasks/t/IMPLEMENTATION.md" in out
     assert "denied tasks/t/.state 13" in out and "denied tasks/t/SPEC.md 13" in out
+
+
+def test_the_agent_cannot_kill_its_supervisor(project: Path, human: None) -> None:
+    # Killing the supervisor first would let the daemon outlive the session. From Landlock ABI 6
+    # the confined processes cannot signal a process outside their sandbox (EPERM).
+    from automaton.sandbox import available
+
+    if available().abi < 6:
+        pytest.skip(f"Landlock ABI {available().abi} cannot scope signals (ABI 6 can)")
+    task = bring_task(project, "t", "research", focus=False)
+    spec = task / "SPEC.md"
+    kill = DAEMON + ("import os, signal\n"
+                     "try:\n"
+                     "    os.kill(os.getppid(), signal.SIGKILL); print('killed the supervisor')\n"
+                     "except OSError as exc: print('denied', exc.errno)\n")
+    done = run_exe("automaton", "--sandbox", "--project", str(project), "--task", "t", "--", sys.executable,
+                   "-c", kill, str(spec), cwd=project)
+    assert done.returncode == 0 and "denied 1" in done.stdout, (done.stdout, done.stderr)
+    time.sleep(3)
+    assert "daemon" not in spec.read_text()

@@ -294,8 +294,12 @@ def _review(loop: Loop, rec: loops.LoopRecord) -> Review:
         detail = f": {state['halt_detail']}" if state["halt_detail"] else ""
         lines.append(f"{name}: halted ({state['halt_reason']}{detail})")
     diff: list[str] = []
+    whole = _whole(current) if first else []
     if first:
-        lines += _whole(loop, current)
+        folder = loop.dir.relative_to(loop.project.root).as_posix()
+        lines.append(f"{name}: no human has seen this loop yet; this approval lets it run as"
+                     f" {folder}/{loops.CONFIG_FILE} says (the whole file):")
+        lines += [f"  | {line}" for line in whole]
     if ask and sha != seal:
         base = loop.sealed_copy()
         if base is not None and sha256_hex(base) != seal:
@@ -305,16 +309,13 @@ def _review(loop: Loop, rec: loops.LoopRecord) -> Review:
         lines.append(f"{name}: this approval seals a loop.json that differs from the sealed one:")
         lines += diff
     seen = json.dumps([sha, status, state["halt_reason"], state["halt_detail"], tamper])
-    return Review("loop.json", seen, ask, lines, diff, unseen=first)
+    return Review("loop.json", seen, ask, lines, diff, unseen=first, whole=whole)
 
 
-def _whole(loop: Loop, current: bytes | None) -> list[str]:
-    """What a first approval shows: a heading, then every line of the loop.json it seals
-    (`current`), each prefixed `  | ` (not a diff: no human has seen any of it)."""
-    folder = loop.dir.relative_to(loop.project.root).as_posix()
-    text = (current or b"").decode("utf-8", "replace").removesuffix("\n")
-    return [f"{loop.name}: no human has seen this loop yet; this approval lets it run as {folder}/{loops.CONFIG_FILE}"
-           " says (the whole file):", *(f"  | {line}" for line in text.split("\n"))]
+def _whole(current: bytes | None) -> list[str]:
+    """Every line of the loop.json a first approval seals (`current`), without line ends: not
+    a diff, since no human has seen any of it."""
+    return (current or b"").decode("utf-8", "replace").removesuffix("\n").split("\n")
 
 
 def _bind(loop: Loop, now: Review, reviewed: Review | None) -> None:
