@@ -293,10 +293,13 @@ def write_template(project: Path, template: str, config: dict[str, Any]) -> None
 
 
 def create_loop(project: Path, name: str, template: str) -> Path:
-    """`automaton --create-loop NAME --from-template T` (the real CLI) + an empty scripted
-    harness script; returns the loop folder."""
+    """`automaton --create-loop NAME --from-template T` (the real CLI), its first approval by a
+    human (a project template's loop starts halted until then: `--approve --loop NAME --yes`
+    as AUTOMATON_APPROVER=bench) + an empty scripted harness script; returns the loop folder."""
     run([exe("automaton"), "--create-loop", name, "--from-template", template, "--project", str(project)],
         cwd=project)
+    run([exe("automaton"), "--approve", "--loop", name, "--yes", "--project", str(project)], cwd=project,
+        env=bench_env(AUTOMATON_APPROVER="bench"))
     folder = project / ".automaton" / "loops" / name
     (folder / "script.json").write_text('{"implement": []}\n', encoding="utf-8")
     return folder

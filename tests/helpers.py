@@ -168,3 +168,22 @@ def bring_task(project: Path, name: str, phase: str, focus: bool = True) -> Path
     if focus:
         ok(run_cli("--focus", name, "--project", root))
     return project / "tasks" / name
+
+
+def approve_first(root: Path, name: str) -> None:
+    """Give loop `name` its first approval as a human ("tests", via "tests") would: a loop made
+    from a project template starts halted (first_approval) until a human reviews it. A loop
+    that is not waiting for one is left as it is. Test set-up, so it works even where a test
+    made its process look like an agent's (CLAUDECODE set)."""
+    from automaton.commands import loops as loop_cmds
+    from automaton.commands.human import Human
+    from automaton.core.gates import FIRST_APPROVAL
+    from automaton.store import loops
+    from automaton.store.layout import Project
+
+    project = Project(root.resolve())
+    state = loops.read_state(project, name)
+    if state["status"] != "halted" or not str(state["halt_detail"] or "").startswith(FIRST_APPROVAL):
+        return
+    human = Human("tests", "tests")
+    loop_cmds.approve_loop(project, name, loop_cmds.review_loop(project, name, human=human), human=human)

@@ -273,7 +273,7 @@ def test_tick_log_records_paused_resumed_halt_approved(project: Path, approver: 
     gate(p)
     cli(p, "--approve", "--loop", "demo")
     events = [line.split(" ")[1] for line in log_text(p).splitlines()]
-    assert events == ["CREATED", "PAUSED", "RESUMED", "TICK", "HALT", "APPROVED"]
+    assert events == ["CREATED", "APPROVED", "PAUSED", "RESUMED", "TICK", "HALT", "APPROVED"]  # first approval
     for line in log_text(p).splitlines():
         chained = r"state=sha256:[0-9a-f]{64} prev=[0-9a-f]{64} mac=[0-9a-f]{64}$"
         assert re.match(rf"^{ISO} [A-Z_]+ .* {chained}", line), line

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -61,7 +64,7 @@ def test_research_writes_its_spec_only(project: Path, session: Callable[..., tup
     assert "written tasks/t/SPEC.md" in out
     for rel in ("src/app.py", "README.md", ".automaton/focus"):
         assert denied(rel, out), out
-    assert "writable: tasks/t" in err
+    assert "writable: tasks/t/SPEC.md" in err
 
 
 def test_implement_writes_project_files_but_no_brake_state(project: Path, session: Callable[..., tuple[int, str, str]],
@@ -201,3 +204,143 @@ def test_automatons_own_venv_in_the_project_is_never_granted(project: Path, huma
     assert script.read_text() == before
     assert "not writable: .venv (holds or lies in automaton's own install" in done.stderr
     assert "pipx install automaton-framework" in done.stderr
+
+
+# ---- the session supervises its command: nothing it started outlives it ------------------------
+
+DAEMON = ("import os, subprocess, sys\n"
+          "subprocess.Popen(['setsid', 'sh', '-c', 'sleep 2; echo daemon >> ' + sys.argv[1]],\n"
+          "                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+          "print('left a daemon')\n")
+
+
+def test_a_daemon_left_by_the_session_dies_with_it(project: Path, human: None) -> None:
+    # The daemon keeps the session's grants (SPEC.md is writable at research); without the
+    # supervisor it would append to SPEC.md two seconds after the session ended.
+    task = bring_task(project, "t", "research", focus=False)
+    spec = task / "SPEC.md"
+    done = run_exe("automaton", "--sandbox", "--project", str(project), "--task", "t", "--", sys.executable,
+                   "-c", DAEMON, str(spec), cwd=project)
+    assert done.returncode == 0 and "left a daemon" in done.stdout, done.stderr
+    time.sleep(3)
+    assert "daemon" not in spec.read_text()
+
+
+def test_a_hangup_ends_the_command_and_its_daemons(project: Path, human: None) -> None:
+    # The terminal closing sends SIGHUP: the command gets it, the daemon is killed with it.
+    task = bring_task(project, "t", "research", focus=False)
+    spec = task / "SPEC.md"
+    script = DAEMON + "import time\nprint('waiting', flush=True)\ntime.sleep(60)\n"
+    exe = Path(sys.executable).parent / "automaton"
+    with subprocess.Popen([str(exe), "--sandbox", "--project", str(project), "--task", "t", "--", sys.executable,
+                           "-c", script, str(spec)], cwd=project, stdout=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == "left a daemon\n"
+        assert proc.stdout.readline() == "waiting\n"
+        proc.send_signal(signal.SIGHUP)
+        code = proc.wait(timeout=20)
+    assert code == 128 + signal.SIGHUP
+    time.sleep(3)
+    assert "daemon" not in spec.read_text()
+
+
+def test_the_command_keeps_this_processs_stdin_and_its_exit_status(project: Path) -> None:
+    done = run_exe("automaton", "--sandbox", "--project", str(project), "--", "sh", "-c", "cat; exit 7",
+                   stdin="typed by the human\n", cwd=project)
+    assert done.returncode == 7 and done.stdout == "typed by the human\n", done.stderr
+
+
+# ---- the task folder is not granted: the artifact file is ---------------------------------------
+
+def test_research_grants_the_spec_file_but_not_the_state(project: Path, session: Callable[..., tuple[int, str, str]],
+                                                          human: None) -> None:
+    task = bring_task(project, "t", "research", focus=False)
+    state, log = (task / ".state").read_bytes(), (task / ".state.log").read_bytes()
+    code, out, err = session("t", "tasks/t/SPEC.md", "tasks/t/.state", "tasks/t/.state.log", "tasks/t/NOTES.md")
+    assert code == 0, err
+    assert "written tasks/t/SPEC.md" in out
+    for rel in ("tasks/t/.state", "tasks/t/.state.log", "tasks/t/NOTES.md"):
+        assert denied(rel, out), out
+    assert (task / ".state").read_bytes() == state and (task / ".state.log").read_bytes() == log
+    assert "writable: tasks/t/SPEC.md" in err
+
+
+SWAP = ("import os, sys\n"
+        "for a, b in zip(sys.argv[1::2], sys.argv[2::2]):\n"
+        "    try:\n"
+        "        os.replace(a, b)\n"
+        "        print('renamed', a, b)\n"
+        "    except OSError as exc:\n"
+        "        print('denied', a, b, exc.errno)\n")
+
+
+def test_an_older_state_pair_cannot_be_restored(project: Path, human: None) -> None:
+    # An agent that kept a copy of .state/.state.log (in its temp dir) cannot rename it over the
+    # current pair to undo a human's stop: the task folder takes no rename, no new file.
+    task = bring_task(project, "t", "research", focus=False)
+    done = run_exe("automaton", "--sandbox", "--project", str(project), "--task", "t", "--", sys.executable, "-c",
+                   SWAP, "tasks/t/SPEC.md", "tasks/t/.state", "tasks/t/.state.log", "tasks/t/old.log", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert any(f"denied tasks/t/SPEC.md tasks/t/.state {e}" in done.stdout for e in (13, 30))
+    assert any(f"denied tasks/t/.state.log tasks/t/old.log {e}" in done.stdout for e in (13, 30))
+    assert (task / ".state").is_file() and (task / ".state.log").is_file()
+
+
+def test_an_atomic_save_of_the_artifact_is_refused(project: Path, human: None) -> None:
+    # What users see: an editor that writes a temp file beside SPEC.md and renames it over is
+    # refused (EACCES) in the task folder; writing in place works.
+    bring_task(project, "t", "research", focus=False)
+    save = ("import os\n"
+            "try:\n"
+            "    with open('tasks/t/.SPEC.md.swp', 'w') as f: f.write('new\\n')\n"
+            "    os.replace('tasks/t/.SPEC.md.swp', 'tasks/t/SPEC.md'); print('atomic ok')\n"
+            "except OSError as exc: print('atomic denied', exc.errno)\n"
+            "with open('tasks/t/SPEC.md', 'w') as f: f.write('in place\\n')\n"
+            "print('in place ok')\n")
+    done = run_exe("automaton", "--sandbox", "--project", str(project), "--task", "t", "--", sys.executable, "-c",
+                   save, cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert any(f"atomic denied {e}" in done.stdout for e in (13, 30)) and "in place ok" in done.stdout
+    assert (project / "tasks" / "t" / "SPEC.md").read_text() == "in place\n"
+
+
+def test_an_artifact_linked_to_the_state_is_not_granted(project: Path, human: None) -> None:
+    # A SPEC.md hard-linked to .state (left by an unconfined process) shares its inode: granting
+    # the file would grant .state. The session grants nothing and says why.
+    task = bring_task(project, "t", "research", focus=False)
+    os.link(task / ".state", task / "SPEC.md")
+    before = (task / ".state").read_bytes()
+    done = run_exe("automaton", "--sandbox", "--project", str(project), "--task", "t", "--", sys.executable, "-c",
+                   TRY, "tasks/t/SPEC.md", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert any(f"denied tasks/t/SPEC.md {e}" in done.stdout for e in (13, 30))
+    assert "hard links" in done.stderr and (task / ".state").read_bytes() == before
+
+
+def test_implement_grants_its_artifact_not_the_task_folder(project: Path, session: Callable[..., tuple[int, str, str]],
+                                                           human: None) -> None:
+    bring_task(project, "t", "implement", focus=True)
+    code, out, _ = session(None, "tasks/t/IMPLEMENTATION.md", "tasks/t/.state", "tasks/t/SPEC.md")
+    assert code == 0
+    assert "written tasks/t/IMPLEMENTATION.md" in out
+    assert any(f"denied tasks/t/.state {e}" in out for e in (13, 30)) and any(f"denied tasks/t/SPEC.md {e}" in out for e in (13, 30))
+
+
+def test_the_agent_cannot_kill_its_supervisor(project: Path, human: None) -> None:
+    # Killing the supervisor first would let the daemon outlive the session. From Landlock ABI 6
+    # the confined processes cannot signal a process outside their sandbox (EPERM).
+    from automaton.sandbox import available
+
+    if available().abi < 6:
+        pytest.skip(f"Landlock ABI {available().abi} cannot scope signals (ABI 6 can)")
+    task = bring_task(project, "t", "research", focus=False)
+    spec = task / "SPEC.md"
+    kill = DAEMON + ("import os, signal\n"
+                     "try:\n"
+                     "    os.kill(os.getppid(), signal.SIGKILL); print('killed the supervisor')\n"
+                     "except OSError as exc: print('denied', exc.errno)\n")
+    done = run_exe("automaton", "--sandbox", "--project", str(project), "--task", "t", "--", sys.executable,
+                   "-c", kill, str(spec), cwd=project)
+    assert done.returncode == 0 and "denied 1" in done.stdout, (done.stdout, done.stderr)
+    time.sleep(3)
+    assert "daemon" not in spec.read_text()

@@ -13,7 +13,7 @@ from automaton.core.names import LoopName
 from automaton.store import loops
 from automaton.store.layout import Project
 from tests.core.test_loopconfig import DESIGN_EXAMPLE
-from tests.helpers import git
+from tests.helpers import approve_first, git
 
 
 def loop_with(root: Path, name: str = "demo", **top: Any) -> Project:
@@ -31,6 +31,7 @@ def loop_with(root: Path, name: str = "demo", **top: Any) -> Project:
     (tdir / "implement.md").write_text("do the work\n")
     project = Project(root.resolve())
     create_loop(project, name, f"t-{name}")
+    approve_first(root, name)  # a project template's loop waits for a human's first approval
     return project
 
 

@@ -401,7 +401,7 @@ def test_halt_disables_and_approve_enables_the_schedule(project: Path, monkeypat
     gate(p)  # no second disable for an old halt
     assert cli(p, "--approve", "--loop", "demo").code == 0
     assert cli(p, "--pause-loop", "demo").code == 0 and cli(p, "--resume-loop", "demo").code == 0
-    assert calls == ["off demo", "on demo", "off demo", "on demo"]
+    assert calls == ["on demo", "off demo", "on demo", "off demo", "on demo"]  # the first: the first approval
 
 
 def test_a_missing_schedule_module_is_tolerated() -> None:

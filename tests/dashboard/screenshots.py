@@ -28,12 +28,14 @@ def build(root: Path) -> None:
     from automaton.runner.demo import build_sample, write_templates
     from automaton.runner.modes import run_loop
     from automaton.store.layout import Project
+    from tests.helpers import approve_first
 
     build_sample(root)
     project = Project(root.resolve())
     write_templates(project)
     for name, template in LOOPS:
         loop_cmds.create_loop(project, name, template)
+        approve_first(root, name)  # the demo's project templates wait for a human's first approval
         run_loop(project, name, 10)
 
 

@@ -182,3 +182,29 @@ def test_a_read_only_dashboard_refuses_every_act(root: Path) -> None:
     c = client(site(p, human=False))
     assert c.post("/p/0/loop/demo/pause", data={"csrf": "x"}).status_code == 403
     assert state(p)["status"] == "running"
+
+
+def test_a_first_approval_shows_the_whole_loop_json(root: Path) -> None:
+    # A loop from a project template waits for its first approval: the page shows every line of
+    # its loop.json (there is no diff: the sealed copy is the same file), and approving it runs it.
+    from automaton.commands.loops import create_loop
+
+    tdir = root / ".automaton" / "templates" / "loops" / "mine"
+    tdir.mkdir(parents=True)
+    template = json.loads((Path(__file__).resolve().parents[2] / "src" / "automaton" / "resources" / "templates"
+                           / "loops" / "ci-triage" / "loop.json").read_text())
+    template["notify"] = {"webhook": "https://hooks.example/x"}
+    (tdir / "loop.json").write_text(json.dumps(template))
+    (tdir / "implement.md").write_text("work\n")
+    p = Project(root.resolve())
+    create_loop(p, "demo", "mine")
+    assert state(p)["halt_detail"].startswith("first_approval: ")
+    s = site(p)
+    c = client(s)
+    login(s, c)
+    page = c.get("/p/0/loop/demo/approve").text
+    assert 'id="review-whole"' in page and 'id="review-diff"' not in page
+    assert "hooks.example/x" in page and "max_iterations&#34;: 25" in page
+    done = c.post("/p/0/loop/demo/approve", data=hidden(page, "approve-form"))
+    assert done.status_code in (200, 303), done.text
+    assert (state(p)["status"], state(p)["resumed_count"]) == ("running", 0)

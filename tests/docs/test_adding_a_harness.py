@@ -107,6 +107,10 @@ def test_the_harness_page_is_enough_to_run_a_tick(project: Path, tmp_path: Path,
     root = str(project)
     made = run_cli("--create-loop", "fix", "--from-template", "acme-fix", "--project", root)
     assert made.code == 0, made.err
+    # A loop from a project template starts halted until a human approves the whole loop.json.
+    monkeypatch.setenv("AUTOMATON_APPROVER", "alice")
+    first = run_cli("--approve", "--loop", "fix", "--yes", "--project", root)
+    assert first.code == 0, first.err
 
     # The dry run shows the argv `invocation` builds and runs nothing.
     dry = run_cli("--mode", "dry-run", "--loop", "fix", "--project", root, "--json", entry="automaton-loop")

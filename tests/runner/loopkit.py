@@ -9,6 +9,7 @@ from typing import Any
 from automaton.commands.loops import create_loop
 from automaton.store import loops as store
 from automaton.store.layout import Project
+from tests.helpers import approve_first
 
 
 def loop_json(**over: Any) -> dict[str, Any]:
@@ -34,8 +35,9 @@ def loop_json(**over: Any) -> dict[str, Any]:
 
 def make_loop(root: Path, name: str = "demo", *, script: dict[str, Any] | None = None,
               extra_files: dict[str, str] | None = None, template_files: dict[str, str] | None = None,
-              **over: Any) -> Project:
-    """Create loop `name` in the project at `root` through commands.loops.create_loop."""
+              approve: bool = True, **over: Any) -> Project:
+    """Create loop `name` in the project at `root` through commands.loops.create_loop; with
+    `approve` a human gives it its first approval (else it stays halted first_approval)."""
     project = Project(root.resolve())
     tpl = project.dot / "templates" / "loops" / f"tpl-{name}"
     tpl.mkdir(parents=True, exist_ok=True)
@@ -45,6 +47,8 @@ def make_loop(root: Path, name: str = "demo", *, script: dict[str, Any] | None =
         (tpl / rel).write_text(text)
     out = create_loop(project, name, f"tpl-{name}")
     assert out.ok, out.lines
+    if approve:  # a project template's loop waits for a human's first approval
+        approve_first(root, name)
     loop_dir = project.loop_dir(store.require_tracked(project, name))
     (loop_dir / "script.json").write_text(json.dumps(script or {"implement": []}))
     for rel, text in (extra_files or {}).items():

@@ -18,6 +18,7 @@ from automaton.store import chainlog, loops
 from automaton.store.key import load_key
 from automaton.store.layout import Project
 from tests.core.test_loopconfig import DESIGN_EXAMPLE
+from tests.helpers import approve_first
 
 
 def make_loop(root: Path, name: str = "demo", *, task: str | None = None, **patch: Any) -> Project:
@@ -37,6 +38,7 @@ def make_loop(root: Path, name: str = "demo", *, task: str | None = None, **patc
     (tdir / "implement.md").write_text("do the work\n")
     project = Project(root.resolve())
     create_loop(project, name, f"t-{name}", task)
+    approve_first(root, name)  # a project template's loop waits for a human's first approval
     return project
 
 
@@ -101,7 +103,7 @@ def test_update_state_is_one_locked_write_plus_one_chained_line(project: Path) -
     new = loops.update_state(p, "demo", "TICK", {"n": 1, "score": 0.5}, tick)
     assert new["iteration_count"] == 1 and loops.read_state(p, "demo") == new
     check = verify_text(log_text(p), load_key(create=False))
-    assert check.ok and [line.event for line in check.lines] == ["CREATED", "TICK"]
+    assert check.ok and [line.event for line in check.lines] == ["CREATED", "APPROVED", "TICK"]  # first approval
     last = check.lines[-1]
     assert last.fields["iterations"] == "1" and last.fields["spent_usd"] == "0.5" and last.fields["n"] == "1"
 
@@ -114,7 +116,7 @@ def test_counters_never_decrease_and_invalid_states_are_never_written(project: P
         loops.update_state(p, "demo", "TICK", {}, lambda s: s.update(iteration_count=0))
     with pytest.raises(ValueError, match="invalid loop state"):
         loops.update_state(p, "demo", "TICK", {}, lambda s: s.update(status="exploded"))
-    assert state_file(p).read_bytes() == before and len(verify_text(log_text(p), load_key(create=False)).lines) == 2
+    assert state_file(p).read_bytes() == before and len(verify_text(log_text(p), load_key(create=False)).lines) == 3
 
 
 def test_interrupted_commit_rolls_forward(project: Path) -> None:
@@ -255,7 +257,7 @@ def test_many_processes_lose_no_update_and_keep_the_chain(project: Path) -> None
     assert state["resumed_count"] == sum(r["approvals"] for r in results)
     check = verify_text(log_text(p), load_key(create=False))
     assert check.ok, check.error
-    assert len(check.lines) == 1 + sum(r["lines"] for r in results)
+    assert len(check.lines) == 2 + sum(r["lines"] for r in results)  # CREATED, first APPROVED
     assert check.last_state == loops.state_token(state_file(p).read_bytes())
     validate_state(json.loads(state_file(p).read_text()), "final")
     assert sum(r["approvals"] for r in results) > 0  # the mix really exercised halt + approve
@@ -527,7 +529,7 @@ def test_a_forged_unkeyed_line_is_tampering_and_the_gate_keeps_the_counters(proj
                          line_hash(text.splitlines()[-1]))
     (p.loop_dir(loops.LoopName("demo")) / loops.LOG_FILE).write_text(text + forged + "\n")
     state_file(p).write_bytes(data)
-    with pytest.raises(loops.StateTampered, match="line 3 has no mac"):
+    with pytest.raises(loops.StateTampered, match="line 4 has no mac"):
         loops.read_state(p, "demo")
     out = check_gate(p, "demo")
     assert out.code == 1 and out.data is not None and out.data["reason"] == "state_tampered"

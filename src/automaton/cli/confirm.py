@@ -35,8 +35,9 @@ def confirm(review: Review, *, yes: bool, as_json: bool) -> None:
     if not review.ask or yes:
         return
     if not _terminal():
-        raise Refused(f"not approved: this approval seals a changed {review.subject} and there is no terminal to ask"
-                      f" \"{review.question}\"; review the diff above and run the command again with --yes")
+        what, shown_as = ("a never-approved", "the whole file") if review.unseen else ("a changed", "the diff")
+        raise Refused(f"not approved: this approval seals {what} {review.subject} and there is no terminal to ask"
+                      f" \"{review.question}\"; review {shown_as} above and run the command again with --yes")
     print(review.question, end=" ", file=out, flush=True)
     answer = sys.stdin.readline()
     if not answer.endswith("\n"):  # end of input: the refusal starts a line of its own

@@ -1,10 +1,12 @@
 """`automaton --sandbox [--task T] [--project DIR] -- CMD ARGS…`: run an agent CLI confined by the kernel.
 
-The sandbox is applied to this very process, which then becomes CMD (execvp): nothing of
-automaton stays between the agent and the kernel, and the rules are inherited by every
-process the agent starts. CMD gets this environment without the user's credential variables
-(`core.secrets.withheld`; one line on stderr names those withheld). Exit codes: CMD's own
-once it runs; 1 no sandbox is available here; 2 bad input (no command, unknown task); 127 CMD not found.
+CMD runs in a forked child confined by the kernel (the rules are inherited by every process
+the agent starts) on this terminal; this process stays outside the sandbox as a passive
+supervisor (`sandbox.supervisor`) and, when CMD exits or the session gets SIGTERM/SIGHUP,
+kills every process CMD left behind. CMD gets this environment without the user's credential
+variables (`core.secrets.withheld`; one line on stderr names those withheld). Exit codes:
+CMD's own once it runs (128 + N when signal N ended it); 1 no sandbox is available here; 2 bad
+input (no command, unknown task); 126 the sandbox or the exec failed; 127 CMD not found.
 """
 
 from __future__ import annotations
@@ -48,10 +50,11 @@ def split(args: Sequence[str]) -> tuple[str | None, str | None, list[str]]:
 
 
 def run(args: Sequence[str]) -> int:
-    """Plan, confine this process, exec the command. Returns only when it cannot run."""
+    """Plan, then run the command confined and supervised; its exit status."""
     from automaton.commands.sandbox_session import AGENTS, plan
     from automaton.core.secrets import withheld, without_credentials
-    from automaton.sandbox import available, confine_self
+    from automaton.sandbox import available
+    from automaton.sandbox.supervisor import supervise
     from automaton.store.layout import Project
 
     task, project_dir, command = split(args)
@@ -77,14 +80,4 @@ def run(args: Sequence[str]) -> int:
     if held:
         print(f"automaton --sandbox: credential variables withheld from {command[0]}: {', '.join(held)}",
               file=sys.stderr)
-    env = dict(without_credentials(os.environ, agent), TMPDIR=str(session.policy.tmpdir), AUTOMATON_SANDBOX="1")
-    confine_self(session.policy)
-    try:
-        os.execvpe(command[0], command, env)
-    except FileNotFoundError:
-        print(f"automaton: {command[0]}: command not found", file=sys.stderr)
-        return 127
-    except OSError as exc:
-        print(f"automaton: {command[0]}: cannot run ({exc.strerror})", file=sys.stderr)
-        return 126
-    raise AssertionError("unreachable")  # pragma: no cover
+    return supervise(command, dict(without_credentials(os.environ, agent), AUTOMATON_SANDBOX="1"), session.policy)

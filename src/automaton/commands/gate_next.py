@@ -8,7 +8,7 @@ refusal of `--check-gate` ends with: what a human does next (or that nothing nee
 
 from __future__ import annotations
 
-from automaton.core.gates import DEFERRED, WAITING, GateResult, gate_deferred
+from automaton.core.gates import DEFERRED, FIRST_APPROVAL, WAITING, GateResult, gate_deferred
 from automaton.core.record import replace
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (`--check-gate` imports this)
@@ -55,6 +55,9 @@ def next_step(loop: str, reason: str, state: dict[str, Any], task: str | None, c
     if death == "verifier_failed":
         return (f"check the verify command with automaton --doctor --loop {loop}, then a human runs"
                 f" automaton --approve --loop {loop}")
+    if str(state["halt_detail"] or "").startswith(FIRST_APPROVAL):
+        return (f"a human reads the whole loop.json and approves it: automaton --approve --loop {loop}"
+                " (no tick runs before)")
     if death in ("iterations_exhausted", "budget_exhausted"):
         return f"a human reviews the work and grants a fresh allowance: automaton --approve --loop {loop}"
     return f"a human fixes the cause above, then runs automaton --approve --loop {loop}"

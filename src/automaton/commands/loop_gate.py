@@ -205,8 +205,9 @@ def check(loop: Loop, task: str | None = None, *, drift_cwd: Path | None = None)
     remaining_iterations, remaining_budget_usd (USD | null), task_phase, task_in_halt_loop,
     out_of_scope_files} plus loop, status, halt_detail, halted_now, worktree_fallback, task, and
     for a loop that was halted before this call `halted_since` (ISO UTC of its last HALT log
-    line, or null). halt_reason/halt_detail are as recorded at the halt; task_phase and the
-    config error are read now (the text labels the recorded halt "halted since …: …").
+    line, or of the CREATED line of a loop created halted; or null). halt_reason/halt_detail
+    are as recorded at the halt; task_phase and the config error are read now (the text labels
+    the recorded halt "halted since …: …").
     Exit 0 ok, 1 not ok, 2 unknown/untracked loop or task, corrupt state, or an invalid
     loop.json (then also halted `config_changed: <file>: <error>`, and data carries `error` and
     `exit_code` besides the gate object's keys). The loop's task is `task`, else loop.json `task`, else
@@ -229,7 +230,8 @@ def check(loop: Loop, task: str | None = None, *, drift_cwd: Path | None = None)
     with loop.session() as s:
         facts = _Facts.of(loop, s.rec.state, task, drift_cwd)
         was_halted = not s.rec.tamper and s.rec.state["status"] == "halted"
-        since = next((line.ts for line in reversed(s.rec.chain.lines) if line.event == "HALT"), None)
+        # A loop created halted (waiting for its first approval) has its halt on the CREATED line.
+        since = next((line.ts for line in reversed(s.rec.chain.lines) if line.event in ("HALT", "CREATED")), None)
         config: LoopConfig | None = None
         if s.rec.tamper:
             detail = f"{STATE_TAMPERED}: {s.rec.tamper}"

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from automaton.commands import first_approval
 from automaton.commands.human import Human, acting
 from automaton.commands.loop_gate import _Facts, can_continue, check_gate
 from automaton.commands.loop_views import audit_section, can_edit_loop, loop_list
@@ -94,11 +95,17 @@ def create_loop(project: Project, name: str, template: str, task: str | None = N
     if not os.path.lexists(project.loop_dir(loop)):  # an existing folder/file: loops.create says what it is
         _refuse_leftovers(project, loop)
     state = initial_state(loop, config.task, config.sha256, utc_now())
+    unseen = first_approval.reasons(project, config, obj, src)
+    if unseen:  # nobody saw this loop.json: it starts halted until a human approves it
+        state.update(status="halted", halt_reason="human_intervention", halt_detail=first_approval.detail(unseen))
     folder = loops.create(project, loop, files, state, {"loop": loop, "template": src.name,
-                                                         "task": config.task})
+                                                         "task": config.task, "status": state["status"]})
     out = Outcome(lines=[f"created loop {loop} at {folder.relative_to(project.root)}/ from template {src.name}"],
                   data={"loop": loop, "path": str(folder), "template": src.name, "state": state,
-                        "template_path": str(src), "shadows_packaged": shadows})
+                        "template_path": str(src), "shadows_packaged": shadows, "first_approval": unseen})
+    if unseen:
+        out.lines.append(f"loop {loop} starts halted (human_intervention: {state['halt_detail']}): no tick runs"
+                         f" until a human runs automaton --approve --loop {loop}, which shows the whole loop.json")
     if shadows:  # the packaged template of that name may have changed; the human should know which one ran
         out.lines.append(f"template {src.name}: using the project's copy at {src.relative_to(project.root)},"
                          " which shadows the packaged one")
@@ -276,7 +283,8 @@ def _review(loop: Loop, rec: loops.LoopRecord) -> Review:
     seal = _seal_of(loop, rec)
     # Only an approval that goes on to seal asks: one that is refused anyway (complete, or a
     # running loop with nothing to re-seal) says why without a question.
-    ask = sha != seal and (bool(tamper) or status in ("halted", "running", "paused"))
+    first = not tamper and status == "halted" and first_approval.is_first_approval(state["halt_detail"])
+    ask = first or (sha != seal and (bool(tamper) or status in ("halted", "running", "paused")))
     if ask:
         loop.read_config()  # BadInput: an invalid loop.json is refused, never asked about
     lines: list[str] = []
@@ -286,7 +294,13 @@ def _review(loop: Loop, rec: loops.LoopRecord) -> Review:
         detail = f": {state['halt_detail']}" if state["halt_detail"] else ""
         lines.append(f"{name}: halted ({state['halt_reason']}{detail})")
     diff: list[str] = []
-    if ask:
+    whole = _whole(current) if first else []
+    if first:
+        folder = loop.dir.relative_to(loop.project.root).as_posix()
+        lines.append(f"{name}: no human has seen this loop yet; this approval lets it run as"
+                     f" {folder}/{loops.CONFIG_FILE} says (the whole file):")
+        lines += [f"  | {line}" for line in whole]
+    if ask and sha != seal:
         base = loop.sealed_copy()
         if base is not None and sha256_hex(base) != seal:
             base = None  # a copy of another loop.json (older loops): not what was sealed
@@ -295,7 +309,13 @@ def _review(loop: Loop, rec: loops.LoopRecord) -> Review:
         lines.append(f"{name}: this approval seals a loop.json that differs from the sealed one:")
         lines += diff
     seen = json.dumps([sha, status, state["halt_reason"], state["halt_detail"], tamper])
-    return Review("loop.json", seen, ask, lines, diff)
+    return Review("loop.json", seen, ask, lines, diff, unseen=first, whole=whole)
+
+
+def _whole(current: bytes | None) -> list[str]:
+    """Every line of the loop.json a first approval seals (`current`), without line ends: not
+    a diff, since no human has seen any of it."""
+    return (current or b"").decode("utf-8", "replace").removesuffix("\n").split("\n")
 
 
 def _bind(loop: Loop, now: Review, reviewed: Review | None) -> None:
@@ -346,10 +366,13 @@ def _approve(loop: Loop, who: str, reviewed: Review | None, via: dict[str, objec
                         for f in out_of_scope(drift.files, config.blast_radius.file_scope, old["accepted_drift"],
                                               drift.blobs)]
         replaced = {e.rpartition("@")[0] for e in accepted}
+        # A first approval lets a loop start, it resumes nothing: resumed_count counts resumes.
+        resumed = 0 if review.unseen else 1
 
         def fresh(new: dict[str, Any]) -> None:
-            new.update(status="running", halt_reason=None, halt_detail=None, resumed_count=new["resumed_count"] + 1,
-                       iterations_at_approval=new["iteration_count"], spent_usd_at_approval=new["spent_usd"],
+            new.update(status="running", halt_reason=None, halt_detail=None,
+                       resumed_count=new["resumed_count"] + resumed, iterations_at_approval=new["iteration_count"],
+                       spent_usd_at_approval=new["spent_usd"],
                        score_history=[], config_sha256=config.sha256, worktree_fallback=None,
                        current_task=config.task or new["current_task"],
                        accepted_drift=sorted({*(e for e in new["accepted_drift"]
@@ -357,6 +380,8 @@ def _approve(loop: Loop, who: str, reviewed: Review | None, via: dict[str, objec
 
         fields: dict[str, object] = {"loop": name, "by": who, **via,
                                      "cleared": STATE_TAMPERED if tampered else old["halt_reason"]}
+        if review.unseen:
+            fields["first_approval"] = True
         if accepted:
             fields["accepted"] = ",".join(accepted)
         if config.sha256 != old["config_sha256"]:

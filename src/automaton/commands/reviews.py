@@ -22,6 +22,8 @@ class Review:
     show (a status line, then `diff`; may be empty). `diff`: a unified diff of the sealed copy
     against the file now ([] when nothing new would be sealed). `ask`: whether the approval
     needs the human's yes. `seen`: the facts the approval is bound to (one opaque line).
+    `unseen`: no human has approved the file yet (a loop's first approval); then `whole` holds
+    every line of the file to be sealed (also shown in `lines`), else [].
     """
 
     subject: str
@@ -29,6 +31,8 @@ class Review:
     ask: bool = False
     lines: list[str] = field(default_factory=list)
     diff: list[str] = field(default_factory=list)
+    unseen: bool = False
+    whole: list[str] = field(default_factory=list)
 
     @property
     def question(self) -> str:

@@ -5,6 +5,8 @@ The writable set is the task's phase scope made coarse enough for the kernel
 `.automaton/config.json` are enforced by the hook only. Always added: the agent CLI's own
 state folders, a private temp dir; always hidden: the record key's folder; masked (and hidden
 where no mount namespace is in force): the user's credential stores (`writable.secret_stores`).
+The phase's artifact is created empty when missing, so that the kernel can grant that file
+(not its folder).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from automaton.commands.writable import grants, hidden_paths, secret_stores
+from automaton.commands.writable import artifact_of, grants, hidden_paths, secret_stores
 from automaton.core.errors import BadInput
 from automaton.core.names import TaskRef
 from automaton.core.sandbox import Policy
@@ -61,20 +63,31 @@ def plan(project: Project, task: str | None, argv: list[str], *, home: Path | No
     home = home or Path.home()
     agent = AGENTS.get(Path(argv[0]).name, "command")
     stores = secret_stores(project.root, agent, home)
+    notes: list[str] = []
+    artifact = artifact_of(phase)
+    unfit: str | None = None
+    if artifact is not None and task_dir is not None:
+        unfit = tasks.ensure_artifact(task_dir, artifact)
+        if unfit is not None:  # never grant another inode under the artifact's name
+            notes.append(f"automaton --sandbox: {artifact} is not writable: {unfit}; a human replaces it"
+                         " with a plain file and starts the session again")
     tmp = Path(tempfile.mkdtemp(prefix="automaton-session-"))
     granted = grants(project.root, phase, task_dir, own=own)
-    in_project = list(granted.paths)
+    in_project = [p for p in granted.paths if unfit is None or task_dir is None or p != task_dir / str(artifact)]
     writable = [*in_project, tmp, *agent_state_dirs(agent, home)]
     label = f"session {ref} ({phase})" if ref else "session (no task)"
     seen = visible_paths(home=home, cwd=Path.cwd(), project_root=project.root, argv=argv)
     policy = Policy(tuple(writable), (*hidden_paths(home), *stores.paths), tmp, label, masked=stores.paths,
                     visible=seen, isolation=isolation(project))
     scope = ", ".join(str(p.relative_to(project.root)) for p in in_project) or "nothing in the project"
-    lines = [f"automaton --sandbox: {label}; writable: {scope}; everything else is read-only",
+    lines = [f"automaton --sandbox: {label}; writable: {scope}; everything else is read-only", *notes,
              *(f"automaton --sandbox: {line}" for line in stores.notes())]
     note = granted.note(project.root)
     if note is not None:
         lines.append(f"automaton --sandbox: {note}")
+    if artifact is not None and task_dir is not None and unfit is None:
+        lines.append(f"automaton --sandbox: {artifact} is granted as a file: save it in place (an editor's"
+                     " write-to-temp-and-rename save is refused in the task folder)")
     return SessionPlan(policy, str(ref) if ref else None, phase, lines)
 
 

@@ -7,16 +7,21 @@ kernel, which grants rights per directory or per existing file (Landlock and Sea
 
 | phase | writable in the project |
 |---|---|
-| research … referee (one artifact each) | the task's folder |
+| research … referee (one artifact each) | the phase's artifact file (SPEC.md, …) |
 | implement | every top-level entry except `tasks/`, `.automaton/`, `.git`, agent settings |
-|           | folders; and the task's folder |
-| doc_review | the task's folder, `docs/`, every existing `*.md` outside `tasks/`, `.automaton/`, `.git` |
+|           | folders; and the task's IMPLEMENTATION.md |
+| doc_review | the task's DOC_REVIEW.md, `docs/`, every existing `*.md` outside `tasks/`, `.automaton/`, `.git` |
 | `:awaiting_approval`, `:approved`, new, complete, human_intervention | nothing |
-| no task (no `--task`, no focus) | as implement, without a task folder |
+| no task (no `--task`, no focus) | as implement, without a task file |
 
-Inside the task's folder the kernel cannot tell SPEC.md from `.state`: there the keyed state
-log holds (a `.state` written by anything but automaton is tamper), and the transition rules
-hold against artifacts of later phases. The folder of the record key is hidden from every
+The task's folder itself is never granted: the kernel grants the artifact FILE (its inode),
+which the session creates empty first (`store.tasks.ensure_artifact`), so `.state`, its log
+and every other file there stay read-only, and the agent cannot create, delete or rename
+anything in the folder. An editor that saves by writing a temp file and renaming it over the
+artifact fails there (EACCES); writing the file in place works. An artifact that is a symlink
+or has another hard link is not granted at all (it could be `.state`'s inode).
+
+The folder of the record key is hidden from every
 agent (`key_dir`), and so are the web browsers' profile folders (`hidden_paths`): they hold the
 dashboard's session cookie, which carries a human's approvals. The user's credential stores
 (`core.secrets.CREDENTIAL_STORES`, widened or narrowed by the sealed `.automaton/config.json`)
@@ -157,16 +162,16 @@ class Grants:
 
 
 def _why_not(path: Path, real_root: str, task_dir: Path | None, own: tuple[str, ...]) -> str | None:
-    """Why `path` may not be granted, or None. The task folder may lie in `tasks/`."""
+    """Why `path` may not be granted, or None. The task's artifact file may lie in `tasks/`."""
     real = os.path.realpath(path)
     if real == real_root:
         return "links to the project root itself"
     if not real.startswith(real_root.rstrip(os.sep) + os.sep):
         return f"links out of the project to {real}"
     parts = real[len(real_root.rstrip(os.sep)) + 1:].split(os.sep)
-    if task_dir is not None and path == task_dir:
-        if parts != [TASKS, task_dir.name]:
-            return f"the task folder links to {real}, not to {TASKS}/{task_dir.name}"
+    if task_dir is not None and path.parent == task_dir:  # the phase's artifact file
+        if parts != [TASKS, task_dir.name, path.name]:
+            return f"the task's {path.name} links to {real}, not to {TASKS}/{task_dir.name}/{path.name}"
     elif parts[0].lower() in NEVER or parts[-1].lower().startswith(".state"):
         return f"links to {parts[0]}, which no agent writes"
     hit = install_paths.clash(real, own)
@@ -240,17 +245,27 @@ def grants(root: Path, phase: str | None, task_dir: Path | None, *, own: tuple[s
     return Grants(tuple(kept), tuple(left))
 
 
+def artifact_of(phase: str | None) -> str | None:
+    """The artifact file an agent at `phase` writes (SPEC.md for research, …); None for a
+    phase that writes none (sub-states, new, complete, human_intervention, no task)."""
+    if phase is None or ":" in phase:
+        return None
+    return ph.ARTIFACT.get(phase)
+
+
 def project_writable(root: Path, phase: str | None, task_dir: Path | None) -> list[Path]:
-    """The project paths an agent at `phase` may write by the module table, before `grants`
-    checks where each really lives (use `grants` for a sandbox). `phase` None: no task is in force."""
+    """The project paths the kernel lets an agent at `phase` write (see the module table).
+    `phase` None: no task is in force. The artifact file is listed as it is; the caller makes
+    sure it exists and may be granted (`store.tasks.ensure_artifact`), else leaves it out."""
     if phase is None:
         return _project_entries(root)
-    base = phase.partition(":")[0]
-    if ":" in phase or base not in ph.ARTIFACT or task_dir is None:
+    name = artifact_of(phase)
+    if name is None or task_dir is None:
         return []
-    if base == "implement":
-        return [*_project_entries(root), task_dir]
-    if base == "doc_review":
+    own = task_dir / name
+    if phase == "implement":
+        return [*_project_entries(root), own]
+    if phase == "doc_review":
         docs = root / "docs"
-        return [task_dir, *([docs] if docs.is_dir() else []), *_markdown(root)]
-    return [task_dir]
+        return [own, *([docs] if docs.is_dir() else []), *_markdown(root)]
+    return [own]

@@ -25,6 +25,8 @@ WAITING = "waiting:approval"
 DEFERRED = "deferred"  # reason `deferred:<ISO UTC until>`: the agent's account hit a usage limit
 CONFIG_CHANGED = "config_changed"
 STATE_TAMPERED = "state_tampered"
+# halt_detail prefix of a loop created halted: no human has seen its loop.json yet (commands.first_approval)
+FIRST_APPROVAL = "first_approval"
 _SHOWN_FILES = 10  # out-of-scope files named in halt_detail (all are in out_of_scope_files)
 
 

@@ -6,7 +6,9 @@ whose harness is the `scripted` fake (recorded edits in resources/scripted/). Lo
 the suite tick by tick until it completes; loop 2 edits a file outside its file_scope and is
 halted for drift, then a (demo) human approves it and it finishes; loop 3 makes no progress
 and is halted by the score plateau gate; loop 4's agent tries to raise its own brakes by
-writing its loop.json and `.state.loop`, and the kernel sandbox refuses both writes.
+writing its loop.json and `.state.loop`, and the kernel sandbox refuses both writes. Each
+loop, made from a project template, starts halted until that demo human gives it its first
+approval (`commands.first_approval`).
 """
 
 from __future__ import annotations
@@ -184,6 +186,15 @@ def _summary(console: Console, project: Project) -> list[dict[str, Any]]:
     return rows
 
 
+def _create(console: Console, project: Project, name: str, template: str) -> None:
+    """Create a loop from the demo's project template: it starts halted for its first approval
+    (no human has seen that loop.json), which the demo gives itself as its human."""
+    _say(console, loop_cmds.create_loop(project, name, template))
+    with _approver("demo"):
+        review = loop_cmds.review_loop(project, name)
+        _say(console, loop_cmds.approve_loop(project, name, review))
+
+
 def run_demo(console: Console | None = None) -> Outcome:
     """Run the demo in a temporary folder (removed afterwards). data: {"loops": [rows]}."""
     if importlib.util.find_spec("pytest") is None:
@@ -199,14 +210,17 @@ def run_demo(console: Console | None = None) -> Outcome:
         console.rule("automaton demo (offline: the agent is the scripted fake harness)")
         console.print(f"sample project: {root}  (pytest suite: 1 of 4 tests pass)", markup=False, highlight=False)
 
+        console.print("Each loop comes from a project template, so it starts halted until a human approves the"
+                      " whole loop.json; the demo approves them itself (AUTOMATON_APPROVER=demo).",
+                      style="yellow", markup=False)
         console.rule("loop 1: fix-ci — fix the red suite until the loop completes")
-        _say(console, loop_cmds.create_loop(project, "fix-ci", "ci-triage"))
+        _create(console, project, "fix-ci", "ci-triage")
         _say(console, loop_cmds.check_gate(project, "fix-ci"))
         run_loop(project, "fix-ci", 10, opts)
         _show_loop(console, project, "fix-ci")
 
         console.rule("loop 2: drift-check — an edit outside file_scope halts the loop")
-        _say(console, loop_cmds.create_loop(project, "drift-check", "ci-triage-drift"))
+        _create(console, project, "drift-check", "ci-triage-drift")
         _say(console, run_loop(project, "drift-check", 10, opts), warnings=False)
         console.print("The demo approves this halt itself with AUTOMATON_APPROVER=demo; in real use a human runs "
                       "`automaton --approve --loop drift-check` at a terminal.", style="yellow", markup=False)
@@ -216,12 +230,12 @@ def run_demo(console: Console | None = None) -> Outcome:
         _show_loop(console, project, "drift-check")
 
         console.rule("loop 3: stuck-agent — a flat score halts the loop (verifier_failed)")
-        _say(console, loop_cmds.create_loop(project, "stuck-agent", "ci-triage-plateau"))
+        _create(console, project, "stuck-agent", "ci-triage-plateau")
         _say(console, run_loop(project, "stuck-agent", 10, opts), warnings=False)
         _show_loop(console, project, "stuck-agent")
 
         console.rule("loop 4: greedy-agent — the agent tries to raise its own brakes; the kernel refuses")
-        _say(console, loop_cmds.create_loop(project, "greedy-agent", "ci-triage-greedy"))
+        _create(console, project, "greedy-agent", "ci-triage-greedy")
         run_loop(project, "greedy-agent", 10, opts)
         _show_attempts(console, project, "greedy-agent")
 

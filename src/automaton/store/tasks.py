@@ -403,3 +403,32 @@ def stray_folders(project: Project) -> list[Path]:
             continue
         found += [folder for name, folder in _folders(parent) if not name.startswith(".") and not NAME_RE.match(name)]
     return found
+
+
+def ensure_artifact(folder: Path, name: str) -> str | None:
+    """Create the artifact `name` (one of ARTIFACTS) in the task `folder` empty (mode 0644)
+    unless something is there already, so that a kernel sandbox can grant that one file.
+    Returns why the file cannot be granted, None when it can: a path that is not a regular
+    file (a symlink, a folder, a FIFO) or has more than one hard link would hand the agent
+    another inode (say `.state`). Never follows a symlink; never truncates."""
+    if name not in ARTIFACTS:
+        raise ValueError(f"{name!r} is not an artifact")
+    path = folder / name
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        os.close(fd)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        return f"{path} cannot be created ({exc.strerror})"
+    try:
+        found = os.lstat(path)
+    except OSError as exc:
+        return f"{path} cannot be looked at ({exc.strerror})"
+    import stat
+
+    if not stat.S_ISREG(found.st_mode):
+        return f"{path} is not a regular file (a symlink or other entry)"
+    if found.st_nlink != 1:
+        return f"{path} has {found.st_nlink} hard links (it may share its inode with .state)"
+    return None
