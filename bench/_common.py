@@ -295,8 +295,9 @@ def write_template(project: Path, template: str, config: dict[str, Any]) -> None
 def create_loop(project: Path, name: str, template: str) -> Path:
     """`automaton --create-loop NAME --from-template T` (the real CLI) + an empty scripted
     harness script; returns the loop folder."""
+    # Creating a loop is a human act: the benchmark is its human (AUTOMATON_APPROVER).
     run([exe("automaton"), "--create-loop", name, "--from-template", template, "--project", str(project)],
-        cwd=project)
+        cwd=project, env={**bench_env(), "AUTOMATON_APPROVER": "bench"})
     folder = project / ".automaton" / "loops" / name
     (folder / "script.json").write_text('{"implement": []}\n', encoding="utf-8")
     return folder

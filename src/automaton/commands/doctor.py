@@ -14,7 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from automaton.commands.doctor_checks import Finding, harness_checks, verify_check
+from automaton.commands.doctor_checks import Finding, harness_checks, hook_findings, verify_check
 from automaton.commands.loops_common import project_config_problem
 from automaton.commands.schedule_info import schedule_info
 from automaton.core.errors import AutomatonError, ExitCode
@@ -29,7 +29,8 @@ from automaton.store.loops import Loop
 
 
 def project_checks(project: Project) -> list[Finding]:
-    """Git with a commit, the key file's mode, the project config seal."""
+    """Git with a commit, the key file's mode, the project config seal, the agent hooks'
+    liveness (`doctor_checks.hook_findings`: one problem each)."""
     out: list[Finding] = []
     head = run_git(project.root, ["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])
     if head.code == 127:
@@ -46,6 +47,7 @@ def project_checks(project: Project) -> list[Finding]:
     unsealed = project_config_problem(project)
     if unsealed is not None:
         out.append(Finding(None, "config", "problem", unsealed))
+    out += [Finding(None, "hooks", "problem", line) for line in hook_findings(project)]
     return out
 
 

@@ -186,6 +186,10 @@ def decide(call: Call, project_flag: str | None) -> Answer:
             return deny(f"{call.tool}: {exc}")
         paths += [os.path.join(base, os.path.expanduser(t)) for t, base in found.targets]
     project = policy.project_for(project_flag, call.cwd)
+    if call.command is not None:
+        why = policy.wrapped_reason(project, call.cwd, found.sandbox_tasks, found.inline_code)
+        if why:
+            return deny(f"{call.tool}: {why}")
     verdict = policy.check(project, call.cwd, paths)
     return Answer(ALLOW_CODE) if verdict.allowed else deny(f"{call.tool}: {verdict.reason}")
 
