@@ -31,10 +31,31 @@ def test_the_deadline_timer_is_disarmed_after_an_answer(project: Path) -> None:
     import signal
 
     payload = f'{{"cwd": "{project}", "tool_name": "Read", "tool_input": {{"file_path": "x"}}}}'
-    before = signal.getsignal(signal.SIGALRM)
+    before, running = signal.getsignal(signal.SIGALRM), signal.getitimer(signal.ITIMER_REAL)[0]
     assert hooks.run("claude", payload, str(project)).code == hooks.ALLOW_CODE
-    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    left = signal.getitimer(signal.ITIMER_REAL)[0]
+    # no 5 s deadline left behind: nothing running, or what ran before (pytest-timeout's)
+    assert left == 0 if running == 0 else running - 5 < left <= running
     assert signal.getsignal(signal.SIGALRM) == before
+
+
+def test_a_callers_own_timer_and_handler_are_put_back(project: Path) -> None:
+    import signal
+
+    def mine(signum: int, frame: object) -> None:
+        raise AssertionError("the caller's timer fired during the test")
+
+    old = signal.signal(signal.SIGALRM, mine)
+    signal.setitimer(signal.ITIMER_REAL, 100)
+    try:
+        payload = f'{{"cwd": "{project}", "tool_name": "Read", "tool_input": {{"file_path": "x"}}}}'
+        assert hooks.run("claude", payload, str(project)).code == hooks.ALLOW_CODE
+        left = signal.getitimer(signal.ITIMER_REAL)[0]
+        assert signal.getsignal(signal.SIGALRM) is mine
+        assert 90 < left <= 100
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
 
 
 def test_the_deadline_is_well_under_the_agents_timeout() -> None:

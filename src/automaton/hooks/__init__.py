@@ -124,9 +124,10 @@ def run(agent: str, stdin_text: str, project_flag: str | None) -> Answer:
             _disarm(armed)
 
 
-def _arm(seconds: float) -> object | None:
-    """Start the deadline timer; the previous SIGALRM handler, or None where no timer can be set
-    (not the main thread, no SIGALRM on this system)."""
+def _arm(seconds: float) -> tuple[object, float, float] | None:
+    """Start the deadline timer: (the previous SIGALRM handler, the seconds left on a timer
+    already running, the start time), or None where no timer can be set (not the main thread,
+    no SIGALRM on this system)."""
     signal = _signals()
 
     def expired(signum: int, frame: object) -> None:
@@ -137,14 +138,22 @@ def _arm(seconds: float) -> object | None:
         old: object = signal.signal(signal.SIGALRM, expired)
     except (ValueError, AttributeError, OSError):
         return None
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    return old
+    import time
+
+    left: float = signal.setitimer(signal.ITIMER_REAL, seconds)[0]
+    return old, left, time.monotonic()
 
 
-def _disarm(old: object) -> None:
+def _disarm(armed: tuple[object, float, float]) -> None:
+    """Stop the deadline timer; put back the caller's handler and what was left of its timer."""
+    import time
+
+    old, left, started = armed
     signal = _signals()
     signal.setitimer(signal.ITIMER_REAL, 0)
     signal.signal(signal.SIGALRM, old)
+    if left > 0:
+        signal.setitimer(signal.ITIMER_REAL, max(left - (time.monotonic() - started), 0.001))
 
 
 def _signals() -> Any:
