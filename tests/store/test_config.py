@@ -16,6 +16,6 @@ from automaton.store import config
 def test_a_fifo_config_md_fails_closed_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     os.mkfifo(tmp_path / "config.md")
     monkeypatch.setenv("AUTOMATON_HOME", str(tmp_path))
-    with pytest.raises(BadInput, match="config.md"):
+    with pytest.raises(BadInput, match=r"config\.md"):
         config.loop_defaults()
     assert config.framework_version() is None
