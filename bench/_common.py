@@ -297,7 +297,7 @@ def create_loop(project: Path, name: str, template: str) -> Path:
     human (a project template's loop starts halted until then: `--approve --loop NAME --yes`
     as AUTOMATON_APPROVER=bench) + an empty scripted harness script; returns the loop folder."""
     run([exe("automaton"), "--create-loop", name, "--from-template", template, "--project", str(project)],
-        cwd=project)
+        cwd=project, env=bench_env(AUTOMATON_APPROVER="bench"))  # creating a loop is a human act
     run([exe("automaton"), "--approve", "--loop", name, "--yes", "--project", str(project)], cwd=project,
         env=bench_env(AUTOMATON_APPROVER="bench"))
     folder = project / ".automaton" / "loops" / name

@@ -48,9 +48,27 @@ class _Stdin(io.StringIO):
         return self._tty
 
 
+# The widening commands are human acts (cli.verbs_loops); the many tests that set up a loop
+# with them act as the human for that one call, unless they pass human=False.
+WIDENING = frozenset({"--create-loop", "--install-schedule"})
+TEST_HUMAN = "test-human"
+
+
 def run_cli(*args: str, cwd: Path | None = None, tty: bool = False, stdin: str = "",
-            entry: str = "automaton") -> Result:
-    """Run `automaton` (or `automaton-loop` with entry=) in-process; never raises SystemExit."""
+            entry: str = "automaton", human: bool | None = None) -> Result:
+    """Run `automaton` (or `automaton-loop` with entry=) in-process; never raises SystemExit.
+
+    `human`: True sets AUTOMATON_APPROVER for this call when unset, False leaves the environment
+    as it is; None (the default) does so only for a widening command (WIDENING) run without a
+    terminal or an approver."""
+    if human is None:
+        human = bool(WIDENING & set(args)) and not tty and not os.environ.get("AUTOMATON_APPROVER")
+    if human and not os.environ.get("AUTOMATON_APPROVER"):
+        os.environ["AUTOMATON_APPROVER"] = TEST_HUMAN
+        try:
+            return run_cli(*args, cwd=cwd, tty=tty, stdin=stdin, entry=entry, human=False)
+        finally:
+            del os.environ["AUTOMATON_APPROVER"]
     if entry == "automaton":
         from automaton.cli.main import main
     else:

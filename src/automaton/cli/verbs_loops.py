@@ -26,9 +26,19 @@ def _call(module: str, func: str, *args: Any, **kwargs: Any) -> Outcome:
     return result
 
 
+def _human(action: str) -> None:
+    """Refused (exit 1, one line) unless a human runs `action`: a new loop or an OS schedule
+    runs an agent unattended, so, like `--approve`, it is a human act whatever the agent
+    hooks let through (`commands.human.require_human`)."""
+    from automaton.commands.human import require_human
+
+    require_human(action)
+
+
 def create_loop(ns: argparse.Namespace) -> Outcome:
     if not ns.from_template:
         raise UsageError("--create-loop needs --from-template T")
+    _human("--create-loop")
     return _call("automaton.commands.loops", "create_loop", project_of(ns), ns.create_loop, ns.from_template,
                  task=ns.task)
 
@@ -40,6 +50,7 @@ def install_schedule(ns: argparse.Namespace) -> Outcome:
             interval = int(ns.interval)
         except ValueError:
             raise UsageError(f"--interval {ns.interval!r} is not a whole number of seconds") from None
+    _human("--install-schedule")
     return _call("automaton.commands.schedule", "install_schedule", project_of(ns), ns.install_schedule, interval)
 
 

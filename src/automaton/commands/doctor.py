@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from automaton import install_paths
-from automaton.commands.doctor_checks import Finding, harness_checks, verify_check
+from automaton.commands.doctor_checks import Finding, harness_checks, hook_findings, verify_check
 from automaton.commands.loops_common import project_config_problem
 from automaton.commands.schedule_info import schedule_info
 from automaton.core.errors import AutomatonError, ExitCode
@@ -31,8 +31,10 @@ from automaton.store.loops import Loop
 
 
 def project_checks(project: Project, *, own: tuple[str, ...] | None = None) -> list[Finding]:
-    """Git with a commit, the key file's mode, the project config seal, and where automaton
-    itself is installed (`own`: its install's real paths, default `install_paths.own_roots()`)."""
+    """Git with a commit, the key file's mode, the project config seal, the credential stores,
+    where automaton itself is installed (`own`: its install's real paths, default
+    `install_paths.own_roots()`), and the agent hooks' liveness (`doctor_checks.hook_findings`:
+    one problem each)."""
     out: list[Finding] = []
     head = run_git(project.root, ["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])
     if head.code == 127:
@@ -56,6 +58,7 @@ def project_checks(project: Project, *, own: tuple[str, ...] | None = None) -> l
         out.append(Finding(None, "install", "warning", f"automaton runs from {inside}, inside the project: the"
                            " sandbox never grants it and the hook denies edits there, but --install-hooks and"
                            " --install-schedule refuse", install_paths.FIX))
+    out += [Finding(None, "hooks", "problem", line) for line in hook_findings(project)]
     return out
 
 

@@ -8,7 +8,10 @@ the agent's work.
 from __future__ import annotations
 
 import importlib
+import itertools
+import json
 import os
+import shlex
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -163,3 +166,161 @@ def verify_check(project: Project, name: str, config: LoopConfig, state: dict[st
 
     return Finding(name, "verify", "ok", f"verify command {shown!r} scores {score_text(verdict.score)} on the base"
                    f" commit {base[:12]} ({verdict.summary})")
+
+
+# --- The agent hooks' liveness (`--audit` and `--doctor`) ---
+# Whether automaton's agent hooks are still alive: present, and not switched off.
+#
+# An agent that can edit its own settings (in a hooks-only session) could delete the hook or set
+# a kill switch; the hook denies those edits, but a shell or script can still make them. So
+# `--audit` (a VIOLATION line each) and `--doctor` (a problem each) read, for every agent whose
+# project folder exists (`.claude/`, `.codex/`, `.gemini/`):
+#
+# - that automaton's handler is still there: a command with `--hook AGENT`, `--project` this
+#   project and `|| exit 2`, in a group whose matcher is every tool (`*`), under the agent's
+#   pre-tool event, in the project's or the user's settings;
+# - that no kill switch is set, in the project's or the user's settings: Claude Code
+#   `"disableAllHooks": true` (`.claude/settings.json`, `.claude/settings.local.json`,
+#   `~/.claude/settings.json`; code.claude.com/docs/en/hooks "Disable or remove hooks"); Codex
+#   `[features] hooks = false` or `codex_hooks = false` (`.codex/config.toml`,
+#   `~/.codex/config.toml`; developers.openai.com/codex/hooks); Gemini CLI
+#   `hooksConfig.enabled: false`, `hooks.enabled: false`, `tools.enableHooks: false`, or
+#   `"automaton"` in `hooksConfig.disabled` (`.gemini/settings.json`, `~/.gemini/settings.json`;
+#   gemini-cli docs/hooks/reference.md and its settings schema).
+#
+# A settings file that cannot be read (not JSON/TOML, a FIFO, unreadable) is a finding too: the
+# agent may read it differently. Managed (system-wide) settings are not read.
+
+EVENTS = {"claude": "PreToolUse", "codex": "PreToolUse", "gemini": "BeforeTool"}
+FOLDERS = {"claude": ".claude", "codex": ".codex", "gemini": ".gemini"}
+HOOK_FILES = {  # agent -> settings files that may hold its hooks (project-relative, or ~/)
+    "claude": (".claude/settings.json", ".claude/settings.local.json", "~/.claude/settings.json"),
+    "codex": (".codex/hooks.json", "~/.codex/hooks.json"),
+    "gemini": (".gemini/settings.json", "~/.gemini/settings.json"),
+}
+CODEX_CONFIGS = (".codex/config.toml", "~/.codex/config.toml")
+EVERY_TOOL = frozenset({"*", ""})
+
+
+class Unreadable(Exception):
+    """A settings file automaton cannot read as the agent would."""
+
+
+def hook_findings(project: Project) -> list[str]:
+    """One line per dead or switched-off hook of an agent the project uses; [] when all live."""
+    out: list[str] = []
+    for agent in ("claude", "codex", "gemini"):
+        if os.path.isdir(project.root / FOLDERS[agent]):
+            out += agent_findings(project, agent)
+    return out
+
+
+def agent_findings(project: Project, agent: str) -> list[str]:
+    """The findings of one agent (its folder exists)."""
+    out: list[str] = []
+    present = False
+    for rel in HOOK_FILES[agent]:
+        path = _where(project, rel)
+        try:
+            doc = _json(path)
+        except Unreadable as exc:
+            out.append(f"{path}: {exc}; the {agent} hook's state cannot be checked: fix the file by hand")
+            continue
+        present = present or _has_hook(doc, agent, project)
+        switch = _kill_switch(agent, doc)
+        if switch:
+            out.append(f"{path}: {switch} switches automaton's {agent} hook off: remove it by hand")
+    if agent == "codex":
+        for rel in CODEX_CONFIGS:
+            out += _codex_config(_where(project, rel))
+    if not present:
+        files = " or ".join(HOOK_FILES[agent][:1] + HOOK_FILES[agent][-1:])
+        out.append(f"automaton's {agent} hook is missing from {files} ({EVENTS[agent]}, matcher '*'): run"
+                   f" automaton --install-hooks {agent}")
+    return out
+
+
+def _where(project: Project, rel: str) -> Path:
+    return Path(os.path.expanduser(rel)) if rel.startswith("~") else project.root / rel
+
+
+def _read(path: Path) -> str | None:
+    from automaton.store.atomic import read_all
+
+    try:
+        return read_all(path).decode("utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise Unreadable(f"cannot read ({getattr(exc, 'strerror', None) or exc})") from None
+
+
+def _json(path: Path) -> dict[str, Any]:
+    text = _read(path)
+    if text is None or not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise Unreadable(f"not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise Unreadable("not a JSON object")
+    return data
+
+
+def _has_hook(doc: dict[str, Any], agent: str, project: Project) -> bool:
+    hooks = doc.get("hooks")
+    groups = hooks.get(EVENTS[agent]) if isinstance(hooks, dict) else None
+    if not isinstance(groups, list):
+        return False
+    for group in groups:
+        if not isinstance(group, dict) or group.get("matcher", "") not in EVERY_TOOL:
+            continue
+        handlers = group.get("hooks")
+        if isinstance(handlers, list) and any(_ours(h, agent, project) for h in handlers):
+            return True
+    return False
+
+
+def _ours(handler: object, agent: str, project: Project) -> bool:
+    if not isinstance(handler, dict):
+        return False
+    command = handler.get("command")
+    if not isinstance(command, str) or handler.get("type", "command") != "command":
+        return False
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    pairs = set(itertools.pairwise(words))
+    return (("--hook", agent) in pairs and ("--project", str(project.root)) in pairs
+            and words[-3:] == ["||", "exit", "2"])
+
+
+def _kill_switch(agent: str, doc: dict[str, Any]) -> str | None:
+    if agent == "claude":
+        return '"disableAllHooks": true' if doc.get("disableAllHooks") is True else None
+    if agent != "gemini":
+        return None
+    for section, key in (("hooksConfig", "enabled"), ("hooks", "enabled"), ("tools", "enableHooks")):
+        value = doc.get(section)
+        if isinstance(value, dict) and value.get(key) is False:
+            return f"{section}.{key}: false"
+    config = doc.get("hooksConfig")
+    disabled = config.get("disabled") if isinstance(config, dict) else None
+    if isinstance(disabled, list) and "automaton" in disabled:
+        return 'hooksConfig.disabled: ["automaton"]'
+    return None
+
+
+def _codex_config(path: Path) -> list[str]:
+    import tomllib
+
+    try:
+        text = _read(path)
+        data = tomllib.loads(text) if text else {}
+    except (Unreadable, tomllib.TOMLDecodeError) as exc:
+        return [f"{path}: cannot read it as TOML ({exc}); the codex hook's state cannot be checked: fix it by hand"]
+    features = data.get("features")
+    return [f"{path}: [features] {key} = false switches automaton's codex hook off: remove it by hand"
+            for key in ("hooks", "codex_hooks") if isinstance(features, dict) and features.get(key) is False]

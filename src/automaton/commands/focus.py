@@ -33,8 +33,11 @@ def _token(data: bytes | None) -> str | None:
 
 
 def _read(path: Path) -> bytes | None:
+    # read_all: a FIFO planted at the focus file is an error, never waited on (the hook reads it).
+    from automaton.store.atomic import read_all
+
     try:
-        return path.read_bytes()
+        return read_all(path)
     except FileNotFoundError:
         return None
     except OSError as exc:

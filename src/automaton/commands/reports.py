@@ -160,12 +160,23 @@ def key_findings(project: Project) -> tuple[str | None, list[str]]:
 LoopSection = Callable[[Project], tuple[list[str], list[dict[str, object]], int]]
 
 
+def _hook_findings(project: Project) -> list[str]:
+    """`doctor_checks.hook_findings` (an agent hook removed or switched off), imported only
+    where an agent's folder exists: --audit runs from scripts and every tick."""
+    if not any((project.root / d).is_dir() for d in (".claude", ".codex", ".gemini")):
+        return []
+    from automaton.commands.doctor_checks import hook_findings
+
+    return hook_findings(project)
+
+
 def audit(project: Project, loop_section: LoopSection | None = None) -> Outcome:
     """Every task, every loop and the focus; exit 1 when anything is flagged (an unkeyed log too).
 
     data: {"ok": bool, "key": str | None, "project": [str], "tasks": [...], "loops": [...]};
-    `key` is the key file (None while none exists); `project` lists `layout_findings` and
-    `key_findings` (each also a VIOLATION line). Never creates the key.
+    `key` is the key file (None while none exists); `project` lists `layout_findings`,
+    `key_findings` and the agent hooks' liveness (`doctor_checks.hook_findings`; each also a
+    VIOLATION line). Never creates the key.
     """
     from automaton.store.taskscan import scan  # each task folder listed once (store/taskscan.py)
 
@@ -176,7 +187,7 @@ def audit(project: Project, loop_section: LoopSection | None = None) -> Outcome:
     out = _rows(project, found, strays, "Tasks")
     task_bad = 0 if out.ok else 1
     key, key_found = key_findings(project)
-    broken = layout_findings(project) + key_found
+    broken = layout_findings(project) + key_found + _hook_findings(project)
     out.lines[:0] = [f"audit of {project.root}", f"  key: {key or 'none yet (made by the first write)'}"]
     out.lines[2:2] = [f"  {'VIOLATION':9} {v}" for v in broken]
     loops_rows: list[dict[str, object]] = []

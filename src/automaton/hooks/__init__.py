@@ -30,6 +30,11 @@ AGENTS: dict[str, str] = {
 }
 ALLOW_CODE = 0
 DENY_CODE = 2  # the one exit code all three agents treat as "block"
+# Seconds an agent hook may take before it denies. Claude Code kills a hook after 60 s by
+# default (hooks.md "timeout") and then runs the call; Gemini CLI's default is 60 s too
+# (docs/hooks/reference.md); a hook that answers well before any of them never lets a call
+# through by running out of time.
+DEADLINE_S = 5.0
 
 
 @record(frozen=True)
@@ -51,6 +56,10 @@ class Answer:
 
     code: int
     message: str = ""
+
+
+class Deadline(BaseException):
+    """The hook ran past DEADLINE_S (a BaseException: no `except Exception` on the way swallows it)."""
 
 
 class BadPayload(Exception):
@@ -101,7 +110,59 @@ def text_field(tool: str, given: dict[str, Any], *keys: str) -> str:
 
 
 def run(agent: str, stdin_text: str, project_flag: str | None) -> Answer:
-    """Decide one pre-tool call of `agent` (or a commit, for `git`). Never raises."""
+    """Decide one pre-tool call of `agent` (or a commit, for `git`). Never raises.
+
+    An agent's call is decided within DEADLINE_S seconds or denied (a SIGALRM timer, main
+    thread only; the git pre-commit hook has no deadline: git waits for it)."""
+    if agent == "git":
+        return _decide(agent, stdin_text, project_flag)
+    armed = _arm(DEADLINE_S)
+    try:
+        return _decide(agent, stdin_text, project_flag)
+    finally:
+        if armed is not None:
+            _disarm(armed)
+
+
+def _arm(seconds: float) -> tuple[object, float, float] | None:
+    """Start the deadline timer: (the previous SIGALRM handler, the seconds left on a timer
+    already running, the start time), or None where no timer can be set (not the main thread,
+    no SIGALRM on this system)."""
+    signal = _signals()
+
+    def expired(signum: int, frame: object) -> None:
+        raise Deadline(f"the hook ran past its {seconds:g} s deadline; denied so that a slow or stuck"
+                       " reading never lets a call through")
+
+    try:
+        old: object = signal.signal(signal.SIGALRM, expired)
+    except (ValueError, AttributeError, OSError):
+        return None
+    import time
+
+    left: float = signal.setitimer(signal.ITIMER_REAL, seconds)[0]
+    return old, left, time.monotonic()
+
+
+def _disarm(armed: tuple[object, float, float]) -> None:
+    """Stop the deadline timer; put back the caller's handler and what was left of its timer."""
+    import time
+
+    old, left, started = armed
+    signal = _signals()
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.signal(signal.SIGALRM, old)
+    if left > 0:
+        signal.setitimer(signal.ITIMER_REAL, max(left - (time.monotonic() - started), 0.001))
+
+
+def _signals() -> Any:
+    """The interpreter's built-in `_signal` (always loaded at start-up), not `signal`, whose
+    enum wrappers cost the hook half a millisecond on every call; same functions, plain ints."""
+    return sys.modules.get("_signal") or __import__("_signal")
+
+
+def _decide(agent: str, stdin_text: str, project_flag: str | None) -> Answer:
     try:
         if agent == "git":
             from automaton.hooks import precommit
@@ -134,6 +195,10 @@ def decide(call: Call, project_flag: str | None) -> Answer:
             return deny(f"{call.tool}: {exc}")
         paths += [os.path.join(base, os.path.expanduser(t)) for t, base in found.targets]
     project = policy.project_for(project_flag, call.cwd)
+    if call.command is not None:
+        why = policy.wrapped_reason(project, call.cwd, found.sandbox_tasks, found.inline_code)
+        if why:
+            return deny(f"{call.tool}: {why}")
     verdict = policy.check(project, call.cwd, paths)
     return Answer(ALLOW_CODE) if verdict.allowed else deny(f"{call.tool}: {verdict.reason}")
 
@@ -157,6 +222,6 @@ def _why(exc: BaseException) -> str:
     from_automaton = getattr(exc, "message", None)
     if isinstance(from_automaton, str):
         return from_automaton
-    if type(exc).__name__ in ("BadPayload", "Unsafe"):
+    if type(exc).__name__ in ("BadPayload", "Unsafe", "Deadline"):
         return str(exc)
     return f"the hook failed ({type(exc).__name__}: {exc}); denied to stay safe — fix automaton or its files"

@@ -146,11 +146,11 @@ def _startup_cdpath() -> str | None:
     home = os.path.expanduser("~")
     found: str | None = None
     for name in STARTUP_FILES:
-        try:
-            with open(os.path.join(home, name), encoding="utf-8", errors="replace") as fh:
-                text = fh.read(1 << 20)
-        except OSError:
+        text = _startup_text(os.path.join(home, name))
+        if text is None:
             continue
+        if text == UNKNOWN_CDPATH:
+            return UNKNOWN_CDPATH
         for line in text.splitlines():
             if "CDPATH" not in line or line.lstrip().startswith("#"):
                 continue
@@ -159,6 +159,28 @@ def _startup_cdpath() -> str | None:
                 return UNKNOWN_CDPATH
             found = plain.group(2)
     return found
+
+
+def _startup_text(path: str) -> str | None:
+    """The first MiB of a startup file, None when it cannot be read, UNKNOWN_CDPATH when it is
+    not a regular file: read through `store.atomic.open_regular`, which never waits on a FIFO
+    (a hook that does not answer lets the tool call through)."""
+    from automaton.store.atomic import open_regular
+
+    try:
+        fd = open_regular(path)
+    except OSError as exc:
+        import errno
+
+        return UNKNOWN_CDPATH if exc.errno == errno.EINVAL else None  # a FIFO, device or socket
+    except ValueError:
+        return None
+    try:
+        return os.read(fd, 1 << 20).decode("utf-8", "replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 _PLAIN_CDPATH = re.compile(r"^\s*(?:export\s+)?CDPATH=(['\"]?)([^'\"$`;&|\s]*)\1\s*$")

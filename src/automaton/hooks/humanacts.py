@@ -5,7 +5,9 @@ own check for a human (a terminal on stdin, `commands.human.require_human`) is a
 a pseudo-terminal wrapper gives an agent one. So the hook denies, on every line:
 
 - `--approve`/`--focus` (and their unique prefixes, which older parsers accepted) next to any
-  spelling of automaton; `AUTOMATON_APPROVER`/`AUTOMATON_TASK`/`AUTOMATON_HOME`; `hooksPath`;
+  spelling of automaton, and the other human acts (`--resume-loop`, `--rearm-loop`,
+  `--remove-loop`, and the widening `--create-loop`, `--install-schedule`);
+  `AUTOMATON_APPROVER`/`AUTOMATON_TASK`/`AUTOMATON_HOME`; `hooksPath`;
 - pseudo-terminal wrappers (`script`, `unbuffer`, `expect`, `socat … pty`, `ssh -t`, `tmux`
   and `screen` beyond listing, Python/Perl/Node pty modules) and typing into another terminal
   (`tmux send-keys`, `screen -X stuff`, `xdotool type`, `TIOCSTI`);
@@ -30,8 +32,10 @@ from automaton.hooks.shellparse import Program, Unsafe, operands
 
 _APPROVE = re.compile(r"--ap(p(r(o(ve?)?)?)?)?(?![\w-])", re.IGNORECASE)
 _FOCUS = re.compile(r"--fo(c(us?)?)?(?![\w-])", re.IGNORECASE)
-# The other human acts: releasing a human's pause, re-arming or removing a loop.
-_LOOP_ACTS = re.compile(r"--(resume-loop|rearm-loop|remove-loop)(?![\w-])", re.IGNORECASE)
+# The other human acts: releasing a human's pause, re-arming or removing a loop, and the
+# widening commands (a new loop, or an OS schedule, runs an agent unattended).
+_LOOP_ACTS = re.compile(r"--(resume-loop|rearm-loop|remove-loop|create-loop|install-schedule)(?![\w-])",
+                        re.IGNORECASE)
 _MENTION = re.compile(r"automaton|status\.py|loop-runner\.py", re.IGNORECASE)
 _MENTION_LETTERS = re.compile(r"automaton|statuspy|looprunnerpy")
 _STEER_ENV = re.compile(r"automaton_(task|home)\b", re.IGNORECASE)
@@ -296,3 +300,66 @@ def shell_inline(args: list[str]) -> int | None:
             return i + 1 if i + 1 < len(args) else None
         i += 1
     return None
+
+
+_VERSION_FLAGS = frozenset({"-v", "-V", "--version", "-h", "--help", "-?"})
+
+
+def inline_code(prog: Program, stdin: str | None, dirs: list[str] | None) -> str | None:
+    """A description of the inline code `prog` runs (`python -c`, `python - <<EOF`, `node -e`,
+    `perl -e`, `ruby -e`, `php -r`, `deno eval`, an interpreter reading its program from
+    standard input, …) unless it is provably read-only (Python only: `hooks.pycode`), else None
+    (a script file, a module, a version query, not an interpreter). `stdin`: the heredoc the
+    command reads, if any; `dirs`: the directories it may run in (None: unknown)."""
+    name, args = prog.name, prog.args
+    if re.match(r"^(python|pypy)[0-9.]*$", name):
+        found = _python_code(args)
+        if found is None:
+            return None
+        code = stdin if found == _STDIN else found
+        if code is None:
+            return f"{name} reading its program from standard input"
+        from automaton.hooks.pycode import not_read_only
+
+        why = not_read_only(code, dirs)
+        return f"{name} inline code ({why})" if why else None
+    if name not in INLINE_CODE:
+        return None
+    why = dynamic_program(prog)
+    if why is None or (not operands(args) and any(a in _VERSION_FLAGS for a in args)
+                       and not why.endswith("inline code")):
+        return None
+    return why
+
+
+_STDIN = "\0stdin"  # no argv word holds a NUL
+
+
+def _python_code(args: list[str]) -> str | None:
+    """python(1)'s argv: the `-c` code, _STDIN when the program is read from standard input,
+    None for a script, a module (`-m`) or a version/help query."""
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in _VERSION_FLAGS:
+            return None
+        if arg == "-":
+            return _STDIN
+        if arg == "--":
+            return None if i + 1 < len(args) else _STDIN
+        if not arg.startswith("-"):
+            return None
+        if arg.startswith("--"):
+            i += 2 if arg == "--check-hash-based-pycs" else 1
+            continue
+        for k, ch in enumerate(arg[1:], 1):
+            if ch == "c":
+                rest = arg[k + 1:]
+                return rest or (args[i + 1] if i + 1 < len(args) else "")
+            if ch == "m":
+                return None
+            if ch in "WXQ":
+                i += 0 if arg[k + 1:] else 1
+                break
+        i += 1
+    return _STDIN

@@ -153,3 +153,33 @@ def _phase_scope(project: Project, ref: TaskRef, parts: tuple[str, ...], memo: c
     The one phase-scope rule of `commands.can_edit` (tamper, pending demotion, case folding)."""
     decision = can_edit.phase_scope(project, ref, parts, memo=memo)
     return Verdict(decision.allowed, decision.reason)
+
+
+# Paths standing for "anywhere in the project": at the root and in a folder of its own. Inline
+# interpreter code may write any file, so it is allowed only where both are in scope.
+INLINE_PROBES = ("automaton-inline-code-probe", "automaton-inline-code-probe.d/automaton-inline-code-probe")
+
+
+def wrapped_reason(project: Project, cwd: Path, sandbox_tasks: list[str], inline_code: list[str]) -> str | None:
+    """Why a shell line is denied for what it runs rather than what it names, or None.
+
+    `sandbox_tasks`: the `--task` of each `automaton --sandbox` wrapper on the line; each must be
+    the task this call is judged under (`commands.can_edit.which_task`): an agent may not move
+    into another task's scope. `inline_code`: descriptions of inline interpreter code that is
+    not provably read-only; allowed only where the scope lets the call write anywhere in the
+    project (INLINE_PROBES), else denied with the sandboxed way to run the agent."""
+    memo = can_edit.Memo()
+    if sandbox_tasks:
+        ref = can_edit.which_task(project, None)
+        for task in sandbox_tasks:
+            if ref is None or str(TaskRef.parse(task)) != str(ref):
+                return (f"automaton --sandbox --task {task} would run in the scope of a task other than this"
+                        f" session's ({ref or 'no task'}): an agent may not choose its own scope")
+    if inline_code:
+        root = memo.root(project)
+        verdict = check(project, cwd, [os.path.join(root, p) for p in INLINE_PROBES], memo)
+        if not verdict.allowed:
+            return (f"{inline_code[0]} can write any file, and this scope does not allow writing the whole project:"
+                    " write files with the edit tools, or have a human run the agent as"
+                    " `automaton --sandbox -- <agent>`, where the kernel holds the scope")
+    return None

@@ -9,6 +9,11 @@ second line of defence (tamper-evident state, the loop's drift gate). What is de
   spelling, `AUTOMATON_APPROVER`/`_TASK`/`_HOME`, `hooksPath`, pseudo-terminal wrappers, typing
   into terminals, and any line that mentions automaton while holding a run-time construct;
 - what would start a process outside the agent's session or strip its marks (`hooks.detach`);
+- `automaton --sandbox … -- CMD` is read as a wrapper: CMD is judged, an agent CLI as CMD is
+  denied (`hooks.shellparse`), and its `--task` must be the task in scope (`policy.wrapped_reason`);
+- inline interpreter code (`python -c`, `python - <<EOF`, `node -e`, `perl -e`, `ruby -e`,
+  `php -r`, `deno eval`, …) outside a whole-project scope, unless it is Python proven
+  read-only (`hooks.pycode`; `humanacts.inline_code`, judged in `policy.wrapped_reason`);
 - git that skips hooks or runs code the hook cannot see (`hooks.gitcmd`);
 - changing a scheduler (`hooks.schedules`);
 - any command that is not read-only on a line that names a `.state*` file or `.automaton/`;
@@ -43,6 +48,12 @@ class Analysis:
     """Write targets found: (path as written, directory it is relative to)."""
 
     targets: list[tuple[str, Path]] = field(default_factory=list)
+    # `--task` values of `automaton --sandbox` wrappers on the line (the hook checks each is the
+    # task in scope).
+    sandbox_tasks: list[str] = field(default_factory=list)
+    # Inline interpreter code the line runs that is not provably read-only (`python -c`,
+    # `node -e`, …): one description each; allowed only where the scope is the whole project.
+    inline_code: list[str] = field(default_factory=list)
 
 
 _PROTECTED_TEXT = re.compile(r"\.state|\.automaton", re.IGNORECASE)
@@ -94,6 +105,7 @@ def _analyze(command: str, start: Dirs, powershell: bool, out: Analysis, depth: 
         detach.check(prog, cmd.words)
         if prog is None:
             continue
+        out.sandbox_tasks += [t for t in prog.sandbox_tasks if t]
         dynamic = dynamic or acts.dynamic_program(prog)
         if mention and dynamic:
             raise Unsafe(f"{dynamic} on a line that mentions {mention!r}: the hook cannot know what it runs")
@@ -103,6 +115,10 @@ def _analyze(command: str, start: Dirs, powershell: bool, out: Analysis, depth: 
         if inline is not None:  # `sh -c 'LITERAL'`: read the literal as its own line
             _analyze(prog.args[inline], _chdir(where.here, prog), powershell, out, depth + 1)
             continue
+        runs_in = _chdir(where.here, prog)
+        code = acts.inline_code(prog, cmd.stdin, None if runs_in is None else sorted(str(d) for d in runs_in))
+        if code is not None:
+            out.inline_code.append(code)
         if mentions_protected and not read_only(prog.name, prog.args):
             raise Unsafe(f"{prog.name!r} on a line naming .state or .automaton/: those are written only by automaton")
         if prog.name == "git":

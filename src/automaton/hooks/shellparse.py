@@ -48,13 +48,15 @@ class Program:
     """What a simple command runs after env assignments, keywords and wrappers: `name` (lowercase
     basename, `.exe` dropped: a case-insensitive volume runs `RM` as `rm`), its `args`, the
     directories wrappers change to first (`env -C`, `sudo -D`), the wrappers passed, and the
-    `NAME=VALUE` assignments it runs with (before it or given to `env`)."""
+    `NAME=VALUE` assignments it runs with (before it or given to `env`). `sandbox_tasks`: the
+    `--task` values of the `automaton --sandbox` wrappers passed ("" for one without `--task`)."""
 
     name: str
     args: list[str]
     chdir: list[str]
     via: list[str]
     assigns: list[str] = field(default_factory=list)
+    sandbox_tasks: list[str] = field(default_factory=list)
 
 
 SEPARATORS = frozenset({";", "&&", "||", "|", "|&", "&", "(", ")", "<(", ">(", "$(", ";;", "\n", "{", "}"})
@@ -266,8 +268,42 @@ def program(words: list[str]) -> Program | None:
         return None
     name, args = _base(words[i]), words[i + 1:]
     if re.match(r"^python[0-9.]*$", name) and args[:2] == ["-m", "automaton"]:
-        return Program("automaton", args[2:], chdir, via, assigns)
+        name, args = "automaton", args[2:]
+    if name == "automaton" and "--sandbox" in (args[:args.index("--")] if "--" in args else args):
+        return _sandboxed(args, Program(name, args, chdir, via, assigns))
     return Program(name, args, chdir, via, assigns)
+
+
+# Agent CLIs: `automaton --sandbox -- AGENT` starts an agent session, a human's act.
+AGENT_CLIS = frozenset({"claude", "codex", "gemini", "automaton", "automaton-loop", "aider", "cursor-agent",
+                        "opencode", "amp", "goose", "qwen", "copilot"})
+
+
+def _sandboxed(args: list[str], outer: Program) -> Program | None:
+    """`automaton --sandbox [--task T] [--project DIR] -- CMD…` read as a wrapper: the program
+    CMD runs (its `via` and `sandbox_tasks` extended). Unsafe when CMD starts an agent session
+    (an agent may not open a session of its own choosing) or the head holds anything else."""
+    if "--" not in args:
+        return outer  # the CLI refuses it (usage), running nothing
+    cut = args.index("--")
+    head, command = args[:cut], args[cut + 1:]
+    task, i = "", 0
+    while i < len(head):
+        if head[i] in ("--task", "--project") and i + 1 < len(head):
+            task = head[i + 1] if head[i] == "--task" else task
+            i += 2
+        elif head[i] == "--sandbox":
+            i += 1
+        else:
+            return outer  # the CLI refuses it (bad input), running nothing
+    inner = program(command)
+    if inner is None:
+        return outer
+    if inner.name in AGENT_CLIS:
+        raise Unsafe(f"automaton --sandbox -- {inner.name} starts an agent session: only a human starts one,"
+                     " never an agent from inside its own")
+    return Program(inner.name, inner.args, outer.chdir + inner.chdir, [*outer.via, "automaton --sandbox", *inner.via],
+                   outer.assigns + inner.assigns, [task, *inner.sandbox_tasks])
 
 
 def _base(word: str) -> str:

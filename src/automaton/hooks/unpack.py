@@ -4,7 +4,10 @@ names (or its heredoc), and the targets of links (`ln`, archive link members): a
 write to what it links, and may not reach a protected path.
 
 The hook runs before the command, so the file read is the one the command will read; one that
-cannot be read, or a patch or archive arriving on a pipe, raises `Unsafe`. So do the archive
+cannot be read, or a patch or archive arriving on a pipe, raises `Unsafe`. Every file the hook
+reads goes through `open_input`: a non-blocking, regular-file-only, size-bounded open (a FIFO
+named as an archive, patch or script would otherwise hang the hook, and an agent lets a hook
+that does not answer in time through). So do the archive
 options that run programs or rename members at run time (`tar --to-command`,
 `--use-compress-program`/`-I`, `--checkpoint-action`, `--transform`, `bsdtar -s`, …), and the
 extractors whose member names automaton does not read (`7z x`, `unrar x`, `cpio -i`, `ar x`,
@@ -22,7 +25,8 @@ from automaton.hooks.shellparse import Simple, Unsafe, operands, option_values
 _PATCH_HEADER = re.compile(r"^(?:--- |\+\+\+ |\*\*\* |Index: |rename (?:from|to) |copy (?:from|to) )(.+)$",
                            re.MULTILINE)
 _PROTECTED_DIRS = frozenset({".git", ".automaton"})
-MAX_READ = 8 * 1024 * 1024
+MAX_READ = 8 * 1024 * 1024  # bytes of a patch or script the hook reads; a larger one is denied
+MAX_ARCHIVE = 256 * 1024 * 1024  # bytes of an archive whose member list the hook reads
 
 
 def protected_link(source: str, base: Path | None) -> None:
@@ -120,12 +124,48 @@ def patch_texts_targets(files: list[str], cmd: Simple, here: Path | None, who: s
 
 
 def _read(name: str, here: Path | None, who: str) -> str:
-    path = _local(name, here, who)
+    fd = open_input(name, here, who, MAX_READ)
     try:
-        with open(path, "rb") as fh:
-            return fh.read(MAX_READ).decode("utf-8", "replace")
+        return _read_fd(fd, name, who).decode("utf-8", "replace")
+    finally:
+        os.close(fd)
+
+
+def _read_fd(fd: int, name: str, who: str) -> bytes:
+    chunks: list[bytes] = []
+    try:
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
     except OSError as exc:
         raise Unsafe(f"{who}: cannot read {name!r} ({exc.strerror}) to tell which files it writes") from None
+    return b"".join(chunks)
+
+
+def open_input(name: str, here: Path | None, who: str, limit: int) -> int:
+    """A read-only descriptor of the regular file `name` (relative to `here`) that a command
+    will read, of at most `limit` bytes: `store.atomic.open_regular`, which never waits on a
+    FIFO or device. Unsafe (one line naming the file) when it is missing, unreadable, not a
+    regular file, or larger than `limit`. The caller closes the descriptor."""
+    path = _local(name, here, who)
+    from automaton.store.atomic import open_regular
+
+    try:
+        fd = open_regular(path)
+    except OSError as exc:
+        import errno
+
+        if exc.errno == errno.EINVAL:
+            raise Unsafe(f"{who}: {name!r} is not a regular file (a FIFO, device or socket): automaton reads"
+                         " only regular files to tell which files a command writes") from None
+        raise Unsafe(f"{who}: cannot read {name!r} ({exc.strerror}) to tell which files it writes") from None
+    except ValueError:  # a NUL in the name
+        raise Unsafe(f"{who}: cannot read {name!r} to tell which files it writes") from None
+    size = os.fstat(fd).st_size
+    if size > limit:
+        os.close(fd)
+        raise Unsafe(f"{who}: {name!r} is {size} bytes, more than the {limit} the hook reads to tell which"
+                     " files it writes")
+    return fd
 
 
 def _local(name: str, here: Path | None, who: str) -> str:
@@ -185,11 +225,11 @@ def tar(args: list[str], here: Path | None) -> list[str]:
         return written
     if not archives or archives[-1] == "-":
         raise Unsafe("tar -x reads its archive from standard input: automaton cannot tell which files it writes")
-    path = _local(archives[-1], here, "tar")
+    fd = open_input(archives[-1], here, "tar", MAX_ARCHIVE)
     import tarfile  # lazy: the hook path imports only what a command needs
 
     try:
-        with tarfile.open(path) as archive:
+        with os.fdopen(fd, "rb") as fh, tarfile.open(fileobj=fh) as archive:
             members = archive.getmembers()
     except (OSError, tarfile.TarError) as exc:
         raise Unsafe(f"tar: cannot read {archives[-1]!r} ({exc}) to tell which files it writes") from None
@@ -223,12 +263,12 @@ def unzip(args: list[str], here: Path | None) -> list[str]:
         raise Unsafe("unzip without an archive: automaton cannot tell which files it writes")
     directory = (option_values(args, ("-d",)) or [""])[0]
     junk = any(re.match(r"^-[a-zA-Z]*j", a) for a in args if not a.startswith("--"))
-    path = _local(names[0], here, "unzip")
+    fd = open_input(names[0], here, "unzip", MAX_ARCHIVE)
     found: list[str] = []
     import zipfile  # lazy: the hook path imports only what a command needs
 
     try:
-        with zipfile.ZipFile(path) as archive:
+        with os.fdopen(fd, "rb") as fh, zipfile.ZipFile(fh) as archive:
             base = Path(os.path.join(here, directory)) if here is not None else None
             for info in archive.infolist():
                 member = os.path.basename(info.filename) if junk else info.filename

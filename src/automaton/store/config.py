@@ -56,8 +56,10 @@ def _section(text: str, title: str) -> list[str] | None:
 
 def framework_version() -> str | None:
     """The first non-empty line of `## Framework Version`, or None when missing/unreadable."""
+    from automaton.store.atomic import read_all  # a FIFO is an error, never waited on
+
     try:
-        text = config_path().read_text(encoding="utf-8")
+        text = read_all(config_path()).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None
     body = _section(text, "Framework Version")
@@ -74,11 +76,13 @@ _ITEM_KEY = re.compile(r"^\s*[-*]\s*`?(\w+)`?\s*[:=]")
 def _config_text() -> str | None:
     """config.md as text; None when there is none. BadInput when it is there but unusable."""
     path = config_path()
+    from automaton.store.atomic import read_all  # a FIFO is an error, never waited on (the hook reads this)
+
     try:
-        data = path.read_bytes()
+        data = read_all(path)
     except FileNotFoundError:
         return None
-    except OSError as exc:  # a directory, no permission, a symlink loop ...
+    except OSError as exc:  # a directory, a FIFO, no permission, a symlink loop ...
         raise BadInput(f"{path}: cannot read ({exc.strerror}); restore the framework's config.md") from None
     try:
         text = data.decode("utf-8")

@@ -85,8 +85,12 @@ class Seal:
 
 
 def _read_current(path: Path) -> bytes | None:
+    # read_all: a FIFO at config.json is an error, never waited on (the hook reads this file
+    # before every edit, and a hook that does not answer lets the edit through).
+    from automaton.store.atomic import read_all
+
     try:
-        return path.read_bytes()
+        return read_all(path)
     except FileNotFoundError:
         return None
     except OSError as exc:
