@@ -22,6 +22,8 @@ TASK_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--config",), {"action": "store_true", "help": "with --approve: seal .automaton/config.json"}),
     (("--yes",), {"action": "store_true",
                   "help": "with --approve --loop/--config: approve the diff shown without asking"}),
+    (("--accept-rollback",), {"action": "store_true", "help": "human act: accept a restored older copy of"
+                              " --task, --loop or --config (shows what is lost, asks)"}),
     (("--focus",), {"nargs": "?", "const": "", "metavar": "T", "help": "set the task the agent hooks enforce"}),
     (("--clear",), {"action": "store_true", "help": "with --focus: clear the focus"}),
     (("--phase",), {"action": "store_true", "help": "print the phase of --task"}),
@@ -78,6 +80,7 @@ VERBS: dict[str, str] = {
     "create_task": "automaton.cli.verbs_tasks:create_task",
     "transition": "automaton.cli.verbs_tasks:transition",
     "approve": "automaton.cli.verbs_approve:approve",
+    "accept_rollback": "automaton.cli.verbs_approve:accept_rollback",
     "focus": "automaton.cli.verbs_tasks:focus",
     "phase": "automaton.cli.verbs_tasks:phase",
     "validate_folder": "automaton.cli.verbs_tasks:validate_folder",
@@ -108,6 +111,7 @@ MODIFIERS: dict[str, frozenset[str]] = {
     "create_task": frozenset({"parent"}),
     "transition": frozenset({"task"}),
     "approve": frozenset({"task", "loop", "to", "config", "yes"}),
+    "accept_rollback": frozenset({"task", "loop", "config", "yes"}),
     "focus": frozenset({"clear"}),
     "phase": frozenset({"task"}),
     "validate_folder": frozenset({"task"}),
@@ -209,6 +213,8 @@ def validate(verb: str, ns: argparse.Namespace) -> None:
         raise UsageError("--to goes with --approve --task, not --loop")
     if verb == "approve" and ns.config and (ns.task is not None or ns.loop is not None or ns.to is not None):
         raise UsageError("--approve --config takes no --task, --loop or --to")
+    if verb == "accept_rollback" and (ns.task is not None) + (ns.loop is not None) + bool(ns.config) != 1:
+        raise UsageError("--accept-rollback takes exactly one of --task T, --loop NAME or --config")
     if verb == "approve" and ns.yes and ns.loop is None and not ns.config:
         raise UsageError("--yes goes with --approve --loop or --approve --config")
     if verb == "can_edit" and ns.loop_worktree and ns.loop is None:

@@ -30,8 +30,8 @@ from automaton.hooks.shellparse import Program, Unsafe, operands
 
 _APPROVE = re.compile(r"--ap(p(r(o(ve?)?)?)?)?(?![\w-])", re.IGNORECASE)
 _FOCUS = re.compile(r"--fo(c(us?)?)?(?![\w-])", re.IGNORECASE)
-# The other human acts: releasing a human's pause, re-arming or removing a loop.
-_LOOP_ACTS = re.compile(r"--(resume-loop|rearm-loop|remove-loop)(?![\w-])", re.IGNORECASE)
+# The other human acts: releasing a human's pause, re-arming or removing a loop, accepting a rollback.
+_LOOP_ACTS = re.compile(r"--(resume-loop|rearm-loop|remove-loop|accept-rollback)(?![\w-])", re.IGNORECASE)
 _MENTION = re.compile(r"automaton|status\.py|loop-runner\.py", re.IGNORECASE)
 _MENTION_LETTERS = re.compile(r"automaton|statuspy|looprunnerpy")
 _STEER_ENV = re.compile(r"automaton_(task|home)\b", re.IGNORECASE)

@@ -37,7 +37,7 @@ from automaton.core.loopconfig import (
 )
 from automaton.core.names import NAME_RE, LoopName, TaskRef
 from automaton.core.record import record  # not dataclasses (inspect, ast, dis): see core/record.py
-from automaton.store import chainlog
+from automaton.store import anchor, chainlog
 from automaton.store.atomic import append_line, atomic_write, read_all
 from automaton.store.config import loop_defaults
 from automaton.store.layout import Project
@@ -527,6 +527,7 @@ class Session:
             fields = {**fields, "broken_state": _move_aside(rec.state_file)}
         if not rec.chain.ok:
             fields = {**fields, "broken_log": _move_aside(rec.log_file)}
+            anchor.forget(rec.log_file)  # the re-seal starts a new chain, anchored afresh
         data = encode_state(new)
         chain = chainlog.read_chain(rec.log_file)
         chainlog.commit(rec.state_file, rec.log_file, data, state_token(data), event,
