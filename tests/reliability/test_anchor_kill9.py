@@ -53,7 +53,9 @@ if kind == "task":
     transition(project, TASK, "human_intervention")
 else:
     from automaton.store import loops
-    loops.update_state(project, LOOP, "TICK", {"n": "next"}, lambda s: s.update(iteration_count=s["iteration_count"] + 1))
+    def bump(s):
+        s["iteration_count"] += 1
+    loops.update_state(project, LOOP, "TICK", {"n": "next"}, bump)
 print("not killed", flush=True)
 """
 

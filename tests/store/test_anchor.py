@@ -95,6 +95,8 @@ def test_a_restored_loop_clears_no_exhausted_halt(project: Path) -> None:
     state = loops.read_state(p, "demo")
     assert state["status"] == "halted" and state["halt_reason"] == "human_intervention"
     assert "state_tampered" in state["halt_detail"] and "rolled back" in state["halt_detail"]
+    # the counters the restore lowered come back from what the anchor remembers of the lost lines
+    assert state["iteration_count"] == 2 and state["spent_usd"] >= 1.0  # (the highest logged, as on any re-seal)
     assert loops.inspect(p, "demo").tamper == ""  # re-sealed as halted: the brake holds
 
 
@@ -206,7 +208,8 @@ def test_a_reader_in_the_sandbox_keeps_todays_behaviour(project: Path, monkeypat
 
 
 def test_unreadable_anchor_files_are_not_anchors(tmp_path: Path) -> None:
-    for bad in (b"", b"x y\n", b"2 " + b"a" * 64 + b"\n/p\n", b"1 " + b"a" * 64 + b"\n/p\nline mac=" + b"b" * 64 + b"\n"):
+    mac = b"a" * 64
+    for bad in (b"", b"x y\n", b"2 " + mac + b"\n/p\n", b"1 " + mac + b"\n/p\nline mac=" + b"b" * 64 + b"\n"):
         (tmp_path / "a.anchor").write_bytes(bad)
         with pytest.raises(anchor.Unreadable):
             anchor.read_file(tmp_path / "a.anchor")

@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from automaton.core.errors import BadInput
 from automaton.core.record import record
 from automaton.store import key as keys
 
@@ -152,6 +153,23 @@ def forget(log_path: str | Path) -> None:
     there; a removed loop's log moved away). Caller holds the log's lock."""
     file_of(log_path).unlink(missing_ok=True)
     keys.mark_path(Path(log_path)).unlink(missing_ok=True)
+
+
+def remembered(log_path: str | Path) -> list[LogLine]:
+    """The lines the anchor of `log_path` keeps (its tail), parsed, each one whose mac the key
+    verifies: what a rolled-back log lost, for a re-seal that must not take its counters from the
+    older copy alone. [] without an anchor, a key, or where either cannot be read."""
+    from automaton.core.chain import line_mac, parse_line
+    from automaton.core.digest import equal
+
+    try:
+        found, key = read(log_path), keys.load_key(create=False)
+    except (Hidden, Unreadable, BadInput):
+        return []
+    if found is None or key is None:
+        return []
+    parsed = [parse_line(raw) for raw in found.tail]
+    return [x for x in parsed if x is not None and x.mac and equal(x.mac, line_mac(key, x.body))]
 
 
 def move_tree(old_root: Path, new_root: Path) -> None:

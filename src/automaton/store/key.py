@@ -10,9 +10,11 @@ matter: such a process cannot write the logs either (the sandbox makes them read
 readers there take keyed lines on their SHA-256 chain alone, and writers refuse.
 
 Beside it, `keyed/` holds one small mark file per log that automaton has sealed with the key
-(named by the SHA-256 of the log's resolved path; it holds that path, for a human). A log at a marked path that reads as
+(named by the SHA-256 of the log's resolved path; it holds that path, for a human, and the line
+`anchored` once the log has an anchor). A log at a marked path that reads as
 unkeyed was replaced by a forger, not left over from before keys existed (see
-`store.chainlog.read_chain`).
+`store.chainlog.read_chain`). The anchor of each log (its head: `store.anchor`) is the file
+of the same name with `.anchor` appended.
 """
 
 from __future__ import annotations

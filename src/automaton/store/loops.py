@@ -521,7 +521,9 @@ class Session:
         import copy  # here: only writers copy a state (see Loop.update_state)
 
         new = copy.deepcopy(rec.state)
-        new.update(untampered_counters(rec.state, rec.chain.lines), accepted_drift=[])
+        # A rolled-back log lost lines its anchor still remembers: their counters count too.
+        lines = [*rec.chain.lines, *anchor.remembered(rec.log_file)] if rec.chain.rolled_back else rec.chain.lines
+        new.update(untampered_counters(rec.state, lines), accepted_drift=[])
         mutate(new)
         if rec.rebuilt and os.path.lexists(rec.state_file):
             fields = {**fields, "broken_state": _move_aside(rec.state_file)}
