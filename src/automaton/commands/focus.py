@@ -105,7 +105,8 @@ def set_focus(project: Project, task: str | None, clear: bool = False) -> Outcom
         chainlog.recover(project.focus_file, project.focus_log, lambda data: _token(data) or None)
         chain = chainlog.read_chain(project.focus_log)
         if not chain.ok:  # the human's reset starts a fresh chain; the broken one is kept
-            project.focus_log.replace(project.focus_log.with_name("focus.log.broken"))
+            if project.focus_log.exists():  # (a deleted log reads as rolled back)
+                project.focus_log.replace(project.focus_log.with_name("focus.log.broken"))
             anchor.forget(project.focus_log)  # the new chain is anchored afresh
             chain = chainlog.read_chain(project.focus_log)
         event = "FOCUS_CLEARED" if ref is None else "FOCUS"

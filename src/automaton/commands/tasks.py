@@ -332,10 +332,11 @@ def _approve_to(project: Project, rec: tasks.TaskRecord, to: str, who: str, out:
         # A broken chain, or one copied from another task, is kept as evidence; the new line
         # starts a fresh one.
         if not rec.chain.ok or tasks.foreign_line(rec.chain, rec.ref):
-            aside = _aside(rec.log_file)
-            os.replace(rec.log_file, aside)
+            if os.path.lexists(rec.log_file):  # (a deleted log reads as rolled back: nothing to keep)
+                aside = _aside(rec.log_file)
+                os.replace(rec.log_file, aside)
+                fields["broken_log"] = aside.name
             anchor.forget(rec.log_file)  # the human's line starts a new chain, anchored afresh
-            fields["broken_log"] = aside.name
             rec.chain = chainlog.read_chain(rec.log_file)
     if bind:
         fields["bind"] = format_bind(bind)

@@ -528,7 +528,8 @@ class Session:
         if rec.rebuilt and os.path.lexists(rec.state_file):
             fields = {**fields, "broken_state": _move_aside(rec.state_file)}
         if not rec.chain.ok:
-            fields = {**fields, "broken_log": _move_aside(rec.log_file)}
+            if os.path.lexists(rec.log_file):  # (a deleted log reads as rolled back: nothing to keep)
+                fields = {**fields, "broken_log": _move_aside(rec.log_file)}
             anchor.forget(rec.log_file)  # the re-seal starts a new chain, anchored afresh
         data = encode_state(new)
         chain = chainlog.read_chain(rec.log_file)

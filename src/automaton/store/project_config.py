@@ -195,7 +195,8 @@ def record_seal(project: Project, seen: str, fields: dict[str, object]) -> Seal:
         if now.current is not None:
             parse(now.current, project.config_file)
         if now.broken:
-            fields = {**fields, "broken_log": _move_aside(project.config_log)}
+            if os.path.lexists(project.config_log):  # (a deleted log reads as rolled back)
+                fields = {**fields, "broken_log": _move_aside(project.config_log)}
             anchor.forget(project.config_log)  # the human's seal starts a new chain, anchored afresh
         chain = chainlog.read_chain(project.config_log)
         if now.current is None:
