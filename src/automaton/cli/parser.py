@@ -213,8 +213,6 @@ def validate(verb: str, ns: argparse.Namespace) -> None:
         raise UsageError("--to goes with --approve --task, not --loop")
     if verb == "approve" and ns.config and (ns.task is not None or ns.loop is not None or ns.to is not None):
         raise UsageError("--approve --config takes no --task, --loop or --to")
-    if verb == "accept_rollback" and (ns.task is not None) + (ns.loop is not None) + bool(ns.config) != 1:
-        raise UsageError("--accept-rollback takes exactly one of --task T, --loop NAME or --config")
     if verb == "approve" and ns.yes and ns.loop is None and not ns.config:
         raise UsageError("--yes goes with --approve --loop or --approve --config")
     if verb == "can_edit" and ns.loop_worktree and ns.loop is None:

@@ -194,7 +194,8 @@ def behind(found: Anchor, lines: list[LogLine]) -> str:
     hint = ("restore the newer copy, or a human who meant it accepts the loss:"
             " automaton --accept-rollback --task T | --loop NAME | --config (a focus: --focus TASK)")
     if have < want:
-        return f"TAMPERED: rolled back to line {have} of {want} (its anchor holds line {want}); {hint}"
+        gone = ": the log was deleted" if not have else ""
+        return f"TAMPERED: rolled back to line {have} of {want} (its anchor holds line {want}{gone}); {hint}"
     if lines[want - 1].mac != found.mac:
         return (f"TAMPERED: rolled back to another history: line {want} is not the line automaton wrote"
                 f" there (its anchor holds it); {hint}")

@@ -96,7 +96,7 @@ def _anchor_of(log_path: str | Path) -> anchor.Anchor | str | None:
 def _anchored(log_path: str | Path, check: ChainCheck, found: anchor.Anchor | str | None) -> ChainCheck:
     """`check` (verified) held against the log's anchor `found` (see `_anchor_of`), read before
     the log: see `read_chain`."""
-    if found == _HIDDEN:
+    if found is _HIDDEN:
         return check
     if isinstance(found, str):
         return _rolled(check, found, -1)
@@ -133,7 +133,9 @@ def append_event(
     """Append one keyed, chained line recording `state`, then move the log's anchor to it
     (`store.anchor`); returns the line. Caller holds the lock.
 
-    Creates the key on first use; BadInput/CorruptState (exit 2) for a bad key file;
+    Creates the key on first use; BadInput/CorruptState (exit 2) for a bad key file; BadInput
+    for an anchor that cannot be written (the line is logged; the next locked writer rolls the
+    anchor forward);
     CorruptState (exit 2, nothing written) when `chain` is older than its anchor (a human
     accepts that first: `--accept-rollback`, or re-seals, which starts a new chain).
     """
@@ -144,7 +146,12 @@ def append_event(
     line = format_line(utc_now(), event, fields, state, chain.last_hash, key)
     append_line(log_path, line)
     if chain.ok:  # a broken chain keeps its anchor (and stays tampered)
-        anchor.write(log_path, len(chain.lines) + 1, [*(x.raw for x in chain.lines[-anchor.TAIL:]), line])
+        try:
+            anchor.write(log_path, len(chain.lines) + 1, [*(x.raw for x in chain.lines[-anchor.TAIL:]), line])
+        except OSError as exc:  # the line is logged: the next locked writer rolls the anchor forward
+            where = anchor.file_of(log_path)
+            raise BadInput(f"{where}: cannot write the anchor of {log_path} ({exc.strerror}); make {where.parent}"
+                           " a folder you can write (mode 0700), then run the command again") from None
     # after the line: a reader that sees the mark also sees a keyed line
     keys.mark_keyed(log_path, anchored=chain.ok and chain.anchor < 0)
     return line
