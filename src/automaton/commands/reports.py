@@ -169,7 +169,7 @@ def anchor_findings(project: Project) -> tuple[list[str], int]:
         anchors = anchor.under(project.root)
     except (anchor.Hidden, OSError, BadInput):
         return [], 0
-    root = project.root.resolve()
+    root = Path(os.path.realpath(project.root))
     found: list[str] = []
     for each in anchors:
         parts = Path(each.path).relative_to(root).parts

@@ -124,7 +124,7 @@ def write(log_path: str | Path, count: int, tail: list[str], *, replace: bool = 
     OSError as raised."""
     target = file_of(log_path)
     mac = tail[-1][-64:]
-    resolved = str(Path(log_path).resolve())
+    resolved = os.path.realpath(log_path)
     body = f"{count} {mac}\n{resolved}\n" + "".join(f"{raw}\n" for raw in tail[-TAIL:])
     target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}")
@@ -179,9 +179,9 @@ def move_tree(old_root: Path, new_root: Path) -> None:
         found = under(old_root)
     except (Hidden, OSError):
         return
-    prefix = str(old_root.resolve())
+    prefix = os.path.realpath(old_root)
     for each in found:
-        new_log = Path(str(new_root.resolve()) + each.path[len(prefix):])
+        new_log = Path(os.path.realpath(new_root) + each.path[len(prefix):])
         write(new_log, each.count, list(each.tail))
         keys.mark_keyed(new_log, anchored=True)
         forget(each.path)
@@ -206,7 +206,7 @@ def under(root: Path) -> list[Anchor]:
     """Every readable anchor of a log under the folder `root` (resolved), for the audit. Hidden
     inside an agent's sandbox; unreadable anchors are skipped (each reader of its log reports it)."""
     folder = keys.mark_path(root).parent
-    prefix = str(root.resolve()) + os.sep
+    prefix = os.path.realpath(root) + os.sep
     try:
         names = os.listdir(folder)
     except FileNotFoundError:

@@ -183,7 +183,9 @@ ANCHORED = "anchored"  # the mark's second line once the log has an anchor (stor
 
 def mark_path(log_path: Path) -> Path:
     """The keyed mark of the log at `log_path`: `keyed/<sha256 of its resolved path>`."""
-    name = sha256_hex(str(log_path.resolve()).encode("utf-8", "surrogateescape"))
+    # os.path.realpath, the string Path.resolve() gives, without its RuntimeError for a symlink
+    # loop planted at the log's path (the read of the log reports that).
+    name = sha256_hex(os.path.realpath(log_path).encode("utf-8", "surrogateescape"))
     return key_path().parent / "keyed" / name
 
 
@@ -193,7 +195,7 @@ def mark_keyed(log_path: Path, *, anchored: bool = False) -> None:
     `anchored`: the log now has an anchor (`store.anchor`); the mark is rewritten to say so,
     so that a missing anchor later reads as tampering, not as a log from before anchors."""
     mark = mark_path(log_path)
-    text = f"{log_path.resolve()}\n" + (f"{ANCHORED}\n" if anchored else "")
+    text = f"{os.path.realpath(log_path)}\n" + (f"{ANCHORED}\n" if anchored else "")
     try:
         mark.parent.mkdir(mode=0o700, exist_ok=True)
         if anchored:
