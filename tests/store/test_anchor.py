@@ -48,7 +48,7 @@ def test_every_append_moves_the_anchor_to_the_new_head(project: Path) -> None:
     assert chainlog.read_chain(log).anchor == 2
 
 
-def test_a_restored_task_undoes_no_human_stop(project: Path) -> None:
+def test_a_restored_task_undoes_no_human_stop(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert run_cli("--create-task", "t", cwd=project).code == 0
     assert run_cli("--transition", "research", "--task", "t", cwd=project).code == 0
     saved = _save(*_task_files(project))
@@ -61,6 +61,12 @@ def test_a_restored_task_undoes_no_human_stop(project: Path) -> None:
     assert (project / "tasks/t/.state").read_text() == "research\n"  # nothing written
     edit = run_cli("--can-edit", "--task", "t", "--file", "tasks/t/SPEC.md", cwd=project)
     assert edit.code != 0
+    payload = json.dumps({"cwd": str(project), "hook_event_name": "PreToolUse", "tool_name": "Write",
+                          "tool_input": {"file_path": str(project / "tasks/t/SPEC.md"), "content": "# Spec\n"}})
+    monkeypatch.setenv("AUTOMATON_TASK", "t")
+    hook = run_cli("--hook", "claude", cwd=project, stdin=payload)  # the agent's hook denies
+    assert hook.code == 2 or '"deny"' in hook.out, (hook.code, hook.out, hook.err)
+    assert "rolled back" in hook.out + hook.err
 
 
 def test_another_history_of_the_same_length_is_caught(project: Path) -> None:
@@ -90,6 +96,10 @@ def test_a_restored_loop_clears_no_exhausted_halt(project: Path) -> None:
     assert run_cli("--audit", cwd=project).code == 1
     status = run_cli("--loop-status", "demo", "--json", cwd=project)
     assert "TAMPERED" in status.out + status.err
+    from automaton.dashboard import views
+
+    row = views.loop_rows([p])[0]  # the dashboard
+    assert row["halt_reason"] == "state_tampered" and "rolled back to line 1" in row["halt_detail"]
     gate = run_cli("--check-gate", "demo", "--json", cwd=project)
     assert gate.code == 1
     state = loops.read_state(p, "demo")
