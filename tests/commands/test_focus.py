@@ -74,7 +74,8 @@ def test_focus_written_outside_automaton_is_detected(root: Path, approver: str, 
         focus.write_text(f"{edit}\n")
     with pytest.raises(BadInput) as err:
         read_focus(Project(root))
-    assert "outside automaton" in err.value.message
+    # a deleted log is older than its anchor (store/anchor.py) before it disagrees with the file
+    assert ("rolled back to line 0" if edit == "no_log" else "outside automaton") in err.value.message
     res = run_cli("--can-edit", "--file", "src/x.py", "--project", str(root))
     assert res.code == 2  # a hook treats 2 as deny
     assert cli(root, "--focus", "--clear").code == 0  # the human resets it

@@ -762,7 +762,7 @@ def test_accepted_drift_on_the_branch_when_the_worktree_is_gone(project: Path, a
     assert gate(p).json["out_of_scope_files"] == ["README.md"]
 
 
-def test_recreating_a_deleted_loop_folder_is_refused_while_its_branch_exists(project: Path) -> None:
+def test_recreating_a_deleted_loop_folder_is_refused_while_its_branch_exists(project: Path, approver: str) -> None:
     import shutil
 
     p = make_loop(project)
@@ -777,11 +777,14 @@ def test_recreating_a_deleted_loop_folder_is_refused_while_its_branch_exists(pro
     r = cli(p, "--create-loop", "demo", "--from-template", "t-demo")
     assert r.code == 1 and "git worktree remove" not in r.err and "git branch -D loop/demo" in r.err
     git(p.root, "branch", "-D", "loop/demo")
+    r = cli(p, "--create-loop", "demo", "--from-template", "t-demo")  # its anchor remembers the loop
+    assert r.code == 2 and "rolled back to line 0 of" in r.err and "the log was deleted" in r.err
+    assert cli(p, "--accept-rollback", "--loop", "demo", "--yes").code == 0  # a human accepts the deletion
     assert cli(p, "--create-loop", "demo", "--from-template", "t-demo").code == 0
     assert state(p)["iteration_count"] == 0 and not wt.exists()
 
 
-def test_untracked_hint_names_a_step_that_works(project: Path) -> None:
+def test_untracked_hint_names_a_step_that_works(project: Path, approver: str) -> None:
     p = make_loop(project)
     add_worktree(p)
     folder = p.loop_dir(loops.LoopName("demo"))
@@ -795,6 +798,7 @@ def test_untracked_hint_names_a_step_that_works(project: Path) -> None:
     import shutil
 
     shutil.rmtree(folder)  # the step the hint names, then the branch step the refusal names
+    assert cli(p, "--accept-rollback", "--loop", "demo", "--yes").code == 0  # (its log was anchored)
     assert cli(p, "--create-loop", "demo", "--from-template", "t-demo").code == 1
     git(p.root, "worktree", "remove", "--force", str(p.worktree_dir(loops.LoopName("demo"))))
     git(p.root, "branch", "-D", "loop/demo")

@@ -42,6 +42,7 @@ def test_targets(command: str, expected: list[str]) -> None:
     ("automaton --ap --loop x", "human acts"),
     ("python3 -m automaton --focus t", "human acts"),
     ("/home/u/.automaton/scripts/status.py --approve --task t", "human acts"),
+    ("automaton --accept-rollback --task t --yes", "is a human act"),
     ("export AUTOMATON_APPROVER=me", "AUTOMATON_APPROVER"),
     ("git commit --no-verify -m x", "--no-verify"),
     ("python -c \"open('tasks/t/.state','w').write('complete')\"", ".state"),

@@ -54,8 +54,11 @@ class World:
         return self.root / ".automaton" / "loops" / LOOP / "worktree"
 
     def restore(self) -> None:
-        for name in ("tasks", ".automaton"):
-            target = self.root / name
+        # The project's files and the anchors of their logs (store/anchor.py) go back together:
+        # a project restored alone would read as rolled back, which is what anchors are for.
+        keyed = self.root.parent / "home" / ".config" / "automaton" / "keyed"
+        for name, target in (("tasks", self.root / "tasks"), (".automaton", self.root / ".automaton"),
+                             ("keyed", keyed)):
             if target.exists():
                 shutil.rmtree(target)
             shutil.copytree(self.backup / name, target, symlinks=True)
@@ -94,6 +97,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         backup = base / "backup"
         for name in ("tasks", ".automaton"):
             shutil.copytree(root / name, backup / name, symlinks=True)
+        shutil.copytree(base / "home" / ".config" / "automaton" / "keyed", backup / "keyed")
         shutil.copyfile(home / "config.md", backup / "config.md")
         yield World(root, record, home, backup)
 

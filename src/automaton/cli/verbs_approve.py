@@ -38,3 +38,16 @@ def approve_config(ns: argparse.Namespace) -> Outcome:
     review = review_config(project)
     confirm(review, yes=ns.yes, as_json=ns.json)
     return run(project, review)
+
+
+def accept_rollback(ns: argparse.Namespace) -> Outcome:
+    """`--accept-rollback --task T | --loop NAME | --config [--yes]`: show what is lost, ask, re-anchor."""
+    from automaton.cli.confirm import confirm
+    from automaton.cli.verbs_tasks import project_of
+    from automaton.commands import rollback
+
+    project = project_of(ns)
+    target = rollback.target(project, task=ns.task, loop=ns.loop, config=ns.config)
+    review = rollback.review(project, target)
+    confirm(review, yes=ns.yes, as_json=ns.json)
+    return rollback.accept(project, target, review)

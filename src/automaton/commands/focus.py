@@ -13,7 +13,7 @@ from pathlib import Path
 from automaton.core.errors import BadInput
 from automaton.core.names import TaskRef
 from automaton.core.outcome import Outcome
-from automaton.store import chainlog
+from automaton.store import anchor, chainlog
 from automaton.store.atomic import tmp_path
 from automaton.store.layout import Project
 from automaton.store.locks import locked
@@ -108,7 +108,9 @@ def set_focus(project: Project, task: str | None, clear: bool = False) -> Outcom
         chainlog.recover(project.focus_file, project.focus_log, lambda data: _token(data) or None)
         chain = chainlog.read_chain(project.focus_log)
         if not chain.ok:  # the human's reset starts a fresh chain; the broken one is kept
-            project.focus_log.replace(project.focus_log.with_name("focus.log.broken"))
+            if project.focus_log.exists():  # (a deleted log reads as rolled back)
+                project.focus_log.replace(project.focus_log.with_name("focus.log.broken"))
+            anchor.forget(project.focus_log)  # the new chain is anchored afresh
             chain = chainlog.read_chain(project.focus_log)
         event = "FOCUS_CLEARED" if ref is None else "FOCUS"
         fields: dict[str, object] = {"by": who} if ref is None else {"task": token, "by": who}

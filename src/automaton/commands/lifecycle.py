@@ -21,7 +21,7 @@ from automaton.core.outcome import Outcome
 from automaton.git import run_git
 from automaton.git.export import remove_tree
 from automaton.git.worktree import branch_name, list_worktrees
-from automaton.store import chainlog, loops
+from automaton.store import anchor, chainlog, loops
 from automaton.store.layout import Project, kept_export_of
 from automaton.store.locks import locked
 
@@ -109,6 +109,7 @@ def remove_loop(project: Project, name: str, *, delete_branch: bool = False) -> 
             fields: dict[str, object] = {"loop": loop, "by": who, "branch": branch,
                                          "archive": dest.relative_to(project.root).as_posix()}
             chainlog.append_event(dest / loops.LOG_FILE, "REMOVED", fields, chain.last_state or "none", chain)
+            anchor.forget(handle.log_file)  # removed by a human: no longer missing (the archive is anchored)
             _drop(folder / "worktree")
         _drop_kept_export(project, loop, out)
     for lock in _LOCKS:  # only now, once released: Windows cannot delete a file still held open

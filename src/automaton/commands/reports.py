@@ -155,6 +155,46 @@ def key_findings(project: Project) -> tuple[str | None, list[str]]:
     return path, found
 
 
+def anchor_findings(project: Project) -> tuple[list[str], int]:
+    """(violations, logs anchored now): a task, loop or project log whose anchor exists but
+    whose log (or folder) is gone (`missing: tasks/T (anchored at line N)`), and the anchoring of
+    the loop, config and focus logs that have none yet (`store.chainlog.adopt`). Archived
+    loops are history, not a brake: not reported. Inside an agent's sandbox (the anchors
+    hidden) neither is done."""
+    import os
+
+    from automaton.store import anchor, chainlog
+
+    try:
+        anchors = anchor.under(project.root)
+    except (anchor.Hidden, OSError, BadInput):
+        return [], 0
+    root = Path(os.path.realpath(project.root))
+    found: list[str] = []
+    for each in anchors:
+        parts = Path(each.path).relative_to(root).parts
+        if os.path.lexists(each.path) or ".archive" in parts:
+            continue
+        found.append(f"missing: {'/'.join(parts[:-1]) or parts[-1]} (anchored at line {each.count}): it was"
+                     f" deleted; restore it from a backup, or a human accepts the loss: {_accept_hint(parts)}")
+    logs = [project.config_log, project.focus_log]
+    if project.loops_dir.is_dir():
+        logs += [d / ".state.log" for d in sorted(project.loops_dir.iterdir()) if not d.name.startswith(".")]
+    return found, sum(chainlog.adopt(log) for log in logs if log.is_file())
+
+
+def _accept_hint(parts: tuple[str, ...]) -> str:
+    """The `--accept-rollback` command for a log at project-relative `parts`."""
+    if parts[:1] == ("tasks",):
+        names = [p for p in parts[1:-1] if p != "complete"]
+        return f"automaton --accept-rollback --task {'/'.join(names)}"
+    if parts[:2] == (".automaton", "loops") and len(parts) > 3:
+        return f"automaton --accept-rollback --loop {parts[2]}"
+    if parts[-1] == "config.log":
+        return "automaton --accept-rollback --config"
+    return "automaton --focus TASK"
+
+
 # The Loops section of --audit comes from the loop store; injected to keep
 # this module free of loop imports. Signature: (project) -> (lines, rows, violations).
 LoopSection = Callable[[Project], tuple[list[str], list[dict[str, object]], int]]
@@ -178,17 +218,28 @@ def audit(project: Project, loop_section: LoopSection | None = None) -> Outcome:
     `key_findings` and the agent hooks' liveness (`doctor_checks.hook_findings`; each also a
     VIOLATION line). Never creates the key.
     """
+    from automaton.store import chainlog
     from automaton.store.taskscan import scan  # each task folder listed once (store/taskscan.py)
 
     strays: list[Path] = []
-    # Each record is dropped once its findings are made: an audit of thousands of tasks keeps
-    # their findings, not their parsed logs.
-    found = [(ref, record_findings(ref, rec, keyed=True)) for ref, _, rec in scan(project, strays)]
+    # Each record is dropped once its findings are made (and its log anchored when it had no
+    # anchor yet): an audit of thousands of tasks keeps their findings, not their parsed logs.
+    found: list[tuple[TaskRef, tuple[str | None, list[str]]]] = []
+    adopted = 0
+    for ref, _, rec in scan(project, strays):
+        found.append((ref, record_findings(ref, rec, keyed=True)))
+        if isinstance(rec, tasks.TaskRecord):
+            adopted += chainlog.adopt(rec.log_file, rec.chain)
     out = _rows(project, found, strays, "Tasks")
     task_bad = 0 if out.ok else 1
     key, key_found = key_findings(project)
-    broken = layout_findings(project) + key_found + _hook_findings(project)
+    missing, more = anchor_findings(project)
+    adopted += more
+    broken = layout_findings(project) + key_found + _hook_findings(project) + missing
     out.lines[:0] = [f"audit of {project.root}", f"  key: {key or 'none yet (made by the first write)'}"]
+    if adopted:
+        out.lines.insert(2, f"  anchored {adopted} keyed log(s) that had no anchor yet (the first use of anchors"
+                            " here): an older copy restored over one now reads as TAMPERED")
     out.lines[2:2] = [f"  {'VIOLATION':9} {v}" for v in broken]
     loops_rows: list[dict[str, object]] = []
     loop_bad = 0

@@ -17,7 +17,7 @@ from automaton.core.approvals import demotion, format_bind, signoffs_passed
 from automaton.core.errors import BadInput, ExitCode, Refused
 from automaton.core.names import TaskName, TaskRef
 from automaton.core.outcome import Outcome
-from automaton.store import chainlog, loops, tasks
+from automaton.store import anchor, chainlog, loops, tasks
 from automaton.store.layout import COMPLETE_DIR, Project
 from automaton.store.locks import locked
 
@@ -65,6 +65,7 @@ def _place(project: Project, rec: tasks.TaskRecord, out: Outcome) -> tasks.TaskR
         return rec
     dest.parent.mkdir(parents=True, exist_ok=True)
     os.replace(src, dest)
+    anchor.move_tree(src, dest)  # its logs' anchors (sub-tasks' too) follow the folder
     out.lines.append(f"{rec.ref}: moved to {dest.relative_to(project.root)}/")
     return tasks.load_dir(rec.ref, dest)
 
@@ -331,9 +332,11 @@ def _approve_to(project: Project, rec: tasks.TaskRecord, to: str, who: str, out:
         # A broken chain, or one copied from another task, is kept as evidence; the new line
         # starts a fresh one.
         if not rec.chain.ok or tasks.foreign_line(rec.chain, rec.ref):
-            aside = _aside(rec.log_file)
-            os.replace(rec.log_file, aside)
-            fields["broken_log"] = aside.name
+            if os.path.lexists(rec.log_file):  # (a deleted log reads as rolled back: nothing to keep)
+                aside = _aside(rec.log_file)
+                os.replace(rec.log_file, aside)
+                fields["broken_log"] = aside.name
+            anchor.forget(rec.log_file)  # the human's line starts a new chain, anchored afresh
             rec.chain = chainlog.read_chain(rec.log_file)
     if bind:
         fields["bind"] = format_bind(bind)

@@ -114,7 +114,10 @@ class ChainCheck:
 
     `needs_key`: the fault is a keyed line read without a key (not a proven forgery, but it
     cannot be trusted either). `unverified`: keyed lines were taken on their SHA-256 chain
-    alone (`verify_text(check_macs=False)`).
+    alone (`verify_text(check_macs=False)`). `rolled_back`: the lines verify but are older
+    than the log's anchor, or its anchor is missing or unreadable (`store.anchor`; set by
+    `store.chainlog.read_chain`, never by `verify_text`). `anchor`: the anchor's line count,
+    -1 when the log has none (or it was not looked at).
     """
 
     ok: bool
@@ -122,6 +125,8 @@ class ChainCheck:
     error: str = ""
     needs_key: bool = False
     unverified: bool = False
+    rolled_back: bool = False
+    anchor: int = -1
 
     @property
     def legacy(self) -> bool:

@@ -32,10 +32,10 @@ from automaton.hooks.shellparse import Program, Unsafe, operands
 
 _APPROVE = re.compile(r"--ap(p(r(o(ve?)?)?)?)?(?![\w-])", re.IGNORECASE)
 _FOCUS = re.compile(r"--fo(c(us?)?)?(?![\w-])", re.IGNORECASE)
-# The other human acts: releasing a human's pause, re-arming or removing a loop, and the
-# widening commands (a new loop, or an OS schedule, runs an agent unattended).
-_LOOP_ACTS = re.compile(r"--(resume-loop|rearm-loop|remove-loop|create-loop|install-schedule)(?![\w-])",
-                        re.IGNORECASE)
+# The other human acts: releasing a human's pause, re-arming or removing a loop, accepting a
+# rollback, and the widening commands (a new loop, or an OS schedule, runs an agent unattended).
+_LOOP_ACTS = re.compile(r"--(resume-loop|rearm-loop|remove-loop|accept-rollback|create-loop|install-schedule)"
+                        r"(?![\w-])", re.IGNORECASE)
 _MENTION = re.compile(r"automaton|status\.py|loop-runner\.py", re.IGNORECASE)
 _MENTION_LETTERS = re.compile(r"automaton|statuspy|looprunnerpy")
 _STEER_ENV = re.compile(r"automaton_(task|home)\b", re.IGNORECASE)

@@ -12,10 +12,13 @@ someone wrote outside automaton.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
 from automaton.core.chain import ChainCheck, format_line, verify_text
+from automaton.core.errors import BadInput, CorruptState
+from automaton.store import anchor
 from automaton.store import key as keys
 from automaton.store.atomic import append_line, publish, read_all, tmp_path, write_tmp
 
@@ -35,17 +38,27 @@ def read_chain(log_path: str | Path) -> ChainCheck:
     """Verify the whole log at `log_path` (a plain string too: the audit names thousands of
     logs) with the key (never creating it); a missing log is an empty, valid chain. Not ok when
     a line is forged, unkeyed after a keyed one, keyed while the key is missing, or when the
-    whole log is unkeyed at a path automaton has keyed before (it was replaced). Where the key
-    is hidden (`store.key.KeyHidden`: an agent's sandbox, which cannot write the log either)
-    keyed lines are taken on their SHA-256 chain (`unverified`).
+    whole log is unkeyed at a path automaton has keyed before (it was replaced). Not ok and
+    `rolled_back` when it is older than its anchor (`store.anchor`: fewer lines, or another
+    line at the anchored count, a missing log included), or its anchor is missing although
+    the log had one, or unreadable. Where the key is hidden (`store.key.KeyHidden`: an agent's
+    sandbox, which cannot write the log either) keyed lines are taken on their SHA-256 chain
+    (`unverified`) and anchors cannot be read: not checked there.
     Raises BadInput/CorruptState (exit 2) for a bad key file (`store.key`)."""
-    text = _read_text(log_path)
-    if not isinstance(text, str):
-        return text
+    # The anchor before the log: a writer appends its line, then moves the anchor, so a log
+    # read after its anchor is never behind it unless it was rolled back.
     try:
         key, hidden = keys.load_key(create=False), False
     except keys.KeyHidden:
         key, hidden = None, True
+    except BadInput:  # a bad key file: a missing log still reads as empty, as before anchors
+        if os.path.lexists(log_path):
+            raise
+        return ChainCheck(True, [])
+    found = None if hidden else _anchor_of(log_path)
+    text = _read_text(log_path)
+    if not isinstance(text, str):
+        return text if hidden or not text.ok else _anchored(log_path, text, found)
     check = verify_text(text, key, check_macs=not hidden)
     if check.ok and check.legacy and keys.was_keyed(Path(log_path)):
         # A writer appends its first keyed line before it marks the log: re-read once, so a
@@ -60,7 +73,47 @@ def read_chain(log_path: str | Path) -> ChainCheck:
     if check.needs_key:
         return ChainCheck(False, check.lines, f"{check.error}: {keys.key_path()} is missing (restore it"
                           " from a backup, or a human re-seals the log)", needs_key=True)
-    return check
+    if hidden or not check.ok:
+        return check
+    return _anchored(log_path, check, found)
+
+
+_HIDDEN = "hidden"
+
+
+def _anchor_of(log_path: str | Path) -> anchor.Anchor | str | None:
+    """The anchor of `log_path`, None without one, `_HIDDEN` where it may not be read, or why
+    it is unreadable."""
+    try:
+        return anchor.read(log_path)
+    except anchor.Hidden:
+        return _HIDDEN
+    except anchor.Unreadable as exc:
+        return f"TAMPERED: {exc}: restore it from a backup, or a human accepts the log as it is: automaton" \
+               " --accept-rollback"
+
+
+def _anchored(log_path: str | Path, check: ChainCheck, found: anchor.Anchor | str | None) -> ChainCheck:
+    """`check` (verified) held against the log's anchor `found` (see `_anchor_of`), read before
+    the log: see `read_chain`."""
+    if found is _HIDDEN:
+        return check
+    if isinstance(found, str):
+        return _rolled(check, found, -1)
+    if found is None:
+        if keys.was_anchored(Path(log_path)):
+            return _rolled(check, f"TAMPERED: its anchor {anchor.file_of(log_path)} is missing, although"
+                           " automaton anchored this log: a human accepts the log as it is:"
+                           " automaton --accept-rollback", -1)
+        return check
+    why = anchor.behind(found, check.lines)
+    if why:
+        return _rolled(check, why, found.count)
+    return ChainCheck(True, check.lines, unverified=check.unverified, anchor=found.count)
+
+
+def _rolled(check: ChainCheck, why: str, count: int) -> ChainCheck:
+    return ChainCheck(False, check.lines, why, unverified=check.unverified, rolled_back=True, anchor=count)
 
 
 def _read_text(log_path: str | Path) -> str | ChainCheck:
@@ -77,15 +130,30 @@ def _read_text(log_path: str | Path) -> str | ChainCheck:
 def append_event(
     log_path: Path, event: str, fields: dict[str, object], state: str, chain: ChainCheck | None = None
 ) -> str:
-    """Append one keyed, chained line recording `state`; returns the line. Caller holds the lock.
+    """Append one keyed, chained line recording `state`, then move the log's anchor to it
+    (`store.anchor`); returns the line. Caller holds the lock.
 
-    Creates the key on first use; BadInput/CorruptState (exit 2) for a bad key file.
+    Creates the key on first use; BadInput/CorruptState (exit 2) for a bad key file; BadInput
+    for an anchor that cannot be written (the line is logged; the next locked writer rolls the
+    anchor forward);
+    CorruptState (exit 2, nothing written) when `chain` is older than its anchor (a human
+    accepts that first: `--accept-rollback`, or re-seals, which starts a new chain).
     """
     key = keys.load_key(create=True)
     chain = chain if chain is not None else read_chain(log_path)
+    if chain.rolled_back:
+        raise CorruptState(f"{log_path}: {chain.error}")
     line = format_line(utc_now(), event, fields, state, chain.last_hash, key)
     append_line(log_path, line)
-    keys.mark_keyed(log_path)  # after the line: a reader that sees the mark also sees a keyed line
+    if chain.ok:  # a broken chain keeps its anchor (and stays tampered)
+        try:
+            anchor.write(log_path, len(chain.lines) + 1, [*(x.raw for x in chain.lines[-anchor.TAIL:]), line])
+        except OSError as exc:  # the line is logged: the next locked writer rolls the anchor forward
+            where = anchor.file_of(log_path)
+            raise BadInput(f"{where}: cannot write the anchor of {log_path} ({exc.strerror}); make {where.parent}"
+                           " a folder you can write (mode 0700), then run the command again") from None
+    # after the line: a reader that sees the mark also sees a keyed line
+    keys.mark_keyed(log_path, anchored=chain.ok and chain.anchor < 0)
     return line
 
 
@@ -108,8 +176,10 @@ def recover(state_path: Path, log_path: Path, token_of: Callable[[bytes], str | 
     """Finish or discard an interrupted commit. Caller holds the lock.
 
     Rolls the temp file forward only when its token is the log's last state and the state
-    file's is not; otherwise removes the temp file (it was never logged).
+    file's is not; otherwise removes the temp file (it was never logged). First rolls the
+    log's anchor forward to a log that is ahead of it (`settle_anchor`).
     """
+    settle_anchor(log_path)
     tmp = tmp_path(state_path)
     if not tmp.exists():
         return
@@ -127,3 +197,38 @@ def recover(state_path: Path, log_path: Path, token_of: Callable[[bytes], str | 
         publish(tmp, state_path)
         return
     tmp.unlink(missing_ok=True)
+
+
+def settle_anchor(log_path: Path) -> None:
+    """Under the log writer's lock: move the anchor forward to a verified log that is ahead of
+    it (a crash between a line's append and its anchor's write). A log at, behind or beside its
+    anchor, without one, or unreadable is left as it is (readers report it). Cheap when there is
+    nothing to do: the anchor and the log's line count are read, the chain only when ahead."""
+    try:
+        found = anchor.read(log_path)
+        if found is None or read_all(log_path).count(b"\n") <= found.count:
+            return
+    except (anchor.Hidden, anchor.Unreadable, OSError):
+        return
+    chain = read_chain(log_path)
+    if chain.ok and len(chain.lines) > found.count and chain.lines[-1].mac:
+        anchor.write(log_path, len(chain.lines), [x.raw for x in chain.lines[-anchor.TAIL:]])
+
+
+def adopt(log_path: str | Path, chain: ChainCheck | None = None) -> bool:
+    """Anchor a keyed log that has no anchor yet at its head (the first use of anchors on a log
+    automaton keyed before them); True when this call made the anchor. Safe without the log's
+    lock: the anchor is only created, never replaced (a writer's newer anchor wins), and only
+    for a verified, keyed log whose mark does not say it was anchored (that reads as
+    tampering, never re-anchored here). `chain`: the log as the caller just read it."""
+    chain = chain if chain is not None else read_chain(log_path)
+    if not chain.ok or chain.anchor >= 0 or not chain.lines or not chain.lines[-1].mac:
+        return False
+    try:
+        if anchor.read(log_path) is not None:
+            return False
+        anchor.write(log_path, len(chain.lines), [x.raw for x in chain.lines[-anchor.TAIL:]], replace=False)
+    except (anchor.Hidden, anchor.Unreadable, OSError):
+        return False
+    keys.mark_keyed(Path(log_path), anchored=True)
+    return True

@@ -10,9 +10,11 @@ matter: such a process cannot write the logs either (the sandbox makes them read
 readers there take keyed lines on their SHA-256 chain alone, and writers refuse.
 
 Beside it, `keyed/` holds one small mark file per log that automaton has sealed with the key
-(named by the SHA-256 of the log's resolved path; it holds that path, for a human). A log at a marked path that reads as
+(named by the SHA-256 of the log's resolved path; it holds that path, for a human, and the line
+`anchored` once the log has an anchor). A log at a marked path that reads as
 unkeyed was replaced by a forger, not left over from before keys existed (see
-`store.chainlog.read_chain`).
+`store.chainlog.read_chain`). The anchor of each log (its head: `store.anchor`) is the file
+of the same name with `.anchor` appended.
 """
 
 from __future__ import annotations
@@ -176,26 +178,43 @@ def _create(path: Path) -> bytes:
     return key
 
 
-def _mark(log_path: Path) -> Path:
-    name = sha256_hex(str(log_path.resolve()).encode("utf-8", "surrogateescape"))
+ANCHORED = "anchored"  # the mark's second line once the log has an anchor (store/anchor.py)
+
+
+def mark_path(log_path: Path) -> Path:
+    """The keyed mark of the log at `log_path`: `keyed/<sha256 of its resolved path>`."""
+    # os.path.realpath, the string Path.resolve() gives, without its RuntimeError for a symlink
+    # loop planted at the log's path (the read of the log reports that).
+    name = sha256_hex(os.path.realpath(log_path).encode("utf-8", "surrogateescape"))
     return key_path().parent / "keyed" / name
 
 
-def mark_keyed(log_path: Path) -> None:
+def mark_keyed(log_path: Path, *, anchored: bool = False) -> None:
     """Record that automaton sealed `log_path` with the key. Best effort: without the mark, a
-    replaced log at this path reads as unkeyed legacy (flagged by --audit) instead of tampered."""
-    mark = _mark(log_path)
+    replaced log at this path reads as unkeyed legacy (flagged by --audit) instead of tampered.
+    `anchored`: the log now has an anchor (`store.anchor`); the mark is rewritten to say so,
+    so that a missing anchor later reads as tampering, not as a log from before anchors."""
+    mark = mark_path(log_path)
+    text = f"{os.path.realpath(log_path)}\n" + (f"{ANCHORED}\n" if anchored else "")
     try:
         mark.parent.mkdir(mode=0o700, exist_ok=True)
-        fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        if anchored:
+            tmp = mark.with_name(f".{mark.name}.{os.getpid()}.{os.urandom(4).hex()}")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        else:
+            fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError:  # FileExistsError included: marked before
         return
     try:  # the path, for a human who wonders what a mark stands for
-        os.write(fd, f"{log_path.resolve()}\n".encode("utf-8", "surrogateescape"))
+        os.write(fd, text.encode("utf-8", "surrogateescape"))
+        if anchored:
+            os.fsync(fd)
     except OSError:
         return
     finally:
         os.close(fd)
+    if anchored:
+        os.replace(tmp, mark)
 
 
 def was_keyed(log_path: Path) -> bool:
@@ -203,11 +222,31 @@ def was_keyed(log_path: Path) -> bool:
     False where the mark cannot be looked at because the kernel sandbox hides the key's folder
     (see KeyHidden); True where the permission bits refuse the look (fail closed: an unkeyed log
     then reads as replaced, not as legacy)."""
-    mark = _mark(log_path)
+    mark = mark_path(log_path)
     try:
         return mark.exists()
     except OSError:
         return not _owner_may_read(mark.parent)
+
+
+def was_anchored(log_path: Path) -> bool:
+    """Whether the mark of `log_path` says the log had an anchor (`mark_keyed(anchored=True)`).
+    False where there is no mark or the sandbox hides the folder; True where the mark exists
+    but cannot be read (fail closed: the missing anchor then reads as tampering)."""
+    mark = mark_path(log_path)
+    try:
+        fd = os.open(mark, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return not _owner_may_read(mark.parent)
+    try:
+        data = os.read(fd, 1 << 16)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return f"\n{ANCHORED}\n".encode() in data
 
 
 def seal_bytes(data: bytes) -> str:

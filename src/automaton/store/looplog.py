@@ -38,7 +38,8 @@ _MARKS = ("iterations_at_approval", "spent_usd_at_approval")  # set by approvals
 # The closed list of events this code writes to a loop log (docs/architecture.md#loop-files);
 # any other event in a log was written by someone else.
 EVENTS = frozenset({"CREATED", "TICK_START", "TICK", "TICK_DEFERRED", "HALT", "APPROVED", "RESEALED", "PAUSED",
-                    "RESUMED", "WORKTREE", "WARNING", "SKIPPED", "INSTALLED", "UNINSTALLED", "REARMED", "REMOVED"})
+                    "RESUMED", "WORKTREE", "WARNING", "SKIPPED", "INSTALLED", "UNINSTALLED", "REARMED", "REMOVED",
+                    "ROLLBACK_ACCEPTED"})
 # The events that close a TICK_START reservation.
 CLOSING = ("TICK", "TICK_DEFERRED")
 # Human acts that hand out a fresh allowance: the approval marks may move on these lines.

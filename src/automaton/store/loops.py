@@ -37,7 +37,7 @@ from automaton.core.loopconfig import (
 )
 from automaton.core.names import NAME_RE, LoopName, TaskRef
 from automaton.core.record import record  # not dataclasses (inspect, ast, dis): see core/record.py
-from automaton.store import chainlog
+from automaton.store import anchor, chainlog
 from automaton.store.atomic import append_line, atomic_write, read_all
 from automaton.store.config import loop_defaults
 from automaton.store.layout import Project
@@ -521,12 +521,16 @@ class Session:
         import copy  # here: only writers copy a state (see Loop.update_state)
 
         new = copy.deepcopy(rec.state)
-        new.update(untampered_counters(rec.state, rec.chain.lines), accepted_drift=[])
+        # A rolled-back log lost lines its anchor still remembers: their counters count too.
+        lines = [*rec.chain.lines, *anchor.remembered(rec.log_file)] if rec.chain.rolled_back else rec.chain.lines
+        new.update(untampered_counters(rec.state, lines), accepted_drift=[])
         mutate(new)
         if rec.rebuilt and os.path.lexists(rec.state_file):
             fields = {**fields, "broken_state": _move_aside(rec.state_file)}
         if not rec.chain.ok:
-            fields = {**fields, "broken_log": _move_aside(rec.log_file)}
+            if os.path.lexists(rec.log_file):  # (a deleted log reads as rolled back: nothing to keep)
+                fields = {**fields, "broken_log": _move_aside(rec.log_file)}
+            anchor.forget(rec.log_file)  # the re-seal starts a new chain, anchored afresh
         data = encode_state(new)
         chain = chainlog.read_chain(rec.log_file)
         chainlog.commit(rec.state_file, rec.log_file, data, state_token(data), event,

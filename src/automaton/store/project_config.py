@@ -30,7 +30,7 @@ from automaton.core import phases as ph
 from automaton.core.digest import sha256_hex  # not hashlib/dataclasses: read on every hook call
 from automaton.core.errors import BadInput, Refused
 from automaton.core.record import record
-from automaton.store import chainlog
+from automaton.store import anchor, chainlog
 from automaton.store.layout import Project
 
 SCHEMA_VERSION = 1
@@ -299,7 +299,9 @@ def record_seal(project: Project, seen: str, fields: dict[str, object]) -> Seal:
         if now.current is not None:
             parse(now.current, project.config_file)
         if now.broken:
-            fields = {**fields, "broken_log": _move_aside(project.config_log)}
+            if os.path.lexists(project.config_log):  # (a deleted log reads as rolled back)
+                fields = {**fields, "broken_log": _move_aside(project.config_log)}
+            anchor.forget(project.config_log)  # the human's seal starts a new chain, anchored afresh
         chain = chainlog.read_chain(project.config_log)
         if now.current is None:
             chainlog.append_event(project.config_log, REMOVED, fields, ABSENT, chain)
