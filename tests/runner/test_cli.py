@@ -26,6 +26,13 @@ def test_demo_runs_offline_and_exits_0(monkeypatch: pytest.MonkeyPatch) -> None:
     for score in ("0.50", "0.75", "1.00"):
         assert f"score {score}" in res.out
     assert "counted at max_tick_usd" in res.out
+    # The greedy agent: its brakes' files, the main checkout's chmod and the human's socket.
+    assert rows["greedy-agent"]["status"] == "complete" and rows["greedy-agent"]["refused_writes"] == 5
+    for attempt in ("attempt_chmod ../../../../src/calc.py: denied (EROFS)",
+                    "attempt_chmod ../../../../.git/config: denied (EROFS)",
+                    "attempt_connect ../../../../../human.sock: denied (ENOENT)"):
+        assert attempt in res.out
+    assert "received nothing" in res.out
 
 
 def test_usage_errors_exit_2() -> None:

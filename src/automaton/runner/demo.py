@@ -17,8 +17,10 @@ import contextlib
 import importlib.util
 import json
 import os
+import socket
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -150,7 +152,7 @@ def _show_attempts(console: Console, project: Project, name: str) -> None:
     runs = store.Loop.resolve(project, name).runs
     for log in sorted(runs.glob("*/implement.log")):
         for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
-            if line.startswith("attempt_write"):
+            if line.startswith("attempt_"):
                 console.print(f"  agent: {line}", markup=False, highlight=False)
     s = store.read_state(project, name)
     console.print(f"  loop.json still says max_iterations={store.read_config(project, name).brakes.max_iterations};"
@@ -158,15 +160,17 @@ def _show_attempts(console: Console, project: Project, name: str) -> None:
 
 
 def _refused(project: Project, name: str) -> int:
-    """Writes the kernel sandbox refused to the loop's agent (`denied` lines of its transcripts)."""
+    """Attempts the kernel sandbox refused the loop's agent (`attempt_*: denied` lines of its
+    transcripts: writes, chmod, connecting to another process's socket)."""
     runs = store.Loop.resolve(project, name).runs
-    return sum(line.startswith("attempt_write") and ": denied" in line
+    return sum(line.startswith("attempt_") and ": denied" in line
                for log in runs.glob("*/implement.log")
                for line in log.read_text(encoding="utf-8", errors="replace").splitlines())
 
 
 def _summary(console: Console, project: Project) -> list[dict[str, Any]]:
-    table = Table(title="automaton demo: loops (refused: writes the kernel sandbox denied the agent)")
+    table = Table(title="automaton demo: loops (refused: the agent's writes, chmods and socket connections the"
+                        " kernel denied)")
     for col in ("loop", "status", "halt reason", "ticks", "spent", "score", "refused"):
         table.add_column(col, no_wrap=True)  # "verifier_failed" must stay readable at 80 columns
     rows = []
@@ -184,6 +188,39 @@ def _summary(console: Console, project: Project) -> list[dict[str, Any]]:
                       "-" if last.get("score") is None else f"{last['score']:.2f}", str(row["refused_writes"]))
     console.print(table)
     return rows
+
+
+@contextlib.contextmanager
+def _human_socket(path: Path) -> Iterator[list[bytes]]:
+    """A UNIX socket listening at `path` in the demo's temp folder, standing in for the human's
+    tmux server, ssh-agent or D-Bus socket in /tmp: yields the list of what any process sent
+    to it (an agent that reached it could have had the human's terminal run a command)."""
+    got: list[bytes] = []
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(4)
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except (TimeoutError, OSError):
+                continue
+            with conn:
+                conn.settimeout(2)
+                with contextlib.suppress(OSError):
+                    got.append(conn.recv(4096))
+
+    waiter = threading.Thread(target=serve, name="demo-human-socket", daemon=True)
+    waiter.start()
+    try:
+        yield got
+    finally:
+        stop.set()
+        waiter.join(2)
+        server.close()
 
 
 def _create(console: Console, project: Project, name: str, template: str) -> None:
@@ -234,10 +271,14 @@ def run_demo(console: Console | None = None) -> Outcome:
         _say(console, run_loop(project, "stuck-agent", 10, opts), warnings=False)
         _show_loop(console, project, "stuck-agent")
 
-        console.rule("loop 4: greedy-agent — the agent tries to raise its own brakes; the kernel refuses")
+        console.rule("loop 4: greedy-agent — the agent tries to raise its own brakes and get out; the kernel refuses")
         _create(console, project, "greedy-agent", "ci-triage-greedy")
-        run_loop(project, "greedy-agent", 10, opts)
+        with _human_socket(Path(tmp) / "human.sock") as reached:
+            run_loop(project, "greedy-agent", 10, opts)
         _show_attempts(console, project, "greedy-agent")
+        console.print(f"  the human's socket ({Path(tmp) / 'human.sock'}) received "
+                      + (f"{len(reached)} message(s) from the agent" if reached else "nothing"),
+                      markup=False, highlight=False)
 
         console.rule("summary")
         rows = _summary(console, project)
