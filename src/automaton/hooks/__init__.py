@@ -157,9 +157,12 @@ def _disarm(armed: tuple[object, float, float]) -> None:
 
 
 def _signals() -> Any:
-    """The interpreter's built-in `_signal` (always loaded at start-up), not `signal`, whose
-    enum wrappers cost the hook half a millisecond on every call; same functions, plain ints."""
-    return sys.modules.get("_signal") or __import__("_signal")
+    """The `signal` module, imported only when the deadline is armed (its enum wrappers cost
+    the hook about half a millisecond; a private CPython module would be cheaper, but its
+    interface is not the language's to keep)."""
+    import signal
+
+    return signal
 
 
 def _decide(agent: str, stdin_text: str, project_flag: str | None) -> Answer:
