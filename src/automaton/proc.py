@@ -328,7 +328,7 @@ def _run(argv: list[str], out: Sink, err: Sink, cwd: Path | None, stdin: str | N
         return 126, False
     preexec_fn: Confinement | None = None
     if policy is not None:
-        how = launch.prepare(policy, argv)
+        how = launch.prepare(policy, argv, cwd)
         if isinstance(how, str):
             err.write(how.encode("utf-8", "backslashreplace") + b"\n")
             return 126, False

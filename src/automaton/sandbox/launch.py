@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 
 from automaton.core.errors import one_line
-from automaton.core.record import record
+from automaton.core.record import record, replace
 from automaton.core.sandbox import Policy
 from automaton.sandbox import Confinement, SandboxError, available, preexec, wrap_argv
 
@@ -25,11 +26,16 @@ class Launch:
     preexec_fn: Confinement | None
 
 
-def prepare(policy: Policy, argv: list[str]) -> Launch | str:
+def prepare(policy: Policy, argv: list[str], cwd: Path | None = None) -> Launch | str:
     """The launch of non-empty `argv` confined to `policy` (creating its temp dir, mode
     0700), or the one-line reason it cannot be: `sandbox unavailable: …` when this machine
     has no sandbox (or no namespaces, unless the policy's isolation is "landlock-only"),
-    `sandbox failed: …` when this policy cannot be enforced."""
+    `sandbox failed: …` when this policy cannot be enforced. `cwd`: the child's working
+    directory (None: this process's), which stays visible in the namespace (read-only unless
+    writable) even where it lies in `/tmp`: the runner chose it, and a process cannot start in
+    a folder it cannot see."""
+    here = Path(os.path.abspath(cwd if cwd is not None else os.getcwd()))
+    policy = replace(policy, visible=(*policy.visible, here))
     found = available()
     if not found.ok:
         return one_line(f"sandbox unavailable: {found.detail}; {argv[0]} not run")
