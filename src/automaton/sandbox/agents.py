@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -72,11 +73,29 @@ def visible_paths(*, home: Path, cwd: Path | None = None, project_root: Path | N
     the folder of `argv[0]` when it is a path and of each other absolute path in `argv` that
     exists (a script the command runs), and every absolute folder on `path_env` (the child's
     PATH; default this process's). Sockets inside these stay reachable."""
-    out = [p for p in (project_root, home, cwd) if p is not None]
-    if argv and os.sep in argv[0]:
-        out.append(Path(os.path.abspath(argv[0])).parent)
+    out = [p for p in (project_root, home) if p is not None]
+    out += program_paths(argv, cwd)
     out += [Path(a).parent for a in argv[1:] if os.path.isabs(a) and os.path.exists(a)]
     for entry in (os.environ.get("PATH", "") if path_env is None else path_env).split(os.pathsep):
         if entry and os.path.isabs(entry):
-            out.append(Path(entry))
+            out += _with_venv(Path(entry))
     return tuple(dict.fromkeys(out))
+
+
+def _with_venv(folder: Path) -> list[Path]:
+    """`folder`, and the virtual environment it is the `bin` of (the folder holding
+    `pyvenv.cfg`, whose `lib/` the interpreter in `bin` imports from)."""
+    root = folder.parent
+    return [folder, root] if (root / "pyvenv.cfg").is_file() else [folder]
+
+
+def program_paths(argv: Sequence[str], cwd: Path | None = None) -> list[Path]:
+    """What any sandboxed command needs to see to start at all: its working directory (`cwd`,
+    default this process's), the folder of `argv[0]` (looked up on PATH when it is a bare
+    name) and, when that folder is a virtual environment's `bin`, the environment itself."""
+    out = [Path(os.path.abspath(cwd if cwd is not None else os.getcwd()))]
+    if argv:
+        found = argv[0] if os.sep in argv[0] else shutil.which(argv[0])
+        if found:
+            out += _with_venv(Path(os.path.abspath(found)).parent)
+    return out

@@ -15,6 +15,7 @@ from automaton.core.errors import one_line
 from automaton.core.record import record, replace
 from automaton.core.sandbox import Policy
 from automaton.sandbox import Confinement, SandboxError, available, preexec, wrap_argv
+from automaton.sandbox.agents import program_paths
 
 
 @record(frozen=True)
@@ -31,11 +32,11 @@ def prepare(policy: Policy, argv: list[str], cwd: Path | None = None) -> Launch 
     0700), or the one-line reason it cannot be: `sandbox unavailable: …` when this machine
     has no sandbox (or no namespaces, unless the policy's isolation is "landlock-only"),
     `sandbox failed: …` when this policy cannot be enforced. `cwd`: the child's working
-    directory (None: this process's), which stays visible in the namespace (read-only unless
-    writable) even where it lies in `/tmp`: the runner chose it, and a process cannot start in
-    a folder it cannot see."""
-    here = Path(os.path.abspath(cwd if cwd is not None else os.getcwd()))
-    policy = replace(policy, visible=(*policy.visible, here))
+    directory (None: this process's). That folder and the program's own (`agents.program_paths`:
+    the folder of `argv[0]`, and its virtual environment) stay visible in the namespace,
+    read-only unless writable, even where they lie in `/tmp`: the runner chose them, and a
+    process cannot start in a folder, or from a program, it cannot see."""
+    policy = replace(policy, visible=(*policy.visible, *program_paths(argv, cwd)))
     found = available()
     if not found.ok:
         return one_line(f"sandbox unavailable: {found.detail}; {argv[0]} not run")
