@@ -75,7 +75,6 @@ def visible_paths(*, home: Path, cwd: Path | None = None, project_root: Path | N
     PATH; default this process's). Sockets inside these stay reachable."""
     out = [p for p in (project_root, home) if p is not None]
     out += program_paths(argv, cwd)
-    out += [Path(a).parent for a in argv[1:] if os.path.isabs(a) and os.path.exists(a)]
     for entry in (os.environ.get("PATH", "") if path_env is None else path_env).split(os.pathsep):
         if entry and os.path.isabs(entry):
             out += _with_venv(Path(entry))
@@ -92,10 +91,12 @@ def _with_venv(folder: Path) -> list[Path]:
 def program_paths(argv: Sequence[str], cwd: Path | None = None) -> list[Path]:
     """What any sandboxed command needs to see to start at all: its working directory (`cwd`,
     default this process's), the folder of `argv[0]` (looked up on PATH when it is a bare
-    name) and, when that folder is a virtual environment's `bin`, the environment itself."""
+    name) and, when that folder is a virtual environment's `bin`, the environment itself, and
+    the folder of each other absolute path in `argv` that exists (a script it runs)."""
     out = [Path(os.path.abspath(cwd if cwd is not None else os.getcwd()))]
     if argv:
         found = argv[0] if os.sep in argv[0] else shutil.which(argv[0])
         if found:
             out += _with_venv(Path(os.path.abspath(found)).parent)
+    out += [Path(a).parent for a in argv[1:] if os.path.isabs(a) and os.path.exists(a)]
     return out
