@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from automaton.core.record import replace
 from automaton.core.sandbox import Policy
 from automaton.sandbox import preexec
+from automaton.sandbox.agents import own_install, program_paths
 
 PRELUDE = textwrap.dedent("""\
     import errno, json, os, signal, socket, subprocess, sys
@@ -69,7 +71,10 @@ def probe(policy: Policy, body: str, cwd: Path, *, namespaces: bool = False) -> 
     """Run PRELUDE + `body` (calls of `t(name, fn)`) in a child confined to `policy`;
     name -> "ok" or the errno name. Fails the test when the child itself fails.
     `namespaces`: the namespace layer too (default: Landlock alone, the layer under test)."""
-    done = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(body)], cwd=cwd,
+    argv = [sys.executable, "-c", PRELUDE + textwrap.dedent(body)]
+    if namespaces:  # the interpreter and its venv stay visible, as `launch.prepare` keeps them
+        policy = replace(policy, visible=(*policy.visible, *program_paths(argv, cwd), *own_install()))
+    done = subprocess.run(argv, cwd=cwd,
                           preexec_fn=preexec(policy, use_namespaces=namespaces), capture_output=True, text=True,
                           timeout=60, check=False)
     assert done.returncode == 0, done.stderr

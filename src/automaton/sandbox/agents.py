@@ -39,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -86,6 +87,14 @@ def _with_venv(folder: Path) -> list[Path]:
     `pyvenv.cfg`, whose `lib/` the interpreter in `bin` imports from)."""
     root = folder.parent
     return [folder, root] if (root / "pyvenv.cfg").is_file() else [folder]
+
+
+def own_install() -> list[Path]:
+    """The running automaton's own install, which the hooks inside an agent's sandbox import
+    (read-only there): this interpreter's prefix and the folder holding the `automaton`
+    package (site-packages, or the source folder of an editable install)."""
+    package = Path(os.path.abspath(__file__)).parent.parent
+    return [Path(sys.prefix), package.parent]
 
 
 def program_paths(argv: Sequence[str], cwd: Path | None = None) -> list[Path]:

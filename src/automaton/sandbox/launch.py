@@ -15,7 +15,7 @@ from automaton.core.errors import one_line
 from automaton.core.record import record, replace
 from automaton.core.sandbox import Policy
 from automaton.sandbox import Confinement, SandboxError, available, preexec, wrap_argv
-from automaton.sandbox.agents import program_paths
+from automaton.sandbox.agents import own_install, program_paths
 
 
 @record(frozen=True)
@@ -35,8 +35,9 @@ def prepare(policy: Policy, argv: list[str], cwd: Path | None = None) -> Launch 
     directory (None: this process's). That folder and the program's own (`agents.program_paths`:
     the folder of `argv[0]`, and its virtual environment) stay visible in the namespace,
     read-only unless writable, even where they lie in `/tmp`: the runner chose them, and a
-    process cannot start in a folder, or from a program, it cannot see."""
-    policy = replace(policy, visible=(*policy.visible, *program_paths(argv, cwd)))
+    process cannot start in a folder, or from a program, it cannot see. So does automaton's
+    own install (`agents.own_install`), which the agent's hooks run from."""
+    policy = replace(policy, visible=(*policy.visible, *program_paths(argv, cwd), *own_install()))
     found = available()
     if not found.ok:
         return one_line(f"sandbox unavailable: {found.detail}; {argv[0]} not run")
