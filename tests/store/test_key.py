@@ -197,8 +197,12 @@ def test_a_sandboxed_agent_may_not_read_the_key_and_its_hook_still_judges(tmp_pa
     seed_task(root, "t", "implement")
     work = tmp_path / "work"
     work.mkdir()
+    from automaton.sandbox.agents import own_install, program_paths
+
+    # As `launch.prepare` does: the interpreter, automaton's install and the working directory
+    # stay visible where they lie under /tmp.
     policy = Policy(writable=(work,), hidden=(key.key_path().parent,), tmpdir=work, label="test",
-                    visible=(tmp_path, Path.home()))
+                    visible=(tmp_path, Path.home(), *program_paths([sys.executable]), *own_install()))
     exe = str(Path(sys.executable).parent / "automaton")
     runs = {
         "read_key": [sys.executable, "-c", f"open({str(key.key_path())!r}).read()"],
