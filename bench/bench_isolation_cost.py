@@ -74,14 +74,19 @@ def session(project: Path, mode: str, argv: list[str]) -> list[str]:
     return entry(mode, "automaton.cli.main", "--sandbox", "--project", str(project), "--", *argv)
 
 
-def check_sessions(projects: dict[str, Path]) -> None:
+def check_sessions(projects: dict[str, Path], outside: Path) -> None:
     """The namespace side runs its command in a user namespace of its own, the landlock-only
-    side in this process's."""
+    side in this process's, and still under Landlock: its write to `outside` (a path beside
+    the projects) is refused."""
     mine = os.readlink("/proc/self/ns/user")
     for mode, project in projects.items():
         seen = c.run(session(project, mode, ["readlink", "/proc/self/ns/user"]), cwd=project).stdout.decode().strip()
         if (seen != mine) != (mode == "namespaces"):
             raise c.BenchError(f"--sandbox ({mode}) ran in user namespace {seen} (this process: {mine})")
+    project = projects["landlock-only"]
+    said = c.run(session(project, "landlock-only", ["touch", str(outside)]), cwd=project, expect=(0, 1)).stderr
+    if outside.exists() or b"Permission denied" not in said:
+        raise c.BenchError(f"--sandbox (landlock-only) wrote {outside}: Landlock is not in force")
 
 
 def probe_cost(reps: int) -> float:
@@ -122,7 +127,7 @@ def main() -> int:
         ticks = {mode: ticker(project, loop, mode) for mode, loop in (("namespaces", "ns"), ("landlock-only", "ll"))}
         for tick in ticks.values():  # the first tick makes the worktree: untimed, and checks the path
             tick()
-        check_sessions(sessions)
+        check_sessions(sessions, tmp / "outside.txt")
         cases: dict[str, Callable[[], c.Sample]] = {f"tick, {mode}": tick for mode, tick in ticks.items()}
         for mode, folder in sessions.items():
             cases[f"--sandbox -- true, {mode}"] = (lambda argv, cwd: lambda: c.timed(argv, cwd=cwd))(
