@@ -116,7 +116,7 @@ def make_projects(tmp: Path, files: int) -> tuple[Path, dict[str, Path]]:
 def main() -> int:
     ns = c.args(__doc__)
     files = 200 if ns.quick else 2_000
-    reps = ns.reps or (3 if ns.quick else 15)
+    reps = ns.reps or (3 if ns.quick else 30)
     from automaton.sandbox import available, namespaces_work
 
     found = available()
@@ -136,14 +136,15 @@ def main() -> int:
         probe = probe_cost(max(reps, 10))
     for name, xs in times.items():
         print(f"  {name:36} {c.spread(xs)}")
-    print(f"  the namespace layer's probe (once per automaton process that confines): {c.ms(probe)}")
+    print(f"  the namespace layer's probe, in this process (once per automaton process that confines): {c.ms(probe)}")
     for num, what, title in ((12, "tick", f"tick ({files} files) with \"isolation\": \"namespaces\" vs landlock-only"),
                              (13, "--sandbox -- true", "automaton --sandbox -- true, namespaces vs landlock-only")):
         sub, base = times[f"{what}, namespaces"], times[f"{what}, landlock-only"]
         added = c.wall(sub) - c.wall(base)
         c.figure(num, title, c.wall(sub) / c.wall(base), TARGET,
                  f"namespaces {c.ms(c.wall(sub))} vs landlock-only {c.ms(c.wall(base))} ({added * 1000:+.1f} ms;"
-                 f" cpu ratio {c.cpu(sub) / c.cpu(base):.2f}x); of which the probe {c.ms(probe)};"
+                 f" cpu ratio {c.cpu(sub) / c.cpu(base):.2f}x); the namespace probe alone (once per process)"
+                 f" {c.ms(probe)};"
                  f" Landlock ABI {found.abi}; medians of {reps} interleaved runs")
     return 0
 
