@@ -22,7 +22,8 @@ from pathlib import Path
 import _common as c
 
 HERE = Path(__file__).resolve().parent
-# script -> the figures it prints (bench_tick.py measures the tick and its sandbox together).
+# script -> the figures it prints (bench_tick.py measures the tick and its sandbox together;
+# bench_isolation_cost.py the namespace layer in a tick and in a --sandbox session).
 # A new benchmark is one more line here; tests/test_bench_smoke.py reads this table.
 SCRIPTS = {
     "bench_hook.py": (1,),
@@ -34,6 +35,7 @@ SCRIPTS = {
     "bench_list.py": (8,),
     "bench_dashboard.py": (9, 10),
     "bench_isolation.py": (11,),
+    "bench_isolation_cost.py": (12, 13),
 }
 FIGURES = sorted(n for nums in SCRIPTS.values() for n in nums)
 
