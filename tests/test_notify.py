@@ -298,29 +298,27 @@ def test_a_tick_put_off_without_a_halt_notifies_deferred_once(project: Path, not
 
 def test_a_loop_json_no_human_approved_runs_no_command_and_posts_nothing(
         project: Path, notifier: Path, webhook: tuple[str, type[_Hook]]) -> None:
-    """`--create-loop` from a template needs no human: a notify block it brings in never runs
-    until a human approves the loop; the event is logged instead."""
+    """A notify block no human approved never runs: the loop starts halted for its first
+    approval, and notify itself refuses the unapproved settings."""
     url, hook = webhook
-    p = loop_with(project, notify={"command": ["notifier"], "webhook": url})
-    exhaust(p)
+    p = loop_with(project, first_approval=False, notify={"command": ["notifier"], "webhook": url})
+    state = loops.read_state(p, "demo")
+    assert state["status"] == "halted" and str(state["halt_detail"]).startswith("first_approval")
     r = gate(p)
-    assert r.code == 1 and r.json["halted_now"] is True
-    assert received(notifier) == [] and hook.got == []
-    warning = [line for line in log_lines(p) if " WARNING " in line]
-    assert len(warning) == 1 and "reason=notify_not_approved" in warning[0] and "event=halt" in warning[0]
-    assert "never approved by a human" in r.err
+    assert r.code == 1 and r.json["halted_now"] is False
     failed = notify.notify(p, "demo", "halt", {"event": "halt"})
     assert failed is not None and failed.startswith(notify.NOT_APPROVED)
+    assert "never approved by a human" in failed
     assert received(notifier) == [] and hook.got == []
 
 
 def test_a_human_approval_lets_the_notify_block_run(project: Path, notifier: Path, approver: str) -> None:
-    p = loop_with(project, notify={"command": ["notifier"]})
-    exhaust(p)
-    assert gate(p).json["halted_now"] is True and received(notifier) == []
-    res = run_cli("--approve", "--loop", "demo", "--project", str(p.root), tty=True)
+    p = loop_with(project, first_approval=False, notify={"command": ["notifier"]})
+    assert notify.notify(p, "demo", "halt", {"event": "halt"}) is not None and received(notifier) == []
+    res = run_cli("--approve", "--loop", "demo", "--yes", "--project", str(p.root))
     assert res.code == 0, res.err
-    assert notify.notify(p, "demo", "halt", {"event": "halt"}) is None
+    exhaust(p)
+    assert gate(p).json["halted_now"] is True
     assert [c["event"] for c in received(notifier)] == ["halt"]
 
 

@@ -16,9 +16,10 @@ from tests.core.test_loopconfig import DESIGN_EXAMPLE
 from tests.helpers import approve_first, git
 
 
-def loop_with(root: Path, name: str = "demo", **top: Any) -> Project:
+def loop_with(root: Path, name: str = "demo", *, first_approval: bool = True, **top: Any) -> Project:
     """Loop `name` from a project template whose loop.json is the README's example with the
-    top-level keys in `top` replaced, and dict values merged one level deep (brakes={…})."""
+    top-level keys in `top` replaced, and dict values merged one level deep (brakes={…}).
+    `first_approval`: give it the human's first approval (False: it stays halted waiting)."""
     data = copy.deepcopy(DESIGN_EXAMPLE)
     for key, value in top.items():
         if isinstance(value, dict) and isinstance(data.get(key), dict):
@@ -31,7 +32,8 @@ def loop_with(root: Path, name: str = "demo", **top: Any) -> Project:
     (tdir / "implement.md").write_text("do the work\n")
     project = Project(root.resolve())
     create_loop(project, name, f"t-{name}")
-    approve_first(root, name)  # a project template's loop waits for a human's first approval
+    if first_approval:
+        approve_first(root, name)  # a project template's loop waits for a human's first approval
     return project
 
 

@@ -140,8 +140,8 @@ def test_without_a_packaged_template_the_packaged_defaults_are_the_reference(pro
 def test_isolation_landlock_only_is_a_reason_by_name(project: Path) -> None:
     p = Project(project.resolve())
     data = packaged_json()
-    raw = {**data, "isolation": "landlock-only"}  # the field another part of automaton adds
-    assert _reasons(p, _parsed(data), raw, PACKAGED) == [
+    raw = {**data, "isolation": "landlock-only"}
+    assert _reasons(p, _parsed(raw), raw, PACKAGED) == [
         '"isolation": "landlock-only" (no namespaces around the agent)']
 
 

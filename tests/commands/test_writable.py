@@ -124,7 +124,7 @@ def test_implement_leaves_out_a_link_into_tasks(project: Path, approver: str) ->
     (project / "specs").symlink_to("tasks")
     got = grants(project, "implement", task, own=NO_OWN)
     kept = names(got.paths, project)
-    assert "tasks/t" in kept and "specs" not in kept
+    assert "tasks/t/IMPLEMENTATION.md" in kept and "specs" not in kept
 
 
 def test_doc_review_leaves_out_a_markdown_link_out(project: Path, tmp_path: Path) -> None:
@@ -144,8 +144,8 @@ def test_a_task_folder_that_links_elsewhere_is_left_out(project: Path, approver:
     moved = project / "tasks" / "u"
     os.symlink(project / "src", moved)
     got = grants(project, "research", moved, own=NO_OWN)
-    assert got.paths == () and "the task folder links to" in got.left_out[0][1]
-    assert names(grants(project, "research", task, own=NO_OWN).paths, project) == {"tasks/t"}
+    assert got.paths == () and "the task's SPEC.md links to" in got.left_out[0][1]
+    assert names(grants(project, "research", task, own=NO_OWN).paths, project) == {"tasks/t/SPEC.md"}
 
 
 def test_automatons_own_venv_in_the_project_is_left_out(project: Path) -> None:

@@ -61,8 +61,7 @@ def reasons(project: Project, config: LoopConfig, raw: Mapping[str, object], tem
                      " (not a packaged one)")
     if config.sandbox == "off":
         found.append('"sandbox": "off" (the agent runs unconfined)')
-    isolation = getattr(config, "isolation", raw.get("isolation"))
-    if isolation == "landlock-only":
+    if config.isolation == "landlock-only":
         found.append('"isolation": "landlock-only" (no namespaces around the agent)')
     if config.notify is not None and config.notify.command is not None:
         found.append(f"notify.command runs {config.notify.command!r} outside the sandbox")
