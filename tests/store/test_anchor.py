@@ -87,19 +87,20 @@ def test_a_restored_loop_clears_no_exhausted_halt(project: Path) -> None:
     p = loop_with(project, brakes={"max_iterations": 2})
     folder = p.loop_dir(loops.LoopName("demo"))
     saved = _save(folder / loops.STATE_FILE, folder / loops.LOG_FILE)
+    head = len((folder / loops.LOG_FILE).read_text().splitlines())  # created and first approval
     tick(p, 0.5, {"implementer": 0.5})
     tick(p, 0.6, {"implementer": 0.5})
     assert run_cli("--check-gate", "demo", cwd=project).code == 1
     assert loops.read_state(p, "demo")["halt_reason"] == "iterations_exhausted"
     _restore(saved)  # iterations 0, spent 0, running
-    assert "rolled back to line 1 of" in loops.inspect(p, "demo").tamper
+    assert f"rolled back to line {head} of" in loops.inspect(p, "demo").tamper
     assert run_cli("--audit", cwd=project).code == 1
     status = run_cli("--loop-status", "demo", "--json", cwd=project)
     assert "TAMPERED" in status.out + status.err
     from automaton.dashboard import views
 
     row = views.loop_rows([p])[0]  # the dashboard
-    assert row["halt_reason"] == "state_tampered" and "rolled back to line 1" in row["halt_detail"]
+    assert row["halt_reason"] == "state_tampered" and f"rolled back to line {head}" in row["halt_detail"]
     gate = run_cli("--check-gate", "demo", "--json", cwd=project)
     assert gate.code == 1
     state = loops.read_state(p, "demo")
