@@ -103,7 +103,8 @@ def sessions_check(project: Project) -> Finding:
             return Finding(None, "sessions", "ok", label)
         return Finding(None, "sessions", "problem", f"{label}; but no kernel sandbox works here ({detail}), so"
                        " every session's writing tool calls are denied",
-                       'fix the sandbox, or a human sets "sessions": "hooks-only" and runs automaton --approve --config')
+                       'fix the sandbox, or a human sets "sessions": "hooks-only" and runs'
+                       " automaton --approve --config")
     if rules.explicit or mode != "sandboxed":
         return Finding(None, "sessions", "warning", label if mode == "sandboxed" else f"{label} ({detail})")
     return Finding(None, "sessions", "warning", f'{pc.BEST_EFFORT}: .automaton/config.json has no "sessions" key',

@@ -46,7 +46,8 @@ SCHEMA_VERSION = 1
 ISOLATION_MODES = ("namespaces", "landlock-only")
 SESSION_MODES = ("sandboxed", "hooks-only")
 # How "hooks-only" reads wherever it is shown (--doctor, --audit, the dashboard).
-BEST_EFFORT = "hooks-only (best effort: the hooks judge each tool call; a program an agent runs can hide what it writes)"
+BEST_EFFORT = ("hooks-only (best effort: the hooks judge each tool call; a program an agent runs can hide what"
+               " it writes)")
 SCOPABLE = frozenset(ph.ARTIFACT)  # the base phases that have a scope at all
 ABSENT = "absent"  # the seal token of an approved removal: no config.json
 APPROVE_CONFIG = "automaton --approve --config"
