@@ -216,12 +216,15 @@ def decide(call: Call, project_flag: str | None, agent: str | None = None) -> An
 def sessions_reason(project: Project, agent: str) -> str | None:
     """Why a writing call of `agent` is denied for where its session runs, or None: the sealed
     `.automaton/config.json` says `"sessions": "sandboxed"` and this hook process is not inside
-    automaton's kernel sandbox (`hooks.confined`). ConfigNotSealed / BadInput propagate (denied)."""
-    from automaton.store import project_config
+    automaton's kernel sandbox (`hooks.confined`). BadInput / ConfigNotSealed from
+    `store.project_config.sessions` propagate (denied)."""
+    if not _says_sandboxed(project):
+        if not (os.path.lexists(project.config_file) or os.path.lexists(project.config_log)):
+            return None  # nothing was ever sealed here: hooks-only, as before this rule
+        from automaton.store import project_config
 
-    rules = project_config.sessions(project)
-    if rules.mode != "sandboxed":
-        return None
+        if project_config.sessions(project).mode != "sandboxed":
+            return None
     from automaton.hooks.confined import outside_reason
 
     why = outside_reason()
@@ -229,6 +232,34 @@ def sessions_reason(project: Project, agent: str) -> str | None:
         return None
     return (f"this project's sealed .automaton/config.json says \"sessions\": \"sandboxed\" and this session runs"
             f" outside automaton's sandbox ({why}): start the agent with automaton --sandbox -- {agent}")
+
+
+def _says_sandboxed(project: Project) -> bool:
+    """Whether config.json as it is says `"sessions": "sandboxed"`, read without its seal.
+
+    This runs before every tool call, and verifying config.log's keyed chain costs the Bash
+    path milliseconds, so only the answer that needs no seal is taken from the bare file: one
+    that says "sandboxed" only ever adds a denial. Every other answer (no such key, another
+    value, a file that cannot be read as JSON) is False, and the caller asks
+    `store.project_config`, which checks the seal; a project with neither config.json nor
+    config.log (nothing ever sealed) needs no check at all (False there is the answer)."""
+    path = str(project.config_file)
+    try:
+        # O_NONBLOCK: a FIFO planted here must not hang the hook (a hook that never answers allows).
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return False
+    try:
+        import stat  # loaded by `os` at start-up: free
+
+        data = os.read(fd, 1 << 20) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+    finally:
+        os.close(fd)
+    try:
+        obj = json.loads(data)
+    except ValueError:
+        return False
+    return isinstance(obj, dict) and obj.get("sessions") == "sandboxed"
 
 
 def _names_key_folder(text: str) -> bool:
