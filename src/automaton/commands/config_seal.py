@@ -144,7 +144,8 @@ def record_sessions(project: Project) -> Outcome:
 
     exclude(project, RUNTIME, "# automaton project config seal of this checkout")
     line = f'sessions: "{mode}" recorded in {rel} and sealed (approved by {who})'
-    note = (f"an agent session writes only when started as automaton --sandbox -- <agent> ({detail})"
+    note = (f"an agent session writes only when started as automaton --sandbox -- <agent>, or automaton <agent>"
+            f" for short ({detail})"
             if mode == "sandboxed" else
             f"no kernel sandbox for sessions here ({detail}): the hooks alone judge each call (best effort)")
     return Outcome(lines=[line, f"sessions: {note}"], data={"sessions": mode, "recorded": True, "why": note})
