@@ -44,6 +44,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     nothing printed, or 2) exits 2 with its line on stderr: a usage error, a crash outside the
     adapter, Ctrl-C, even `--help`."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if args and not args[0].startswith("-"):
+        from automaton.cli import verbs_sandbox
+
+        args = verbs_sandbox.short_form(args)
     if "--sandbox" in args:
         from automaton.cli import verbs_sandbox
 

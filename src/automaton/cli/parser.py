@@ -58,12 +58,14 @@ LOOP_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
 ]
 AGENT_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--hook",), {"metavar": "AGENT", "help": "run as the pre-tool hook of claude|codex|gemini"}),
-    (("--install-hooks",), {"metavar": "AGENT", "help": "install the hook for claude|codex|gemini|git"}),
+    (("--install-hooks",), {"metavar": "AGENT", "help": "install the hook for claude|codex|gemini|git (for an agent,"
+                            " a human also records \"sessions\" in the sealed config.json)"}),
     (("--install-prompts",), {"metavar": "AGENT", "help": "install the phase prompts for claude|codex|gemini"}),
     # Handled before this parser (cli/verbs_sandbox.py): listed here for --help only.
     (("--sandbox",), {"action": "store_true",
                       "help": "[--task T] -- CMD ARGS…: run an agent CLI under the kernel sandbox, "
-                              "writable = the task's phase scope"}),
+                              "writable = the task's phase scope (short: automaton claude|codex|gemini|opencode|aider"
+                              " ARGS…)"}),
 ]
 COMMON_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--project",), {"metavar": "DIR", "help": "project root (default: found from the current directory);"

@@ -32,10 +32,23 @@ def hook(ns: argparse.Namespace) -> Outcome:
 
 
 def install_hooks(ns: argparse.Namespace) -> Outcome:
+    """Install the hook; for an agent (not git), also record `"sessions"` in the sealed
+    `.automaton/config.json` (`commands.config_seal.record_sessions`); data["sessions"] holds
+    its data."""
+    from automaton.commands.config_seal import record_sessions
     from automaton.hooks.install import install
     from automaton.store.layout import Project
 
-    return install(Project.at(ns.project), ns.install_hooks)
+    project = Project.at(ns.project)
+    out = install(project, ns.install_hooks)
+    if ns.install_hooks == "git" or not out.ok:
+        return out
+    sessions = record_sessions(project)
+    out.lines += sessions.lines
+    out.warnings += sessions.warnings
+    if out.data is not None:
+        out.data["sessions"] = sessions.data
+    return out
 
 
 def install_prompts(ns: argparse.Namespace) -> Outcome:

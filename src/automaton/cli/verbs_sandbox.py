@@ -1,5 +1,8 @@
 """`automaton --sandbox [--task T] [--project DIR] -- CMD ARGS…`: run an agent CLI confined by the kernel.
 
+The short form `automaton claude ARGS…` (codex, gemini, opencode, aider too) is the same as
+`automaton --sandbox -- claude ARGS…` (`short_form`).
+
 CMD runs in a forked child confined by the kernel (the rules are inherited by every process
 the agent starts) on this terminal; this process stays outside the sandbox as a passive
 supervisor (`sandbox.supervisor`) and, when CMD exits or the session gets SIGTERM/SIGHUP,
@@ -18,6 +21,18 @@ from collections.abc import Sequence
 from automaton.core.errors import BadInput, ExitCode
 
 FLAG = "--sandbox"
+# `automaton claude ARGS…` is `automaton --sandbox -- claude ARGS…`: the agent CLIs a session
+# runs (commands.sandbox_session.AGENTS names the same ones, for their state folders).
+AGENT_WORDS = ("claude", "codex", "gemini", "opencode", "aider")
+
+
+def short_form(args: list[str]) -> list[str]:
+    """`args` with a first word naming an agent CLI (AGENT_WORDS) spelled out as the sandbox
+    wrapper `--sandbox -- AGENT ARGS…`; any other argv unchanged (a bare word that is not an
+    agent stays the usage error it was)."""
+    if args and args[0] in AGENT_WORDS:
+        return [FLAG, "--", *args]
+    return args
 
 
 def wants(args: Sequence[str]) -> bool:

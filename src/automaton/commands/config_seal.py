@@ -7,11 +7,12 @@ what they saw.
 
 from __future__ import annotations
 
+import json
 import os
 
 from automaton.commands.human import require_human
 from automaton.commands.reviews import Review, diff_lines
-from automaton.core.errors import Refused
+from automaton.core.errors import AutomatonError, Refused
 from automaton.core.outcome import Outcome
 from automaton.store import loops
 from automaton.store import project_config as pc
@@ -84,3 +85,82 @@ def _between_ticks(project: Project) -> None:
         except Busy:
             raise Refused(f"a tick of loop {loop} is running: {ACTION} only between ticks (wait for it to"
                           " finish, or stop it, then run the command again)") from None
+
+
+INSTALL_HOOKS = "--install-hooks"
+
+
+def sessions_mode() -> tuple[str, str]:
+    """("sandboxed", what confines) where this machine has the kernel sandbox with its namespace
+    layer (`sandbox.available()`: ok and isolated), else ("hooks-only", why not)."""
+    from automaton.sandbox import available
+
+    found = available()
+    if found.ok and found.isolated:
+        return "sandboxed", f"{found.detail}; {found.isolation_detail}"
+    return "hooks-only", found.detail if not found.ok else found.isolation_detail
+
+
+def record_sessions(project: Project) -> Outcome:
+    """`--install-hooks AGENT` records `"sessions"` in `.automaton/config.json` and seals it
+    (a human act, like `--approve --config`, logged `CONFIG_APPROVED by=… via=install_hooks`):
+    "sandboxed" where `sessions_mode` finds the kernel sandbox, else "hooks-only" with a line
+    saying why. A "sessions" key already sealed is kept (a human chose it). Nothing is written,
+    and a warning says why, when config.json is not the sealed one or is invalid, when no human
+    runs the command (`require_human`), or while a tick runs. data: {"sessions": mode | None
+    (None: not recorded), "recorded": bool, "why": str}."""
+    rel = _rel(project, project.config_file)
+    try:
+        seal = pc.read_seal(project)
+        obj = json.loads(seal.current.decode("utf-8")) if seal.current is not None else {}
+        if seal.current is not None:
+            pc.parse(seal.current, project.config_file)
+    except (AutomatonError, ValueError) as exc:
+        return _not_recorded(f"{rel} cannot be read ({getattr(exc, 'message', exc)})")
+    why = pc.problem(project, seal)
+    if why is not None:
+        return _not_recorded(why)
+    if "sessions" in obj:
+        mode = str(obj["sessions"])
+        return Outcome(lines=[f'sessions: "{mode}" (kept: sealed in {rel})'],
+                       data={"sessions": mode, "recorded": False, "why": "already sealed"})
+    mode, detail = sessions_mode()
+    try:
+        who = require_human(INSTALL_HOOKS)
+        _between_ticks(project)
+    except Refused as exc:
+        return _not_recorded(exc.message)
+    data = (json.dumps({"schema_version": pc.SCHEMA_VERSION, **obj, "sessions": mode}, indent=2) + "\n").encode()
+    from automaton.store.atomic import atomic_write
+
+    project.config_file.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(project.config_file, data)
+    try:
+        pc.record_seal(project, pc.Seal(data, seal.sealed).seen, {"by": who, "via": "install_hooks"})
+    except AutomatonError:
+        _put_back(project, seal.current)  # never leave an unsealed config.json (every hook call would deny)
+        raise
+    from automaton.commands.excludes import exclude
+
+    exclude(project, RUNTIME, "# automaton project config seal of this checkout")
+    line = f'sessions: "{mode}" recorded in {rel} and sealed (approved by {who})'
+    note = (f"an agent session writes only when started as automaton --sandbox -- <agent>, or automaton <agent>"
+            f" for short ({detail})"
+            if mode == "sandboxed" else
+            f"no kernel sandbox for sessions here ({detail}): the hooks alone judge each call (best effort)")
+    return Outcome(lines=[line, f"sessions: {note}"], data={"sessions": mode, "recorded": True, "why": note})
+
+
+def _put_back(project: Project, old: bytes | None) -> None:
+    from automaton.store.atomic import atomic_write
+
+    if old is None:
+        project.config_file.unlink(missing_ok=True)
+    else:
+        atomic_write(project.config_file, old)
+
+
+def _not_recorded(why: str) -> Outcome:
+    return Outcome(warnings=[f'sessions: not recorded in .automaton/config.json ({why}); a human runs'
+                             f' automaton {INSTALL_HOOKS} again from a terminal'],
+                   data={"sessions": None, "recorded": False, "why": why})

@@ -53,6 +53,7 @@ def project_checks(project: Project, *, own: tuple[str, ...] | None = None) -> l
         out.append(Finding(None, "config", "problem", unsealed))
     else:
         out += secrets_checks(project)
+        out.append(sessions_check(project))
     inside = install_paths.inside(str(project.root), install_paths.own_roots() if own is None else own)
     if inside is not None:
         out.append(Finding(None, "install", "warning", f"automaton runs from {inside}, inside the project: the"
@@ -81,6 +82,34 @@ def secrets_checks(project: Project) -> list[Finding]:
     out += [Finding(None, "secrets", "warning", line, "remove it from sandbox.unhide in .automaton/config.json")
             for line in stores.notes()]
     return out
+
+
+def sessions_check(project: Project) -> Finding:
+    """How interactive agent sessions are held (the sealed config.json's "sessions"): "ok" when
+    sandboxed and this machine has the sandbox; "problem" when sandboxed without one (every
+    session's writes are denied); "warning" for hooks-only (best effort), with the change to make
+    where the sandbox works and nothing was recorded."""
+    from automaton.commands.config_seal import sessions_mode
+    from automaton.store import project_config as pc
+
+    try:
+        rules = pc.sessions(project)
+    except AutomatonError as exc:
+        return Finding(None, "sessions", "problem", exc.message)
+    label = pc.sessions_label(rules)
+    mode, detail = sessions_mode()
+    if rules.mode == "sandboxed":
+        if mode == "sandboxed":
+            return Finding(None, "sessions", "ok", label)
+        return Finding(None, "sessions", "problem", f"{label}; but no kernel sandbox works here ({detail}), so"
+                       " every session's writing tool calls are denied",
+                       'fix the sandbox, or a human sets "sessions": "hooks-only" and runs'
+                       " automaton --approve --config")
+    if rules.explicit or mode != "sandboxed":
+        return Finding(None, "sessions", "warning", label if mode == "sandboxed" else f"{label} ({detail})")
+    return Finding(None, "sessions", "warning", f'{pc.BEST_EFFORT}: .automaton/config.json has no "sessions" key',
+                   "automaton --install-hooks claude (or codex, gemini)"
+                   ' from your terminal: it records "sessions": "sandboxed" and seals it')
 
 
 def _key_check() -> Finding:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from automaton.core import phases as ph
 from automaton.core.approvals import demotion
-from automaton.core.errors import BadInput, ExitCode
+from automaton.core.errors import AutomatonError, BadInput, ExitCode
 from automaton.core.names import TaskRef
 from automaton.core.outcome import Outcome
 from automaton.store import tasks
@@ -210,10 +210,22 @@ def _hook_findings(project: Project) -> list[str]:
     return hook_findings(project)
 
 
+def _sessions_line(project: Project) -> str:
+    """How agent sessions are held (`project_config.sessions_label`: hooks-only reads "best
+    effort"), or why that cannot be read (the config finding of `layout_findings` flags it)."""
+    from automaton.store import project_config as pc
+
+    try:
+        return pc.sessions_label(pc.sessions(project))
+    except AutomatonError as exc:
+        return f"unknown ({exc.message})"
+
+
 def audit(project: Project, loop_section: LoopSection | None = None) -> Outcome:
     """Every task, every loop and the focus; exit 1 when anything is flagged (an unkeyed log too).
 
-    data: {"ok": bool, "key": str | None, "project": [str], "tasks": [...], "loops": [...]};
+    data: {"ok": bool, "key": str | None, "sessions": str, "project": [str], "tasks": [...], "loops": [...]};
+    `sessions` is how agent sessions are held (`project_config.sessions_label`, one line);
     `key` is the key file (None while none exists); `project` lists `layout_findings`,
     `key_findings` and the agent hooks' liveness (`doctor_checks.hook_findings`; each also a
     VIOLATION line). Never creates the key.
@@ -236,11 +248,13 @@ def audit(project: Project, loop_section: LoopSection | None = None) -> Outcome:
     missing, more = anchor_findings(project)
     adopted += more
     broken = layout_findings(project) + key_found + _hook_findings(project) + missing
-    out.lines[:0] = [f"audit of {project.root}", f"  key: {key or 'none yet (made by the first write)'}"]
+    sessions = _sessions_line(project)
+    out.lines[:0] = [f"audit of {project.root}", f"  key: {key or 'none yet (made by the first write)'}",
+                     f"  sessions: {sessions}"]
     if adopted:
-        out.lines.insert(2, f"  anchored {adopted} keyed log(s) that had no anchor yet (the first use of anchors"
+        out.lines.insert(3, f"  anchored {adopted} keyed log(s) that had no anchor yet (the first use of anchors"
                             " here): an older copy restored over one now reads as TAMPERED")
-    out.lines[2:2] = [f"  {'VIOLATION':9} {v}" for v in broken]
+    out.lines[3:3] = [f"  {'VIOLATION':9} {v}" for v in broken]
     loops_rows: list[dict[str, object]] = []
     loop_bad = 0
     if loop_section is not None:
@@ -249,6 +263,7 @@ def audit(project: Project, loop_section: LoopSection | None = None) -> Outcome:
     assert out.data is not None
     out.data["project"] = broken
     out.data["key"] = key
+    out.data["sessions"] = sessions
     out.data["loops"] = loops_rows
     out.data["ok"] = not (task_bad or loop_bad or broken)
     out.code = ExitCode.OK if out.data["ok"] else ExitCode.REFUSED

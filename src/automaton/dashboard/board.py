@@ -33,10 +33,13 @@ def signoff_of(project: Project, task: str) -> dict[str, str] | None:
 def task_board(projects: list[Project]) -> dict[str, Any]:
     """{columns: [{phase, tasks: [{project, task, phase, violations}]}] (one per phase of
     core.phases.PHASES, then UNREADABLE), signoffs: [{project, task, phase, artifact, sha256}],
-    violations: [{project, where, text}] (every line `--audit` flags, per project)}."""
+    violations: [{project, where, text}] (every line `--audit` flags, per project), sessions:
+    [{project, project_name, text}] (how agent sessions are held, `--audit`'s `sessions` line:
+    "sandboxed: …" or "hooks-only (best effort …)")}."""
     columns: dict[str, list[dict[str, Any]]] = {p: [] for p in (*ph.PHASES, UNREADABLE)}
     signoffs: list[dict[str, Any]] = []
     violations: list[dict[str, Any]] = []
+    sessions: list[dict[str, Any]] = []
     for i, project in enumerate(projects):
         why = gone(project)
         if why is not None:
@@ -48,6 +51,8 @@ def task_board(projects: list[Project]) -> dict[str, Any]:
             violations.append({"project": i, "project_name": project.root.name, "where": "audit", "text": exc.message})
             continue
         data = report.data or {}
+        if data.get("sessions"):
+            sessions.append({"project": i, "project_name": project.root.name, "text": data["sessions"]})
         for text in data.get("project", []):
             violations.append({"project": i, "project_name": project.root.name, "where": "project", "text": text})
         for row in data.get("tasks", []):
@@ -66,4 +71,4 @@ def task_board(projects: list[Project]) -> dict[str, Any]:
                 violations.append({"project": i, "project_name": project.root.name, "where": f"loop {row['name']}",
                                    "text": row["flag"]})
     return {"columns": [{"phase": p, "tasks": t} for p, t in columns.items()], "signoffs": signoffs,
-            "violations": violations}
+            "violations": violations, "sessions": sessions}

@@ -22,6 +22,8 @@ TYPE_CHECKING = False  # typing stays off the hook path too
 if TYPE_CHECKING:
     from typing import Any
 
+    from automaton.store.layout import Project
+
 # agent -> module with `parse(payload: dict) -> Call`
 AGENTS: dict[str, str] = {
     "claude": "automaton.hooks.claude",
@@ -177,17 +179,26 @@ def _decide(agent: str, stdin_text: str, project_flag: str | None) -> Answer:
             return deny("the record key's folder (~/.config/automaton) is never read or written by an agent")
         __import__(AGENTS[agent])  # not importlib.import_module: one import fewer before every edit
         call: Call = sys.modules[AGENTS[agent]].parse(payload_of(stdin_text))
-        return decide(call, project_flag)
+        return decide(call, project_flag, agent)
     except BaseException as exc:  # fail closed: a crashing hook must block, never allow
         return deny(_why(exc))
 
 
-def decide(call: Call, project_flag: str | None) -> Answer:
-    """Ask the shared policy about every path `call` writes (shell targets included)."""
+def decide(call: Call, project_flag: str | None, agent: str | None = None) -> Answer:
+    """Ask the shared policy about every path `call` writes (shell targets included).
+
+    `agent` (the hook's agent name): where the project's sealed config says `"sessions":
+    "sandboxed"`, a call that writes or runs anything is denied unless this hook runs inside
+    automaton's kernel sandbox (`sessions_reason`). A call that does neither is allowed first."""
     if not call.paths and call.command is None:
         return Answer(ALLOW_CODE)
     from automaton.hooks import policy
 
+    project = policy.project_for(project_flag, call.cwd)
+    if agent is not None:
+        why = sessions_reason(project, agent)
+        if why:
+            return deny(f"{call.tool}: {why}")
     paths = list(call.paths)
     if call.command is not None:
         from automaton.hooks import shell
@@ -197,13 +208,61 @@ def decide(call: Call, project_flag: str | None) -> Answer:
         except shell.Unsafe as exc:
             return deny(f"{call.tool}: {exc}")
         paths += [os.path.join(base, os.path.expanduser(t)) for t, base in found.targets]
-    project = policy.project_for(project_flag, call.cwd)
     if call.command is not None:
         why = policy.wrapped_reason(project, call.cwd, found.sandbox_tasks, found.inline_code)
         if why:
             return deny(f"{call.tool}: {why}")
     verdict = policy.check(project, call.cwd, paths)
     return Answer(ALLOW_CODE) if verdict.allowed else deny(f"{call.tool}: {verdict.reason}")
+
+
+def sessions_reason(project: Project, agent: str) -> str | None:
+    """Why a writing call of `agent` is denied for where its session runs, or None: the sealed
+    `.automaton/config.json` says `"sessions": "sandboxed"` and this hook process is not inside
+    automaton's kernel sandbox (`hooks.confined`). BadInput / ConfigNotSealed from
+    `store.project_config.sessions` propagate (denied)."""
+    if not _says_sandboxed(project):
+        if not (os.path.lexists(project.config_file) or os.path.lexists(project.config_log)):
+            return None  # nothing was ever sealed here: hooks-only, as before this rule
+        from automaton.store import project_config
+
+        if project_config.sessions(project).mode != "sandboxed":
+            return None
+    from automaton.hooks.confined import outside_reason
+
+    why = outside_reason()
+    if why is None:
+        return None
+    return (f"this project's sealed .automaton/config.json says \"sessions\": \"sandboxed\" and this session runs"
+            f" outside automaton's sandbox ({why}): start the agent with automaton --sandbox -- {agent}")
+
+
+def _says_sandboxed(project: Project) -> bool:
+    """Whether config.json as it is says `"sessions": "sandboxed"`, read without its seal.
+
+    This runs before every tool call, and verifying config.log's keyed chain costs the Bash
+    path milliseconds, so only the answer that needs no seal is taken from the bare file: one
+    that says "sandboxed" only ever adds a denial. Every other answer (no such key, another
+    value, a file that cannot be read as JSON) is False, and the caller asks
+    `store.project_config`, which checks the seal; a project with neither config.json nor
+    config.log (nothing ever sealed) needs no check at all (False there is the answer)."""
+    path = str(project.config_file)
+    try:
+        # O_NONBLOCK: a FIFO planted here must not hang the hook (a hook that never answers allows).
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return False
+    try:
+        import stat  # loaded by `os` at start-up: free
+
+        data = os.read(fd, 1 << 20) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+    finally:
+        os.close(fd)
+    try:
+        obj = json.loads(data)
+    except ValueError:
+        return False
+    return isinstance(obj, dict) and obj.get("sessions") == "sandboxed"
 
 
 def _names_key_folder(text: str) -> bool:

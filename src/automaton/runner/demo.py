@@ -8,7 +8,10 @@ halted for drift, then a (demo) human approves it and it finishes; loop 3 makes 
 and is halted by the score plateau gate; loop 4's agent tries to raise its own brakes by
 writing its loop.json and `.state.loop`, and the kernel sandbox refuses both writes. Each
 loop, made from a project template, starts halted until that demo human gives it its first
-approval (`commands.first_approval`).
+approval (`commands.first_approval`). Last, the project's config is sealed with `"sessions":
+"sandboxed"` and the real hook (`automaton --hook claude`, a Claude Code PreToolUse payload on
+stdin) is asked about one Write twice: from this unsandboxed process (denied: start the agent
+with automaton --sandbox -- claude), then through `automaton --sandbox -- …` (judged normally).
 """
 
 from __future__ import annotations
@@ -232,6 +235,42 @@ def _create(console: Console, project: Project, name: str, template: str) -> Non
         _say(console, loop_cmds.approve_loop(project, name, review))
 
 
+def _session_demo(console: Console, project: Project) -> None:
+    """Seal `"sessions": "sandboxed"`, then run the real hook on one Write from outside and from
+    inside `automaton --sandbox` (both real processes of this interpreter), printing each answer."""
+    import subprocess
+
+    from automaton.commands import config_seal
+    from automaton.sandbox import available
+
+    project.config_file.write_text('{"schema_version": 1, "sessions": "sandboxed"}\n', encoding="utf-8")
+    with _approver("demo"):
+        _say(console, config_seal.approve_config(project, config_seal.review_config(project)))
+    automaton = [sys.executable, "-m", "automaton"]
+    hook = [*automaton, "--hook", "claude", "--project", str(project.root)]
+    payload = json.dumps({"cwd": str(project.root), "hook_event_name": "PreToolUse", "tool_name": "Write",
+                          "tool_input": {"file_path": str(project.root / "NOTES.md"), "content": "notes\n"}})
+    env = {k: v for k, v in os.environ.items() if k not in ("AUTOMATON_TASK", "AUTOMATON_APPROVER")}
+    runs = [("claude started as `claude` (no sandbox)", hook)]
+    found = available()
+    if found.ok and found.isolated:
+        runs.append(("claude started as `automaton claude` (= automaton --sandbox -- claude)",
+                     [*automaton, "--sandbox", "--project", str(project.root), "--", *hook]))
+    else:
+        console.print(f"(no kernel sandbox here, so the sandboxed half is not shown: {found.detail}"
+                      f" {found.isolation_detail})", markup=False, highlight=False)
+    for label, argv in runs:
+        done = subprocess.run(argv, input=payload, capture_output=True, text=True, env=env, timeout=60, check=False)
+        said = [line for line in done.stderr.splitlines() if line.startswith("automaton denied")]
+        verdict = "denied" if done.returncode == 2 else "allowed" if done.returncode == 0 else f"exit {done.returncode}"
+        console.print(f"{label}: Write NOTES.md -> hook {verdict}", markup=False, highlight=False)
+        for line in said:
+            console.print(f"  {line}", markup=False, highlight=False, style="yellow")
+    if len(runs) > 1:
+        console.print("Inside the sandbox the hook judges the call normally; the kernel still holds the scope"
+                      " (no task here: nothing in the project is writable).", markup=False, highlight=False)
+
+
 def run_demo(console: Console | None = None) -> Outcome:
     """Run the demo in a temporary folder (removed afterwards). data: {"loops": [rows]}."""
     if importlib.util.find_spec("pytest") is None:
@@ -279,6 +318,9 @@ def run_demo(console: Console | None = None) -> Outcome:
         console.print(f"  the human's socket ({Path(tmp) / 'human.sock'}) received "
                       + (f"{len(reached)} message(s) from the agent" if reached else "nothing"),
                       markup=False, highlight=False)
+
+        console.rule("session: an agent session outside the sandbox may not write")
+        _session_demo(console, project)
 
         console.rule("summary")
         rows = _summary(console, project)

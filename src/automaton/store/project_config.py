@@ -1,7 +1,14 @@
 """`.automaton/config.json`: per-project overrides of the per-phase edit scopes, sealed by a human.
 
 Shape: `{"schema_version": 1, "scopes": {"<base phase>": ["gitignore-style pattern", …]},
-"sandbox": {"hide": ["~/.config/mytool", "/abs/path", …], "unhide": ["~/.netrc", …]}}`.
+"sandbox": {"hide": ["~/.config/mytool", "/abs/path", …], "unhide": ["~/.netrc", …]},
+"sessions": "sandboxed" | "hooks-only"}`.
+`sessions` says how an interactive agent session (a human running `claude` in the project) is
+held: "sandboxed" — the hook denies every writing tool call unless the calling session runs
+inside automaton's kernel sandbox (`automaton --sandbox -- <agent>`, `hooks.confined`);
+"hooks-only" — the hooks alone judge each call (best effort: a shell line can hide what it
+writes). `--install-hooks` records it; absent (projects set up before it existed) reads as
+"hooks-only", and `--doctor` suggests the change.
 `sandbox.hide` adds credential stores to the packaged list (`core.secrets.CREDENTIAL_STORES`)
 that no agent process reads; `sandbox.unhide` takes entries of that list out (each must be
 one of them, spelled as there), and `--doctor` and every tick name what it took out.
@@ -37,6 +44,10 @@ SCHEMA_VERSION = 1
 # "isolation": what `automaton --sandbox` needs beneath Landlock: "namespaces" (the default:
 # it refuses where they cannot be entered) or "landlock-only" (it then runs under Landlock alone).
 ISOLATION_MODES = ("namespaces", "landlock-only")
+SESSION_MODES = ("sandboxed", "hooks-only")
+# How "hooks-only" reads wherever it is shown (--doctor, --audit, the dashboard).
+BEST_EFFORT = ("hooks-only (best effort: the hooks judge each tool call; a program an agent runs can hide what"
+               " it writes)")
 SCOPABLE = frozenset(ph.ARTIFACT)  # the base phases that have a scope at all
 ABSENT = "absent"  # the seal token of an approved removal: no config.json
 APPROVE_CONFIG = "automaton --approve --config"
@@ -142,12 +153,14 @@ def parse(data: bytes, path: Path) -> dict[str, list[str]]:
         raise BadInput(f"{path}: not valid JSON ({exc}); fix or remove it") from None
     if not isinstance(obj, dict):
         raise BadInput(f"{path}: expected a JSON object with 'schema_version' and 'scopes'")
-    unknown = sorted(set(obj) - {"schema_version", "scopes", "isolation", "sandbox"})
+    unknown = sorted(set(obj) - {"schema_version", "scopes", "isolation", "sandbox", "sessions"})
     if unknown:
         raise BadInput(f"{path}: unknown key(s) {', '.join(unknown)}: only 'schema_version', 'scopes',"
-                       " 'isolation' and 'sandbox'")
+                       " 'isolation', 'sandbox' and 'sessions'")
     if obj.get("isolation", ISOLATION_MODES[0]) not in ISOLATION_MODES:
         raise BadInput(f"{path}: isolation must be " + " or ".join(f'"{m}"' for m in ISOLATION_MODES))
+    if obj.get("sessions", SESSION_MODES[1]) not in SESSION_MODES:
+        raise BadInput(f"{path}: sessions must be " + " or ".join(f'"{m}"' for m in SESSION_MODES))
     version = obj.get("schema_version")
     if type(version) is not int or version > SCHEMA_VERSION or version < 1:
         raise BadInput(f"{path}: schema_version must be 1 (this automaton reads up to {SCHEMA_VERSION})")
@@ -265,6 +278,45 @@ def isolation(project: Project) -> str:
     if seal.current is None:
         return ISOLATION_MODES[0]
     return str(json.loads(seal.current.decode("utf-8")).get("isolation", ISOLATION_MODES[0]))
+
+
+@record(frozen=True)
+class Sessions:
+    """How agent sessions are held, from the sealed config.json: `mode` "sandboxed" or
+    "hooks-only"; `explicit` False when config.json has no "sessions" key (read as
+    "hooks-only"); `isolation` the sealed "isolation" (what the sandbox has beneath Landlock)."""
+
+    mode: str
+    explicit: bool
+    isolation: str
+
+
+def sessions(project: Project) -> Sessions:
+    """The sealed config.json's "sessions" (and "isolation"), read once. BadInput and
+    ConfigNotSealed as `scope_overrides`."""
+    seal = read_seal(project)
+    obj: dict[str, object] = {}
+    if seal.current is not None:
+        parse(seal.current, project.config_file)
+        obj = json.loads(seal.current.decode("utf-8"))
+    why = problem(project, seal)
+    if why is not None:
+        raise ConfigNotSealed(why)
+    mode = obj.get("sessions")
+    return Sessions(str(mode or SESSION_MODES[1]), mode is not None,
+                    str(obj.get("isolation", ISOLATION_MODES[0])))
+
+
+def sessions_label(rules: Sessions) -> str:
+    """How agent sessions are held, as one line for `--doctor`, `--audit` and the dashboard:
+    "sandboxed: …", or BEST_EFFORT with whether a human sealed it or it is only the default."""
+    if rules.mode == "sandboxed":
+        return ("sandboxed: an agent session's writing tool calls are denied unless it runs in the kernel sandbox"
+                " (automaton --sandbox -- <agent>)")
+    if rules.explicit:
+        return f'{BEST_EFFORT}; "sessions": "hooks-only" sealed in .automaton/config.json'
+    return (f'{BEST_EFFORT}; .automaton/config.json has no "sessions" key: a human runs automaton --install-hooks'
+            ' <agent> to record "sessions": "sandboxed" where the kernel sandbox works')
 
 
 def sealed_copy(project: Project, seal: Seal) -> bytes | None:
