@@ -344,3 +344,27 @@ def test_the_agent_cannot_kill_its_supervisor(project: Path, human: None) -> Non
     assert done.returncode == 0 and "denied 1" in done.stdout, (done.stdout, done.stderr)
     time.sleep(3)
     assert "daemon" not in spec.read_text()
+
+
+# ---- --sandbox is a human's way to start an agent, never an agent's way to widen ----------------
+
+def test_sandbox_from_inside_an_agents_session_is_refused(project: Path) -> None:
+    for marker in ("CLAUDECODE", "GEMINI_CLI", "CODEX_SANDBOX"):
+        done = run_exe("automaton", "--sandbox", "--project", str(project), "--", "true", cwd=project,
+                       env={**os.environ, marker: "1", "AUTOMATON_APPROVER": "alice"})
+        assert done.returncode == 1, done.stderr
+        assert f"may be an agent's ({marker} is set)" in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_sandbox_for_a_task_other_than_the_focus_needs_a_human(project: Path, human: None) -> None:
+    bring_task(project, "t", "research", focus=True)
+    bring_task(project, "other", "implement", focus=False)
+    env = {k: v for k, v in os.environ.items() if k != "AUTOMATON_APPROVER"}
+    wider = run_exe("automaton", "--sandbox", "--project", str(project), "--task", "other", "--", "true",
+                    cwd=project, env=env)
+    assert wider.returncode == 1 and "--sandbox --task other (not the focused task)" in wider.stderr
+    assert run_exe("automaton", "--sandbox", "--project", str(project), "--task", "t", "--", "true",
+                   cwd=project, env=env).returncode == 0  # the focused task: no human needed
+    human = run_exe("automaton", "--sandbox", "--project", str(project), "--task", "other", "--", "true",
+                    cwd=project, env={**env, "AUTOMATON_APPROVER": "alice"})
+    assert human.returncode == 0, human.stderr

@@ -17,8 +17,12 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from automaton.core.errors import BadInput, ExitCode
+from automaton.core.errors import BadInput, ExitCode, Refused
+
+if TYPE_CHECKING:
+    from automaton.store.layout import Project
 
 FLAG = "--sandbox"
 # `automaton claude ARGS…` is `automaton --sandbox -- claude ARGS…`: the agent CLIs a session
@@ -73,6 +77,7 @@ def run(args: Sequence[str]) -> int:
     from automaton.store.layout import Project
 
     task, project_dir, command = split(args)
+    _refuse_widening(Project.at(project_dir), task)
     avail = available()
     if not avail.ok:
         print(f"automaton: sandbox_unavailable: {avail.detail}", file=sys.stderr)
@@ -96,3 +101,25 @@ def run(args: Sequence[str]) -> int:
         print(f"automaton --sandbox: credential variables withheld from {command[0]}: {', '.join(held)}",
               file=sys.stderr)
     return supervise(command, dict(without_credentials(os.environ, agent), AUTOMATON_SANDBOX="1"), session.policy)
+
+
+def _refuse_widening(project: Project, task: str | None) -> None:
+    """`--sandbox` is a human's way to start an agent, never an agent's way to widen its own
+    session: Refused (exit 1) inside an agent's session (its marker variables or an agent in
+    the process's ancestry, `commands.human`), and for `--task T` naming a task other than
+    the focus unless a human runs it (a terminal or AUTOMATON_APPROVER)."""
+    from automaton.commands.focus import read_focus
+    from automaton.commands.human import AGENT_MARKERS, agent_ancestor, require_human
+    from automaton.core.names import TaskRef
+
+    marker = next((m for m in AGENT_MARKERS if os.environ.get(m)), None)
+    why = f"{marker} is set" if marker is not None else agent_ancestor()
+    if why is not None:
+        raise Refused(f"--sandbox starts an agent for a human and this process may be an agent's ({why}):"
+                      " run it from your own terminal")
+    if task is not None and TaskRef.parse(task) != read_focus(project):
+        from automaton.store import tasks
+
+        tasks.load(project, TaskRef.parse(task))  # an unknown task is bad input (exit 2) first
+        require_human(f"--sandbox --task {task} (not the focused task)")
+
