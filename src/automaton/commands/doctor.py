@@ -128,6 +128,20 @@ def _key_check() -> Finding:
     return Finding(None, "key", "ok", f"key file {path} is private ({mode:04o})")
 
 
+def _not_approved(config: LoopConfig, state: dict[str, Any], tamper: str | None) -> str | None:
+    """Why the loop's loop.json is not one a human approved (changed since its seal, a state
+    that is tampered, or a first approval still pending), or None."""
+    from automaton.core.gates import FIRST_APPROVAL
+
+    if tamper:
+        return "the loop's state is tampered"
+    if config.sha256 != state["config_sha256"]:
+        return "loop.json differs from the sealed one"
+    if state["status"] == "halted" and str(state["halt_detail"] or "").startswith(FIRST_APPROVAL):
+        return "no human has approved this loop.json yet (first_approval)"
+    return None
+
+
 def doctor_loop(project: Project, name: LoopName) -> list[Finding]:
     """The checks of one loop: config and state readable, status, harness on the tick's PATH,
     agent login, verify command scoring on the base commit, sandbox, schedule, hook note. A
@@ -167,7 +181,12 @@ def _loop_checks(loop: Loop) -> list[Finding]:
                            " (config_changed)", f"review it, then automaton --approve --loop {name}"))
     info = schedule_info(project, name, last_tick_at=state["last_tick_at"])
     out += harness_checks(name, config, info["path"])
-    out.append(verify_check(project, name, config, state, info["path"]))
+    unseen = _not_approved(config, state, rec.tamper)
+    if unseen is None:
+        out.append(verify_check(project, name, config, state, info["path"]))
+    else:  # its command is whatever the file says now: nothing a human approved runs here
+        out.append(Finding(name, "verify", "note", f"verify command not run: {unseen}",
+                           f"review it, then automaton --approve --loop {name}"))
     out.append(_sandbox_check(name, config))
     out += _provider_notes(project, name, config)
     out += _schedule_checks(name, config, state["status"], info)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from automaton.core.loopconfig import LoopConfig
+from automaton.core.sandbox import Policy
 from automaton.core.verdicts import from_agent, from_command
 from automaton.git import run_git
 from automaton.store.layout import Project
@@ -114,11 +115,29 @@ def base_commit(project: Project, config: LoopConfig, state: dict[str, Any]) -> 
     return got.out.strip() if got.code == 0 and got.out.strip() else None
 
 
+def verify_policy(project: Project, config: LoopConfig, tree: Path, tmp: Path) -> Policy | None:
+    """The sandbox `--doctor` runs a verify command in: a tick verifier's (the export and a temp
+    dir writable, the key and the credential stores hidden, no network); None where the
+    human-approved loop.json says `"sandbox": "off"`."""
+    if config.sandbox == "off":
+        return None
+    from automaton.commands.writable import hidden_paths, secret_stores
+    from automaton.sandbox.agents import visible_paths
+
+    masked = secret_stores(project.root, "command").paths
+    seen = visible_paths(home=Path.home(), cwd=tree, project_root=project.root, argv=list(config.roles.verify.command
+                                                                                         or ()))
+    return Policy((tree, tmp), (*hidden_paths(), *masked), tmp, "doctor verify", masked=masked, network=False,
+                  visible=seen, isolation=config.isolation)
+
+
 def verify_check(project: Project, name: str, config: LoopConfig, state: dict[str, Any],
                  path_env: str | None = None) -> Finding:
     """Run the verify command on a clean export of the base commit (the tick's PATH when
-    scheduled, at most VERIFY_TIMEOUT_S seconds) and read a score from it as a tick would.
-    A problem when it cannot start, times out or gives no score; an agent verifier is a note."""
+    scheduled, at most VERIFY_TIMEOUT_S seconds), inside the verifier's sandbox
+    (`verify_policy`) and without credential variables, and read a score from it as a tick
+    would. A problem when it cannot start, times out or gives no score; an agent verifier is a
+    note. The caller runs it only for a loop.json a human approved (`doctor.doctor_loop`)."""
     role = config.roles.verify
     if not role.command:
         return Finding(name, "verify", "note", f"the verifier is the agent prompt {role.prompt}: not run here"
@@ -128,9 +147,10 @@ def verify_check(project: Project, name: str, config: LoopConfig, state: dict[st
         where = config.blast_radius.base_branch or "HEAD"
         return Finding(name, "verify", "problem", f"no base commit to verify ({where} does not name a commit)",
                        "commit the project, or fix blast_radius.base_branch")
+    from automaton.core.secrets import without_credentials
     from automaton.git.errors import DriftError, GitMissing
     from automaton.git.export import export_tree
-    from automaton.proc import run_capture
+    from automaton.proc import run_streaming
 
     tmp = Path(tempfile.mkdtemp(prefix="automaton-doctor-"))
     try:
@@ -140,19 +160,23 @@ def verify_check(project: Project, name: str, config: LoopConfig, state: dict[st
         except (DriftError, GitMissing, OSError) as exc:
             return Finding(name, "verify", "problem", f"cannot export the base commit {base[:12]}: {exc}")
         argv = list(role.command) + ([f"--junitxml={tmp / 'junit.xml'}"] if role.score == "junit" else [])
-        env = dict(os.environ, AUTOMATON_ROLE="verify", PYTHONDONTWRITEBYTECODE="1")
+        env = without_credentials(dict(os.environ, AUTOMATON_ROLE="verify", PYTHONDONTWRITEBYTECODE="1"), "command")
         if path_env is not None:
             env["PATH"] = path_env
         timeout = min(config.harness.timeout_s, VERIFY_TIMEOUT_S)
-        got = run_capture(argv, cwd=tree, env=env, timeout_s=timeout)
+        log = tmp / "verify.log"
+        # Confined as a tick's verifier is: the command and the project's tests may be an agent's.
+        got = run_streaming(argv, out_path=log, cwd=tree, env=env, timeout_s=timeout,
+                            sandbox=verify_policy(project, config, tree, tmp))
         shown = " ".join(role.command)
-        if got.code == 127:
-            return Finding(name, "verify", "problem", f"verify command {shown!r} cannot start: {got.err.strip()}",
+        output = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
+        if got.code in (126, 127):
+            last = output.strip().splitlines()[-1:] or [""]
+            return Finding(name, "verify", "problem", f"verify command {shown!r} cannot start: {last[0]}",
                            "install it, or fix roles.verify.command")
-        if got.code == 124:
+        if got.timed_out:
             return Finding(name, "verify", "problem", f"verify command {shown!r} ran past {timeout} s on the base"
                            " commit", "make it faster, or raise harness.timeout_s")
-        output = got.out + got.err
         junit = tmp / "junit.xml"
         xml = junit.read_text(encoding="utf-8", errors="replace") if junit.is_file() else None
         verdict = from_agent(output) if role.score == "agent" else from_command(got.code, output, xml)
