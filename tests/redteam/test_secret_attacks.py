@@ -260,3 +260,19 @@ def test_the_verify_command_has_no_network(project: Path, tmp_path: Path) -> Non
     assert "BLOCKED" in log and "CONNECTED" not in log, log
     assert accepted == []
     assert store.read_state(proj, "demo")["iteration_count"] == 1
+
+
+# Stores a second red team found readable: tokens of other CLIs, decryption keys, shell history
+# databases, wallets.
+MORE = (".config/github-copilot/hosts.json", ".config/sops/age/keys.txt", ".config/pulumi/credentials.json",
+        ".kaggle/kaggle.json", ".config/ngrok/ngrok.yml", ".local/share/atuin/history.db",
+        ".composer/auth.json", ".bitcoin/wallet.dat")
+
+
+@pytest.mark.parametrize("rel", MORE)
+def test_a_session_cannot_read_the_other_stores(project: Path, forbid_real_home: Path, rel: str) -> None:
+    path = forbid_real_home / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"{MARK}-{rel}\n")
+    done = _session(project, "sh", "-c", f'cat "$HOME/{rel}"')
+    assert MARK not in done.stdout and MARK not in done.stderr, done.stdout

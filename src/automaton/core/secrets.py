@@ -55,13 +55,21 @@ CREDENTIAL_STORES: tuple[str, ...] = (
     # package registries
     "~/.npmrc", "~/.yarnrc.yml", "~/.pypirc", "~/.cargo/credentials", "~/.cargo/credentials.toml",
     "~/.gem/credentials", "~/.m2/settings-security.xml", "~/.huggingface/token", "~/.cache/huggingface/token",
+    # more hosting, data and service CLIs, and package managers' tokens
+    "~/.config/github-copilot", "~/.config/pulumi", "~/.pulumi/credentials.json", "~/.config/vercel",
+    "~/.supabase", "~/.config/stripe", "~/.kaggle", "~/.snowflake", "~/.dbt/profiles.yml", "~/.config/scw",
+    "~/.config/twilio-cli", "~/.circleci/cli.yml", "~/.ngrok2", "~/.config/ngrok", "~/.config/anthropic",
+    "~/.config/openai", "~/.composer/auth.json", "~/.config/composer/auth.json", "~/.nuget/NuGet/NuGet.Config",
+    "~/.config/helm/repositories.yaml",
+    # decryption keys, wallets, mail and chat logins
+    "~/.config/sops", "~/.netrc.gpg", "~/.bitcoin", "~/.electrum", "~/.thunderbird", "~/.config/Slack",
     # databases
     "~/.pgpass", "~/.my.cnf",
     # shell and REPL histories (commands typed with a token in them)
     "~/.bash_history", "~/.zsh_history", "~/.zhistory", "~/.histfile", "~/.sh_history",
     "~/.local/share/fish/fish_history", "~/.config/fish/fish_history", "~/.python_history",
     "~/.node_repl_history", "~/.psql_history", "~/.mysql_history", "~/.sqlite_history", "~/.rediscli_history",
-    "~/.irb_history", "~/.lesshst",
+    "~/.irb_history", "~/.lesshst", "~/.local/share/atuin",
 )
 
 CREDENTIAL_ENV: frozenset[str] = frozenset({
