@@ -129,3 +129,9 @@ def test_accepting_a_restored_config(project: Path, approver: str) -> None:
     done = run_cli("--accept-rollback", "--config", "--yes", cwd=project)
     assert done.code == 0, done.err
     assert run_cli("--audit", cwd=project).code == 0
+
+
+def test_accepting_the_rollback_of_an_unknown_task_or_loop_is_bad_input(project: Path, approver: str) -> None:
+    for flag, name in (("--task", "nope"), ("--loop", "nope")):
+        r = run_cli("--accept-rollback", flag, name, "--yes", cwd=project)
+        assert r.code == 2 and "has no log and no anchor: check the name" in r.err and r.err.count("\n") == 1

@@ -92,6 +92,9 @@ def review(project: Project, t: Target) -> Review:
     with locked(t.lock):
         chain, found, seen = _facts(t)
     if not chain.rolled_back:
+        if not os.path.lexists(t.log):  # no log and no anchor of one: a name nothing knows
+            raise BadInput(f"{ACTION}: {t.label} has no log and no anchor: check the name (automaton --audit"
+                           " lists the tasks and loops it knows, and the missing ones)")
         why = f" ({chain.error})" if not chain.ok else ""
         raise Refused(f"nothing to accept: the log of {t.label} is not older than its anchor{why}")
     rel = _rel(project, t.log)
