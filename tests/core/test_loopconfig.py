@@ -225,3 +225,10 @@ def test_isolation_defaults_to_namespaces_and_takes_landlock_only() -> None:
         with pytest.raises(BadInput) as caught:
             parse_config(cfg(isolation=bad), "loop.json", DEFAULTS)
         assert caught.value.message.startswith("loop.json: isolation must be ") and "\n" not in caught.value.message
+
+
+@pytest.mark.parametrize("value", [None, 1, True, ["namespaces"], {"a": 1}, "none"])
+def test_isolation_and_sandbox_name_the_words_they_may_be(value: object) -> None:
+    for key, words in (("isolation", '"namespaces" | "landlock-only"'), ("sandbox", '"on" | "off"')):
+        with pytest.raises(BadInput, match=re.escape(f"loop.json: {key} must be {words}, got")):
+            parse_config(cfg(**{key: value}), "loop.json", DEFAULTS)

@@ -302,10 +302,11 @@ def parse_config(data: object, source: str, defaults: dict[str, Any], sha256: st
                 raise br.fail(key, "gitignore patterns inside the worktree (no '..')")
     blast = BlastRadius(br.boolean("use_worktree", True), br.strings("file_scope", nonempty=True),
                         br.string("base_branch", null=True), br.strings("protected", null=True))
-    sandbox = top.string("sandbox", "on")
+    # One of a few words: a value of any other type or spelling is named with the words it may be.
+    sandbox = top.data.get("sandbox", "on")
     if sandbox not in SANDBOX_MODES:
         raise top.fail("sandbox", " | ".join(f'"{m}"' for m in SANDBOX_MODES))
-    isolation = top.string("isolation", "namespaces")
+    isolation = top.data.get("isolation", "namespaces")
     if isolation not in ISOLATION_MODES:
         raise top.fail("isolation", " | ".join(f'"{m}"' for m in ISOLATION_MODES))
     sched = top.sub("schedule", ("interval_seconds",))
