@@ -368,3 +368,17 @@ def test_sandbox_for_a_task_other_than_the_focus_needs_a_human(project: Path, hu
     human = run_exe("automaton", "--sandbox", "--project", str(project), "--task", "other", "--", "true",
                     cwd=project, env={**env, "AUTOMATON_APPROVER": "alice"})
     assert human.returncode == 0, human.stderr
+
+
+def test_a_supervisor_killed_outright_takes_its_command_with_it(project: Path) -> None:
+    (project / "src").mkdir()
+    marker = project / "src" / "late.txt"  # writable to the session (no task: the project's entries)
+    script = f"import time, pathlib\nprint('up', flush=True)\ntime.sleep(3)\npathlib.Path({str(marker)!r}).write_text('x')\n"
+    exe = Path(sys.executable).parent / "automaton"
+    with subprocess.Popen([str(exe), "--sandbox", "--project", str(project), "--", sys.executable, "-c", script],
+                          cwd=project, stdout=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None and proc.stdout.readline() == "up\n"
+        proc.kill()  # SIGKILL: the supervisor gets no chance to clean up
+        proc.wait(timeout=10)
+    time.sleep(4)
+    assert not marker.exists()  # the command died with its supervisor

@@ -13,6 +13,7 @@ import os
 from typing import Any
 
 # prctl(2) options, from <linux/prctl.h>.
+PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38

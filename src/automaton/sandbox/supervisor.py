@@ -28,7 +28,7 @@ from types import FrameType
 
 from automaton.core.errors import one_line
 from automaton.core.sandbox import Policy
-from automaton.sandbox import launch, reaper
+from automaton.sandbox import _libc, launch, reaper
 
 # Seconds the command gets to exit after a forwarded SIGTERM/SIGHUP before it is killed.
 STOP_GRACE_S = 5.0
@@ -103,9 +103,22 @@ def _start(argv: list[str], env: Mapping[str, str], policy: Policy) -> subproces
     if isinstance(how, str):
         print(f"automaton: {how}", file=sys.stderr)
         return 126
+    confine, supervisor = how.preexec_fn, os.getpid()
+
+    def start_child() -> None:
+        if confine is not None:
+            confine()
+        # A supervisor killed outright (SIGKILL, the OOM killer) takes the command with it,
+        # instead of leaving it running with the session's grants and nobody to end it. Set
+        # after the confinement: entering a user namespace changes the credentials, which
+        # clears a parent-death signal. A supervisor already gone shows as another parent.
+        if sys.platform.startswith("linux"):
+            _libc.prctl(_libc.PR_SET_PDEATHSIG, signal.SIGKILL, "prctl(PR_SET_PDEATHSIG)")
+            if os.getppid() != supervisor:
+                os._exit(126)
+
     try:
-        return subprocess.Popen(how.argv, preexec_fn=how.preexec_fn, env=launch.child_env(env, policy),
-                                close_fds=True)
+        return subprocess.Popen(how.argv, preexec_fn=start_child, env=launch.child_env(env, policy), close_fds=True)
     except FileNotFoundError:
         print(f"automaton: {argv[0]}: command not found", file=sys.stderr)
         return 127
