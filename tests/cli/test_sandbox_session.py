@@ -373,7 +373,8 @@ def test_sandbox_for_a_task_other_than_the_focus_needs_a_human(project: Path, hu
 def test_a_supervisor_killed_outright_takes_its_command_with_it(project: Path) -> None:
     (project / "src").mkdir()
     marker = project / "src" / "late.txt"  # writable to the session (no task: the project's entries)
-    script = f"import time, pathlib\nprint('up', flush=True)\ntime.sleep(3)\npathlib.Path({str(marker)!r}).write_text('x')\n"
+    script = (f"import time, pathlib\nprint('up', flush=True)\ntime.sleep(3)\n"
+              f"pathlib.Path({str(marker)!r}).write_text('x')\n")
     exe = Path(sys.executable).parent / "automaton"
     with subprocess.Popen([str(exe), "--sandbox", "--project", str(project), "--", sys.executable, "-c", script],
                           cwd=project, stdout=subprocess.PIPE, text=True) as proc:
