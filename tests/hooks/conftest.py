@@ -29,6 +29,14 @@ def make_task(project: Path, approver: str) -> Callable[..., Path]:
 
 
 @pytest.fixture
+def task(make_task: Callable[..., Path], project: Path) -> Path:
+    """Task `demo` at implement, focused, in a project with `src/app.py`."""
+    (project / "src").mkdir()
+    (project / "src/app.py").write_text("x = 1\n")
+    return make_task("demo", "implement")
+
+
+@pytest.fixture
 def hook(project: Path) -> Callable[..., Result]:
     """hook(agent, payload, project=None): run `automaton --hook AGENT` in-process with `payload`."""
 

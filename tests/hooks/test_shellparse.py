@@ -19,13 +19,6 @@ def bash(project: Path, command: str) -> dict[str, Any]:
     return {"cwd": str(project), "tool_name": "Bash", "tool_input": {"command": command}}
 
 
-@pytest.fixture
-def task(make_task: Callable[..., Path], project: Path) -> Path:
-    (project / "src").mkdir()
-    (project / "src/app.py").write_text("x = 1\n")
-    return make_task("demo", "implement")
-
-
 def test_the_sandbox_wrapper_is_read_through() -> None:
     prog = program(["automaton", "--sandbox", "--task", "t", "--", "env", "-C", "src", "rm", "x"])
     assert prog is not None

@@ -18,13 +18,6 @@ from tests.hooks.conftest import assert_allowed, assert_denied
 Hook = Callable[..., Result]
 
 
-@pytest.fixture
-def task(make_task: Callable[..., Path], project: Path) -> Path:
-    (project / "src").mkdir()
-    (project / "src/app.py").write_text("x = 1\n")
-    return make_task("demo", "implement")
-
-
 def bash(project: Path, command: str) -> dict[str, Any]:
     return {"cwd": str(project), "tool_name": "Bash", "tool_input": {"command": command}}
 
