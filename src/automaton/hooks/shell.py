@@ -13,7 +13,13 @@ second line of defence (tamper-evident state, the loop's drift gate). What is de
   denied (`hooks.shellparse`), and its `--task` must be the task in scope (`policy.wrapped_reason`);
 - inline interpreter code (`python -c`, `python - <<EOF`, `node -e`, `perl -e`, `ruby -e`,
   `php -r`, `deno eval`, …) outside a whole-project scope, unless it is Python proven
-  read-only (`hooks.pycode`; `humanacts.inline_code`, judged in `policy.wrapped_reason`);
+  read-only (`hooks.pycode`; `humanacts.inline_code`, judged in `policy.wrapped_reason`); and,
+  the same way, code the line holds only as data: `eval` of a string built at run time, a
+  shell (or `source /dev/stdin`) reading its program from standard input that is not a literal
+  here-string, heredoc or `echo`/`printf`/`cat <<EOF` on the pipe's left side, and git that
+  rewrites tracked files it does not name (`gitcmd.rewrites_worktree`: `stash`, `reset --hard`,
+  moving to another commit); a literal `eval` string or program on standard input is read as
+  its own line instead;
 - git that skips hooks or runs code the hook cannot see (`hooks.gitcmd`);
 - changing a scheduler (`hooks.schedules`);
 - any command that is not read-only on a line that names a `.state*` file or `.automaton/`;
@@ -22,7 +28,8 @@ second line of defence (tamper-evident state, the loop's drift gate). What is de
   open itself.
 
 Every other write the reading finds (redirections, heredocs into files, `hooks.writers`'s
-commands, PowerShell cmdlets, the literal of `sh -c '…'` read as its own line) is returned as a
+commands, PowerShell cmdlets, the literal of `sh -c '…'` read as its own line; `busybox APPLET`
+is the applet) is returned as a
 target for the policy to judge, once for every directory the shell may be in (`hooks.cwd`).
 """
 
@@ -51,8 +58,9 @@ class Analysis:
     # `--task` values of `automaton --sandbox` wrappers on the line (the hook checks each is the
     # task in scope).
     sandbox_tasks: list[str] = field(default_factory=list)
-    # Inline interpreter code the line runs that is not provably read-only (`python -c`,
-    # `node -e`, …): one description each; allowed only where the scope is the whole project.
+    # Code the line runs that the hook cannot read or prove read-only (`python -c`, `node -e`,
+    # `eval "$(…)"`, `curl … | sh`, `git stash`, …): one description each; allowed only where the
+    # scope is the whole project.
     inline_code: list[str] = field(default_factory=list)
 
 
