@@ -159,6 +159,7 @@ def seed_task(root: Path, ref: str, phase: str, artifacts: dict[str, str] | None
 
 # The CLI steps that bring a new task to a phase (a human runs the --approve step).
 TASK_STEPS: dict[str, list[tuple[str, ...]]] = {
+    "new": [],
     "research": [("--transition", "research")],
     "research:awaiting_approval": [("--transition", "research"), ("write", "SPEC.md"),
                                    ("--transition", "research:awaiting_approval")],

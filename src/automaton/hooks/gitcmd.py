@@ -17,6 +17,11 @@ Written (`targets`): `rm`, `mv`, `clean`, `worktree add/remove/move`, `checkout 
 `restore`, `config` (the config file), `apply`/`am` (the patch's files), `stash --all` (every
 ignored file: the project root), and `--output`/`-o` of `diff`/`log`/`show`/`format-patch`/
 `archive`/`bundle`. Paths are relative to every `-C DIR` given before the subcommand.
+
+Rewrites of the whole worktree (`rewrites_worktree`): `stash` (push, save, pop, apply, branch),
+`reset --hard`/`--merge`/`--keep`, and moving to another commit (`checkout REF`, `switch REF`,
+`merge`, `pull`, `rebase`, `cherry-pick`, `revert`) rewrite tracked files the line never names:
+the hook allows them only where the scope is the whole project (as inline code).
 """
 
 from __future__ import annotations
@@ -184,6 +189,42 @@ def targets(args: list[str], cmd: Simple, here: Path | None) -> list[str]:
     if any(a.startswith("--pathspec-from-file") for a in rest_args):
         raise Unsafe(f"git {verb} --pathspec-from-file: automaton cannot tell which paths it writes")
     return [os.path.join(prefix, t) if prefix and not os.path.isabs(t) else t for t in found]
+
+
+_STASH_KEEPS = frozenset({"list", "show", "create", "store", "drop", "clear"})
+_RESET_WORKTREE = frozenset({"--hard", "--merge", "--keep"})
+_MOVES_HEAD = frozenset({"merge", "pull", "rebase", "cherry-pick", "revert"})
+
+
+def rewrites_worktree(args: list[str], here: Path | None) -> str | None:
+    """Why a git call rewrites tracked files it does not name (git-stash(1), git-reset(1),
+    git-checkout(1), git-switch(1), …), or None. `here`: the directory it runs in, if known
+    (`checkout X` is a path when X exists there)."""
+    sub = git_subcommand(args)
+    if sub is None:
+        return None
+    verb, rest = args[sub], args[sub + 1:]
+    ops = operands(rest, frozenset({"-m", "--message", "-b", "-B", "--orphan", "-c", "-C", "--create",
+                                    "--force-create", "-s", "--strategy", "-X", "--strategy-option"}))
+    if verb == "stash" and not (ops[:1] and ops[0] in _STASH_KEEPS):
+        return "git stash (it rewrites every tracked file it stashes or applies)"
+    if verb == "reset" and any(a in _RESET_WORKTREE for a in rest):
+        return f"git reset {next(a for a in rest if a in _RESET_WORKTREE)} (it rewrites every tracked file)"
+    if verb in _MOVES_HEAD and not any(a in ("-h", "--help") for a in rest):
+        return f"git {verb} (it rewrites the tracked files of another commit)"
+    creates = any(a in ("-b", "-B", "-c", "-C", "--create", "--force-create", "--orphan") for a in rest)
+    if verb == "switch" and (ops or "-" in rest) and not (creates and not ops):
+        return "git switch (it rewrites the tracked files of another commit)"
+    if verb == "checkout" and "--" not in rest and _checks_out_commit(ops, creates, here):
+        return "git checkout of another commit (it rewrites its tracked files)"
+    return None
+
+
+def _checks_out_commit(ops: list[str], creates: bool, here: Path | None) -> bool:
+    """`checkout -b NEW START` moves to START; `checkout X` moves to X unless X is a path here."""
+    if creates:
+        return bool(ops)
+    return len(ops) == 1 and (here is None or not os.path.lexists(os.path.join(here, ops[0])))
 
 
 def _worktree(rest_args: list[str], rest: list[str]) -> list[str]:

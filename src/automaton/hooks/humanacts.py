@@ -61,7 +61,7 @@ TMUX_READ = frozenset({"ls", "list-sessions", "lsw", "list-windows", "lsp", "lis
                        "kill-server", "kill-window", "killw", "kill-pane", "killp", "-v", "-V"})
 TMUX_VALUE = frozenset({"-L", "-S", "-f", "-c", "-T"})
 SCREEN_READ = frozenset({"-ls", "-list", "-wipe", "-v", "-version", "--version", "-h", "--help"})
-SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "csh", "tcsh", "busybox", "ash"})
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "csh", "tcsh", "ash", "hush"})
 # interpreter -> flags that take inline code (python(1), perl(1), node(1), ruby(1), php(1), …)
 INLINE_CODE: dict[str, frozenset[str]] = {
     "perl": frozenset({"-e", "-E"}), "ruby": frozenset({"-e"}), "node": frozenset({"-e", "-p", "--eval", "--print"}),
@@ -303,6 +303,33 @@ def shell_inline(args: list[str]) -> int | None:
 
 
 _VERSION_FLAGS = frozenset({"-v", "-V", "--version", "-h", "--help", "-?"})
+# Names of a process's standard input as a file operand.
+STDIN_FILES = frozenset({"-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
+_SHELL_VALUE = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
+
+
+def shell_reads_stdin(name: str, args: list[str]) -> bool:
+    """Whether a shell (`SHELLS`) or `source`/`.` with `args` (no `-c`: see `shell_inline`) reads
+    its program from standard input: `-s`, no script operand, or the operand `/dev/stdin` (bash(1)
+    "INVOCATION"). False for a script file (the hook never reads programs) and `--version`/`--help`."""
+    if name in ("source", "."):
+        return not args or args[0] in STDIN_FILES
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in _SHELL_VALUE:
+            i += 2
+            continue
+        if arg in ("--version", "--help") or (name == "fish" and arg in _VERSION_FLAGS):
+            return False
+        if arg in ("-", "--"):
+            return i + 1 >= len(args) or args[i + 1] in STDIN_FILES
+        if not arg.startswith(("-", "+")):
+            return arg in STDIN_FILES
+        if not arg.startswith("--") and "s" in arg[1:]:
+            return True
+        i += 1
+    return True
 
 
 def inline_code(prog: Program, stdin: str | None, dirs: list[str] | None) -> str | None:

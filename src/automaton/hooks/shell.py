@@ -13,7 +13,13 @@ second line of defence (tamper-evident state, the loop's drift gate). What is de
   denied (`hooks.shellparse`), and its `--task` must be the task in scope (`policy.wrapped_reason`);
 - inline interpreter code (`python -c`, `python - <<EOF`, `node -e`, `perl -e`, `ruby -e`,
   `php -r`, `deno eval`, …) outside a whole-project scope, unless it is Python proven
-  read-only (`hooks.pycode`; `humanacts.inline_code`, judged in `policy.wrapped_reason`);
+  read-only (`hooks.pycode`; `humanacts.inline_code`, judged in `policy.wrapped_reason`); and,
+  the same way, code the line holds only as data: `eval` of a string built at run time, a
+  shell (or `source /dev/stdin`) reading its program from standard input that is not a literal
+  here-string, heredoc or `echo`/`printf`/`cat <<EOF` on the pipe's left side, and git that
+  rewrites tracked files it does not name (`gitcmd.rewrites_worktree`: `stash`, `reset --hard`,
+  moving to another commit); a literal `eval` string or program on standard input is read as
+  its own line instead;
 - git that skips hooks or runs code the hook cannot see (`hooks.gitcmd`);
 - changing a scheduler (`hooks.schedules`);
 - any command that is not read-only on a line that names a `.state*` file or `.automaton/`;
@@ -22,7 +28,8 @@ second line of defence (tamper-evident state, the loop's drift gate). What is de
   open itself.
 
 Every other write the reading finds (redirections, heredocs into files, `hooks.writers`'s
-commands, PowerShell cmdlets, the literal of `sh -c '…'` read as its own line) is returned as a
+commands, PowerShell cmdlets, the literal of `sh -c '…'` read as its own line; `busybox APPLET`
+is the applet) is returned as a
 target for the policy to judge, once for every directory the shell may be in (`hooks.cwd`).
 """
 
@@ -51,8 +58,9 @@ class Analysis:
     # `--task` values of `automaton --sandbox` wrappers on the line (the hook checks each is the
     # task in scope).
     sandbox_tasks: list[str] = field(default_factory=list)
-    # Inline interpreter code the line runs that is not provably read-only (`python -c`,
-    # `node -e`, …): one description each; allowed only where the scope is the whole project.
+    # Code the line runs that the hook cannot read or prove read-only (`python -c`, `node -e`,
+    # `eval "$(…)"`, `curl … | sh`, `git stash`, …): one description each; allowed only where the
+    # scope is the whole project.
     inline_code: list[str] = field(default_factory=list)
 
 
@@ -91,7 +99,9 @@ def _analyze(command: str, start: Dirs, powershell: bool, out: Analysis, depth: 
     opened = {int(n) for n in _OPENED_FD.findall(text)}
     where = Where(start)
     line_git = False
+    prev: parse.Simple | None = None
     for cmd in parse.simple_commands(toks, bodies):
+        feeder, prev = prev, cmd
         where.enter(cmd.scopes, cmd.before)
         for word in cmd.words:
             if word.startswith("CDPATH="):
@@ -116,6 +126,7 @@ def _analyze(command: str, start: Dirs, powershell: bool, out: Analysis, depth: 
             _analyze(prog.args[inline], _chdir(where.here, prog), powershell, out, depth + 1)
             continue
         runs_in = _chdir(where.here, prog)
+        _runtime_code(prog, cmd, feeder, where, runs_in, (powershell, depth), out)
         code = acts.inline_code(prog, cmd.stdin, None if runs_in is None else sorted(str(d) for d in runs_in))
         if code is not None:
             out.inline_code.append(code)
@@ -138,6 +149,79 @@ def _analyze(command: str, start: Dirs, powershell: bool, out: Analysis, depth: 
                      " caller's choosing")
     if mention and dynamic:
         raise Unsafe(f"{dynamic} on a line that mentions {mention!r}: the hook cannot know what it runs")
+
+
+def _runtime_code(prog: Program, cmd: parse.Simple, feeder: parse.Simple | None, where: Where, runs_in: Dirs,
+                  how: tuple[bool, int], out: Analysis) -> None:
+    """Code the command runs that the line spells only as data: `eval`'s string, the program a
+    shell reads from standard input (`feeder`: the command on the pipe's left side), and git that
+    rewrites tracked files it does not name. Read as its own line where literal, else recorded
+    as inline code (allowed only where the scope is the whole project). `how`: (powershell, depth)."""
+    powershell, depth = how
+    if prog.name == "eval":
+        _eval(prog.args, cmd, where, runs_in, powershell, out, depth)
+    elif prog.name in acts.SHELLS | {"source", "."} and acts.shell_reads_stdin(prog.name, prog.args):
+        code = _stdin_text(cmd, feeder)
+        if code is None:
+            out.inline_code.append(f"{prog.name} reading its program from standard input")
+        elif code.strip():
+            _analyze(code, runs_in, powershell, out, depth + 1)
+    elif prog.name == "git":
+        for base in sorted(runs_in) if runs_in is not None else [None]:
+            rewrite = gitcmd.rewrites_worktree(prog.args, base)
+            if rewrite is not None and rewrite not in out.inline_code:
+                out.inline_code.append(rewrite)
+
+
+def _eval(args: list[str], cmd: parse.Simple, where: Where, runs_in: Dirs, powershell: bool, out: Analysis,
+          depth: int) -> None:
+    """`eval WORDS…` runs the words joined by spaces as a line of the same shell (bash(1) "eval"):
+    read it as its own line where it is a literal; a `$`/backtick in it is code known only at run
+    time (inline code). A directory change inside it leaves the rest of the line somewhere unknown."""
+    code = " ".join(args)
+    if not code.strip():
+        return
+    if _UNKNOWN.search(code):
+        out.inline_code.append("eval of a string built at run time")
+        return
+    _analyze(code, runs_in, powershell, out, depth + 1)
+    subshell = cmd.piped or cmd.after in parse.PIPES or cmd.after == "&"
+    if not subshell and any(w.lower() in _CD or w.startswith("CDPATH=") or w == "eval"
+                            for w in parse.tokens(code, powershell)):
+        where.here = None
+
+
+def _stdin_text(cmd: parse.Simple, feeder: parse.Simple | None) -> str | None:
+    """The program text a shell reading standard input gets, where the line spells it as a literal:
+    a here-string or heredoc, `< /dev/null`, or `echo`/`printf`/`cat <<EOF` on the pipe's left
+    side; None where it is known only at run time (a file, another program's output, a `$`)."""
+    if cmd.stdin is not None:
+        text: str | None = cmd.stdin
+    elif cmd.reads:
+        text = "" if all(r == "/dev/null" for r in cmd.reads) else None
+    elif cmd.piped and not cmd.scopes and feeder is not None and feeder.after in parse.PIPES:
+        text = _printed(feeder)
+    else:
+        text = None  # the tool's own standard input, or a descriptor opened earlier
+    return None if text is None or _UNKNOWN.search(text) else text
+
+
+def _printed(feeder: parse.Simple) -> str | None:
+    """What `echo WORDS`, `printf TEXT` (no `%` or `\\`) or `cat <<EOF` writes, or None."""
+    prog = parse.program(feeder.words)
+    if prog is None or feeder.writes or feeder.scopes:
+        return None
+    args = prog.args
+    if prog.name == "echo":
+        while args and args[0] in ("-n", "-E"):
+            args = args[1:]
+        text = " ".join(args)
+        return None if "\\" in text or (args and args[0].startswith("-")) else text
+    if prog.name == "printf" and len(args) == 1 and not re.search(r"[%\\]", args[0]):
+        return args[0]
+    if prog.name == "cat" and not args and feeder.stdin is not None and not feeder.reads:
+        return feeder.stdin
+    return None
 
 
 def _chdir(here: Dirs, prog: Program) -> Dirs:

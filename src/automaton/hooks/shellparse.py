@@ -45,7 +45,8 @@ class Simple:
 
 @record(frozen=True)
 class Program:
-    """What a simple command runs after env assignments, keywords and wrappers: `name` (lowercase
+    """What a simple command runs after env assignments, keywords, wrappers and multi-call
+    binaries (`busybox APPLET`): `name` (lowercase
     basename, `.exe` dropped: a case-insensitive volume runs `RM` as `rm`), its `args`, the
     directories wrappers change to first (`env -C`, `sudo -D`), the wrappers passed, and the
     `NAME=VALUE` assignments it runs with (before it or given to `env`). `sandbox_tasks`: the
@@ -81,6 +82,9 @@ WRAPPERS: dict[str, frozenset[str]] = {
     "xargs": frozenset({"-I", "-n", "-P", "-L", "-d", "-a", "-E", "-s", "--arg-file", "--delimiter",
                         "--max-args", "--max-procs", "--max-lines", "--max-chars", "--replace"}),
     "parallel": frozenset({"-j", "-S", "--jobs", "-a", "--arg-file", "-I", "--sshlogin"}),
+    # Multi-call binaries: `busybox APPLET ARGS…` runs `APPLET ARGS…` (busybox(1), toybox(1));
+    # `busybox --help`/`--list` run nothing.
+    "busybox": frozenset(), "toybox": frozenset(),
 }
 CHDIR_OPTIONS = {"env": ("-C", "--chdir"), "sudo": ("-D", "--chdir")}
 ENV_VALUE = frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"})
