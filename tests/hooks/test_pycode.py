@@ -46,6 +46,11 @@ WRITERS = [
     "Rscript -e 'writeLines(\"x\", \"src/app.py\")'",
     "osascript -e 'do shell script \"echo x > src/app.py\"'",
     "python3 -W ignore -c \"open('src/app.py','a').write('x')\"",
+    # read-only code, but the interpreter runs another file first
+    "PYTHONPATH=evil python3 -c 'import json'",
+    "env PYTHONSTARTUP=evil.py python3 -c 'print(1)'",
+    "python3 -i -c 'print(1)'",
+    "python3 -c \"g = (x for x in [1]); g.gi_frame.f_builtins['exec']('open(1)')\"",
 ]
 
 
@@ -101,3 +106,14 @@ def test_a_module_next_to_the_code_shadowing_the_standard_library_is_not_read_on
     (tmp_path / "json.py").write_text("import os\n")
     assert "json.py" in (not_read_only("import json", [str(tmp_path)]) or "")
     assert not_read_only("print(1)", None) is not None  # a directory the hook cannot tell
+
+
+@pytest.mark.parametrize("code", [
+    "g = (x for x in [1]); g.gi_frame.f_builtins['exec']('print(1)')",
+    "import sys; sys.exc_info()[2].tb_frame.f_globals",
+    "import typing\ndef f(x: \"print(1)\"): pass\ntyping.get_type_hints(f)",
+    "from typing import get_type_hints",
+    "d = {'__builtins__': 1}",
+])
+def test_frames_and_string_evaluators_are_not_read_only(code: str, tmp_path: Path) -> None:
+    assert not_read_only(code, [str(tmp_path)]) is not None

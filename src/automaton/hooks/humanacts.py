@@ -346,6 +346,10 @@ def inline_code(prog: Program, stdin: str | None, dirs: list[str] | None) -> str
         code = stdin if found == _STDIN else found
         if code is None:
             return f"{name} reading its program from standard input"
+        # PYTHONPATH, PYTHONSTARTUP, PYTHONHOME, … make the interpreter run other files first.
+        steer = next((a.split("=", 1)[0] for a in prog.assigns if a.upper().startswith("PYTHON")), None)
+        if steer is not None or "-i" in args:
+            return f"{name} inline code (run with {steer or '-i'}, which runs other code first)"
         from automaton.hooks.pycode import not_read_only
 
         why = not_read_only(code, dirs)

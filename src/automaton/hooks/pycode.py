@@ -34,6 +34,10 @@ BLOCKED_NAMES = frozenset({
 # Standard-library names no module of SAFE_MODULES imports, common as project folder names.
 _NEVER_IMPORTED = frozenset({"test", "this", "antigravity", "idlelib", "turtledemo", "tkinter", "turtle"})
 _OK_STD_STREAMS = frozenset({"stdout", "stderr", "stdin"})
+# Attributes of frames, generators, coroutines and tracebacks (`gi_frame.f_builtins['exec']`),
+# and names that evaluate strings as code (`typing.get_type_hints` of a string annotation).
+_INTROSPECTION = ("f_", "gi_", "cr_", "ag_", "tb_", "co_")
+_EVALUATORS = frozenset({"get_type_hints", "exc_info", "literal_eval", "ForwardRef", "_eval_type"})
 
 
 def not_read_only(code: str, dirs: list[str] | None) -> str | None:
@@ -84,10 +88,13 @@ def _node(node: object) -> str | None:
     if isinstance(node, a.ImportFrom):
         if node.level or node.module not in SAFE_MODULES or any(n.name == "*" for n in node.names):
             return f"from {'.' * node.level}{node.module or ''} import"
-        bad = [n.name for n in node.names if n.name in BLOCKED_NAMES or n.name.startswith("_")]
+        bad = [n.name for n in node.names if n.name in BLOCKED_NAMES or n.name in _EVALUATORS
+               or n.name.startswith("_")]
         return f"from {node.module} import {bad[0]}" if bad else None
-    if isinstance(node, a.Name) and (node.id in BLOCKED_NAMES or node.id.startswith("__")):
+    if isinstance(node, a.Name) and (node.id in BLOCKED_NAMES or node.id in _EVALUATORS or node.id.startswith("__")):
         return f"{node.id!r}"
+    if isinstance(node, a.Constant) and isinstance(node.value, str) and "__" in node.value:
+        return "a string naming a dunder (a key into builtins or globals)"
     if isinstance(node, a.Attribute):
         return _attribute(node)
     if isinstance(node, a.Call) and isinstance(node.func, a.Name) and node.func.id == "open":
@@ -102,6 +109,8 @@ def _attribute(node: object) -> str | None:
     attr = node.attr
     if attr.startswith("_"):
         return f"the private attribute {attr!r}"
+    if attr.startswith(_INTROSPECTION) or attr in _EVALUATORS:
+        return f"the attribute {attr!r}, which reaches frames or evaluates strings"
     if attr in _OK_STD_STREAMS and isinstance(node.value, ast.Name) and node.value.id == "sys":
         return None  # sys.stdout/stderr/stdin themselves; `.write` on them is allowed below
     if attr in ("write", "writelines") and _is_std_stream(node.value):
