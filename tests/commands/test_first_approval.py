@@ -102,6 +102,16 @@ def test_a_project_only_template_starts_halted(project: Path) -> None:
     assert state(project, "mine")["halt_detail"].startswith("first_approval: made from the project's template")
 
 
+def test_a_project_template_linked_to_a_folder_elsewhere_starts_halted(project: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(PACKAGED, elsewhere)
+    folder = project / ".automaton" / "templates" / "loops"
+    folder.mkdir(parents=True)
+    (folder / "linked").symlink_to(elsewhere)
+    assert cli(project, "--create-loop", "linked", "--from-template", "linked").code == 0
+    assert state(project, "linked")["halt_detail"].startswith("first_approval: made from the project's template")
+
+
 def _parsed(data: dict[str, Any]) -> Any:
     return parse_config(data, "loop.json", loop_defaults())
 

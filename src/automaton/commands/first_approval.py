@@ -13,6 +13,7 @@ halt_reason `human_intervention` and halt_detail `first_approval: <why>`, and on
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -72,8 +73,10 @@ def reasons(project: Project, config: LoopConfig, raw: Mapping[str, object], tem
 
 
 def _inside(path: Path, folder: Path) -> bool:
+    """Whether `path` is named beneath `folder`, compared as named (absolute, not resolved): a
+    project template that is a link to a folder elsewhere is still the project's template."""
     try:
-        path.resolve().relative_to(folder.resolve())
+        Path(os.path.abspath(path)).relative_to(os.path.abspath(folder))
     except ValueError:
         return False
     return True
