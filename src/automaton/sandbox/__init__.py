@@ -86,7 +86,9 @@ def _probe() -> Availability:
     if level < 3:
         notes.append("truncate(2) of read-only files is not blocked before ABI 3")
     if level < 6:
-        notes.append("signals to the runner are not blocked before ABI 6")
+        # Abstract sockets live in the network namespace, which agent roles share with the host
+        # (they need their API): only Landlock's scoping (ABI 6) keeps X11 and D-Bus out of reach.
+        notes.append("signals to the runner and abstract UNIX sockets (X11, D-Bus) are not blocked before ABI 6")
     isolated, why_not = _probe_namespaces()
     return Availability(True, "landlock", level, "; ".join(notes), isolated, why_not)
 
