@@ -56,6 +56,27 @@ def test_the_walk_is_bounded(tmp_path: Path) -> None:
     assert nested_repositories(tmp_path, max_entries=100) == []
 
 
+def test_an_entry_the_walk_cannot_tell_apart_fails_closed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "vendor").mkdir()
+    real = os.scandir
+
+    class Opaque:
+        """A directory entry whose type cannot be read (an lstat refused)."""
+
+        def __init__(self, entry: os.DirEntry[str]) -> None:
+            self.name, self.path = entry.name, entry.path
+
+        def is_dir(self, *, follow_symlinks: bool = True) -> bool:
+            raise PermissionError(13, "Permission denied")
+
+    def scandir(path: str | Path) -> list[object]:
+        return [Opaque(e) if e.name == "vendor" else e for e in real(path)]
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    with pytest.raises(DriftError, match="cannot tell what vendor is"):
+        nested_repositories(tmp_path)
+
+
 def test_a_nested_repository_fails_the_drift_check_and_its_filter_never_runs(tmp_path: Path) -> None:
     _, wt, base = repo_with_worktree(tmp_path)
     marker = tmp_path / "filter-ran"

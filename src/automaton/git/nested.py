@@ -69,8 +69,12 @@ def nested_repositories(top: Path, *, max_entries: int = MAX_ENTRIES) -> list[st
                 continue
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                is_dir = False
+            except FileNotFoundError:
+                is_dir = False  # removed since its folder was read
+            except OSError as exc:  # an entry that cannot be told apart may hide a repository
+                where = f"{rel}/{entry.name}" if rel else entry.name
+                raise DriftError(f"cannot tell what {where} is in {top} while looking for nested"
+                                 f" repositories: {exc.strerror}") from None
             if is_dir:
                 stack.append(f"{rel}/{entry.name}" if rel else entry.name)
     return sorted(found)
