@@ -121,14 +121,10 @@ def verify_policy(project: Project, config: LoopConfig, tree: Path, tmp: Path) -
     human-approved loop.json says `"sandbox": "off"`."""
     if config.sandbox == "off":
         return None
-    from automaton.commands.writable import hidden_paths, secret_stores
-    from automaton.sandbox.agents import visible_paths
+    from automaton.commands.writable import agent_policy
 
-    masked = secret_stores(project.root, "command").paths
-    seen = visible_paths(home=Path.home(), cwd=tree, project_root=project.root, argv=list(config.roles.verify.command
-                                                                                         or ()))
-    return Policy((tree, tmp), (*hidden_paths(), *masked), tmp, "doctor verify", masked=masked, network=False,
-                  visible=seen, isolation=config.isolation)
+    return agent_policy(project.root, (tree, tmp), tmp, "doctor verify", agent="command", cwd=tree,
+                        argv=config.roles.verify.command or (), isolation=config.isolation, network=False)
 
 
 def verify_check(project: Project, name: str, config: LoopConfig, state: dict[str, Any],

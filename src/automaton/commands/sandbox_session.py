@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from automaton.commands.writable import artifact_of, grants, hidden_paths, secret_stores
+from automaton.commands.writable import agent_policy, artifact_of, grants, secret_stores
 from automaton.core.errors import BadInput
 from automaton.core.names import TaskRef
 from automaton.core.sandbox import Policy
@@ -58,7 +58,7 @@ def plan(project: Project, task: str | None, argv: list[str], *, home: Path | No
         if rec.phase is None:
             raise BadInput(f"task {ref} has no .state (created by hand): run automaton --phase --task {ref} first")
         phase, task_dir = rec.phase, rec.dir
-    from automaton.sandbox import agent_state_dirs, visible_paths
+    from automaton.sandbox import agent_state_dirs
 
     home = home or Path.home()
     agent = AGENTS.get(Path(argv[0]).name, "command")
@@ -76,9 +76,8 @@ def plan(project: Project, task: str | None, argv: list[str], *, home: Path | No
     in_project = [p for p in granted.paths if unfit is None or task_dir is None or p != task_dir / str(artifact)]
     writable = [*in_project, tmp, *agent_state_dirs(agent, home)]
     label = f"session {ref} ({phase})" if ref else "session (no task)"
-    seen = visible_paths(home=home, cwd=Path.cwd(), project_root=project.root, argv=argv)
-    policy = Policy(tuple(writable), (*hidden_paths(home), *stores.paths), tmp, label, masked=stores.paths,
-                    visible=seen, isolation=isolation(project))
+    policy = agent_policy(project.root, writable, tmp, label, agent=agent, cwd=Path.cwd(), argv=argv,
+                          isolation=isolation(project), home=home, stores=stores)
     scope = ", ".join(str(p.relative_to(project.root)) for p in in_project) or "nothing in the project"
     lines = [f"automaton --sandbox: {label}; writable: {scope}; everything else is read-only", *notes,
              *(f"automaton --sandbox: {line}" for line in stores.notes())]

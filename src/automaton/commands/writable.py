@@ -42,13 +42,14 @@ from __future__ import annotations
 import json
 import os
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from automaton import install_paths
 from automaton.core import phases as ph
 from automaton.core.errors import BadInput
 from automaton.core.record import record
+from automaton.core.sandbox import Policy
 from automaton.store.layout import DOT, TASKS, Project
 
 # Top-level entries never writable by an agent: brake state, git internals, agent settings.
@@ -120,6 +121,25 @@ def secret_stores(project_root: Path, agent: str, home: Path | None = None,
     entries = tuple(dict.fromkeys([*packaged, *lists.hide]))
     paths = tuple(dict.fromkeys(p for e in entries for p in expand(e, base, env) if p.exists()))
     return SecretStores(entries, lists.unhide, tuple(sorted(keep - set(lists.unhide))), paths)
+
+
+def agent_policy(project_root: Path, writable: Sequence[Path], tmp: Path, label: str, *, agent: str, cwd: Path,
+                 argv: Sequence[str], isolation: str, network: bool = True, home: Path | None = None,
+                 stores: SecretStores | None = None) -> Policy:
+    """The sandbox of one agent process (a tick's role, `--doctor`'s verify run, an interactive
+    session): `writable` (it holds `tmp`, the private temp dir); hidden: the record key's folder,
+    the browser profiles and the credential stores (`stores`, default `secret_stores` for
+    `agent`), which are masked too; visible where they lie in `/tmp`: the project, HOME, `cwd`
+    and the programs `argv` names (`sandbox.visible_paths`). The one place these are put
+    together, so that every confined process hides the same things. BadInput as
+    `secret_stores`."""
+    from automaton.sandbox import visible_paths
+
+    base = home or Path.home()
+    masked = (stores or secret_stores(project_root, agent, base)).paths
+    seen = visible_paths(home=base, cwd=cwd, project_root=project_root, argv=list(argv))
+    return Policy(tuple(writable), (*hidden_paths(base), *masked), tmp, label, masked=masked, network=network,
+                  visible=seen, isolation=isolation)
 
 
 def _project_entries(root: Path) -> list[Path]:

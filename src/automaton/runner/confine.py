@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from automaton.commands.writable import grants, hidden_paths, secret_stores
+from automaton.commands.writable import agent_policy, grants, secret_stores
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.sandbox import Policy
 from automaton.harnesses import HOOKLESS, hook_notes
@@ -111,14 +111,12 @@ def role_policy(cfg: LoopConfig, cwd: Path, tmp: Path, *, project_root: Path, in
     if cfg.sandbox == "off":
         return None
     from automaton.runner.agentconfig import PRIVATE
-    from automaton.sandbox import agent_state_dirs, visible_paths
+    from automaton.sandbox import agent_state_dirs
 
     work = [cwd] if in_worktree else list(grants(project_root, None, None).paths)
     agent = harness or cfg.harness.name
     own = () if agent in PRIVATE else agent_state_dirs(agent, Path.home())
-    masked = secret_stores(project_root, agent).paths
     # The programs the loop.json names (sealed by a human) stay readable where they lie in /tmp.
     argv = [*(cfg.harness.command or ()), *(cfg.roles.verify.command or ())]
-    seen = visible_paths(home=Path.home(), cwd=cwd, project_root=project_root, argv=argv)
-    return Policy(tuple([*work, tmp, *own]), (*hidden_paths(), *masked), tmp, label, masked=masked, network=network,
-                  visible=seen, isolation=cfg.isolation)
+    return agent_policy(project_root, [*work, tmp, *own], tmp, label, agent=agent, cwd=cwd, argv=argv,
+                        isolation=cfg.isolation, network=network)
