@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -206,3 +207,37 @@ def approve_first(root: Path, name: str) -> None:
         return
     human = Human("tests", "tests")
     loop_cmds.approve_loop(project, name, loop_cmds.review_loop(project, name, human=human), human=human)
+
+
+@contextlib.contextmanager
+def socket_in_tmp(prefix: str) -> Iterator[tuple[Path, list[bytes]]]:
+    """A UNIX socket server at /tmp/<prefix>*/default, where a user's tmux server listens
+    (/tmp/tmux-UID/default): yields its path and the list of what each connection sent."""
+    import shutil
+    import socket
+    import tempfile
+    import threading
+
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    path = folder / "default"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(4)
+    got: list[bytes] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                got.append(conn.recv(1024))
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield path, got
+    finally:
+        server.close()
+        shutil.rmtree(folder, ignore_errors=True)
+

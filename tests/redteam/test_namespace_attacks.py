@@ -10,12 +10,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import socket
 import stat
 import sys
-import tempfile
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +20,7 @@ import pytest
 from automaton.runner.tick import tick
 from automaton.sandbox import available, namespaces_work
 from automaton.store import loops as store
+from tests.helpers import socket_in_tmp
 from tests.redteam.conftest import Looped, gate, loop_dir
 from tests.redteam.test_sandbox_attacks import PASSING, agent, second_tick, transcript
 
@@ -35,28 +32,8 @@ needs_namespaces = pytest.mark.skipif(not sys.platform.startswith("linux") or no
 def tmux_like() -> Iterator[tuple[Path, list[bytes]]]:
     """A UNIX socket server in /tmp/automaton-tmux-*/default that records what it is sent
     (a tmux server would run it)."""
-    folder = Path(tempfile.mkdtemp(prefix="automaton-tmux-", dir="/tmp"))
-    path = folder / "default"
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(str(path))
-    server.listen(4)
-    got: list[bytes] = []
-
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            with conn:
-                got.append(conn.recv(1024))
-
-    threading.Thread(target=serve, daemon=True).start()
-    try:
-        yield path, got
-    finally:
-        server.close()
-        shutil.rmtree(folder, ignore_errors=True)
+    with socket_in_tmp("automaton-tmux-") as server:
+        yield server
 
 
 @needs_namespaces

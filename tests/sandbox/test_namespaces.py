@@ -16,7 +16,6 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +23,7 @@ import pytest
 
 from automaton.core.sandbox import Policy
 from automaton.sandbox import available, launch, namespaces, namespaces_work, preexec
+from tests.helpers import socket_in_tmp
 from tests.sandbox.conftest import PRELUDE, Box, probe
 
 pytestmark = [
@@ -65,29 +65,11 @@ def test_metadata_of_read_only_files_cannot_change(box: Box) -> None:
 
 
 @pytest.fixture
-def unix_server(tmp_path: Path) -> Iterator[Path]:
+def unix_server() -> Iterator[Path]:
     """A UNIX socket listening in a folder outside everything the sandbox shows (as the
-    user's tmux server does in /tmp/tmux-UID), closing each connection it accepts."""
-    folder = Path(tempfile.mkdtemp(prefix="automaton-sock-", dir="/tmp"))
-    path = folder / "default"
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(str(path))
-    server.listen(4)
-
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            conn.close()
-
-    threading.Thread(target=serve, daemon=True).start()
-    try:
+    user's tmux server does in /tmp/tmux-UID)."""
+    with socket_in_tmp("automaton-sock-") as (path, _):
         yield path
-    finally:
-        server.close()
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_a_unix_socket_in_tmp_outside_the_sandbox_is_out_of_reach(box: Box, unix_server: Path) -> None:
