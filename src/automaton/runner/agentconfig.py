@@ -51,15 +51,16 @@ The switches (each CLI's own documentation or source; not run against the real b
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
-import stat
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
 from automaton.core.record import record
+from automaton.store.atomic import read_all
 from automaton.store.loops import Loop
 
 AGENT_CONFIG_CHANGED = "agent_config_changed"
@@ -212,12 +213,12 @@ def commands_in(path: Path) -> dict[str, str]:
     missing file: {}. An unreadable one: {WHOLE: "<unreadable: why>"}; one that is no regular
     file (a FIFO): {WHOLE: "<not a regular file>"} (never "unchanged")."""
     try:
-        if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block the runner's read
-            return {WHOLE: "<not a regular file>"}
-        raw = path.read_bytes()
+        raw = read_all(path)  # opened without blocking, regular files only: a FIFO never hangs the runner
     except FileNotFoundError:
         return {}
     except OSError as exc:
+        if exc.errno in (errno.EINVAL, errno.EISDIR):
+            return {WHOLE: "<not a regular file>"}
         return {WHOLE: f"<unreadable: {exc.strerror or exc}>"}
     text = raw.decode("utf-8", errors="replace")
     try:
