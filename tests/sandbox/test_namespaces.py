@@ -96,6 +96,20 @@ def test_a_socket_inside_a_visible_folder_stays_reachable(box: Box, unix_server:
     assert res == {"connect": "ok"}
 
 
+def test_a_private_folder_itself_is_never_bound_back(box: Box, unix_server: Path) -> None:
+    """A session started in /tmp (its working directory made visible) or a visible folder that
+    holds $XDG_RUNTIME_DIR: binding it back would show every socket the private folder hides."""
+    res = ns(box, f't("connect", lambda: socket.socket(socket.AF_UNIX).connect({str(unix_server)!r}))',
+             visible=(box.root, Path("/tmp"), Path("/run")))
+    assert res == {"connect": "ENOENT"}
+    runtime = box.root / "run-user"  # an XDG_RUNTIME_DIR inside a folder the policy shows
+    runtime.mkdir()
+    steps = namespaces.plan(box.policy(visible=(box.root, Path("/tmp"))), str(runtime))
+    bound = {r.path for r in steps.rebinds}
+    assert os.path.realpath(box.root) not in bound and "/tmp" not in bound
+    assert os.path.realpath(box.work) in bound  # the writable folder inside is still bound back
+
+
 def test_abstract_sockets_stay_out_of_reach(box: Box) -> None:
     name = f"\0automaton-ns-test-{os.getpid()}"
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -128,6 +128,14 @@ def _kind(path: str) -> bool | None:
 
 
 def _roots(environ_runtime: str | None) -> tuple[str, ...]:
+    found = _private_folders(environ_runtime)
+    # A root beneath another disappears with it: only the outer ones get a tmpfs.
+    return tuple(sorted(r for r in found if not any(beneath(r, o) for o in found)))
+
+
+def _private_folders(environ_runtime: str | None) -> list[str]:
+    """Every folder made private and empty (real paths), nested ones too ($XDG_RUNTIME_DIR
+    beneath /run): none of them, nor a folder holding one, is ever bound back."""
     found: list[str] = []
     for candidate in (*TMPFS_ROOTS, *([environ_runtime] if environ_runtime else [])):
         if not os.path.isabs(candidate):
@@ -135,8 +143,7 @@ def _roots(environ_runtime: str | None) -> tuple[str, ...]:
         real = os.path.realpath(candidate)
         if real != "/" and _kind(real) is True and real not in found:
             found.append(real)
-    # A root beneath another disappears with it: only the outer ones get a tmpfs.
-    return tuple(sorted(r for r in found if not any(beneath(r, o) for o in found)))
+    return found
 
 
 def _under(path: str, tops: Sequence[str]) -> bool:
@@ -149,16 +156,20 @@ def plan(policy: Policy, runtime_dir: str | None = None) -> Plan:
     Paths missing now are left out: a missing writable path stays unwritable."""
     res = resolve(policy)
     roots = _roots(runtime_dir)
+    private = _private_folders(runtime_dir)
     writable = [w for w in res.writable if _kind(w) is not None]
     self_binds = tuple(w for w in writable if not _under(w, roots))
     wanted: dict[str, bool] = {}
     for w in writable:
-        if _under(w, roots):
+        if _under(w, roots) and not any(_under(r, [w]) for r in private):
             wanted[w] = True
     visible = [os.path.realpath(v) for v in (*map(str, policy.visible), *SYSTEM_VISIBLE) if os.path.isabs(v)]
     for v in visible:
-        # Inside a path bound back read-write it is there already, and must stay writable.
-        if _under(v, roots) and v not in wanted and not _under(v, writable) and _kind(v) is not None:
+        # Inside a path bound back read-write it is there already, and must stay writable. A path
+        # that is one of the private folders or holds one (a session started in /tmp or /run/user)
+        # is never bound back: it would show every socket the private folder hides.
+        if (_under(v, roots) and v not in wanted and not _under(v, writable) and _kind(v) is not None
+                and not any(_under(r, [v]) for r in private)):
             wanted[v] = False
     rebinds = tuple(Rebind(p, wanted[p], _kind(p) is True) for p in sorted(wanted, key=lambda p: (p.count("/"), p)))
     masks = tuple((m, bool(_kind(m))) for m in (os.path.realpath(str(p)) for p in policy.masked
