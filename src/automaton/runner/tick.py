@@ -114,7 +114,9 @@ def _locked_tick(loop: Loop, opts: TickOptions) -> Outcome:
     if killed:
         loop.log_event("WARNING", {"reason": "leftover_harness", "pids": ",".join(map(str, killed))})
         show.note(f"loop {name}: killed {len(killed)} process(es) left running by a dead tick")
-    with show.phase(f"loop {name}: gates"):
+    # One filter probe per repository for the whole gate (git.harden.probe_once): the worktree's
+    # pointer names a folder inside the project's `.git`, which no agent may write.
+    with show.phase(f"loop {name}: gates"), probe_once(trusted=_common_git(loop.project)):
         gate = loop_gate.check(loop)
     if gate.code != ExitCode.OK:
         data = dict(gate.data or {})
@@ -222,7 +224,7 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
     # on it, not before each git call. Elsewhere a process it left behind could rewrite the
     # worktree's `.git` pointer and the config it leads to: there the worktree is probed anew
     # before every call (git.harden.probe_once).
-    with probe_once(pointers_settled=reaper.become_subreaper()):
+    with probe_once(pointers_settled=reaper.become_subreaper(), trusted=_common_git(project)):
         after = aftercommit.settle(loop, cfg, wt, n, impl)
     _config_halt(loop, baseline, after)
     warnings += after.warnings
@@ -276,6 +278,13 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
                                                   "timed_out": impl.timed_out}}
     (folder / "tick.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     return Outcome(ExitCode.OK, [line], data, warnings)
+
+
+def _common_git(project: Project) -> tuple[Path, ...]:
+    """The project's own git folder when it is one (`<root>/.git` a real folder: the common
+    folder of the loops' worktrees), for `probe_once(trusted=...)`; () otherwise."""
+    folder = project.root / ".git"
+    return (folder,) if folder.is_dir() and not folder.is_symlink() else ()
 
 
 def _verify_clean(cfg: LoopConfig, adapter: harnesses.Harness, request: Any, folder: Path, wt: WorktreeResult,
