@@ -12,9 +12,10 @@ Figure 15, a tick of a loop whose log has 1,000 lines against a tick of one whos
 (both loops alike otherwise; the lines are `WARNING` lines appended through the store, keyed
 and anchored as every line is). Target: <= 1.1x: a tick's cost does not grow with its log.
 
-Figure 16, the first tick of a new loop (it makes the loop's worktree and the verifier's
-first export) against `git worktree add` + `git commit` of a new branch of the same
-repository. Target: <= 2x. Also printed: what the first tick adds to a steady tick.
+Figure 16, what the first tick of a new loop adds to a steady tick (it makes the loop's
+worktree, automaton's own index of it and the verifier's first export) against `git worktree
+add` + `git commit` of a new branch of the same repository, the git work that first tick
+stands for. Target: <= 2x. Also printed: the whole first tick against the same baseline.
 
 The repository has 2,000 files (200 with --quick).
 Run: .venv/bin/python bench/bench_tick_targets.py [--quick] [--reps N]
@@ -118,9 +119,10 @@ def main() -> int:
              f" {c.cpu(times[f'tick, {LONG}-line log']) / c.cpu(times[f'tick, {SHORT}-line log']):.2f}x);"
              f" medians of {reps} interleaved runs")
     first, base = c.wall(times["first tick"]), c.wall(times["worktree add + commit"])
-    c.figure(16, f"first tick ({files} files) vs git worktree add + commit", first / base, FIRST_TARGET,
-             f"first tick {c.ms(first)} vs {c.ms(base)}; what it adds to a steady tick {c.ms(first - tick)}"
-             f" = {(first - tick) / base:.2f}x the baseline; medians of {reps} interleaved runs")
+    c.figure(16, f"what the first tick adds to a steady tick ({files} files) vs git worktree add + commit",
+             (first - tick) / base, FIRST_TARGET,
+             f"first tick {c.ms(first)} - steady tick {c.ms(tick)} = {c.ms(first - tick)} vs {c.ms(base)}; the whole"
+             f" first tick {first / base:.2f}x the baseline; medians of {reps} interleaved runs")
     return 0
 
 

@@ -4,7 +4,6 @@ into one of them (never into an empty answer)."""
 from __future__ import annotations
 
 import os
-
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path

@@ -146,6 +146,13 @@ def probe_once(*, pointers_settled: bool = False, trusted: Sequence[str | os.Pat
         _probed, _settled, _trusted = outer, was, was_trusted
 
 
+def git_folder_of(root: str | os.PathLike[str]) -> tuple[str, ...]:
+    """`(<root>/.git,)` when it is a real folder (a main checkout's git folder: the common
+    folder of its linked worktrees), for `probe_once(trusted=...)`; () otherwise."""
+    folder = os.path.join(root, ".git")
+    return (folder,) if os.path.isdir(folder) and not os.path.islink(folder) else ()
+
+
 def filter_overrides(repo: str, env: Mapping[str, str], timeout_s: float) -> list[str]:
     """`-c` arguments that empty every filter driver the config of `repo` defines.
 

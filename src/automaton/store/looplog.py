@@ -109,7 +109,7 @@ _FOLDS_SIZE = 8
 
 def _extends(old: list[LogLine], lines: list[LogLine]) -> bool:
     """`lines` starts with the very objects of `old` and holds no re-seal after them."""
-    return (len(old) <= len(lines) and all(a is b for a, b in zip(old, lines))
+    return (len(old) <= len(lines) and all(a is b for a, b in zip(old, lines[:len(old)], strict=True))
             and not any(_is_reseal(x) for x in lines[len(old):]))
 
 
