@@ -107,10 +107,12 @@ def main() -> int:
     for name, xs in times.items():
         print(f"  {name:24} {c.spread(xs)}")
     tick, floor = c.wall(times["steady tick"]), c.wall(times["the tick's processes"])
+    floor_cpu = c.cpu(times["the tick's processes"])
     imported = c.wall(times["imports only"])
     resident = tick - imported
     c.figure(14, f"steady tick ({files} files, sandbox on) vs its process floor", tick / floor, FLOOR_TARGET,
-             f"tick {c.ms(tick)} vs the tick's processes run directly {c.ms(floor)}; what-if of a resident tick"
+             f"tick {c.ms(tick)} vs the tick's processes run directly {c.ms(floor)} (cpu ratio"
+             f" {c.cpu(times['steady tick']) / floor_cpu:.2f}x); what-if of a resident tick"
              f" runner (the tick without its interpreter start and imports, {c.ms(imported)}): {c.ms(resident)}"
              f" = {resident / floor:.2f}x; medians of {reps} interleaved runs")
     short, long = c.wall(times[f"tick, {SHORT}-line log"]), c.wall(times[f"tick, {LONG}-line log"])
@@ -121,7 +123,9 @@ def main() -> int:
     first, base = c.wall(times["first tick"]), c.wall(times["worktree add + commit"])
     c.figure(16, f"what the first tick adds to a steady tick ({files} files) vs git worktree add + commit",
              (first - tick) / base, FIRST_TARGET,
-             f"first tick {c.ms(first)} - steady tick {c.ms(tick)} = {c.ms(first - tick)} vs {c.ms(base)}; the whole"
+             f"first tick {c.ms(first)} - steady tick {c.ms(tick)} = {c.ms(first - tick)} vs {c.ms(base)} (cpu"
+             f" {c.ms(c.cpu(times['first tick']) - c.cpu(times['steady tick']))} vs"
+             f" {c.ms(c.cpu(times['worktree add + commit']))}); the whole"
              f" first tick {first / base:.2f}x the baseline; medians of {reps} interleaved runs")
     return 0
 

@@ -223,4 +223,6 @@ def test_a_continued_check_catches_what_the_whole_check_catches() -> None:
     assert "line 3 does not link" in verify_text(f"{rows[3]}\n", KEY, after=head).error
     forged = rows[2].replace(" mac=", " mac=0")[:len(rows[2])]
     assert "line 3 has a mac the key does not verify" in verify_text(f"{forged}\n", KEY, after=head).error
-    assert not verify_text(rows[2], KEY, after=head).ok  # partial last line
+    cut = verify_text(rows[2], KEY, after=head)  # a partial last line: as the whole check reads it
+    whole = verify_text(f"{rows[0]}\n{rows[1]}\n{rows[2]}", KEY)
+    assert (cut.ok, cut.lines, cut.error) == (whole.ok, whole.lines, whole.error) == (False, [], whole.error)

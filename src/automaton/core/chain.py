@@ -157,8 +157,7 @@ def verify_text(text: str, key: bytes | None = None, *, check_macs: bool = True,
     `text` alone (a log read again after lines were appended to it).
     """
     if text and not text.endswith("\n"):
-        return ChainCheck(False, [] if after is None else list(after.lines),
-                          "the last line is partial (no newline): the log was cut")
+        return ChainCheck(False, [], "the last line is partial (no newline): the log was cut")
     lines: list[LogLine] = [] if after is None else list(after.lines)
     prev = GENESIS if after is None else after.last_hash
     first_keyed = next((n for n, x in enumerate(lines, start=1) if x.mac), 0) if lines and lines[-1].mac else 0
