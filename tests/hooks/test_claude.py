@@ -225,3 +225,26 @@ def test_the_key_folder_is_denied_even_to_read_tools(tmp_path: Path, tool_input:
     escaped = run("claude", text.replace("/", "\\/"), str(tmp_path))  # JSON may escape every slash
     answer = run("claude", text, str(tmp_path))
     assert escaped.code == answer.code == 2 and "record key" in answer.message
+
+
+@pytest.mark.parametrize("tool, tool_input", [
+    ("ScheduleWakeup", {"delaySeconds": 60, "reason": "poll", "prompt": "<<autonomous-loop-dynamic>>"}),
+    ("CronCreate", {"cron": "*/5 * * * *", "prompt": "keep going"}),
+])
+def test_tools_that_schedule_later_work_are_denied(project: Path, make_task: Callable[..., Path], hook: Any,
+                                                   tool: str, tool_input: dict[str, Any]) -> None:
+    """Claude Code 2.1.x offers ScheduleWakeup (a /loop wake-up) and CronCreate: a prompt the
+    session runs later by itself, outside any tick. Both were allowed as read-only before."""
+    make_task("demo", "implement")
+    assert_denied(hook("claude", payload(project, tool, tool_input)), f"{tool} schedules a prompt",
+                  "outside automaton's ticks")
+
+
+@pytest.mark.parametrize("tool, tool_input", [
+    ("Agent", {"description": "d", "prompt": "p", "subagent_type": "general-purpose"}),
+    ("Skill", {"skill": "review"}), ("ToolSearch", {"query": "select:Read"}),
+])
+def test_subagents_skills_and_tool_search_pass(project: Path, make_task: Callable[..., Path], hook: Any,
+                                               tool: str, tool_input: dict[str, Any]) -> None:
+    make_task("demo", "implement")
+    assert_allowed(hook("claude", payload(project, tool, tool_input)))
