@@ -22,6 +22,10 @@ Steps:
   "retry_after": 1, "reset_epoch": 1790000000}`: an error answer;
 - any step may carry `"usage": {"input_tokens": N, "output_tokens": M}`.
 
+A subagent runs beside its parent (Claude Code 2.x launches `Agent` calls in the background), so
+its turns have a lane of their own: a conversation whose first user message holds the text
+`[lane:NAME]` (put it in the `Agent` prompt) plays `lanes[NAME]`.
+
 Only requests that offer tools consume steps (the agent's own turns, a subagent's included):
 Claude Code's side requests (a session title, a quota probe) get a short text, and
 `/v1/messages/count_tokens` gets a token count.
@@ -30,6 +34,7 @@ Claude Code's side requests (a session title, a quota probe) get a short text, a
 from __future__ import annotations
 
 import json
+import re
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -37,6 +42,7 @@ from typing import Any
 from tests.e2e.servers.base import Answer, Request, ScriptedServer, json_answer, sse
 
 MODEL = "claude-sonnet-4-5"
+LANE = re.compile(r"\[lane:([A-Za-z0-9_-]+)\]")
 
 
 def error_body(kind: str, message: str) -> dict[str, Any]:
@@ -76,6 +82,16 @@ class AnthropicServer(ScriptedServer):
         body = request.body if isinstance(request.body, dict) else {}
         return (request.method == "POST" and request.path.split("?")[0] == "/v1/messages"
                 and bool(body.get("tools")))
+
+    def lane(self, request: Request) -> str:
+        body = request.body if isinstance(request.body, dict) else {}
+        messages = body.get("messages") or [{}]
+        first = messages[0] if isinstance(messages[0], dict) else {}
+        content = first.get("content")
+        texts = [content] if isinstance(content, str) else [
+            str(b.get("text", "")) for b in content or [] if isinstance(b, dict) and b.get("type") == "text"]
+        found = next((m for t in texts for m in LANE.finditer(t)), None) if first.get("role") == "user" else None
+        return found.group(1) if found else "main"
 
     def side_answer(self, request: Request) -> Answer:
         path = request.path.split("?")[0]

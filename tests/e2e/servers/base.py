@@ -5,8 +5,11 @@ the provider subclass renders into one HTTP answer: for example `{"text": "done"
 `{"tool_use": {"name": "Write", "input": {...}}}` or `{"error": "rate_limit", "retry_after": 3}`.
 Which requests consume a step is the provider's call (`scripted`): an agent CLI also sends side
 requests (titles, token counts, quota probes) that get the provider's `side_answer` instead.
-When the script is exhausted every scripted request gets `fallback` (a final text by default),
-so a CLI that asks once more than expected ends rather than hangs.
+Concurrent conversations (a subagent that runs beside its parent) get scripts of their own:
+`lanes` maps a lane name to its steps, and the provider's `lane` says which lane a request
+belongs to ("main", the `steps`, by default). When a lane's script is exhausted every request
+in it gets `fallback` (a final text by default), so a CLI that asks once more than expected
+ends rather than hangs.
 
 Every request is recorded (`Request`: method, path, headers, JSON body, the step it got) in
 `requests` and appended as one JSON line to `log_path` when given.
@@ -72,11 +75,12 @@ class ScriptedServer:
 
     fallback: ClassVar[dict[str, Any]] = {"text": "Done."}
 
-    def __init__(self, steps: list[dict[str, Any]], log_path: Path | None = None) -> None:
-        self.steps = list(steps)
+    def __init__(self, steps: list[dict[str, Any]], log_path: Path | None = None,
+                 lanes: dict[str, list[dict[str, Any]]] | None = None) -> None:
+        self.scripts = {"main": list(steps), **{k: list(v) for k, v in (lanes or {}).items()}}
         self.log_path = log_path
         self.requests: list[Request] = []
-        self.consumed = 0
+        self.used = {name: 0 for name in self.scripts}
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
@@ -86,6 +90,10 @@ class ScriptedServer:
     def scripted(self, request: Request) -> bool:
         """Whether `request` consumes the next step (else it gets `side_answer`)."""
         raise NotImplementedError
+
+    def lane(self, request: Request) -> str:
+        """The lane (script) a scripted request belongs to."""
+        return "main"
 
     def render(self, request: Request, step: dict[str, Any], index: int) -> Answer:
         """The HTTP answer for `step` (the `index`-th one consumed)."""
@@ -112,13 +120,21 @@ class ScriptedServer:
     def scripted_requests(self) -> Iterator[Request]:
         return (r for r in self.requests if r.step is not None)
 
+    @property
+    def consumed(self) -> int:
+        """Steps consumed in all lanes."""
+        return sum(self.used.values())
+
     # -- request handling -----------------------------------------------------------------
     def _answer(self, request: Request) -> Answer:
         with self._lock:
+            index = 0
             if self.scripted(request):
-                index = self.consumed
-                step = self.steps[index] if index < len(self.steps) else dict(self.fallback)
-                self.consumed += 1
+                name = self.lane(request)
+                script = self.scripts.get(name, [])
+                index = self.used.get(name, 0)
+                step = script[index] if index < len(script) else dict(self.fallback)
+                self.used[name] = index + 1
                 request.step = step
             else:
                 step = None

@@ -1,0 +1,110 @@
+"""Claude Code, the real CLI (version pinned in clis.lock.json), against a scripted Anthropic
+Messages server: automaton's installed hooks, `automaton --sandbox`, a loop tick with the
+`claude` harness, usage limits, subagents. Each test runs the CLI a few times (about 2 s each).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from automaton.sandbox import available
+from tests.e2e import claudekit as ck
+from tests.e2e.servers.anthropic import AnthropicServer
+from tests.helpers import bring_task, git, run_cli
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def needs_sandbox() -> None:
+    if not (available().ok and available().isolated):
+        pytest.skip("needs the kernel sandbox with namespaces")
+
+
+@pytest.fixture
+def task_project(project: Path, approver: str) -> Path:
+    """`project` with `src/app.py` and task `demo` at implement (focused), committed."""
+    (project / "src").mkdir()
+    (project / "src" / "app.py").write_text("x = 1\n")
+    bring_task(project, "demo", "implement")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "task demo")
+    return project
+
+
+def install_hooks(project: Path) -> None:
+    result = run_cli("--install-hooks", "claude", "--project", str(project), human=True)
+    assert result.code == 0, result.err
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "hooks")
+
+
+def test_installed_hooks_allow_and_deny_and_the_cli_obeys(task_project: Path, claude_bin: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a sandboxed session with the hooks installed: in-scope Write/Edit/Bash run; an
+    out-of-scope Write, a human act in Bash and ScheduleWakeup are denied, the file stays
+    unwritten, and the model receives the hook's reason as the tool result. A subagent's tool
+    calls reach the hook too. The real PreToolUse payloads are recorded as a fixture."""
+    needs_sandbox()
+    install_hooks(task_project)
+    monkeypatch.delenv("AUTOMATON_APPROVER")
+    home = Path(os.environ["HOME"])
+    payloads = home / ".claude" / "debug" / "payloads.jsonl"  # a state folder the sandbox grants the CLI
+    (task_project / ".claude" / "settings.local.json").write_text(json.dumps(ck.recorder_settings(payloads)))
+    p = task_project
+    steps = [
+        ck.tool_use("t_read", "Read", file_path=str(p / "src/app.py")),
+        ck.tool_use("t_edit", "Edit", file_path=str(p / "src/app.py"), old_string="x = 1", new_string="x = 2"),
+        ck.tool_use("t_spec", "Write", file_path=str(p / "tasks/demo/SPEC.md"), content="rewritten\n"),
+        ck.tool_use("t_sh_ok", "Bash", command="echo ok > src/b.txt", description="write b"),
+        ck.tool_use("t_sh_no", "Bash", command="automaton --approve --task demo", description="approve"),
+        ck.tool_use("t_wake", "ScheduleWakeup", delaySeconds=60, reason="poll", prompt="<<autonomous-loop-dynamic>>"),
+        ck.tool_use("t_agent", "Agent", description="write a file", prompt="[lane:sub] Write src/sub.py",
+                    subagent_type="general-purpose", run_in_background=False),
+        {"text": "All done."},
+    ]
+    subagent = [  # the subagent's own turns
+        ck.tool_use("t_sub_ok", "Write", file_path=str(p / "src/sub.py"), content="y = 1\n"),
+        ck.tool_use("t_sub_no", "Write", file_path=str(p / "tasks/demo/DESIGN.md"), content="x\n"),
+        {"text": "Subagent done."},
+    ]
+    with AnthropicServer(steps, tmp_path / "requests.jsonl", lanes={"sub": subagent}) as server:
+        env = ck.claude_env(server.url, claude_bin)
+        argv = [str(ck.VENV_BIN / "automaton"), "--sandbox", "--",
+                *ck.print_argv(claude_bin, "--permission-mode", "acceptEdits")]
+        out = ck.run(argv, p, env)
+    assert out.code == 0, (out.stdout[-2000:], out.stderr[-2000:])
+    assert out.result()["subtype"] == "success" and out.result()["result"] == "All done."
+    # Settings written by --install-hooks load without a warning from the CLI.
+    assert "settings" not in out.stderr.lower() and "invalid" not in out.stderr.lower(), out.stderr
+    results = ck.tool_results(server.requests)
+    texts = {k: ck.result_text(v) for k, v in results.items()}
+    assert (p / "src/app.py").read_text() == "x = 2\n" and not results["t_edit"].get("is_error")
+    assert (p / "src/b.txt").read_text() == "ok\n" and not results["t_sh_ok"].get("is_error")
+    assert (p / "src/sub.py").read_text() == "y = 1\n"
+    assert (p / "tasks/demo/SPEC.md").read_text() == "# spec\n"
+    assert not (p / "tasks/demo/DESIGN.md").exists()
+    for denied, needle in [("t_spec", "tasks/demo/SPEC.md"), ("t_sh_no", "sign-offs and focus are human acts"),
+                           ("t_wake", "ScheduleWakeup schedules a prompt"), ("t_sub_no", "tasks/demo/DESIGN.md")]:
+        assert results[denied].get("is_error") is True, (denied, texts[denied])
+        assert "automaton denied this tool call" in texts[denied] and needle in texts[denied], texts[denied]
+    seen = [json.loads(line) for line in payloads.read_text().splitlines()]
+    by_id = {s["tool_use_id"]: s for s in seen}
+    assert {"t_read", "t_edit", "t_spec", "t_sh_ok", "t_wake", "t_agent", "t_sub_ok", "t_sub_no"} <= set(by_id)
+    assert "agent_id" in by_id["t_sub_ok"] and "agent_id" not in by_id["t_edit"]  # the subagent's call reached it
+    record_fixture("claude-pretooluse.json", {"main": by_id["t_edit"], "subagent": by_id["t_sub_ok"],
+                                              "bash": by_id["t_sh_ok"]}, p, home)
+
+
+def record_fixture(name: str, doc: Any, project: Path, home: Path) -> None:
+    """Write a recorded real document to fixtures/ when AUTOMATON_E2E_RECORD=1, with this run's
+    temporary paths replaced by placeholders (the fixture is compared for fields and shapes)."""
+    if os.environ.get("AUTOMATON_E2E_RECORD") != "1":
+        return
+    text = json.dumps(doc, indent=2, sort_keys=True)
+    text = text.replace(str(project), "/project").replace(str(home), "/home/user")
+    (FIXTURES / name).write_text(text + "\n")
