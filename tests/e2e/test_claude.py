@@ -36,6 +36,11 @@ def task_project(project: Path, approver: str) -> Path:
     return project
 
 
+def kernel_refused(text: str) -> bool:
+    low = text.lower()
+    return any(n in low for n in ("eacces", "permission denied", "erofs", "read-only file system"))
+
+
 def install_hooks(project: Path) -> None:
     result = run_cli("--install-hooks", "claude", "--project", str(project), human=True)
     assert result.code == 0, result.err
@@ -108,3 +113,37 @@ def record_fixture(name: str, doc: Any, project: Path, home: Path) -> None:
     text = json.dumps(doc, indent=2, sort_keys=True)
     text = text.replace(str(project), "/project").replace(str(home), "/home/user")
     (FIXTURES / name).write_text(text + "\n")
+
+
+def test_sandboxed_session_writes_in_scope_and_gets_eacces_out_of_scope(task_project: Path, claude_bin: Path,
+                                                                       tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """`automaton --sandbox -- claude` without hooks: the kernel alone holds the phase scope.
+    The in-scope Write lands; a Write and a shell write into the task folder fail
+    with the kernel's error (EACCES or EROFS); the CLI's own state (its session transcript under
+    ~/.claude/projects) is written."""
+    needs_sandbox()
+    monkeypatch.delenv("AUTOMATON_APPROVER")
+    p = task_project
+    steps = [
+        ck.tool_use("t_in", "Write", file_path=str(p / "src/new.py"), content="z = 3\n"),
+        ck.tool_use("t_out", "Write", file_path=str(p / "tasks/demo/SPEC.md"), content="rewritten\n"),
+        ck.tool_use("t_sh_out", "Bash", command="echo x > tasks/demo/notes.txt", description="write notes"),
+        {"text": "Finished."},
+    ]
+    with AnthropicServer(steps, tmp_path / "requests.jsonl") as server:
+        argv = [str(ck.VENV_BIN / "automaton"), "--sandbox", "--",
+                *ck.print_argv(claude_bin, "--permission-mode", "acceptEdits")]
+        out = ck.run(argv, p, ck.claude_env(server.url, claude_bin))
+    assert out.code == 0, (out.stdout[-2000:], out.stderr[-2000:])
+    result = out.result()
+    texts = {k: ck.result_text(v) for k, v in ck.tool_results(server.requests).items()}
+    assert (p / "src/new.py").read_text() == "z = 3\n", texts["t_in"]
+    assert (p / "tasks/demo/SPEC.md").read_text() == "# spec\n"
+    assert not (p / "tasks/demo/notes.txt").exists()
+    # The kernel's refusal: EACCES from Landlock, or EROFS where the namespace layer mounted the
+    # folder read-only (it comes first).
+    assert kernel_refused(texts["t_out"]), texts["t_out"]
+    assert kernel_refused(texts["t_sh_out"]), texts["t_sh_out"]
+    transcripts = list((Path(os.environ["HOME"]) / ".claude" / "projects").glob(f"*/{result['session_id']}.jsonl"))
+    assert transcripts and transcripts[0].stat().st_size > 0
