@@ -7,13 +7,18 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from automaton.runner.tick import tick
 from automaton.sandbox import available
+from automaton.store import loops as store
+from automaton.store.layout import Project
 from tests.e2e import claudekit as ck
+from tests.e2e.install import pinned
 from tests.e2e.servers.anthropic import AnthropicServer
 from tests.helpers import bring_task, git, run_cli
 
@@ -147,3 +152,53 @@ def test_sandboxed_session_writes_in_scope_and_gets_eacces_out_of_scope(task_pro
     assert kernel_refused(texts["t_sh_out"]), texts["t_sh_out"]
     transcripts = list((Path(os.environ["HOME"]) / ".claude" / "projects").glob(f"*/{result['session_id']}.jsonl"))
     assert transcripts and transcripts[0].stat().st_size > 0
+
+
+def claude_loop(project: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch, server_url: str) -> Project:
+    """Loop `demo` with harness `claude` (found on PATH, as a tick finds it), verify by a summary
+    line; the tick's agent gets the scripted server through the inherited environment."""
+    from tests.runner.loopkit import make_loop
+
+    for key, value in ck.claude_env(server_url, claude_bin).items():
+        monkeypatch.setenv(key, value)
+    return make_loop(project, harness={"name": "claude", "args": [], "timeout_s": 120},
+                     roles={"implement": {"prompt": "implement.md"},
+                            "verify": {"command": [sys.executable, "-c", "print('1 passed')"], "score": "summary"},
+                            "orchestrate": {"builtin": True}})
+
+
+def test_a_loop_tick_runs_the_real_cli_commits_and_charges_its_cost(project: Path, claude_bin: Path,
+                                                                    tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tick with the `claude` harness: the real CLI accepts the adapter's argv, its in-scope
+    Write is committed, its out-of-scope Write is denied by the hook the tick passes with
+    --settings, the tick charges the real `total_cost_usd`, keeps the transcript in runs/1/ and
+    records the CLI's version."""
+    needs_sandbox()
+    worktree = project / ".automaton" / "loops" / "demo" / "worktree"
+    steps = [
+        ck.tool_use("t_fix", "Write", file_path=str(worktree / "src/fix.py"), content="x = 1\n"),
+        ck.tool_use("t_notes", "Write", file_path=str(worktree / "NOTES.md"), content="notes\n"),
+        {"text": "Fixed.", "usage": {"input_tokens": 1000, "output_tokens": 200}},
+    ]
+    with AnthropicServer(steps, tmp_path / "requests.jsonl") as server:
+        proj = claude_loop(project, claude_bin, monkeypatch, server.url)
+        out = tick(proj, "demo")
+    assert out.code == 0, out.lines
+    run_dir = proj.loop_dir(store.require_tracked(proj, "demo")) / "runs" / "1"
+    transcript = (run_dir / "implement.log").read_text()
+    real = json.loads(transcript)
+    assert real["type"] == "result" and real["subtype"] == "success" and real["result"] == "Fixed."
+    assert real["total_cost_usd"] > 0
+    tick_json = json.loads((run_dir / "tick.json").read_text())
+    assert tick_json["cost_usd"] == pytest.approx(real["total_cost_usd"]) and tick_json["cost_known"] is True
+    assert tick_json["agent_version"] == pinned()["claude"].version
+    assert (run_dir / "implement.prompt.md").exists()
+    shown = git(worktree, "show", "--name-only", "--format=", "HEAD").split()
+    assert "src/fix.py" in shown and "NOTES.md" not in shown
+    texts = {k: ck.result_text(v) for k, v in ck.tool_results(server.requests).items()}
+    assert "automaton denied this tool call" in texts["t_notes"] and "NOTES.md" in texts["t_notes"], texts
+    # The prompt the tick wrote reached the model.
+    first = next(server.scripted_requests()).body
+    assert "Make the tests pass." in json.dumps(first["messages"])
+    assert store.read_state(proj, "demo")["status"] in ("running", "complete")
