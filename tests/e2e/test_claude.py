@@ -202,3 +202,40 @@ def test_a_loop_tick_runs_the_real_cli_commits_and_charges_its_cost(project: Pat
     first = next(server.scripted_requests()).body
     assert "Make the tests pass." in json.dumps(first["messages"])
     assert store.read_state(proj, "demo")["status"] in ("running", "complete")
+    record_fixture("claude-result.json", real, proj.root, Path(os.environ["HOME"]))
+
+
+@pytest.mark.parametrize("error, source", [("rate_limit", "backoff"), ("spend_limit", "reported")])
+def test_a_usage_limit_from_the_server_defers_the_tick_and_charges_what_was_spent(
+        project: Path, claude_bin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        error: str, source: str) -> None:
+    """The model answers one tool call, then refuses: a 429 `rate_limit_error` (Claude Code
+    prints "API Error: Request rejected (429) · …", `api_error_status` 429, no reset time: the
+    runner backs off) or the API's spend limit (a 400 "You have reached your specified API usage
+    limits. You will regain access on … UTC": deferred until then). The tick is deferred, its
+    iteration given back, and only the cost the CLI reported for the call that ran is charged."""
+    needs_sandbox()
+    monkeypatch.setenv("CLAUDE_CODE_MAX_RETRIES", "1")  # the CLI's own retries, kept short
+    reset = 1_899_999_960  # a whole minute: the message gives HH:MM
+    worktree = project / ".automaton" / "loops" / "demo" / "worktree"
+    steps = [ck.tool_use("t_fix", "Write", file_path=str(worktree / "src/fix.py"), content="x = 1\n"),
+             {"error": error, "retry_after": 1, "reset_epoch": reset, "repeat": True}]
+    with AnthropicServer(steps, tmp_path / "requests.jsonl") as server:
+        proj = claude_loop(project, claude_bin, monkeypatch, server.url)
+        out = tick(proj, "demo")
+    assert out.code == 0, out.lines
+    data = out.data
+    assert data.get("iteration_counted") is False and data["deferred"]["source"] == source, (out.lines, data)
+    loop_dir = proj.loop_dir(store.require_tracked(proj, "demo"))
+    [kept] = list((loop_dir / "runs").glob("1.deferred-*"))
+    real = json.loads((kept / "implement.log").read_text())
+    assert real["is_error"] is True and real["total_cost_usd"] > 0
+    assert data["cost_usd"] == pytest.approx(real["total_cost_usd"]) and data["cost_known"] is True
+    state = store.read_state(proj, "demo")
+    assert state["iteration_count"] == 0 and state["spent_usd"] == pytest.approx(real["total_cost_usd"])
+    deferred = json.loads((kept / "deferred.json").read_text())
+    if source == "reported":
+        assert deferred["reported_reset_epoch"] == reset
+    else:
+        assert deferred["reported_reset_epoch"] is None and "429" in deferred["message"]
+    record_fixture(f"claude-result-{error}.json", real, proj.root, Path(os.environ["HOME"]))

@@ -9,7 +9,8 @@ Concurrent conversations (a subagent that runs beside its parent) get scripts of
 `lanes` maps a lane name to its steps, and the provider's `lane` says which lane a request
 belongs to ("main", the `steps`, by default). When a lane's script is exhausted every request
 in it gets `fallback` (a final text by default), so a CLI that asks once more than expected
-ends rather than hangs.
+ends rather than hangs. A step with `"repeat": true` answers every later request of its lane too
+(a provider that keeps refusing).
 
 Every request is recorded (`Request`: method, path, headers, JSON body, the step it got) in
 `requests` and appended as one JSON line to `log_path` when given.
@@ -134,7 +135,7 @@ class ScriptedServer:
                 script = self.scripts.get(name, [])
                 index = self.used.get(name, 0)
                 step = script[index] if index < len(script) else dict(self.fallback)
-                self.used[name] = index + 1
+                self.used[name] = index + (0 if step.get("repeat") else 1)
                 request.step = step
             else:
                 step = None
