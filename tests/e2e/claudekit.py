@@ -85,3 +85,16 @@ def tool_use(tool_id: str, name: str, **tool_input: Any) -> dict[str, Any]:
 def recorder_settings(log: Path) -> dict[str, Any]:
     command = f"{sys.executable} -c \"import sys; open({str(log)!r}, 'a').write(sys.stdin.read().strip() + '\\\\n')\""
     return {"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": command}]}]}}
+
+
+def settings_errors(debug_file: Path) -> list[str]:
+    """The lines of a `--debug-file` log where Claude Code rejected a settings entry. In a
+    headless session it prints nothing about them: "Invalid setting skipped without dialog
+    (automated session): <file>: <key>: <why>", and skips the hooks and permissions beside the
+    entry (Claude Code 2.1.332)."""
+    try:
+        text = debug_file.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return []
+    return [line for line in text.splitlines() if "invalid setting" in line.lower()
+            or ("[ERROR]" in line and "settings" in line.lower())]

@@ -84,13 +84,14 @@ def test_installed_hooks_allow_and_deny_and_the_cli_obeys(task_project: Path, cl
     ]
     with AnthropicServer(steps, tmp_path / "requests.jsonl", lanes={"sub": subagent}) as server:
         env = ck.claude_env(server.url, claude_bin)
+        debug = home / ".claude" / "debug" / "session.log"
         argv = [str(ck.VENV_BIN / "automaton"), "--sandbox", "--",
-                *ck.print_argv(claude_bin, "--permission-mode", "acceptEdits")]
+                *ck.print_argv(claude_bin, "--permission-mode", "acceptEdits", "--debug-file", str(debug))]
         out = ck.run(argv, p, env)
     assert out.code == 0, (out.stdout[-2000:], out.stderr[-2000:])
     assert out.result()["subtype"] == "success" and out.result()["result"] == "All done."
-    # Settings written by --install-hooks load without a warning from the CLI.
-    assert "settings" not in out.stderr.lower() and "invalid" not in out.stderr.lower(), out.stderr
+    # The settings --install-hooks wrote loaded: the CLI's debug log names no rejected entry.
+    assert debug.exists() and ck.settings_errors(debug) == []
     results = ck.tool_results(server.requests)
     texts = {k: ck.result_text(v) for k, v in results.items()}
     assert (p / "src/app.py").read_text() == "x = 2\n" and not results["t_edit"].get("is_error")
@@ -239,3 +240,16 @@ def test_a_usage_limit_from_the_server_defers_the_tick_and_charges_what_was_spen
     else:
         assert deferred["reported_reset_epoch"] is None and "429" in deferred["message"]
     record_fixture(f"claude-result-{error}.json", real, proj.root, Path(os.environ["HOME"]))
+
+
+def test_the_settings_check_sees_an_entry_the_cli_skipped(project: Path, claude_bin: Path, tmp_path: Path) -> None:
+    """The check above can fail: a malformed hook entry is skipped silently in `-p` (nothing on
+    stderr, exit 0), and only the debug log says so."""
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_text('{"hooks": {"PreToolUse": "not a list"}}')
+    debug = tmp_path / "debug.log"
+    with AnthropicServer([{"text": "hi"}]) as server:
+        out = ck.run(ck.print_argv(claude_bin, "--debug-file", str(debug)), project,
+                     ck.claude_env(server.url, claude_bin))
+    assert out.code == 0 and out.stderr == ""
+    assert any("PreToolUse" in line for line in ck.settings_errors(debug)), debug.read_text()[-2000:]
