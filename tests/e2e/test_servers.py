@@ -53,9 +53,7 @@ def test_streams_a_tool_use_then_text_and_records_every_request(tmp_path: Path) 
 
 
 def test_error_steps_have_the_api_shapes() -> None:
-    steps = [{"error": "rate_limit", "retry_after": 7}, {"error": "overloaded"},
-             {"error": "usage_limit", "reset_epoch": 1790000000}, {"error": "spend_limit", "reset_epoch": 1790000000},
-             {"error": "context_too_long"}]
+    steps = load_script(Path(__file__).parent / "fixtures" / "anthropic-errors.script.json")
     with AnthropicServer(steps) as server:
         got = [post(server.url, {"model": "m", "tools": TOOLS, "messages": []}) for _ in steps]
     bodies = [json.loads(raw) for _, _, raw in got]
@@ -73,3 +71,17 @@ def test_fixture_scripts_load_and_the_lock_pins_every_cli() -> None:
         assert load_script(path)
     assert set(pinned()) >= {"claude", "codex", "gemini", "opencode"}
     assert all(c.version.count(".") == 2 for c in pinned().values())
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"model": "m", "tools": TOOLS, "messages": [{"role": "user", "content": [{"type": "text", "text": text}]}]}
+
+
+def test_lanes_keep_a_subagents_turns_apart_and_repeat_steps_stay() -> None:
+    main = [{"text": "main 1"}, {"error": "overloaded", "repeat": True}]
+    with AnthropicServer(main, lanes={"sub": [{"text": "sub 1"}]}) as server:
+        got = [post(server.url, user(t)) for t in ("go", "[lane:sub] help", "go", "[lane:sub] help", "go")]
+    texts = [json.loads(raw).get("content", [{}])[0].get("text") for _, _, raw in got]
+    assert texts[:2] == ["main 1", "sub 1"]
+    assert [s for s, _, _ in got][2:] == [529, 200, 529]  # the repeated error stays; an exhausted lane ends
+    assert texts[3] == "Done."
