@@ -32,7 +32,7 @@ from automaton.core.sandbox import Policy
 from automaton.core.verdicts import Verdict
 from automaton.git.harden import git_folder_of, probe_once
 from automaton.git.worktree import WorktreeResult
-from automaton.harnesses import HarnessRequest, HarnessResult
+from automaton.harnesses import HarnessRequest, HarnessResult, versions
 from automaton.proc import pinned_programs
 from automaton.runner import (
     aftercommit,
@@ -279,7 +279,9 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
             "worktree": str(wt.path), "sandbox": cfg.sandbox, "halt": halt,
             "worktree_branch": wt.branch, "worktree_fallback": wt.fallback, "commit": after.sha,
             "run_dir": str(folder), "implement": {"exit_status": impl.exit_status, "error": impl.error,
-                                                  "timed_out": impl.timed_out}}
+                                                  "timed_out": impl.timed_out},
+            # The agent CLI's version as installed (read from its package, never asked of it).
+            "agent_version": versions.installed(cfg.harness.name)}
     (folder / "tick.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     return Outcome(ExitCode.OK, [line], data, warnings)
 
