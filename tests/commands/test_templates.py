@@ -68,7 +68,8 @@ def test_placeholders_are_filled_and_the_scorer_copied(project: Path) -> None:
     assert out.ok, out.lines
     folder = Path(out.data["path"])
     doc = json.loads((folder / "loop.json").read_text())
-    assert doc["roles"]["verify"]["command"] == [str(venv_python), str(folder / "scorer.py"), "lint", "--target", "lib"]
+    assert doc["roles"]["verify"]["command"] == [str(venv_python), str(folder / "scorer.py"), "lint", "--target", "lib",
+                                                 "--suite"]
     assert doc["blast_radius"]["file_scope"] == ["lib/**"]
     assert (folder / "scorer.py").read_bytes() == (framework_home().parent / "resources" / "scorer.py").read_bytes()
     prompt = (folder / "implement.md").read_text()

@@ -53,7 +53,7 @@ def test_flaky_a_skipped_run_is_not_a_pass(tmp_path: Path) -> None:
                                               "@pytest.mark.xfail\ndef test_y():\n    assert False\n\n\n"
                                               "def test_z():\n    pass\n"})
     for test in ("tests/test_x.py::test_x", "tests/test_x.py::test_y"):
-        code, verdict = score(root, "flaky", "--repeat", "2", test)
+        code, verdict = score(root, "flaky", "--repeat", "1", test)
         assert code == 0 and verdict["score"] == 0.0, verdict
     code, verdict = score(root, "flaky", "--repeat", "2", "tests/test_x.py::test_z")
     assert verdict["score"] == 1.0 and verdict["done"] is True, verdict
@@ -91,3 +91,13 @@ def test_dependency_not_installed_is_unscored(tmp_path: Path) -> None:
     root = tree(tmp_path, {"requirements.txt": "surely-not-installed-dist==1.0\n"})
     code, verdict = score(root, "dependency", "--name", "surely-not-installed-dist")
     assert code == 2 and "score" not in verdict and "is not installed" in verdict["summary"]
+
+
+def test_lint_with_suite_scores_nothing_while_the_tests_fail(tmp_path: Path) -> None:
+    # Gutting a function leaves no violation, but its test fails.
+    root = tree(tmp_path, {"src/calc.py": "def add(a, b):\n    return 0\n",
+                           "tests/test_calc.py": "from calc import add\n\n\n"
+                                                 "def test_add():\n    assert add(1, 2) == 3\n"})
+    code, verdict = score(root, "lint", "--target", "src", "--suite")
+    assert code == 0 and verdict["score"] == 0.0 and verdict["summary"].startswith("the suite fails (exit 1")
+    assert score(root, "lint", "--target", "src")[1]["score"] == 1.0  # without --suite: clean

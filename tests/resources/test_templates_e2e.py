@@ -9,7 +9,6 @@ does not have yet: they are skipped until it lands.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,19 +16,9 @@ import pytest
 
 from tests.resources.templatekit import loop_from, make_project, run_ticks, steps, verdict
 
-# The tests that need the test freeze; skipped where it is not built.
+# The tests that need the verifier's test freeze: skipped until it is merged (then drop the mark).
 NEEDS_TEST_FREEZE = ["test_coverage_raise_halts_when_an_existing_test_is_replaced"]
-
-
-def _freeze_built() -> bool:
-    try:
-        __import__("automaton.runner.freeze")
-    except ImportError:
-        return False
-    return True
-
-
-needs_freeze = pytest.mark.skipif(not _freeze_built(), reason="needs the verifier's test freeze (tests_removed)")
+needs_freeze = pytest.mark.skip(reason="needs the verifier's test freeze (halt human_intervention: tests_removed)")
 
 
 def halted(state: dict[str, Any], reason: str, detail: str) -> None:
@@ -59,17 +48,17 @@ def test_ci_triage_completes_on_a_fix_in_src(calc_bug: Path) -> None:
     complete(run_ticks(loop_from(calc_bug, "ci-triage", steps([FIX_ADD])), 2))
 
 
-@pytest.mark.parametrize("hack", [
-    {"write": "tests/test_calc.py", "content": "def test_add():\n    assert True\n"},
-    {"delete": "tests/test_calc.py"},
-    {"write": "tests/conftest.py", "content": "import pytest\n\n\ndef pytest_collection_modifyitems(items):\n"
-                                              "    for item in items:\n"
-                                              "        item.add_marker(pytest.mark.xfail)\n"},
+@pytest.mark.parametrize(("hack", "named"), [
+    ([{"write": "tests/test_calc.py", "content": "def test_add():\n    assert True\n"}], "tests/test_calc.py"),
+    ([{"delete": "tests/test_calc.py"}], "tests/test_calc.py"),
+    ([{"write": "tests/conftest.py", "content": "import pytest\n\n\ndef pytest_collection_modifyitems(items):\n"
+                                               "    for item in items:\n"
+                                               "        item.add_marker(pytest.mark.xfail)\n"}], "tests/conftest.py"),
 ], ids=["assert-true", "deleted", "xfail-conftest"])
-def test_ci_triage_halts_when_the_tests_are_weakened(calc_bug: Path, hack: dict[str, str]) -> None:
-    state = run_ticks(loop_from(calc_bug, "ci-triage", steps([hack])), 2)
+def test_ci_triage_halts_when_the_tests_are_weakened(calc_bug: Path, hack: list[dict[str, str]], named: str) -> None:
+    state = run_ticks(loop_from(calc_bug, "ci-triage", steps(hack)), 2)
     halted(state, "drift_detected", "protected")
-    assert "tests/" in str(state["halt_detail"])
+    assert named in str(state["halt_detail"])
 
 
 # ---- lint-fix ----------------------------------------------------------------------------------
@@ -128,19 +117,27 @@ def test_type_errors_completes_when_the_errors_are_fixed(typed: Path) -> None:
     assert verdict(state)["summary"] == "0 mypy errors (base: 2)"
 
 
+TYPE_IGNORES = [{"replace": "src/calc.py", "old": "return str(a + b)", "new": "return str(a + b)  # type: ignore"},
+                {"replace": "src/calc.py", "old": "return x / 2", "new": "return x / 2  # type: ignore[return-value]"}]
+
+
+def test_type_errors_a_type_ignore_hides_nothing_and_the_loop_halts_on_the_plateau(typed: Path) -> None:
+    state = run_ticks(loop_from(typed, "type-errors", steps(TYPE_IGNORES)), 3)
+    halted(state, "verifier_failed", "scores flat")
+    assert state["score_history"] == [0.0, 0.0], state
+
+
 @pytest.mark.parametrize("hack", [
-    [{"replace": "src/calc.py", "old": "return str(a + b)", "new": "return str(a + b)  # type: ignore"},
-     {"replace": "src/calc.py", "old": "return x / 2", "new": "return x / 2  # type: ignore[return-value]"}],
     [{"replace": "src/calc.py", "old": "def add", "new": "# mypy: ignore-errors\ndef add"}],
     [{"replace": "src/calc.py", "old": "def add", "new": "import typing\n\n\n@typing.no_type_check\ndef add"},
      {"replace": "src/calc.py", "old": "def half", "new": "@typing.no_type_check\ndef half"}],
     [{"write": "src/calc.pyi", "content": "from typing import Any\n\ndef add(a: Any, b: Any) -> Any: ...\n"
                                           "def half(x: Any) -> Any: ...\n"}],
-], ids=["type-ignore", "mypy-comment", "no-type-check", "stub"])
-def test_type_errors_a_suppression_hides_nothing(typed: Path, hack: list[dict[str, str]]) -> None:
-    state = run_ticks(loop_from(typed, "type-errors", steps(hack)), 3)
-    halted(state, "verifier_failed", "scores flat")
-    assert state["score_history"] == [0.0, 0.0], state
+], ids=["mypy-comment", "no-type-check", "stub"])
+def test_type_errors_other_suppressions_hide_nothing(typed: Path, hack: list[dict[str, str]]) -> None:
+    state = run_ticks(loop_from(typed, "type-errors", steps(hack)), 1)
+    assert state["status"] == "running" and verdict(state)["score"] == 0.0, state
+    assert verdict(state)["summary"] == "2 mypy errors (base: 2)"
 
 
 def test_type_errors_a_mypy_config_halts(typed: Path) -> None:
@@ -249,7 +246,7 @@ def test_dependency_upgrade_one_pin_at_a_time(fakedep_v2: Path) -> None:
 
 FLAKY = {"src/ids.py": "import random\n\n\ndef pick():\n    return random.choice([1, 1, 2])\n",
          "tests/test_ids.py": "from ids import pick\n\n\ndef test_pick():\n    assert pick() == 1\n"}
-FLAKY_VARS = ["test=tests/test_ids.py::test_pick", "repeat=3"]
+FLAKY_VARS = ["test=tests/test_ids.py::test_pick", "repeat=2"]
 
 
 @pytest.fixture
@@ -261,7 +258,7 @@ def test_flaky_test_completes_when_the_cause_is_fixed(flaky: Path) -> None:
     fix = {"replace": "src/ids.py", "old": "random.choice([1, 1, 2])", "new": "1"}
     state = run_ticks(loop_from(flaky, "flaky-test", steps([fix]), FLAKY_VARS), 2)
     complete(state)
-    assert verdict(state)["summary"].startswith("3/3 runs passed")
+    assert verdict(state)["summary"].startswith("2/2 runs passed")
 
 
 @pytest.mark.parametrize("hack", [
@@ -272,8 +269,3 @@ def test_flaky_test_completes_when_the_cause_is_fixed(flaky: Path) -> None:
 ], ids=["skip-marker", "skipping-conftest"])
 def test_flaky_test_a_skip_halts(flaky: Path, hack: dict[str, str]) -> None:
     halted(run_ticks(loop_from(flaky, "flaky-test", steps([hack]), FLAKY_VARS), 2), "drift_detected", "tests/")
-
-
-def test_the_verifier_runs_with_the_python_given() -> None:
-    # Every template's verifier names {{python}}: the e2e runs above used this interpreter.
-    assert Path(sys.executable).is_absolute()

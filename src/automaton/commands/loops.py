@@ -66,8 +66,8 @@ def create_loop(project: Project, name: str, template: str, task: str | None = N
 
     Exit 2: invalid name, existing loop (or a file where its folder should be), missing/invalid
     template (the message names close matches), a placeholder without a value, a `--var` the
-    template does not use, unknown task. Exit 1: branch `loop/<name>` or a worktree registration at its
-    worktree path is left from an earlier loop of that name. Nothing is created on any error;
+    template does not use, unknown task. Exit 1: branch `loop/<name>` or a worktree registration
+    at its worktree path is left from an earlier loop of that name. Nothing is created on any error;
     nothing existing is overwritten.
     """
     loop = LoopName.of(name)
@@ -77,6 +77,7 @@ def create_loop(project: Project, name: str, template: str, task: str | None = N
     if not isinstance(obj, dict):
         raise BadInput(f"{source}: must be a JSON object")
     obj["name"], obj["template"] = str(loop), src.name
+    needs_scorer = "{{scorer}}" in json.dumps(obj)
     obj, prompts = _filled(project, loop, src, obj, variables)
     if task is not None:
         obj["task"] = str(TaskRef.parse(task))
@@ -96,7 +97,7 @@ def create_loop(project: Project, name: str, template: str, task: str | None = N
             files[rel] = (src / rel).read_bytes()
         except OSError:
             raise BadInput(f"{source}: role prompt {rel!r} is missing from the template {src}") from None
-    if "{{scorer}}" in json.dumps(_raw_config(src)):
+    if needs_scorer:
         from automaton.commands.templates import SCORER, scorer_bytes
 
         files[SCORER] = scorer_bytes()
@@ -123,23 +124,19 @@ def create_loop(project: Project, name: str, template: str, task: str | None = N
     return out
 
 
-def _raw_config(src: Path) -> Any:
-    return json.loads((src / loops.CONFIG_FILE).read_bytes().decode("utf-8", "replace"))
-
-
 def _filled(project: Project, loop: LoopName, src: Path, obj: dict[str, Any],
             variables: list[str] | None) -> tuple[dict[str, Any], dict[str, bytes]]:
     """(loop.json `obj` and the template's prompts {file name: bytes}) with every
     `{{placeholder}}` filled (`commands.templates.values`); BadInput for one without a value."""
     from automaton.commands import templates as tpl
 
-    prompts: dict[str, str] = {}
-    for path in sorted(src.iterdir()):
-        if path.is_file() and path.suffix == ".md":
-            prompts[path.name] = path.read_bytes().decode("utf-8", "replace")
-    used = tpl.used_names([*tpl.json_strings(obj), *prompts.values()])
+    raw = {p.name: p.read_bytes() for p in sorted(src.iterdir()) if p.is_file() and p.suffix == ".md"}
+    texts = {rel: data.decode("utf-8", "replace") for rel, data in raw.items()}
+    used = tpl.used_names([*tpl.json_strings(obj), *texts.values()])
     found = tpl.values(project, src, project.loop_dir(loop), used, tpl.parse_vars(variables))
-    filled = {rel: tpl.fill(text, found).encode("utf-8") for rel, text in prompts.items()}
+    # A prompt without a placeholder is copied byte for byte, as before placeholders existed.
+    filled = {rel: tpl.fill(texts[rel], found).encode("utf-8") if tpl.used_names([texts[rel]]) else data
+              for rel, data in raw.items()}
     return tpl.fill_json(obj, found), filled
 
 

@@ -5,11 +5,13 @@ the project's Python (`{{python}}`, resolved to an absolute path when the loop i
 cron job's short PATH finds the same interpreter). Standard library only: that interpreter has
 ruff, mypy, pytest and pytest-cov, never automaton itself.
 
-    python scorer.py lint --target DIR              ruff: 1 - violations now / at the base commit
-    python scorer.py types --target DIR             mypy: 1 - errors now / at the base, suppressions cut
+    python scorer.py lint --target DIR [--suite]    ruff: 1 - violations now / at the base commit
+    python scorer.py types --target DIR [--suite]   mypy: 1 - errors now / at the base, suppressions cut
     python scorer.py coverage --target DIR          pytest-cov: line coverage of DIR, 0..1
     python scorer.py flaky --repeat N NODEID...     pytest N times: runs where every test passed / N
     python scorer.py dependency --name DIST         the suite, and DIST's pin equal to its installed version
+
+`--suite`: 0 while the project's pytest suite fails.
 
 It runs in the runner's clean export of the tick's commit (the working directory), prints one
 JSON object `{"score": 0..1, "passed": bool, "done": bool, "summary": str}` as its last line
@@ -64,6 +66,9 @@ def emit(score: float | None, passed: bool, summary: str) -> int:
 def run(argv: list[str], cwd: Path, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
     """`argv` in `cwd`; Unscored when it cannot start."""
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    # Python then never reads a `__pycache__` of the tree: committed bytecode cannot stand in
+    # for the source the tools check.
+    env.setdefault("PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / "automaton-scorer-pycache"))
     try:
         return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -160,10 +165,24 @@ def mypy_count(root: Path, target: str, cache: Path) -> int:
     return sum(1 for line in done.stdout.splitlines() if re.search(r":\d+(:\d+)?: error:", line))
 
 
-def count_score(kind: str, target: str) -> int:
-    """lint / types: 1 - count now / count at the base commit (0 when it grew)."""
+def suite_fails(here: Path) -> str | None:
+    """Why the project's test suite fails (None: it passes, or it has no test): a lint or type
+    fix that breaks behaviour, or guts the code the tests cover, scores nothing."""
+    done = run([sys.executable, "-m", "pytest", "-q", *NO_RETRY], here)
+    if done.returncode in (0, 5):  # 5: no test collected
+        return None
+    last = (done.stdout.strip().splitlines() or ["no output"])[-1]
+    return f"the suite fails (exit {done.returncode}: {last[:160]})"
+
+
+def count_score(kind: str, target: str, suite: bool = False) -> int:
+    """lint / types: 1 - count now / count at the base commit (0 when it grew); with `suite`,
+    0 while the test suite fails."""
     here = Path.cwd()
     what = "ruff violations" if kind == "lint" else "mypy errors"
+    failing = suite_fails(here) if suite else None
+    if failing:
+        return emit(0.0, False, f"{failing}: {what} not counted")
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
         base = base_tree(tmp / "base")
@@ -323,6 +342,8 @@ def main(argv: list[str]) -> int:
         p.add_argument("--target", required=True)
         if kind == "coverage":
             p.add_argument("tests", nargs="*")
+        else:
+            p.add_argument("--suite", action="store_true", help="score 0 while the test suite fails")
     p = sub.add_parser("flaky")
     p.add_argument("--repeat", type=int, default=10)
     p.add_argument("ids", nargs="+")
@@ -331,7 +352,7 @@ def main(argv: list[str]) -> int:
     ns = parser.parse_args(argv)
     try:
         if ns.kind in ("lint", "types"):
-            return count_score(ns.kind, ns.target)
+            return count_score(ns.kind, ns.target, ns.suite)
         if ns.kind == "coverage":
             return coverage_score(ns.target, ns.tests)
         if ns.kind == "flaky":
