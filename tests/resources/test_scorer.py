@@ -29,7 +29,9 @@ def score(root: Path, *args: str, env: dict[str, str] | None = None) -> tuple[in
     environ = {k: v for k, v in os.environ.items() if k != "AUTOMATON_LOOP_DIR"}
     done = subprocess.run([sys.executable, str(SCORER), *args], cwd=root, env={**environ, **(env or {})},
                           capture_output=True, text=True, timeout=120, check=False)
-    return done.returncode, json.loads(done.stdout.strip().splitlines()[-1])
+    lines = done.stdout.strip().splitlines()
+    assert lines, f"no verdict line (exit {done.returncode}): {done.stderr[-2000:]}"
+    return done.returncode, json.loads(lines[-1])
 
 
 def test_coverage_counts_pragma_lines_and_ignores_the_projects_omit(tmp_path: Path) -> None:

@@ -360,6 +360,8 @@ def main(argv: list[str]) -> int:
         return dependency_score(ns.name)
     except Unscored as exc:
         return emit(None, False, f"unscored: {exc}")
+    except Exception as exc:  # a crash is an unscored tick with its cause, never a bare traceback
+        return emit(None, False, f"unscored: the scorer failed: {exc!r}")
 
 
 if __name__ == "__main__":
