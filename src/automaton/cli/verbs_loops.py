@@ -40,7 +40,11 @@ def create_loop(ns: argparse.Namespace) -> Outcome:
         raise UsageError("--create-loop needs --from-template T")
     _human("--create-loop")
     return _call("automaton.commands.loops", "create_loop", project_of(ns), ns.create_loop, ns.from_template,
-                 task=ns.task)
+                 task=ns.task, variables=ns.var)
+
+
+def list_templates(ns: argparse.Namespace) -> Outcome:
+    return _call("automaton.commands.templates", "list_templates", project_of(ns))
 
 
 def install_schedule(ns: argparse.Namespace) -> Outcome:
