@@ -8,12 +8,11 @@ import signal
 import subprocess
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from automaton.core.errors import one_line
-from automaton.core.record import record
 
-# Every git call of a gate and of a tick comes through here: `record` instead of
 # `dataclasses`, annotations only under TYPE_CHECKING (see core/record.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -25,7 +24,7 @@ if TYPE_CHECKING:
     from automaton.sandbox.pipes import Sink
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Captured:
     """A finished short command: exit `code`, `out` and `err` text. code 127: not found."""
 
@@ -176,7 +175,7 @@ _ACTIVE: set[int] = set()
 _ACTIVE_LOCK = threading.Lock()
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Streamed:
     """A finished streamed run: exit `code` (127 not found, 126 cannot run or cannot be
     confined; a signal N gives -N as Popen reports it), `timed_out` (the group was

@@ -9,7 +9,7 @@ refusal of `--check-gate` ends with: what a human does next (or that nothing nee
 from __future__ import annotations
 
 from automaton.core.gates import DEFERRED, FIRST_APPROVAL, WAITING, GateResult, gate_deferred
-from automaton.core.record import replace
+from automaton.core.record import replace  # GateResult (core.gates) is a record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (`--check-gate` imports this)
 if TYPE_CHECKING:

@@ -11,6 +11,7 @@ anchor is dropped instead: there is no log left to write in).
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from automaton.commands.reviews import Review
@@ -18,7 +19,6 @@ from automaton.core.chain import ChainCheck
 from automaton.core.errors import BadInput, Refused
 from automaton.core.names import LoopName, TaskRef
 from automaton.core.outcome import Outcome
-from automaton.core.record import record
 from automaton.store import anchor, chainlog, tasks
 from automaton.store.layout import Project
 from automaton.store.locks import locked
@@ -27,7 +27,7 @@ ACTION = "--accept-rollback"
 EVENT = "ROLLBACK_ACCEPTED"
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Target:
     """The log a rollback is accepted for: its `log`, the writer's `lock`, a `label` for humans
     (`tasks/T`, `loop L`, `config`, `focus`) and the fields naming it in its log line."""

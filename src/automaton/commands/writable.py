@@ -43,12 +43,12 @@ import json
 import os
 import shlex
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from automaton import install_paths
 from automaton.core import phases as ph
 from automaton.core.errors import BadInput
-from automaton.core.record import record
 from automaton.core.sandbox import Policy
 from automaton.store.layout import DOT, TASKS, Project
 
@@ -84,7 +84,7 @@ def hidden_paths(home: Path | None = None) -> tuple[Path, ...]:
     return (key_dir(base), *(p for p in (base.joinpath(*rel) for rel in BROWSER_PROFILES) if p.is_dir()))
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class SecretStores:
     """The credential stores in force for one agent: `entries` (the `~/…` or absolute entries
     hidden: the packaged list less `unhidden` and `provider`, plus the project's `hide`),
@@ -159,7 +159,7 @@ def _markdown(root: Path) -> list[Path]:
     return sorted(found)
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Grants:
     """What the kernel lets an agent write in the project: `paths` (as listed, absolute), and
     `left_out`: (path, why) for each candidate not granted (see the module text)."""

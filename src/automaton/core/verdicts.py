@@ -10,12 +10,11 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass
 from typing import Any
 
-from automaton.core.record import record
 
-
-@record(frozen=True)
+@dataclass(frozen=True)
 class Verdict:
     """score: fraction 0..1 or None (unscored); passed: everything the verifier checked
     passed; done: the verifier says the loop's goal is reached; summary: one line."""

@@ -22,10 +22,10 @@ import hashlib
 import os
 import struct
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from automaton.core.digest import equal
-from automaton.core.record import record
 from automaton.git.errors import DriftError, git_text
 
 DELETED = "deleted"
@@ -71,7 +71,7 @@ INDEX_CONFIG: tuple[str, ...] = (
 )
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class PrivateIndex:
     """A git index file automaton keeps for one worktree (`path`, in a folder the agent may not
     write: the loop folder, read-only in the kernel sandbox), and `seal`, which returns the MAC

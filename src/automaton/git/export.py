@@ -24,9 +24,9 @@ import os
 import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
-from automaton.core.record import record
 from automaton.git.errors import DriftError, GitMissing, git_text, nul_fields, require_commit, require_commit_id
 from automaton.git.protect import default_protected, protected_changes, protected_spec
 from automaton.git.tree import EXECUTABLE, GITLINK, SYMLINK, Entry, list_tree, read_blobs
@@ -44,7 +44,7 @@ class ExportError(DriftError):
     folder, the tree holds an unsafe path, or it is larger than the bounds."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class ExportResult:
     """dest: the export folder; commit: the exported commit (full id); files: entries written
     (files, symlinks, submodule folders); bytes: file content written; restored: protected

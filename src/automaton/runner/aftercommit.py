@@ -8,10 +8,11 @@ the tree comparison against `base_commit`, and the protected paths of the base c
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from automaton.commands.halts import halt_now
 from automaton.commands.loop_gate import drift_after_commit
 from automaton.core.loopconfig import LoopConfig
-from automaton.core.record import field, record
 from automaton.git import run_git
 from automaton.git.worktree import WorktreeResult
 from automaton.harnesses import HarnessResult
@@ -23,7 +24,7 @@ HARNESS_UNAVAILABLE = "harness_unavailable"
 PROTECTED = "protected"
 
 
-@record
+@dataclass
 class After:
     """sha: the commit this tick made (None: nothing to commit, or it failed); head: the commit
     the verifier exports (the branch tip after the commit); halt: the halt this step applied

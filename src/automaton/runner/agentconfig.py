@@ -57,9 +57,9 @@ import os
 import shutil
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
-from automaton.core.record import record
 from automaton.store.atomic import read_all
 from automaton.store.loops import Loop
 
@@ -131,7 +131,7 @@ def _plan(harness: str, root: Path, home: Path, environ: Mapping[str, str]) -> t
     return {}, []
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Seeded:
     """A role's private configuration: `env` (the variables to set on the agent, {} for a
     harness without a switch), `root` (the folder, None then), `problems` (one line per user
@@ -248,7 +248,7 @@ def _walk(node: dict[str, object], prefix: str, found: dict[str, str]) -> None:
             _walk(value, f"{where}.", found)
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Baseline:
     """The command-bearing entries of the watched files (`watched`) at one moment:
     {file path: {key path: JSON value}}."""

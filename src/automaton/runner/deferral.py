@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,6 @@ from automaton import harnesses
 from automaton.core.errors import ExitCode
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.outcome import Outcome
-from automaton.core.record import record
 from automaton.harnesses import HarnessRequest, HarnessResult, Invocation, UsageLimit
 from automaton.runner.ledger import tick_cost
 from automaton.store import deferrals
@@ -55,7 +55,7 @@ class Watch:
         return res
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Deferred:
     """What `settle` did: the new state, the account deferral, the tick's kept folder, and
     the USD counted (`counted`, `known`: whether every role's cost was reported)."""

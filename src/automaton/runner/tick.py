@@ -18,6 +18,7 @@ import os
 import shutil
 import time
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,6 @@ from automaton.core.errors import ExitCode
 from automaton.core.gates import CONFIG_CHANGED, remaining
 from automaton.core.loopconfig import MIB, LoopConfig
 from automaton.core.outcome import Outcome
-from automaton.core.record import record
 from automaton.core.sandbox import Policy
 from automaton.core.verdicts import Verdict
 from automaton.git.harden import probe_once
@@ -59,7 +59,7 @@ from automaton.store.loops import Loop
 SANDBOX_UNAVAILABLE = "sandbox_unavailable"
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class TickOptions:
     """settings_path: agent settings with the automaton hooks for Claude `--settings`
     (default: `default_settings`, the loop's own hook settings);

@@ -26,11 +26,11 @@ import contextlib
 import os
 import shutil
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from automaton import harnesses
 from automaton.core.loopconfig import MIB, LoopConfig
-from automaton.core.record import record
 from automaton.core.sandbox import Policy
 from automaton.core.secrets import without_credentials
 from automaton.core.verdicts import Verdict, from_agent, from_command
@@ -44,7 +44,7 @@ from automaton.store.layout import kept_export_of, kept_exports_dir
 PolicyFor = Callable[[Path, str, str], Policy | None]
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class VerifyPlace:
     """cwd: where the verifier runs (an export, or the main checkout); exported: whether it is
     a clean export (then removed after the run, unless kept); idle: the mark to write once the

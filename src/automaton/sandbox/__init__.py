@@ -12,9 +12,9 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from dataclasses import dataclass
 
 from automaton.core.errors import one_line
-from automaton.core.record import record
 from automaton.core.sandbox import Policy
 from automaton.sandbox import landlock, namespaces, rights
 from automaton.sandbox.agents import agent_state_dirs, visible_paths
@@ -42,7 +42,7 @@ LANDLOCK_ONLY_OPEN = ("UNIX sockets in /tmp and /run stay reachable, chmod/chown
                       " reaches the network")
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Availability:
     """Whether this machine can confine an agent: `mechanism` "landlock", "seatbelt" or
     "none"; `abi` the Landlock ABI (0 otherwise); `detail` one line: what is used, or how to

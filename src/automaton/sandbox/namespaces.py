@@ -42,8 +42,8 @@ import os
 import socket
 import struct
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from automaton.core.record import record
 from automaton.core.sandbox import Policy
 from automaton.sandbox import _libc
 from automaton.sandbox.plan import SYSTEM_VISIBLE, beneath, resolve
@@ -94,7 +94,7 @@ def empty_file() -> str:
     return _empty
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Rebind:
     """Bind `path` (real, absolute) back at the same place inside a private tmpfs; `writable`
     read-write, else read-only; `is_dir` whether a directory (else a file)."""
@@ -104,7 +104,7 @@ class Rebind:
     is_dir: bool
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Plan:
     """What the child does (see the module text): `roots` the folders that get a private
     tmpfs; `self_binds` the writable paths outside them; `rebinds` the paths bound back into
