@@ -30,9 +30,6 @@ class Verdict:
                 "summary": self.summary, "source": self.source}
 
 
-UNSCORED = Verdict(None, False, False, "no score found", "none")
-
-
 def from_junit(xml_text: str) -> Verdict | None:
     """Score = passed / run from JUnit XML (`pytest --junitxml`): `<testsuite>` or
     `<testsuites>` with `tests`, `failures`, `errors`, `skipped` attributes. Skipped tests

@@ -163,10 +163,6 @@ class Loop:
         return self.dir / CONFIG_FILE
 
     @property
-    def sealed_file(self) -> Path:
-        return self.dir / SEALED_COPY
-
-    @property
     def runs(self) -> Path:
         return self.dir / RUNS_DIR
 
