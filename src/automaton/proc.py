@@ -4,24 +4,22 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from automaton.core.errors import one_line
-
-# `dataclasses`, annotations only under TYPE_CHECKING (see core/record.py).
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping, Sequence
-    from typing import Any
-
-    from automaton.core.sandbox import Policy
-    from automaton.sandbox import Confinement
-    from automaton.sandbox.pipes import Sink
+from automaton.core.sandbox import Policy
+from automaton.sandbox import Confinement, launch, pipes, reaper
+from automaton.sandbox.pipes import Sink
 
 
 @dataclass(frozen=True)
@@ -88,8 +86,6 @@ def find_program(name: str, root: Path | str, path: str | None = None) -> str | 
     """The absolute path of program `name` on `path` (default: PATH) outside `root`: the first
     match whose real path is not inside `root` (a link from outside into it does not count).
     None when there is none."""
-    import shutil
-
     real_root = os.path.realpath(root)
     for entry in runner_path(path, str(root)).split(os.pathsep):
         found = shutil.which(name, path=entry)
@@ -262,7 +258,6 @@ def run_streaming(
     argv = list(argv)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    from automaton.sandbox import pipes
 
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(pipes.Sink(out_path, max_bytes))
@@ -305,7 +300,6 @@ def _wait(child: subprocess.Popen[bytes], timeout_s: float) -> None:
     if fd is None:
         child.wait(timeout=timeout_s)
         return
-    import select
 
     try:
         watch = select.poll()
@@ -320,8 +314,6 @@ def _wait(child: subprocess.Popen[bytes], timeout_s: float) -> None:
 def _run(argv: list[str], out: Sink, err: Sink, cwd: Path | None, stdin: str | None, env: Mapping[str, str] | None,
          timeout_s: float, grace_s: float, policy: Policy | None, stack: contextlib.ExitStack) -> tuple[int, bool]:
     """Start, wait for and clean up after one run; (exit code, timed out)."""
-    from automaton.sandbox import launch, pipes, reaper
-
     if not argv:
         err.write(b"cannot run an empty command\n")
         return 126, False
@@ -334,8 +326,6 @@ def _run(argv: list[str], out: Sink, err: Sink, cwd: Path | None, stdin: str | N
         argv, preexec_fn = how.argv, how.preexec_fn
     stdin_file: Any = subprocess.DEVNULL
     if stdin is not None:
-        import tempfile  # here: a gate's short git calls never need it (bench/bench_gate.py)
-
         stdin_file = stack.enter_context(tempfile.TemporaryFile())  # noqa: SIM115 - closed by the stack
         stdin_file.write(stdin.encode("utf-8"))
         stdin_file.seek(0)

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
+from typing import Any
 
+from automaton.cli.confirm import confirm
 from automaton.cli.parser import UsageError
+from automaton.commands import loops as uc
+from automaton.commands.human import require_human
 from automaton.core.outcome import Outcome
 from automaton.store.layout import Project
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (core/record.py says why)
-if TYPE_CHECKING:  # argparse and typing stay off the frequent verbs (--check-gate, --loop-list)
-    import argparse
-    from typing import Any
+from automaton.vram import probe
 
 
 def project_of(ns: argparse.Namespace) -> Project:
@@ -20,7 +21,8 @@ def project_of(ns: argparse.Namespace) -> Project:
 
 
 def _call(module: str, func: str, *args: Any, **kwargs: Any) -> Outcome:
-    """Import a use case lazily (keeps the hook path fast) and run it."""
+    """Run `func` of use-case `module`, imported when its verb runs: each loop verb loads its own
+    use case only (the dispatch table of parser.VERBS, one level down)."""
     __import__(module)
     result: Outcome = getattr(sys.modules[module], func)(*args, **kwargs)
     return result
@@ -30,8 +32,6 @@ def _human(action: str) -> None:
     """Refused (exit 1, one line) unless a human runs `action`: a new loop or an OS schedule
     runs an agent unattended, so, like `--approve`, it is a human act whatever the agent
     hooks let through (`commands.human.require_human`)."""
-    from automaton.commands.human import require_human
-
     require_human(action)
 
 
@@ -71,8 +71,6 @@ def approve_loop(ns: argparse.Namespace) -> Outcome:
     sealed, the diff of its sealed copy, ask (cli.confirm), then approve what was shown."""
     if ns.to is not None:
         raise UsageError("--to is for --approve --task; --approve --loop takes no phase")
-    from automaton.cli.confirm import confirm
-    from automaton.commands import loops as uc
 
     project = project_of(ns)
     review = uc.review_loop(project, ns.loop)
@@ -113,8 +111,6 @@ def remove_loop(ns: argparse.Namespace) -> Outcome:
 
 def vram(ns: argparse.Namespace) -> Outcome:
     """`--vram [--json]`: the probe of automaton.vram; data is its dict."""
-    from automaton.vram import probe
-
     found: dict[str, Any] = probe()
     lines = [f"{key}: {value}" for key, value in found.items()]
     return Outcome(lines=lines, data=dict(found))

@@ -19,7 +19,15 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from automaton.commands.focus import read_focus
+from automaton.commands.human import AGENT_MARKERS, agent_ancestor, require_human
+from automaton.commands.sandbox_session import AGENTS, plan
 from automaton.core.errors import BadInput, ExitCode, Refused
+from automaton.core.names import TaskRef
+from automaton.core.secrets import withheld, without_credentials
+from automaton.sandbox import available
+from automaton.sandbox.supervisor import supervise
+from automaton.store.layout import Project
 
 if TYPE_CHECKING:
     from automaton.store.layout import Project
@@ -70,12 +78,6 @@ def split(args: Sequence[str]) -> tuple[str | None, str | None, list[str]]:
 
 def run(args: Sequence[str]) -> int:
     """Plan, then run the command confined and supervised; its exit status."""
-    from automaton.commands.sandbox_session import AGENTS, plan
-    from automaton.core.secrets import withheld, without_credentials
-    from automaton.sandbox import available
-    from automaton.sandbox.supervisor import supervise
-    from automaton.store.layout import Project
-
     task, project_dir, command = split(args)
     _refuse_widening(Project.at(project_dir), task)
     avail = available()
@@ -108,10 +110,6 @@ def _refuse_widening(project: Project, task: str | None) -> None:
     session: Refused (exit 1) inside an agent's session (its marker variables or an agent in
     the process's ancestry, `commands.human`), and for `--task T` naming a task other than
     the focus unless a human runs it (a terminal or AUTOMATON_APPROVER)."""
-    from automaton.commands.focus import read_focus
-    from automaton.commands.human import AGENT_MARKERS, agent_ancestor, require_human
-    from automaton.core.names import TaskRef
-
     marker = next((m for m in AGENT_MARKERS if os.environ.get(m)), None)
     why = f"{marker} is set" if marker is not None else agent_ancestor()
     if why is not None:

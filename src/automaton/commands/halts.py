@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 
+from automaton.commands.schedule import disable_best_effort
 from automaton.store.loops import Loop
 
 
@@ -41,6 +42,4 @@ def halt_now(loop: Loop, reason: str, detail: str, gate: str, fields: dict[str, 
 def stop_schedule(loop: Loop) -> str | None:
     """Stop the loop's OS unit firing after a halt: a warning line, or None when done or when no
     schedule is installed; never raises, logs nothing (the caller may hold the state lock)."""
-    from automaton.commands.schedule import disable_best_effort  # lazy: only a halt needs the schedulers
-
     return disable_best_effort(loop.project, loop.name)

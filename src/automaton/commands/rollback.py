@@ -14,12 +14,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from automaton.commands.human import require_human
 from automaton.commands.reviews import Review
 from automaton.core.chain import ChainCheck
 from automaton.core.errors import BadInput, Refused
 from automaton.core.names import LoopName, TaskRef
 from automaton.core.outcome import Outcome
-from automaton.store import anchor, chainlog, tasks
+from automaton.store import anchor, chainlog, project_config, tasks
 from automaton.store.layout import Project
 from automaton.store.locks import locked
 
@@ -55,7 +56,6 @@ def target(project: Project, *, task: str | None = None, loop: str | None = None
         # The loop's own state lock; a deleted loop's folder is not made again for a lock.
         lock = folder / loops.STATE_LOCK if folder.is_dir() else project.dot / f".rollback-{name}.lock"
         return Target(folder / loops.LOG_FILE, lock, f"loop {name}", {"loop": str(name)})
-    from automaton.store import project_config
 
     return Target(project.config_log, project.dot / project_config.LOCK, "the project config", {})
 
@@ -116,8 +116,6 @@ def accept(project: Project, t: Target, reviewed: Review) -> Outcome:
     """Re-anchor `t`'s log as it is now (a human act) and log `ROLLBACK_ACCEPTED` in it.
     data: {"log": path, "by", "from_line": int, "to_line": int, "lost_lines": int}. Exit 1
     without a human, or when the log or its anchor changed since `reviewed`."""
-    from automaton.commands.human import require_human
-
     who = require_human(ACTION)
     with locked(t.lock):
         chain, found, seen = _facts(t)

@@ -50,7 +50,10 @@ from automaton import install_paths
 from automaton.core import phases as ph
 from automaton.core.errors import BadInput
 from automaton.core.sandbox import Policy
+from automaton.core.secrets import CREDENTIAL_STORES, expand, provider_stores
+from automaton.sandbox import visible_paths
 from automaton.store.layout import DOT, TASKS, Project
+from automaton.store.project_config import sandbox_lists
 
 # Top-level entries never writable by an agent: brake state, git internals, agent settings.
 NEVER = frozenset({TASKS, DOT, ".git", ".claude", ".codex", ".gemini"})
@@ -111,9 +114,6 @@ def secret_stores(project_root: Path, agent: str, home: Path | None = None,
     user's), with `env` (default: this process's) for the XDG folders and provider switches.
     BadInput (exit 2) for an invalid `.automaton/config.json`; ConfigNotSealed when it is not
     the sealed one (its `sandbox` lists are then not trusted either way)."""
-    from automaton.core.secrets import CREDENTIAL_STORES, expand, provider_stores
-    from automaton.store.project_config import sandbox_lists
-
     base, env = home or Path.home(), os.environ if env is None else env
     lists = sandbox_lists(Project(project_root.resolve()))
     keep = provider_stores(env, agent)
@@ -133,8 +133,6 @@ def agent_policy(project_root: Path, writable: Sequence[Path], tmp: Path, label:
     and the programs `argv` names (`sandbox.visible_paths`). The one place these are put
     together, so that every confined process hides the same things. BadInput as
     `secret_stores`."""
-    from automaton.sandbox import visible_paths
-
     base = home or Path.home()
     masked = (stores or secret_stores(project_root, agent, base)).paths
     seen = visible_paths(home=base, cwd=cwd, project_root=project_root, argv=list(argv))

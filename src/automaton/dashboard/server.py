@@ -17,6 +17,7 @@ dashboard stops.
 from __future__ import annotations
 
 import getpass
+import signal
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -187,8 +188,6 @@ def _close_on_signals(close: Callable[[], None]) -> None:
     """Run `close` (it removes the login file) on SIGTERM and SIGHUP too, then die of the signal
     as before. uvicorn stops on SIGTERM, then raises it again with the handler it found, which
     would kill the process before any `finally`. A signal the caller ignores (nohup) stays so."""
-    import signal
-
     def handler(signum: int, frame: object) -> None:
         close()
         signal.signal(signum, signal.SIG_DFL)

@@ -14,8 +14,12 @@ from automaton.commands.halts import halt_now
 from automaton.commands.loop_gate import drift_after_commit
 from automaton.core.loopconfig import LoopConfig
 from automaton.git import run_git
+from automaton.git.errors import DriftError
+from automaton.git.nested import nested_repositories, shown
+from automaton.git.protect import protected_changes
 from automaton.git.worktree import WorktreeResult
 from automaton.harnesses import HarnessResult
+from automaton.runner.verify import protected_patterns
 from automaton.store.layout import Project
 from automaton.store.loops import Loop
 
@@ -88,7 +92,6 @@ def settle(loop: Loop, cfg: LoopConfig, wt: WorktreeResult, n: int, impl: Harnes
         out.skip_verify = f"halted after the commit: {out.halt}"
         out.notes.append(out.skip_verify)
         return out
-    from automaton.git.errors import DriftError
 
     try:
         changed = _protected_changes(cfg, project, wt, out.head)
@@ -103,9 +106,6 @@ def settle(loop: Loop, cfg: LoopConfig, wt: WorktreeResult, n: int, impl: Harnes
 def _nested(wt: WorktreeResult) -> str | None:
     """`nested repository: <paths>` for the repositories the agent left in its worktree
     (`git.nested`, a directory walk: git is not asked), or why none can be ruled out; None."""
-    from automaton.git.errors import DriftError
-    from automaton.git.nested import nested_repositories, shown
-
     try:
         found = nested_repositories(wt.path)
     except DriftError as exc:
@@ -116,8 +116,6 @@ def _nested(wt: WorktreeResult) -> str | None:
 def _protected_changes(cfg: LoopConfig, project: Project, wt: WorktreeResult, head: str | None) -> list[str]:
     if head is None or wt.base_commit is None:
         return []
-    from automaton.git.protect import protected_changes
-    from automaton.runner.verify import protected_patterns
 
     return protected_changes(project.root, wt.base_commit, head, protected_patterns(cfg, project.root))
 

@@ -60,6 +60,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from automaton.commands.halts import halt_now
 from automaton.store.atomic import read_all
 from automaton.store.loops import Loop
 
@@ -298,7 +299,6 @@ def halt_if_changed(loop: Loop, baseline: Baseline) -> str | None:
     lines = baseline.changes(Baseline.take())
     if not lines:
         return None
-    from automaton.commands.halts import halt_now
 
     why = detail(lines)
     halt_now(loop, HALT_REASON, why, "tick")

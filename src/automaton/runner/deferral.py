@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from automaton import harnesses
+from automaton import harnesses, notify
 from automaton.core.errors import ExitCode
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.outcome import Outcome
@@ -105,7 +105,6 @@ def settle(loop: Loop, cfg: LoopConfig, n: int, folder: Path, limit: UsageLimit,
     if commit_sha:
         fields["commit"] = commit_sha[:12]
     new = loop.update_state(TICK_DEFERRED, fields, mutate, refund_usd=refund, refund_iterations=1)
-    from automaton import notify
 
     body = notify.payload(project, name, "deferred", new, reason="usage_limit", detail=limit.message,
                           until=account.until_iso, harness=cfg.harness.name)

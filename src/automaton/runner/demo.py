@@ -21,6 +21,7 @@ import importlib.util
 import json
 import os
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -31,6 +32,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from automaton.commands import config_seal
 from automaton.commands import loops as loop_cmds
 from automaton.core.errors import BadInput
 from automaton.core.outcome import Outcome
@@ -38,6 +40,7 @@ from automaton.git import run_git
 from automaton.runner.modes import run_loop
 from automaton.runner.progress import Progress
 from automaton.runner.tick import TickOptions
+from automaton.sandbox import available
 from automaton.store import loops as store
 from automaton.store.layout import Project, framework_home
 
@@ -238,10 +241,6 @@ def _create(console: Console, project: Project, name: str, template: str) -> Non
 def _session_demo(console: Console, project: Project) -> None:
     """Seal `"sessions": "sandboxed"`, then run the real hook on one Write from outside and from
     inside `automaton --sandbox` (both real processes of this interpreter), printing each answer."""
-    import subprocess
-
-    from automaton.commands import config_seal
-    from automaton.sandbox import available
 
     project.config_file.write_text('{"schema_version": 1, "sessions": "sandboxed"}\n', encoding="utf-8")
     with _approver("demo"):

@@ -30,9 +30,11 @@ from automaton.core.loopconfig import MIB, LoopConfig
 from automaton.core.outcome import Outcome
 from automaton.core.sandbox import Policy
 from automaton.core.verdicts import Verdict
+from automaton.git.errors import DriftError
 from automaton.git.harden import probe_once
 from automaton.git.worktree import WorktreeResult
 from automaton.harnesses import HarnessRequest, HarnessResult
+from automaton.hooks.install import LOOP_SETTINGS, loop_settings
 from automaton.proc import pinned_programs
 from automaton.runner import (
     aftercommit,
@@ -75,7 +77,6 @@ def default_settings(loop: Loop, harness: str, *, write: bool = True) -> Path | 
     (`write=False`: only the path, for dry-run). None for harnesses that take no settings file."""
     if harness != "claude":
         return None
-    from automaton.hooks.install import LOOP_SETTINGS, loop_settings
 
     if not write:
         return loop.dir / LOOP_SETTINGS
@@ -283,8 +284,6 @@ def _verify_clean(cfg: LoopConfig, adapter: harnesses.Harness, request: Any, fol
                   costs: dict[str, float | None], policy_for: Any, project: Project) -> Verdict:
     """Step 6 on a clean export of the tick's commit (runner/verify.py); an export that fails is
     an unscored verdict, never a verification of the agent's own tree."""
-    from automaton.git.errors import DriftError
-
     try:
         where = verify_mod.place(cfg, project.root, head if wt.in_worktree else None, wt.base_commit, tmp, wt.path)
     except (DriftError, OSError) as exc:

@@ -10,7 +10,10 @@ run it unconfined. What a policy means: `core.sandbox`.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import shutil
+import subprocess
 import sys
 from dataclasses import dataclass
 
@@ -70,7 +73,6 @@ def _probe() -> Availability:
     if not sys.platform.startswith("linux"):
         return Availability(False, "none", 0, f"no kernel sandbox on {sys.platform}: automaton confines agents"
                                               f" on Linux (Landlock) and macOS (Seatbelt); {OFF_HINT}")
-    import errno
 
     try:
         level = landlock.abi()
@@ -96,9 +98,6 @@ def _probe() -> Availability:
 def _probe_namespaces() -> tuple[bool, str]:
     """Run `true` in a child that enters user, mount and network namespaces the way an
     agent's does (every mount remounted read-only, private tmpfs roots): (works, one line)."""
-    import shutil
-    import subprocess
-
     program = shutil.which("true") or sys.executable
     step = namespaces.plan(Policy((), network=False), os.environ.get("XDG_RUNTIME_DIR"))
     namespaces.preload()
