@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     import argparse
 
 from automaton.cli.confirm import confirm
+from automaton.cli.verbs_loops import approve_loop
 from automaton.cli.verbs_tasks import approve as approve_task
 from automaton.cli.verbs_tasks import project_of
 from automaton.commands import rollback
@@ -25,8 +26,6 @@ def approve(ns: argparse.Namespace) -> Outcome:
     if ns.config:
         return approve_config(ns)
     if ns.loop is not None and ns.task is None:
-        from automaton.cli.verbs_loops import approve_loop
-
         return approve_loop(ns)
 
     return approve_task(ns)  # --task (and the usage errors of --task with --loop)

@@ -6,13 +6,13 @@ import argparse
 import sys
 from typing import Any
 
+import automaton.vram
 from automaton.cli.confirm import confirm
 from automaton.cli.parser import UsageError
 from automaton.commands import loops as uc
 from automaton.commands.human import require_human
 from automaton.core.outcome import Outcome
 from automaton.store.layout import Project
-from automaton.vram import probe
 
 
 def project_of(ns: argparse.Namespace) -> Project:
@@ -111,6 +111,6 @@ def remove_loop(ns: argparse.Namespace) -> Outcome:
 
 def vram(ns: argparse.Namespace) -> Outcome:
     """`--vram [--json]`: the probe of automaton.vram; data is its dict."""
-    found: dict[str, Any] = probe()
+    found: dict[str, Any] = automaton.vram.probe()
     lines = [f"{key}: {value}" for key, value in found.items()]
     return Outcome(lines=lines, data=dict(found))

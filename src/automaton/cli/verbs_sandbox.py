@@ -15,6 +15,7 @@ input (no command, unknown task); 126 the sandbox or the exec failed; 127 CMD no
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -27,6 +28,7 @@ from automaton.core.names import TaskRef
 from automaton.core.secrets import withheld, without_credentials
 from automaton.sandbox import available
 from automaton.sandbox.supervisor import supervise
+from automaton.store import tasks
 from automaton.store.layout import Project
 
 if TYPE_CHECKING:
@@ -87,8 +89,6 @@ def run(args: Sequence[str]) -> int:
     session = plan(Project.at(project_dir), task, command)
     if not avail.isolated:
         if session.policy.isolation != "landlock-only":
-            import shutil
-
             if session.policy.tmpdir is not None:
                 shutil.rmtree(session.policy.tmpdir, ignore_errors=True)
             print(f"automaton: sandbox_unavailable: {avail.isolation_detail}"
@@ -116,8 +116,6 @@ def _refuse_widening(project: Project, task: str | None) -> None:
         raise Refused(f"--sandbox starts an agent for a human and this process may be an agent's ({why}):"
                       " run it from your own terminal")
     if task is not None and TaskRef.parse(task) != read_focus(project):
-        from automaton.store import tasks
-
         tasks.load(project, TaskRef.parse(task))  # an unknown task is bad input (exit 2) first
         require_human(f"--sandbox --task {task} (not the focused task)")
 

@@ -42,8 +42,6 @@ def next_step(loop: str, reason: str, state: dict[str, Any], task: str | None, c
     if reason == "task_untracked":
         return f"automaton --phase --task {task} (records the task's phase), then the next tick runs"
     if reason.startswith(f"{DEFERRED}:"):
-        from automaton.store import deferrals
-
         until, where = reason.partition(":")[2], deferrals.path(config.harness.name) if config else None
         sooner = f" (to retry sooner, remove {where})" if where is not None else ""
         return f"none: the first tick after {until} runs{sooner}"

@@ -20,7 +20,7 @@ from automaton.core.chain import ChainCheck
 from automaton.core.errors import BadInput, Refused
 from automaton.core.names import LoopName, TaskRef
 from automaton.core.outcome import Outcome
-from automaton.store import anchor, chainlog, project_config, tasks
+from automaton.store import anchor, chainlog, loops, project_config, tasks
 from automaton.store.layout import Project
 from automaton.store.locks import locked
 
@@ -49,8 +49,6 @@ def target(project: Project, *, task: str | None = None, loop: str | None = None
         folder = project.task_dir(ref)
         return Target(folder / tasks.LOG, tasks.lock_path(project, ref), f"task {ref}", {"task": str(ref)})
     if loop is not None:
-        from automaton.store import loops
-
         name = LoopName.of(loop)
         folder = project.loop_dir(name)
         # The loop's own state lock; a deleted loop's folder is not made again for a lock.

@@ -23,6 +23,7 @@ from automaton import install_paths
 from automaton.core.errors import AutomatonError, BadInput, CorruptState, Refused
 from automaton.core.names import LoopName
 from automaton.core.outcome import Outcome
+from automaton.harnesses import REGISTRY
 from automaton.proc import find_program
 from automaton.schedulers import Job, Scheduler, for_system
 from automaton.store.atomic import atomic_write
@@ -198,8 +199,6 @@ def _resolve_harness(loop: Loop, path_env: str, out: Outcome) -> str | None:
     if harness.name == "command":
         exe = harness.command[0] if harness.command else None
     else:
-        from automaton.harnesses import REGISTRY
-
         exe = getattr(importlib.import_module(REGISTRY[harness.name]), "EXECUTABLE", None)
     if not exe:
         return None

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,8 +105,6 @@ def worktree_changes(worktree: Path, tree: str, index: PrivateIndex | None = Non
     cannot answer.
     """
     if index is None:
-        import tempfile  # only callers without a loop folder (tests, one-off checks)
-
         with tempfile.TemporaryDirectory(prefix="automaton-index-") as tmp:
             return _status(worktree, tree, Path(tmp) / "index", None)
     return _status(worktree, tree, index.path, index)

@@ -17,7 +17,7 @@ from automaton.git import run_git
 from automaton.git.errors import DriftError
 from automaton.git.nested import nested_repositories, shown
 from automaton.git.protect import protected_changes
-from automaton.git.worktree import WorktreeResult
+from automaton.git.worktree import WorktreeResult, commit_all, pointer_problem
 from automaton.harnesses import HarnessResult
 from automaton.runner.verify import protected_patterns
 from automaton.store.layout import Project
@@ -61,8 +61,6 @@ def settle(loop: Loop, cfg: LoopConfig, wt: WorktreeResult, n: int, impl: Harnes
         tip = run_git(project.root, ["rev-parse", "--verify", f"refs/heads/loop/{name}^{{commit}}"])
         out.head = tip.out.strip() if tip.code == 0 and tip.out.strip() else None
     elif wt.in_worktree:
-        from automaton.git.worktree import commit_all, pointer_problem
-
         tampered = pointer_problem(project.root, wt.path)
         if tampered:  # never run git in a worktree whose .git the agent rewrote: it may be the user's branch
             return _halt(out, loop, "drift_detected", f"worktree_lost: {tampered}")

@@ -34,6 +34,7 @@ from rich.table import Table
 
 from automaton.commands import config_seal
 from automaton.commands import loops as loop_cmds
+from automaton.commands.loop_status import loop_status
 from automaton.core.errors import BadInput
 from automaton.core.outcome import Outcome
 from automaton.git import run_git
@@ -324,8 +325,6 @@ def run_demo(console: Console | None = None) -> Outcome:
         console.rule("summary")
         rows = _summary(console, project)
         console.rule("automaton --loop-status drift-check")
-        from automaton.commands.loop_status import loop_status
-
         _say(console, loop_status(project, "drift-check"))
         with contextlib.suppress(BadInput):  # leave no worktree registrations behind in the temp repo
             _git(project.root, "worktree", "prune")

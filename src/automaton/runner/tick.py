@@ -35,6 +35,7 @@ from automaton.git.harden import probe_once
 from automaton.git.worktree import WorktreeResult
 from automaton.harnesses import HarnessRequest, HarnessResult
 from automaton.hooks.install import LOOP_SETTINGS, loop_settings
+from automaton.notify import notify_completion
 from automaton.proc import pinned_programs
 from automaton.runner import (
     aftercommit,
@@ -261,8 +262,6 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
         warnings.append(f"loop {name}: halted: {halt}; a human fixes it and runs automaton --approve --loop {name}")
         show.note(f"  halted: {halt}")
     if new["status"] == "complete":
-        from automaton.notify import notify_completion
-
         notify_completion(project, name, new)  # never raises; a failure is logged as a WARNING
     score = "unscored" if verdict.score is None else f"{verdict.score:.4f}"
     line = (f"tick {n} of loop {name}: score {score} ({verdict.summary}), cost ${counted:.4f}"

@@ -35,12 +35,15 @@ mount_namespaces(7), statvfs(3), netdevice(7).
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import errno
 import fcntl
 import os
+import shutil
 import socket
 import struct
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -82,10 +85,6 @@ def empty_file() -> str:
     READ on it: Landlock looks up a mounted file's rights on the file mounted there."""
     global _empty
     if _empty is None or not os.path.exists(_empty):
-        import atexit
-        import shutil
-        import tempfile
-
         folder = tempfile.mkdtemp(prefix="automaton-mask-")
         atexit.register(shutil.rmtree, folder, True)
         path = os.path.join(folder, "empty")
