@@ -15,8 +15,11 @@ accept_rollback  # src/automaton/cli/verbs_approve.py
 dashboard  # src/automaton/cli/verbs_dashboard.py
 enable_best_effort  # src/automaton/commands/schedule.py
 
-# Public API the README documents for scripts and dashboards (commands/loop_status.py).
+# Public API the docs name: status_data (README: for scripts and dashboards, commands/loop_status.py);
+# read_phase (docs/architecture.md: the strict reader of a task's `.state`, store/tasks.py; the
+# CLI's paths read `.state` through load_dir, tests/store/test_tasks.py calls it).
 status_data
+read_phase
 
 # Fields of typed records: parsed from a file or returned to callers, read by tests and users.
 schema_version  # core/loopconfig.py LoopConfig: loop.json "schema_version"

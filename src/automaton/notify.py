@@ -24,11 +24,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from automaton.core.digest import sha256_hex
 from automaton.core.errors import AutomatonError, one_line
@@ -171,6 +168,11 @@ def _run(argv: list[str], event: str, data: str, message: str) -> str | None:
 def _post(url: str, data: str) -> str | None:
     """POST `data` as JSON. The failure line names the scheme and host only: a webhook's path
     or query often holds its secret (a topic, a token)."""
+    # Only a webhook needs http.client and email (a quarter of --check-gate's imports otherwise).
+    import urllib.error
+    import urllib.request
+    from urllib.parse import urlsplit
+
     parts = urlsplit(url)
     where = f"{parts.scheme}://{parts.hostname}"
     if parts.scheme not in ("http", "https"):

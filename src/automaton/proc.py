@@ -14,12 +14,16 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from automaton.core.errors import one_line
 from automaton.core.sandbox import Policy
-from automaton.sandbox import Confinement, launch, pipes, reaper
-from automaton.sandbox.pipes import Sink
+
+# The sandbox (ctypes, Landlock, namespaces) is imported where an agent's run starts it: every
+# git call of `--check-gate` imports this module and never needs it (bench/bench_gate.py).
+if TYPE_CHECKING:
+    from automaton.sandbox import Confinement
+    from automaton.sandbox.pipes import Sink
 
 
 @dataclass(frozen=True)
@@ -258,6 +262,7 @@ def run_streaming(
     argv = list(argv)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
+    from automaton.sandbox import pipes  # see the note at the top
 
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(pipes.Sink(out_path, max_bytes))
@@ -314,6 +319,8 @@ def _wait(child: subprocess.Popen[bytes], timeout_s: float) -> None:
 def _run(argv: list[str], out: Sink, err: Sink, cwd: Path | None, stdin: str | None, env: Mapping[str, str] | None,
          timeout_s: float, grace_s: float, policy: Policy | None, stack: contextlib.ExitStack) -> tuple[int, bool]:
     """Start, wait for and clean up after one run; (exit code, timed out)."""
+    from automaton.sandbox import launch, pipes, reaper  # see the note at the top
+
     if not argv:
         err.write(b"cannot run an empty command\n")
         return 126, False

@@ -40,6 +40,8 @@ def test_corrupt_state_raises_naming_the_file_never_new(tmp_path: Path, data: by
         tasks.load_dir(REF, folder)
     assert err.value.code == ExitCode.BAD_INPUT
     assert str(folder / ".state") in err.value.message and "--approve --task t --to" in err.value.message
+    with pytest.raises(CorruptState):
+        tasks.read_phase(folder / ".state")
     lenient = tasks.load_dir(REF, folder, strict=False)
     assert lenient.phase is None and lenient.tamper and not lenient.legacy
 
@@ -192,12 +194,15 @@ def test_lock_path_is_outside_the_task_folder_and_shared_with_complete(tmp_path:
 
 
 def test_state_in_the_wrong_shape_says_so_and_names_the_task(tmp_path: Path) -> None:
+    from automaton.core.errors import CorruptState
+    from automaton.store.tasks import read_phase
+
     sub = tmp_path / "tasks" / "parent" / "child"
-    seed(sub, "new")
-    (sub / ".state").write_bytes(b"research")  # no final newline: cut short or written by hand
+    sub.mkdir(parents=True)
+    (sub / ".state").write_bytes(b"research")
     with pytest.raises(CorruptState) as err:
-        tasks.load_dir(TaskRef.parse("parent/child"), sub)
-    assert "not a valid phase ('research')" in err.value.message
+        read_phase(sub / ".state")
+    assert "not in the exact form automaton writes" in err.value.message
     assert "--approve --task parent/child --to PHASE" in err.value.message
 
 

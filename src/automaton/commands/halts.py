@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import copy
 
-from automaton import notify
-from automaton.commands import schedule
 from automaton.store.loops import Loop
 
 
@@ -34,6 +32,8 @@ def halt_now(loop: Loop, reason: str, detail: str, gate: str, fields: dict[str, 
             halted = True
     if halted:
         stop_schedule(loop)
+        from automaton import notify  # only a halt notifies: --check-gate and --loop-list do not load it
+
         notify.notify_logged(loop.project, loop.name, "halt",
                              notify.payload(loop.project, loop.name, "halt", new, reason=reason, gate=gate))
 
@@ -41,4 +41,6 @@ def halt_now(loop: Loop, reason: str, detail: str, gate: str, fields: dict[str, 
 def stop_schedule(loop: Loop) -> str | None:
     """Stop the loop's OS unit firing after a halt: a warning line, or None when done or when no
     schedule is installed; never raises, logs nothing (the caller may hold the state lock)."""
-    return schedule.disable_best_effort(loop.project, loop.name)
+    from automaton.commands.schedule import disable_best_effort  # lazy: only a halt needs the schedulers
+
+    return disable_best_effort(loop.project, loop.name)

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import posixpath
 from pathlib import Path
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from automaton.git.errors import DriftError, git_text, require_commit
 from automaton.git.tree import GITLINK, SYMLINK, Entry, read_blobs
@@ -25,11 +24,18 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
     "build/", "dist/", "node_modules/", ".tox/", ".coverage", "htmlcov/",
 )
 
-# One parsed line: (the pattern, whether it only matches folders).
-_Rule = tuple[pathspec.Pattern, bool]
+if TYPE_CHECKING:
+    import pathspec
+
+    # One parsed line: (the pattern, whether it only matches folders).
+    _Rule = tuple[pathspec.Pattern, bool]
 
 
 def _rules(lines: list[str]) -> list[_Rule]:
+    # pathspec (with dataclasses and typing_extensions) is imported here, where a .gitignore is
+    # read: only when a worktree holds untracked files, never on a tick or gate without them.
+    import pathspec
+
     rules: list[_Rule] = []
     for line in lines:
         try:

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import errno
 import json
-import socket
 import sys
 from pathlib import Path, PurePosixPath
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy reads the name)
+if TYPE_CHECKING:
+    from typing import Any
 
 IN_TREE = ("write", "append", "replace", "delete")
 ATTEMPT = "attempt_write"
@@ -98,6 +100,8 @@ def _errno_name(exc: OSError) -> str:
 
 
 def _connect(path: Path, content: str) -> None:
+    import socket
+
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(5)
         sock.connect(str(path))

@@ -43,6 +43,28 @@ def phase_token(data: bytes) -> str | None:
     return value if is_phase(value) else None
 
 
+def read_phase(state_file: Path) -> str:
+    """Read `.state`; raises CorruptState (exit 2) naming the file. Never defaults to `new`."""
+    data = _read_bytes(state_file)
+    if data is None:
+        raise CorruptState(f"{state_file}: missing; create tasks with automaton --create-task")
+    phase = phase_token(data)
+    if phase is None:
+        text = data[:80].decode("utf-8", "replace")
+        shown = text.strip() or "empty"
+        if is_phase(text.strip(" \t\n")):
+            # A valid word in the wrong shape (no final newline, extra spaces, lines): automaton
+            # always writes exactly "<phase>\n", so this was cut short or written by hand.
+            what = f"{shown!r} is not in the exact form automaton writes (one line ending in a newline)"
+        else:
+            what = f"not a valid phase ({shown!r})"
+        raise CorruptState(
+            f"{state_file}: {what}; it was written outside automaton or cut short —"
+            f" a human re-seals it with: automaton --approve --task {_ref_of(state_file.parent)} --to PHASE"
+        )
+    return phase
+
+
 def _ref_of(folder: Path) -> str:
     """How a user addresses the task in `folder`: NAME, or PARENT/SUB for a sub-task."""
     up = folder.parent.name
