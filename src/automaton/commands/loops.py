@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from automaton.commands import first_approval
+from automaton.commands.excludes import exclude
 from automaton.commands.human import Human, acting
 from automaton.commands.loop_gate import _Facts, can_continue, check_gate
 from automaton.commands.loop_views import audit_section, can_edit_loop, loop_list
@@ -161,8 +162,6 @@ def _refuse_leftovers(project: Project, loop: LoopName) -> None:
 
 def _exclude_runtime(project: Project) -> list[str]:
     """Append the loop runtime patterns to the repo's info/exclude (git repos only)."""
-    from automaton.commands.excludes import exclude
-
     return exclude(project, tuple(f".automaton/loops/*/{p}" for p in EXCLUDES),
                    "# automaton loop runtime files")
 
