@@ -167,3 +167,14 @@ def test_the_checkpoint_goes_with_the_anchor(log: Path) -> None:
 
     anchor.forget(log)
     assert not checkpoint.file_of(log).exists()
+
+
+def test_the_digest_is_sha256_with_or_without_hashlib_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    import hashlib
+    import sys
+
+    text = "é line\n" * 100
+    want = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    assert checkpoint.digest(text) == want
+    monkeypatch.delitem(sys.modules, "hashlib")
+    assert checkpoint.digest(text) == want
