@@ -56,7 +56,8 @@ def test_base_branch_is_used_never_a_hardcoded_main(tmp_path: Path) -> None:
 
 def test_commit_all_commits_everything_on_the_loop_branch(project: Path, tmp_path: Path) -> None:
     res = ensure_worktree(project, tmp_path / "loop", "demo")
-    assert commit_all(res.path, "automaton: tick 1") == CommitResult(None, None, None)  # nothing to commit
+    nothing = CommitResult(None, None, None, head=git(res.path, "rev-parse", "HEAD").strip())
+    assert commit_all(res.path, "automaton: tick 1") == nothing  # nothing to commit
     (res.path / "new.py").write_text("x = 1\n")
     done = commit_all(res.path, "automaton: tick 1")
     assert done.error is None and done.sha == git(project, "rev-parse", "loop/demo").strip()

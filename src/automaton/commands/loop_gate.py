@@ -236,7 +236,9 @@ def check(loop: Loop, task: str | None = None, *, drift_cwd: Path | None = None)
         facts = _Facts.of(loop, s.rec.state, task, drift_cwd)
         was_halted = not s.rec.tamper and s.rec.state["status"] == "halted"
         # A loop created halted (waiting for its first approval) has its halt on the CREATED line.
-        since = next((line.ts for line in reversed(s.rec.chain.lines) if line.event in ("HALT", "CREATED")), None)
+        # Only for a halted loop (the walk back reads the log's lines: a running loop's last HALT may be its first line)
+        since = next((line.ts for line in reversed(s.rec.chain.lines) if line.event in ("HALT", "CREATED")),
+                     None) if was_halted else None
         config: LoopConfig | None = None
         if s.rec.tamper:
             detail = f"{STATE_TAMPERED}: {s.rec.tamper}"

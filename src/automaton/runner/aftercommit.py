@@ -75,9 +75,8 @@ def settle(loop: Loop, cfg: LoopConfig, wt: WorktreeResult, n: int, impl: Harnes
             return _halt(out, loop, "human_intervention", f"{COMMIT_FAILED}: {done.error}{fix}")
         if done.sha is not None:  # the commit just made is the branch tip
             out.head = done.sha
-        else:  # nothing to commit: the tip is what earlier ticks left
-            tip = run_git(wt.path, ["rev-parse", "--verify", "HEAD^{commit}"])
-            out.head = tip.out.strip() if tip.code == 0 and tip.out.strip() else None
+        else:  # nothing to commit: the tip is what earlier ticks left (commit_all read it before `git add`)
+            out.head = done.head
     unavailable = impl.unavailable
     if unavailable:
         out.free = out.sha is None  # an agent that changed files did start: its tick is charged

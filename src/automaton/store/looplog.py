@@ -14,14 +14,15 @@ log that `--remove-loop` archived.
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
-from automaton.core.chain import LogLine
+from automaton.core.chain import Lines, LogLine
 from automaton.core.errors import BadInput
 from automaton.core.loopconfig import COMMIT_HEX, initial_state
 from automaton.core.names import LoopName, TaskRef
-from automaton.store.chainlog import utc_now
+from automaton.store.chainlog import Verified, save_checkpoint, utc_now
 
 TYPE_CHECKING = False  # typing stays off the loop readers' paths (core/record.py says why)
 if TYPE_CHECKING:
@@ -82,11 +83,14 @@ def log_finding(lines: list[LogLine], log_file: Path) -> str:
     memo_key = str(log_file)
     seen = _FOLDS.pop(memo_key, None)
     high: dict[str, float] = {}
+    restored = _restored(lines)
     if seen is not None and _extends(seen[0], lines):
         # Only the lines appended since this process checked the same line objects (the chain
         # reader hands out the lines it verified before: `store.chainlog`) are folded in; a
         # new re-seal among them moves the start, so that is checked from scratch.
         done, start, prev, reserved = len(seen[0]), seen[1], seen[2], seen[3]
+    elif restored is not None:  # another process folded the checkpoint's prefix (`store.checkpoint`)
+        done, start, prev, reserved = restored
     else:
         start = max((i for i, line in enumerate(lines) if _is_reseal(line)), default=0)
         for line in lines[:start]:
@@ -95,10 +99,32 @@ def log_finding(lines: list[LogLine], log_file: Path) -> str:
         done, prev, reserved = start, {}, {}  # reserved: n -> (reserved_usd, TICK_START's counters)
     found = _fold(lines, log_file, done, start, high, prev, reserved)
     if not found:
-        _FOLDS[memo_key] = (list(lines), start, prev, reserved)
+        _FOLDS[memo_key] = (lines.lazy_copy() if isinstance(lines, Lines) else list(lines), start, prev, reserved)
         while len(_FOLDS) > _FOLDS_SIZE:
             _FOLDS.pop(next(iter(_FOLDS), memo_key), None)
+        save_checkpoint(lines, json.dumps([start, prev, reserved], separators=(",", ":"), allow_nan=False))
     return found
+
+
+_Reserved = dict[str, tuple[float, dict[str, float]]]  # n -> (reserved_usd, TICK_START's counters)
+
+
+def _restored(lines: list[LogLine]) -> tuple[int, int, dict[str, float], _Reserved] | None:
+    """(lines folded, last re-seal's index, counters, open reservations) from the keyed checkpoint
+    `lines` were read from, None without one (or with a re-seal after it: checked from scratch)."""
+    seen = lines.mark if isinstance(lines, Lines) else None
+    start_mark = seen.start if isinstance(seen, Verified) else None
+    if start_mark is None or not start_mark.fold or start_mark.count > len(lines):
+        return None
+    if any(_is_reseal(lines[i]) for i in range(start_mark.count, len(lines))):
+        return None
+    try:
+        start, prev, reserved = json.loads(start_mark.fold)
+        prev = {str(k): float(v) for k, v in prev.items()}
+        reserved = {str(n): (float(r[0]), {str(k): float(v) for k, v in r[1].items()}) for n, r in reserved.items()}
+        return start_mark.count, int(start), prev, reserved
+    except (ValueError, TypeError, AttributeError, IndexError):  # keyed, so ours; still checked, never a crash
+        return None
 
 
 # log_file -> (the lines last found clean, the index of their last re-seal, the fold's counters
@@ -109,8 +135,11 @@ _FOLDS_SIZE = 8
 
 def _extends(old: list[LogLine], lines: list[LogLine]) -> bool:
     """`lines` starts with the very objects of `old` and holds no re-seal after them."""
-    return (len(old) <= len(lines) and all(a is b for a, b in zip(old, lines[:len(old)], strict=True))
-            and not any(_is_reseal(x) for x in lines[len(old):]))
+    if isinstance(old, Lines) and isinstance(lines, Lines):
+        same = old.shares_start(lines)
+    else:
+        same = len(old) <= len(lines) and all(a is b for a, b in zip(old, lines[:len(old)], strict=True))
+    return same and not any(_is_reseal(lines[i]) for i in range(len(old), len(lines)))
 
 
 def _fold(lines: list[LogLine], log_file: Path, done: int, start: int, high: dict[str, float],
@@ -168,10 +197,14 @@ def _give_back(line: LogLine, held: tuple[float, dict[str, float]] | None) -> di
 def state_below_log(state: dict[str, Any], lines: list[LogLine], state_file: Path) -> str:
     """A state whose counters are lower than its log's last logged ones ("" when not)."""
     last: dict[str, float] = {}
-    for line in reversed(lines):  # the last line that carries counters (each line parsed once)
-        last = logged_counters(line)
+    restored = _restored(lines)
+    stop = restored[0] if restored is not None else 0
+    for i in range(len(lines) - 1, stop - 1, -1):  # the last line that carries counters (each parsed once)
+        last = logged_counters(lines[i])
         if last:
             break
+    if not last and restored is not None:  # none since the checkpoint: its fold holds the last ones
+        last = dict(restored[2])
     for key, value in last.items():
         if float(state[key]) < value - EPS_USD:
             return (f"{state_file}: {key} {state[key]} is lower than its log's {value:g}:"
