@@ -45,6 +45,7 @@ FAST = frozenset({
     "automaton.core.outcome", "automaton.core.phases", "automaton.core.record", "automaton.core.scope",
     "automaton.runner", "automaton.runner.cli", "automaton.runner.progress", "automaton.runner.skip",
     "automaton.store", "automaton.store.anchor", "automaton.store.atomic", "automaton.store.chainlog",
+    "automaton.store.checkpoint",
     "automaton.store.config", "automaton.store.key", "automaton.store.layout", "automaton.store.locks",
     "automaton.store.looplog", "automaton.store.loops", "automaton.store.project_config", "automaton.store.tasks",
 })
