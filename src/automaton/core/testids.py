@@ -25,6 +25,16 @@ MAX_LINE = 1 << 16  # bytes: a longer line is no record the plugin writes
 MAX_IDS = 200_000  # records kept: a stream past this is read as broken
 
 
+def runs_pytest(argv: list[str]) -> bool:
+    """Whether `argv` runs pytest: a program named pytest / py.test (any folder, any `.exe`), or
+    `-m pytest` anywhere (`python -m pytest`, `uv run python -m pytest`)."""
+    for i, arg in enumerate(argv):
+        base = arg.replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".exe")
+        if base in ("pytest", "py.test") or (arg == "-m" and i + 1 < len(argv) and argv[i + 1] == "pytest"):
+            return True
+    return False
+
+
 @record
 class Streamed:
     """collected: ids in collection order (after deselection); deselected: ids; results: id ->
@@ -73,7 +83,7 @@ def read_stream(data: bytes) -> Streamed:
         elif kind == "result" and obj.get("outcome") in OUTCOMES:
             out.results.setdefault(ident, str(obj["outcome"]))
         else:
-            out.junk += int(kind not in ("collected", "result"))
+            out.junk += int(kind != "collected")  # a collected id seen before is no junk
     return out
 
 

@@ -186,6 +186,14 @@ def default_protected(verify_argv: list[str], root: Path | None = None) -> list[
     return found
 
 
+def effective_protected(protected: list[str] | None, verify_argv: list[str], root: Path | None) -> list[str]:
+    """What a tick protects: `protected` (loop.json `blast_radius.protected`) plus BYTECODE,
+    or, when it is None, `default_protected(verify_argv, root)`."""
+    if protected is None:
+        return default_protected(verify_argv, root)
+    return [*protected, *(p for p in BYTECODE if p not in protected)]
+
+
 def protected_changes(repo: Path, base_commit: str, commit: str, protected: Iterable[str]) -> list[str]:
     """Sorted paths matching `protected` (gitignore patterns) that differ between the trees of
     `base_commit` and `commit` (added, removed, changed, or a mode change). Raises

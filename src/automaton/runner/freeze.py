@@ -34,7 +34,7 @@ from pathlib import Path
 
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.record import field, record
-from automaton.core.testids import Frozen, Streamed, read_stream, removed
+from automaton.core.testids import Frozen, Streamed, read_stream, removed, runs_pytest
 from automaton.store import frozen_tests
 
 PLUGIN = "automaton_verdicts"
@@ -42,16 +42,6 @@ ENV_FD = "AUTOMATON_VERDICT_FD"
 HOLDOUT_DIR = "automaton_holdout"
 MAX_STREAM = 64 << 20  # bytes of plugin records kept; past this the stream reads as broken
 SHOWN = 10  # ids named in a halt's detail
-
-
-def runs_pytest(argv: list[str]) -> bool:
-    """Whether `argv` runs pytest: a program named pytest / py.test (any folder, any `.exe`), or
-    `-m pytest` anywhere (`python -m pytest`, `uv run python -m pytest`)."""
-    for i, arg in enumerate(argv):
-        base = os.path.basename(arg).removesuffix(".exe")
-        if base in ("pytest", "py.test") or (arg == "-m" and i + 1 < len(argv) and argv[i + 1] == "pytest"):
-            return True
-    return False
 
 
 def applies(cfg: LoopConfig) -> bool:

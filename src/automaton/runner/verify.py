@@ -149,12 +149,10 @@ def _remove(folder: Path) -> None:
 def protected_patterns(cfg: LoopConfig, repo: Path) -> list[str]:
     """`blast_radius.protected` plus the bytecode patterns (`git.protect.BYTECODE`), or the
     defaults derived from the verify command's paths in `repo`."""
-    from automaton.git.protect import BYTECODE, default_protected
+    from automaton.git.protect import effective_protected
 
-    if cfg.blast_radius.protected is not None:  # bytecode never counts, whatever the list says
-        return [*cfg.blast_radius.protected, *(p for p in BYTECODE if p not in cfg.blast_radius.protected)]
-
-    return default_protected(list(cfg.roles.verify.command or []), repo)
+    blast = cfg.blast_radius.protected
+    return effective_protected(None if blast is None else list(blast), list(cfg.roles.verify.command or []), repo)
 
 
 def run_verify(cfg: LoopConfig, adapter: harnesses.Harness, request: Callable[..., HarnessRequest], folder: Path,
