@@ -23,12 +23,25 @@ def res(ident: str, outcome: str) -> dict[str, str]:
     return {"kind": "result", "id": ident, "outcome": outcome}
 
 
+def col(*idents: str) -> list[dict[str, str]]:
+    return [{"kind": "collected", "id": i} for i in idents]
+
+
 def test_the_first_result_of_each_id_wins_and_nothing_after_the_end_counts() -> None:
     data = lines({"kind": "collected", "id": "t::a"}, res("t::a", "failed"), res("t::a", "passed"),
                  {"kind": "end", "exitstatus": 1}, res("t::b", "passed"))
     run = read_stream(data + b"not json\n")
     assert run.results == {"t::a": "failed"}
     assert run.end == 1 and run.collected == ["t::a"]
+    assert run.conflicts == ["t::a"]  # a second, different result: someone else wrote one
+    assert disagreement(run, 1, None) == "results written twice or for tests never collected: t::a"
+
+
+def test_a_result_for_a_test_never_collected_is_a_conflict() -> None:
+    run = read_stream(lines(*col("t::a"), res("t::a", "passed"), res("t::b", "passed"),
+                            {"kind": "end", "exitstatus": 0}))
+    assert run.conflicts == ["t::b"]
+    assert disagreement(run, 0, None) is not None
 
 
 def test_junk_lines_are_counted_never_read_as_results() -> None:
@@ -38,26 +51,31 @@ def test_junk_lines_are_counted_never_read_as_results() -> None:
 
 
 def test_removed_names_missing_skipped_xfailed_and_deselected_ids() -> None:
-    run = read_stream(lines({"kind": "deselected", "id": "t::d"}, res("t::s", "skipped"), res("t::x", "xfailed"),
-                            res("t::p", "passed"), res("t::new", "passed"), {"kind": "end", "exitstatus": 0}))
+    run = read_stream(lines({"kind": "deselected", "id": "t::d"}, *col("t::s", "t::x", "t::p", "t::new"),
+                            res("t::s", "skipped"), res("t::x", "xfailed"), res("t::p", "passed"),
+                            res("t::new", "passed"), {"kind": "end", "exitstatus": 0}))
     assert removed(["t::p", "t::s", "t::x", "t::d", "t::gone"], run) == [
         ("t::d", "deselected"), ("t::gone", "missing"), ("t::s", "skipped"), ("t::x", "xfailed")]
     assert removed(["t::p"], run) == []  # a new test is fine
 
 
 def test_an_exit_status_that_contradicts_the_stream_is_found() -> None:
-    failed = read_stream(lines(res("t::a", "failed"), res("t::b", "passed"), {"kind": "end", "exitstatus": 1}))
+    failed = read_stream(lines(*col("t::a", "t::b"), res("t::a", "failed"), res("t::b", "passed"),
+                               {"kind": "end", "exitstatus": 1}))
     assert disagreement(failed, 0, None) == "exit status 0, but pytest finished with 1"
     assert disagreement(failed, 1, None) is None
-    cut = read_stream(lines(res("t::a", "failed")))
+    cut = read_stream(lines(*col("t::a"), res("t::a", "failed")))
     assert disagreement(cut, 0, None) == "the result stream ended early, yet the process exited 0"
     assert disagreement(cut, 1, None) is None  # unscored later, not a contradiction
-    forged_end = read_stream(lines(res("t::a", "failed"), {"kind": "end", "exitstatus": 0}))
+    forged_end = read_stream(lines(*col("t::a"), res("t::a", "failed"), {"kind": "end", "exitstatus": 0}))
     assert disagreement(forged_end, 0, None) == "exit status 0 with 1 failed test(s) streamed"
+    forged_pass = read_stream(lines(*col("t::a"), res("t::a", "passed"), {"kind": "end", "exitstatus": 1}))
+    assert disagreement(forged_pass, 1, None) == "exit status 1 (tests failed) with no failed test streamed"
 
 
 def test_junit_that_counts_more_passes_than_the_stream_is_found() -> None:
-    run = read_stream(lines(res("t::a", "failed"), res("t::b", "passed"), {"kind": "end", "exitstatus": 1}))
+    run = read_stream(lines(*col("t::a", "t::b"), res("t::a", "failed"), res("t::b", "passed"),
+                            {"kind": "end", "exitstatus": 1}))
     honest = ('<testsuite><testcase name="a"><failure/></testcase><testcase name="b"/>'
               '<testcase name="collect"><error/></testcase></testsuite>')
     assert disagreement(run, 1, honest) is None  # a collection error is one more failure there

@@ -245,3 +245,27 @@ def test_a_forged_frozen_set_is_not_trusted(project: Path) -> None:
     record["ids"] = ["tests/test_calc.py::test_sub"]  # drop test_add without the key
     (folder / frozen_tests.FROZEN).write_text(json.dumps(record))
     assert frozen_tests.read_frozen(folder) is None
+
+
+FORGE_THROUGH_THE_PIPE = BUGGY + '''
+import json, os, stat
+
+for _fd in range(3, 256):
+    try:
+        if stat.S_ISFIFO(os.fstat(_fd).st_mode):
+            os.write(_fd, json.dumps({"kind": "result", "id": "tests/test_calc.py::test_add",
+                                      "outcome": "passed"}).encode() + b"\\n")
+    except OSError:
+        pass
+'''
+
+
+def test_a_result_forged_through_the_inherited_pipe_is_named_not_scored(project: Path) -> None:
+    # The code under test finds the plugin's descriptor (it runs in the same process) and writes
+    # a pass for the failing test before pytest does: a result for a test not yet collected.
+    proj = loop(project, [{"write": "src/calc.py", "content": FORGE_THROUGH_THE_PIPE}])
+    out = tick(proj, "demo")
+    assert out.data is not None and out.data["verdict"]["score"] is None, out.data
+    reason, detail = halted(proj)
+    assert (reason, detail) == ("human_intervention", "verdict_mismatch: results written twice or for tests never"
+                                                      " collected: tests/test_calc.py::test_add")

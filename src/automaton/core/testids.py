@@ -39,13 +39,17 @@ def runs_pytest(argv: list[str]) -> bool:
 class Streamed:
     """collected: ids in collection order (after deselection); deselected: ids; results: id ->
     outcome, first line per id; end: pytest's exit status from the `end` record (None: the
-    stream ended before it); junk: lines that were no record (counted, never trusted)."""
+    stream ended before it); junk: lines that were no record (counted, never trusted);
+    conflicts: ids with a second result that differs from the first, or a result for an id
+    that was not collected (the plugin writes one result per collected test: anything else was
+    written by someone else)."""
 
     collected: list[str] = field(default_factory=list)
     deselected: list[str] = field(default_factory=list)
     results: dict[str, str] = field(default_factory=dict)
     end: int | None = None
     junk: int = 0
+    conflicts: list[str] = field(default_factory=list)
 
 
 def _record(line: bytes) -> dict[str, object] | None:
@@ -81,7 +85,9 @@ def read_stream(data: bytes) -> Streamed:
         elif kind == "deselected":
             out.deselected.append(ident)
         elif kind == "result" and obj.get("outcome") in OUTCOMES:
-            out.results.setdefault(ident, str(obj["outcome"]))
+            first = out.results.setdefault(ident, str(obj["outcome"]))
+            if (first != obj["outcome"] or ident not in seen) and ident not in out.conflicts:
+                out.conflicts.append(ident)
         else:
             out.junk += int(kind != "collected")  # a collected id seen before is no junk
     return out
@@ -130,17 +136,25 @@ def junit_counts(xml_text: str) -> tuple[int, int, int] | None:
 
 def disagreement(run: Streamed, exit_code: int, junit_xml: str | None) -> str | None:
     """Why the run's other reports contradict the stream, or None: the stream ended without its
-    `end` record while the process exited 0; an exit status other than the stream's `end`; an
-    exit 0 with failed tests streamed (pytest exits 0 only when every test passed); JUnit XML
+    `end` record while the process exited 0; a result written twice with different outcomes,
+    or for an id never collected; an exit status other than the stream's `end`; an exit 0 with
+    failed tests streamed, or an exit 1 with none (pytest exits 0 when every test passed, 1
+    when some failed: also for collection errors under `--continue-on-collection-errors`,
+    which therefore read as a contradiction); JUnit XML
     that counts other passed tests, or fewer failed ones, than the stream (it may count more
     failures: a collection error is a testcase there and no test in the stream)."""
     passed, failed, _ = counts(run)
+    if run.conflicts:
+        more = f" (+{len(run.conflicts) - 3} more)" if len(run.conflicts) > 3 else ""
+        return f"results written twice or for tests never collected: {', '.join(run.conflicts[:3])}{more}"
     if run.end is None:
         return "the result stream ended early, yet the process exited 0" if exit_code == 0 else None
     if run.end != exit_code:
         return f"exit status {exit_code}, but pytest finished with {run.end}"
     if exit_code == 0 and failed:
         return f"exit status 0 with {failed} failed test(s) streamed"
+    if exit_code == 1 and not failed:
+        return "exit status 1 (tests failed) with no failed test streamed"
     if junit_xml is not None:
         found = junit_counts(junit_xml)
         if found is None:
