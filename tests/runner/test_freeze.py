@@ -106,3 +106,29 @@ def test_a_changed_holdout_halts_until_a_human_approves_it(project: Path) -> Non
     assert out.data is not None and out.data["verdict"]["score"] is None
     reason, detail = halted(proj)
     assert reason == "human_intervention" and detail.startswith("holdout_changed: "), detail
+
+
+def test_a_holdout_copy_the_verifier_leaves_in_the_kept_export_is_hidden_from_the_next_agent(project: Path) -> None:
+    holdout = {"test_secret_holdout.py": "def test_secret():\n    assert 'secret-name'\n"}
+    kept = kept_export_of(project.resolve(), "demo")
+    # Tick 1: code under test copies the holdout into the export (kept for the next tick).
+    # Tick 2: the agent reads it back from the kept export.
+    leak = ("import glob, shutil\nfor f in glob.glob('tests/automaton_holdout/*.py'):\n"
+            "    shutil.copy(f, 'leak.txt')\n")
+    agent = ("import os, pathlib\n"
+             f"leak = {leak!r}\n"
+             "if os.environ['AUTOMATON_ITERATION'] == '1':\n"
+             f"    pathlib.Path('src/calc.py').write_text({BUGGY!r} + leak)\n"
+             "else:\n"
+             "    try:\n"
+             f"        text = pathlib.Path({str(kept / 'leak.txt')!r}).read_text()\n"
+             "    except OSError as exc:\n"
+             "        text = f'denied {exc.errno}'\n"
+             "    pathlib.Path('src/seen.txt').write_text(text)\n")
+    proj = loop(project, [], protected=[], holdout=holdout, agent=agent)
+    tick(proj, "demo")
+    assert (kept / "leak.txt").is_file()  # the verifier's code did leave it there
+    out = tick(proj, "demo")
+    assert out.data is not None
+    seen = (Path(out.data["worktree"]) / "src" / "seen.txt").read_text()
+    assert seen.startswith("denied"), seen

@@ -134,10 +134,14 @@ def holdout_source(cfg: LoopConfig, loop_dir: Path) -> Path | None:
     return None if rel is None else loop_dir / rel
 
 
-def hidden_for(cfg: LoopConfig, loop_dir: Path) -> tuple[Path, ...]:
-    """Paths no role's sandbox may read: the loop's holdout folder."""
+def hidden_for(cfg: LoopConfig, loop_dir: Path, role: str, kept: Path) -> tuple[Path, ...]:
+    """Paths a role's sandbox may not read: the loop's holdout folder (every role); and for
+    every role but the verifier, the loop's kept export `kept` (`store.layout.kept_export_of`),
+    where code the verifier ran could have left a copy of the holdout tests for the next tick."""
     source = holdout_source(cfg, loop_dir)
-    return () if source is None else (source,)
+    if source is None:
+        return ()
+    return (source,) if role == "verify" else (source, kept)
 
 
 def holdout_target(export: Path) -> Path:

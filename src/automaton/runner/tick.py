@@ -53,7 +53,7 @@ from automaton.runner.progress import QUIET, Progress
 from automaton.runner.worktree import ensure_for_tick
 from automaton.sandbox import reaper
 from automaton.store import deferrals
-from automaton.store.layout import Project
+from automaton.store.layout import Project, kept_export_of
 from automaton.store.locks import Busy, locked
 from automaton.store.loops import Loop
 
@@ -189,7 +189,7 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
         return confine.role_policy(cfg, cwd, tmp, project_root=project.root, in_worktree=own,
                                    label=f"loop {name} tick {n} {role}", harness=harness,
                                    network=not (role == "verify" and harness == "command"),
-                                   hide=freeze.hidden_for(cfg, loop_dir))
+                                   hide=freeze.hidden_for(cfg, loop_dir, role, kept_export_of(project.root, name)))
 
     def request(role: str, prompt: str, *, cwd: Path | None = None, sandbox: Policy | None = None) -> HarnessRequest:
         (folder / f"{role}.prompt.md").write_text(prompt, encoding="utf-8")
