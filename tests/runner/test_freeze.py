@@ -132,3 +132,22 @@ def test_a_holdout_copy_the_verifier_leaves_in_the_kept_export_is_hidden_from_th
     assert out.data is not None
     seen = (Path(out.data["worktree"]) / "src" / "seen.txt").read_text()
     assert seen.startswith("denied"), seen
+
+
+def test_the_verify_logs_that_show_the_holdout_are_hidden_from_the_next_agent(project: Path) -> None:
+    holdout = {"test_calc_holdout.py": "from calc import add\n\n\ndef test_add_holdout():\n    assert add(1, 1) == 2\n"}
+    agent = ("import os, pathlib\n"
+             "if os.environ['AUTOMATON_ITERATION'] == '2':\n"
+             "    try:\n"
+             "        text = pathlib.Path('../runs/1/verify.log').read_text()\n"
+             "    except OSError as exc:\n"
+             "        text = f'denied {exc.errno}'\n"
+             "    pathlib.Path('src/seen.txt').write_text(text)\n")
+    proj = loop(project, [], protected=[], holdout=holdout, agent=agent)
+    tick(proj, "demo")
+    log = proj.loop_dir(store.require_tracked(proj, "demo")) / "runs" / "1" / "verify.log"
+    assert "test_add_holdout" in log.read_text()  # the log names the holdout test and its failing line
+    out = tick(proj, "demo")
+    assert out.data is not None
+    seen = (Path(out.data["worktree"]) / "src" / "seen.txt").read_text()
+    assert seen.startswith("denied"), seen

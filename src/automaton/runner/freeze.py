@@ -135,13 +135,15 @@ def holdout_source(cfg: LoopConfig, loop_dir: Path) -> Path | None:
 
 
 def hidden_for(cfg: LoopConfig, loop_dir: Path, role: str, kept: Path) -> tuple[Path, ...]:
-    """Paths a role's sandbox may not read: the loop's holdout folder (every role); and for
-    every role but the verifier, the loop's kept export `kept` (`store.layout.kept_export_of`),
-    where code the verifier ran could have left a copy of the holdout tests for the next tick."""
+    """Paths a role's sandbox may not read when the loop has holdout tests: the holdout folder
+    (every role); and for every role but the verifier, the loop's kept export `kept`
+    (`store.layout.kept_export_of`), where code the verifier ran could leave a copy of them,
+    and the loop's `runs/`, whose verify.log and junit.xml name them and show their failing
+    lines."""
     source = holdout_source(cfg, loop_dir)
     if source is None:
         return ()
-    return (source,) if role == "verify" else (source, kept)
+    return (source,) if role == "verify" else (source, kept, loop_dir / "runs")
 
 
 def holdout_target(export: Path) -> Path:
