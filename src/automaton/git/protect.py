@@ -152,13 +152,39 @@ def collected_patterns(root: Path | None) -> list[str]:
     return [*found, "conftest.py", "**/conftest.py"]
 
 
+# pytest options whose value is the next argument (`-p no:cacheprovider`, `-k expr`): no path.
+_VALUED = frozenset({"-p", "-k", "-m", "-c", "-o", "-W", "-n", "-r", "--rootdir", "--deselect", "--ignore",
+                     "--ignore-glob", "--confcutdir", "--basetemp", "--junitxml", "--junit-xml", "--maxfail",
+                     "--tb", "--import-mode", "--override-ini", "--config-file", "--dist", "--numprocesses"})
+
+
+def _pytest_positionals(argv: list[str]) -> list[str]:
+    """The positional arguments after `pytest` / `-m pytest` in `argv` (pytest reads them as
+    paths or node ids, whether they exist yet or not); [] when argv runs no pytest."""
+    start = next((i + 1 for i, a in enumerate(argv)
+                  if a.replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".exe") in ("pytest", "py.test")), None)
+    if start is None:
+        return []
+    out: list[str] = []
+    skip = False
+    for arg in argv[start:]:
+        if skip:
+            skip = False
+        elif arg.startswith("-"):
+            skip = arg in _VALUED
+        else:
+            out.append(arg)
+    return out
+
+
 def default_protected(verify_argv: list[str], root: Path | None = None) -> list[str]:
     """DEFAULT_PROTECTED plus one pattern per element of `verify_argv` that names a path of
     the repository: `<dir>/**` for a folder, the path itself for a file (`pytest tests/` →
     `tests/**`; `tests/test_x.py::test_a` → `tests/test_x.py`). Options (`-q`, `--x=y`) and
     the repository root itself (`pytest .`: protecting everything would halt every tick) never
-    count. When no element names a path, what pytest would collect (`collected_patterns`)
-    is protected instead. `root`: the repository; with it only paths that exist there count, folders and
+    count. When no element names a path (and pytest is given no positional argument, even one
+    that does not exist yet), what pytest would collect (`collected_patterns`) is protected
+    too. `root`: the repository; with it only paths that exist there count, folders and
     files told apart; without it every other element counts except a first one without a `/`
     (the program, found on PATH), as an anchored pattern that covers a file or a folder.
     """
@@ -181,7 +207,8 @@ def default_protected(verify_argv: list[str], root: Path | None = None) -> list[
                 continue
         if pattern not in found:
             found.append(pattern)
-    if len(found) == len(DEFAULT_PROTECTED):  # the command names no path: protect what pytest collects
+    if len(found) == len(DEFAULT_PROTECTED) and not _pytest_positionals(verify_argv):
+        # The command names no path: protect what pytest would collect.
         found += [p for p in collected_patterns(root) if p not in found]
     return found
 

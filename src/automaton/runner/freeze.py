@@ -188,7 +188,8 @@ def frozen_set(cfg: LoopConfig, loop_dir: Path, base: str, holdout: str,
     """The loop's frozen set for `base`: the sealed record when it was collected at `base`, else
     collected now (`collect_at_base`: a `--collect-only` run on a clean export of the base
     commit) and sealed. A sealed record of the same base whose holdout digest differs from
-    `holdout`: the string `holdout_changed: …`. A collection that fails: `not collected: …`."""
+    `holdout`: the string `holdout_changed: …`. A collection that fails: `not collected: …`.
+    A base commit with no test yet freezes the empty set."""
     found = frozen_tests.read_frozen(loop_dir)
     if found is not None and found.base_commit == base:
         if found.holdout != holdout:
@@ -196,7 +197,7 @@ def frozen_set(cfg: LoopConfig, loop_dir: Path, base: str, holdout: str,
                     " the test set was frozen")
         return found
     run = collect_at_base()
-    if run is None or run.end is None or not run.collected:
+    if run is None or run.end is None:
         return "not collected: the test ids of the base commit could not be collected"
     return frozen_tests.write_frozen(loop_dir, base, holdout, run.collected)
 

@@ -89,7 +89,9 @@ def _collect(cfg: LoopConfig, folder: Path, tmp: Path, loop_dir: Path, policy_fo
         return None
     finally:
         remove_tree(dest)
-    return None if timed_out or code != 0 else stream
+    # pytest's exit statuses: 0 collected, 5 no tests collected, 4 usage error, which a path the
+    # base commit does not have yet (`pytest tests` before tests/ exists) also gives.
+    return None if timed_out or code not in (0, 4, 5) else stream
 
 
 def _judged(cfg: LoopConfig, folder: Path, cwd: Path, tmp: Path, policy: Policy | None, env: dict[str, str],
