@@ -237,6 +237,7 @@ def run_streaming(
     grace_s: float = GRACE_S,
     sandbox: Policy | None = None,
     max_bytes: int = MAX_BYTES,
+    pass_fds: tuple[int, ...] = (),
 ) -> Streamed:
     """Run a long child (a harness) with its output streamed to files through pipes.
 
@@ -248,7 +249,8 @@ def run_streaming(
     file. With `sandbox`, the child is confined to that policy by the kernel (Landlock on
     Linux, Seatbelt on macOS) and gets TMPDIR/TMP/TEMP = `policy.tmpdir`; where that cannot
     be done it is not started at all: code 126 and a line `sandbox unavailable: …` or
-    `sandbox failed: …` in the stderr file.
+    `sandbox failed: …` in the stderr file. `pass_fds`: descriptors of this process the child
+    inherits under the same numbers (POSIX; the verifier's result pipe, `runner.freeze`).
 
     The child starts in its own session and process group; after `timeout_s` seconds the
     group gets SIGTERM, then SIGKILL after `grace_s` seconds. When it ends, everything it
@@ -267,7 +269,7 @@ def run_streaming(
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(pipes.Sink(out_path, max_bytes))
         err = out if err_path is None or err_path == out_path else stack.enter_context(pipes.Sink(err_path, max_bytes))
-        code, timed_out = _run(argv, out, err, cwd, stdin, env, timeout_s, grace_s, sandbox, stack)
+        code, timed_out = _run(argv, out, err, cwd, stdin, env, timeout_s, grace_s, sandbox, stack, pass_fds)
     dropped = out.dropped + (err.dropped if err is not out else 0)
     return Streamed(code, timed_out, time.monotonic() - started, dropped)
 
@@ -317,7 +319,8 @@ def _wait(child: subprocess.Popen[bytes], timeout_s: float) -> None:
 
 
 def _run(argv: list[str], out: Sink, err: Sink, cwd: Path | None, stdin: str | None, env: Mapping[str, str] | None,
-         timeout_s: float, grace_s: float, policy: Policy | None, stack: contextlib.ExitStack) -> tuple[int, bool]:
+         timeout_s: float, grace_s: float, policy: Policy | None, stack: contextlib.ExitStack,
+         pass_fds: tuple[int, ...] = ()) -> tuple[int, bool]:
     """Start, wait for and clean up after one run; (exit code, timed out)."""
     from automaton.sandbox import launch, pipes, reaper  # see the note at the top
 
@@ -337,6 +340,8 @@ def _run(argv: list[str], out: Sink, err: Sink, cwd: Path | None, stdin: str | N
         stdin_file.write(stdin.encode("utf-8"))
         stdin_file.seek(0)
     extra: dict[str, Any] = {"start_new_session": True}
+    if pass_fds:
+        extra["pass_fds"] = pass_fds
     if os.name == "nt":  # pragma: no cover
         extra = {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
     out_r, out_w = os.pipe()

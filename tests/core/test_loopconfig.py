@@ -131,6 +131,15 @@ def test_verify_needs_a_command_or_prompt() -> None:
         parse_config(cfg(roles__verify={}), "loop.json", DEFAULTS)
 
 
+def test_verify_holdout_is_a_folder_inside_the_loop_folder() -> None:
+    assert parse_config(cfg(), "loop.json", DEFAULTS).roles.verify.holdout is None
+    c = parse_config(cfg(roles__verify__holdout="holdout/unit"), "loop.json", DEFAULTS)
+    assert c.roles.verify.holdout == "holdout/unit"
+    for bad in ("../tests", "/abs", "", "a/../b", "runs", ".state", "worktree/x", "c:/x", 3):
+        with pytest.raises(BadInput, match=r"roles\.verify\.holdout"):
+            parse_config(cfg(roles__verify__holdout=bad), "loop.json", DEFAULTS)
+
+
 def test_newer_schema_version_is_refused() -> None:
     with pytest.raises(BadInput, match="newer"):
         parse_config(cfg(schema_version=2), "loop.json", DEFAULTS)

@@ -17,7 +17,7 @@ from typing import Any
 
 from automaton import install_paths
 from automaton.commands.config_seal import sessions_mode
-from automaton.commands.doctor_checks import Finding, harness_checks, hook_findings, verify_check
+from automaton.commands.doctor_checks import Finding, collection_check, harness_checks, hook_findings, verify_check
 from automaton.commands.loops_common import project_config_problem
 from automaton.commands.schedule_info import schedule_info
 from automaton.commands.writable import secret_stores
@@ -184,6 +184,9 @@ def _loop_checks(loop: Loop) -> list[Finding]:
         out.append(Finding(name, "verify", "note", f"verify command not run: {unseen}",
                            f"review it, then automaton --approve --loop {name}"))
     out.append(_sandbox_check(name, config))
+    tests = collection_check(project, name, config, state)
+    if tests is not None:
+        out.append(tests)
     out += _provider_notes(project, name, config)
     out += _schedule_checks(name, config, state["status"], info)
     note = hook_notes(config.harness.name)

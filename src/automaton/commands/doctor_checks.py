@@ -248,6 +248,40 @@ class Unreadable(Exception):
     """A settings file automaton cannot read as the agent would."""
 
 
+def collection_check(project: Project, name: str, config: LoopConfig, state: dict[str, Any]) -> Finding | None:
+    """A warning when `blast_radius.file_scope` lets the agent change test files the pytest
+    verifier collects (`git.protect.collected_patterns`, read from the base commit's tree) that
+    `blast_radius.protected` leaves unprotected: only the frozen test ids and the holdout then
+    stand between the agent and a rewritten test. None when all are protected, when the
+    verifier is not a pytest command, or when the base commit cannot be read."""
+    from automaton.core.scope import Scope
+    from automaton.core.testids import runs_pytest
+    from automaton.git.errors import DriftError
+    from automaton.git.protect import collected_patterns, effective_protected
+    from automaton.git.tree import list_tree
+
+    argv = list(config.roles.verify.command or [])
+    base = base_commit(project, config, state)
+    if not argv or not runs_pytest(argv) or base is None:
+        return None
+    try:
+        files = list(list_tree(project.root, base))
+        collected, scope = Scope(collected_patterns(project.root)), Scope(config.blast_radius.file_scope)
+        blast = config.blast_radius.protected
+        protected = Scope(effective_protected(None if blast is None else list(blast), argv, project.root))
+    except (DriftError, ValueError, TypeError):
+        return None
+    open_files = sorted(f for f in files if collected.match_file(f) and scope.match_file(f)
+                        and not protected.match_file(f))
+    if not open_files:
+        return None
+    shown = ", ".join(open_files[:5]) + (f" (+{len(open_files) - 5} more)" if len(open_files) > 5 else "")
+    return Finding(name, "tests", "warning", f"file_scope lets the agent change test files the verifier collects,"
+                   f" and they are not protected: {shown}",
+                   "add them to blast_radius.protected (or leave protected unset for the defaults), or keep"
+                   " tests the agent never sees in roles.verify.holdout")
+
+
 def hook_findings(project: Project) -> list[str]:
     """One line per dead or switched-off hook of an agent the project uses; [] when all live."""
     out: list[str] = []

@@ -332,8 +332,22 @@ def _review(loop: Loop, rec: loops.LoopRecord) -> Review:
         diff = diff_lines(base, current, f"{folder}/{loops.SEALED_COPY}", f"{folder}/{loops.CONFIG_FILE}")
         lines.append(f"{name}: this approval seals a loop.json that differs from the sealed one:")
         lines += diff
-    seen = json.dumps([sha, status, state["halt_reason"], state["halt_detail"], tamper])
+    tests, token = _tests_review(loop, state) if status == "halted" and not tamper else ([], "")
+    lines += tests
+    ask = ask or bool(tests)  # a new test set is the human's to see and accept
+    seen = json.dumps([sha, status, state["halt_reason"], state["halt_detail"], tamper, *([token] if token else [])])
     return Review("loop.json", seen, ask, lines, diff, unseen=first, whole=whole)
+
+
+def _tests_review(loop: Loop, state: dict[str, Any]) -> tuple[list[str], str]:
+    """The verifier's test set an approval of a `human_intervention` halt changes
+    (`store.frozen_tests.review`): lines for the human and a token of what they saw."""
+    if state["halt_reason"] != "human_intervention":
+        return [], ""
+    from automaton.store import frozen_tests
+
+    lines, token = frozen_tests.review(loop.dir, state["halt_detail"])
+    return [f"{loop.name}: {line}" if not line.startswith("  ") else line for line in lines], token
 
 
 def _whole(current: bytes | None) -> list[str]:
@@ -415,6 +429,10 @@ def _approve(loop: Loop, who: str, reviewed: Review | None, via: dict[str, objec
         else:
             state = copy.deepcopy(old)
             fresh(state)
+            if old["halt_reason"] == "human_intervention":
+                from automaton.store import frozen_tests
+
+                frozen_tests.approve(loop.dir, old["halt_detail"])  # the test set the human saw (_tests_review)
             s.commit("APPROVED", fields, state)
         loop.keep_sealed_copy(config.sha256)
     cleared = f"{STATE_TAMPERED}; the file said {old['status']}" if tampered else old["halt_reason"]

@@ -1,7 +1,8 @@
 """Verify-role verdicts: scores from JUnit XML, test summaries or agent JSON.
 
 A verdict is `{"score": 0..1 | None, "passed": bool, "done": bool, "summary": str,
-"source": "junit" | "summary" | "agent" | "none"}`. A missing score means *unscored*: never
+"source": "junit" | "summary" | "stream" | "agent" | "none"}` ("stream": the per-test results
+automaton's pytest plugin streamed, `core.testids`). A missing score means *unscored*: never
 0 (it must not feed the plateau window) and never a pass.
 """
 
@@ -17,13 +18,16 @@ from typing import Any
 @dataclass(frozen=True)
 class Verdict:
     """score: fraction 0..1 or None (unscored); passed: everything the verifier checked
-    passed; done: the verifier says the loop's goal is reached; summary: one line."""
+    passed; done: the verifier says the loop's goal is reached; summary: one line; halt: the
+    detail of the `human_intervention` halt this verify run calls for (`tests_removed: …`,
+    `verdict_mismatch: …`, `holdout_changed: …`), None for none; not part of `to_dict`."""
 
     score: float | None
     passed: bool
     done: bool
     summary: str
     source: str = "none"
+    halt: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"score": self.score, "passed": self.passed, "done": self.done,

@@ -95,7 +95,8 @@ def private_tmp(name: str, n: int) -> Iterator[Path]:
 
 
 def role_policy(cfg: LoopConfig, cwd: Path, tmp: Path, *, project_root: Path, in_worktree: bool,
-                label: str, harness: str | None = None, network: bool = True) -> Policy | None:
+                label: str, harness: str | None = None, network: bool = True,
+                hide: tuple[Path, ...] = ()) -> Policy | None:
     """The policy of one role run with working directory `cwd`; None with the sandbox off.
 
     In a worktree the worktree itself is writable. In the main checkout (a loop without a
@@ -107,7 +108,8 @@ def role_policy(cfg: LoopConfig, cwd: Path, tmp: Path, *, project_root: Path, in
     (`runner.agentconfig.PRIVATE`) gets nothing in the home folder: its real configuration,
     `~/.claude.json` included, stays read-only. The credential stores are masked and hidden
     (`secret_stores`; BadInput for an invalid or unsealed `.automaton/config.json`).
-    `network`: False for a private network namespace (the verify command)."""
+    `network`: False for a private network namespace (the verify command). `hide`: more paths
+    the process may neither read nor write (the loop's holdout tests, `runner.freeze`)."""
     if cfg.sandbox == "off":
         return None
 
@@ -116,5 +118,10 @@ def role_policy(cfg: LoopConfig, cwd: Path, tmp: Path, *, project_root: Path, in
     own = () if agent in PRIVATE else agent_state_dirs(agent, Path.home())
     # The programs the loop.json names (sealed by a human) stay readable where they lie in /tmp.
     argv = [*(cfg.harness.command or ()), *(cfg.roles.verify.command or ())]
-    return agent_policy(project_root, [*work, tmp, *own], tmp, label, agent=agent, cwd=cwd, argv=argv,
-                        isolation=cfg.isolation, network=network)
+    policy = agent_policy(project_root, [*work, tmp, *own], tmp, label, agent=agent, cwd=cwd, argv=argv,
+                          isolation=cfg.isolation, network=network)
+    if hide:
+        from automaton.core.record import replace
+
+        policy = replace(policy, hidden=(*policy.hidden, *hide))
+    return policy

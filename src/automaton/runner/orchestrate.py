@@ -27,7 +27,7 @@ def decide(cfg: LoopConfig, adapter: harnesses.Harness, request: Any, loop_dir: 
     continues (the brakes still bound the loop). A `transition` is applied to the loop's task
     later, through the enforced task API (see `apply_transition`)."""
     reached = verdict.score is not None and verdict.score >= cfg.brakes.target_score
-    if verdict.source in ("junit", "summary") and not verdict.passed:
+    if verdict.source in ("junit", "summary", "stream") and not verdict.passed:
         # A verify command that failed (non-zero exit) never completes a loop, whatever its counts
         # say: the code under test runs in the verifier's process and can rewrite the JUnit file.
         reached = False

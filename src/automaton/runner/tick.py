@@ -42,6 +42,7 @@ from automaton.runner import (
     agentconfig,
     confine,
     deferral,
+    freeze,
     ledger,
     leftovers,
     orchestrate,
@@ -55,7 +56,7 @@ from automaton.runner.progress import QUIET, Progress
 from automaton.runner.worktree import ensure_for_tick
 from automaton.sandbox import reaper
 from automaton.store import deferrals
-from automaton.store.layout import Project
+from automaton.store.layout import Project, kept_export_of
 from automaton.store.locks import Busy, locked
 from automaton.store.loops import Loop
 
@@ -191,7 +192,8 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
         own = wt.in_worktree or cwd != wt.path
         return confine.role_policy(cfg, cwd, tmp, project_root=project.root, in_worktree=own,
                                    label=f"loop {name} tick {n} {role}", harness=harness,
-                                   network=not (role == "verify" and harness == "command"))
+                                   network=not (role == "verify" and harness == "command"),
+                                   hide=freeze.hidden_for(cfg, loop_dir, role, kept_export_of(project.root, name)))
 
     def request(role: str, prompt: str, *, cwd: Path | None = None, sandbox: Policy | None = None) -> HarnessRequest:
         (folder / f"{role}.prompt.md").write_text(prompt, encoding="utf-8")
@@ -242,7 +244,8 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
         for line in said:  # the kept exports are over their bound (runner.exportcache)
             warnings.append(f"loop {name}: {line}")
             show.note(f"  warning: {line}")
-        if watch.limit is None:
+        warnings += _verify_halt(loop, verdict, after)
+        if watch.limit is None and verdict.halt is None:
             complete, decision = orchestrate.decide(cfg, adapter, request, loop_dir, ctx, verdict, costs)
         warnings += _config_halt(loop, baseline, after)  # the verifier and the orchestrator ran code too
     if watch.limit is not None and after.halt is None:  # put off: no verdict, the iteration given back
@@ -312,6 +315,21 @@ def _after_record(loop: Loop, cfg: LoopConfig, watch: deferral.Watch, verdict: V
     if verdict.score is None and new["status"] == "running":
         return unscored.check(loop, cfg)
     return None
+
+
+def _verify_halt(loop: Loop, verdict: Verdict, after: aftercommit.After) -> list[str]:
+    """Halt `human_intervention` with the detail the verify run asked for (`Verdict.halt`:
+    tests_removed, verdict_mismatch, holdout_changed; runner/pytest_verify.py), recorded in
+    `after` like a halt after the commit. Returns the warning lines ([] without one)."""
+    if verdict.halt is None or after.halt is not None:
+        return []
+    from automaton.commands.halts import halt_now
+
+    halt_now(loop, "human_intervention", verdict.halt, "verify")
+    after.halt = f"human_intervention: {verdict.halt}"
+    after.notes.append(f"halted: {after.halt}")
+    return [f"loop {loop.name}: halted: {after.halt}; a human checks the tests, then automaton --approve"
+            f" --loop {loop.name}"]
 
 
 def _config_halt(loop: Loop, baseline: agentconfig.Baseline, after: aftercommit.After) -> list[str]:

@@ -36,10 +36,10 @@ from automaton.core.sandbox import Policy
 from automaton.core.secrets import without_credentials
 from automaton.core.verdicts import Verdict, from_agent, from_command
 from automaton.git.export import ExportError, export_tree, refresh_export, remove_tree
-from automaton.git.protect import default_protected
+from automaton.git.protect import effective_protected
 from automaton.harnesses import HarnessRequest
 from automaton.proc import run_streaming
-from automaton.runner import exportcache, leftovers
+from automaton.runner import exportcache, freeze, leftovers
 from automaton.sandbox import reaper
 from automaton.store.layout import kept_export_of, kept_exports_dir
 
@@ -56,6 +56,9 @@ class VerifyPlace:
     cwd: Path
     exported: bool
     idle: Path | None = None
+    # The project and the base commit of an export: a pytest verifier's test ids are frozen there.
+    repo: Path | None = None
+    base: str | None = None
 
 
 def place(cfg: LoopConfig, repo: Path, commit: str | None, base: str | None, tmp: Path, fallback_cwd: Path,
@@ -81,7 +84,7 @@ def place(cfg: LoopConfig, repo: Path, commit: str | None, base: str | None, tmp
     if kept is None:
         dest = tmp / "verify-tree"
         export_tree(repo, commit, dest, protected=protected, base_commit=base)
-        return VerifyPlace(dest, True)
+        return VerifyPlace(dest, True, None, repo, base)
     folder, idle = kept
     quiet = _take_mark(idle)  # from here until the mark is written again, the folder is suspect
     if not quiet:
@@ -94,7 +97,7 @@ def place(cfg: LoopConfig, repo: Path, commit: str | None, base: str | None, tmp
         _remove(folder)  # something in the kept folder could not be repaired: export afresh
         done = refresh_export(repo, commit, folder, protected=protected, base_commit=base)
     exportcache.record(folder, done.bytes)
-    return VerifyPlace(folder, True, idle)
+    return VerifyPlace(folder, True, idle, repo, base)
 
 
 def kept_export(repo: Path, loop: str) -> tuple[Path, Path] | None:
@@ -152,11 +155,11 @@ def _remove(folder: Path) -> None:
 
 
 def protected_patterns(cfg: LoopConfig, repo: Path) -> list[str]:
-    """`blast_radius.protected`, or the defaults derived from the verify command's paths in `repo`."""
-    if cfg.blast_radius.protected is not None:
-        return list(cfg.blast_radius.protected)
+    """`blast_radius.protected` plus the bytecode patterns (`git.protect.BYTECODE`), or the
+    defaults derived from the verify command's paths in `repo`."""
 
-    return default_protected(list(cfg.roles.verify.command or []), repo)
+    blast = cfg.blast_radius.protected
+    return effective_protected(None if blast is None else list(blast), list(cfg.roles.verify.command or []), repo)
 
 
 def run_verify(cfg: LoopConfig, adapter: harnesses.Harness, request: Callable[..., HarnessRequest], folder: Path,
@@ -169,6 +172,13 @@ def run_verify(cfg: LoopConfig, adapter: harnesses.Harness, request: Callable[..
     role = cfg.roles.verify
     before = set(reaper.descendants()) if where.idle is not None else set()
     try:
+        if role.command and freeze.applies(cfg):
+            from automaton.runner import pytest_verify
+
+            base = None
+            if where.repo is not None and where.base is not None:
+                base = pytest_verify.Base(where.repo, where.base, protected_patterns(cfg, where.repo))
+            return pytest_verify.run(cfg, folder, where.cwd, tmp, loop_dir, policy_for, command_env(loop_dir), base)
         if role.command:
             return _command(cfg, folder, where.cwd, tmp, loop_dir, policy_for(where.cwd, "verify", "command"))
         req = request("verify", prompt(), cwd=where.cwd, sandbox=policy_for(where.cwd, "verify", cfg.harness.name))
@@ -178,7 +188,8 @@ def run_verify(cfg: LoopConfig, adapter: harnesses.Harness, request: Callable[..
             return Verdict(None, False, False, "verify agent timed out", "agent")
         return from_agent(res.final_text)
     except BaseException:
-        where = VerifyPlace(where.cwd, where.exported)  # no idle mark: the next tick starts afresh
+        # no idle mark: the next tick starts afresh
+        where = VerifyPlace(where.cwd, where.exported, None, where.repo, where.base)
         raise
     finally:
         if where.idle is not None and reaper.survivors(before) == []:
@@ -192,6 +203,13 @@ def run_verify(cfg: LoopConfig, adapter: harnesses.Harness, request: Callable[..
             shutil.rmtree(where.cwd, ignore_errors=True)
 
 
+def command_env(loop_dir: Path) -> dict[str, str]:
+    """The verify command's environment: the user's credentials stay out of what the code under
+    test sees (core.secrets)."""
+    return dict(without_credentials(os.environ, "command"), AUTOMATON_ROLE="verify", PYTHONDONTWRITEBYTECODE="1",
+                **leftovers.marker(loop_dir))
+
+
 def _command(cfg: LoopConfig, folder: Path, cwd: Path, tmp: Path, loop_dir: Path, policy: Policy | None) -> Verdict:
     role = cfg.roles.verify
     argv = list(role.command or [])
@@ -199,9 +217,7 @@ def _command(cfg: LoopConfig, folder: Path, cwd: Path, tmp: Path, loop_dir: Path
     junit.unlink(missing_ok=True)
     if role.score == "junit":
         argv.append(f"--junitxml={junit}")
-    # The user's credentials stay out of what the code under test sees (core.secrets).
-    env = dict(without_credentials(os.environ, "command"), AUTOMATON_ROLE="verify", PYTHONDONTWRITEBYTECODE="1",
-               **leftovers.marker(loop_dir))
+    env = command_env(loop_dir)
     log = folder / "verify.log"
     done = run_streaming(argv, out_path=log, cwd=cwd, env=env, timeout_s=cfg.harness.timeout_s, sandbox=policy,
                          max_bytes=cfg.harness.max_output_mb * MIB)
