@@ -67,3 +67,15 @@ def test_usage_sums_over_turns() -> None:
                 {"type": "turn.completed", "usage": {"input_tokens": 5, "cached_input_tokens": 0, "output_tokens": 2}})
     assert codex.parse_for(None)(out, "", 0).tokens == {"input_tokens": 15, "cached_input_tokens": 0,
                                                         "output_tokens": 3}
+
+
+def test_codex_sandbox_mode_follows_automatons_sandbox(make_req: Callable[..., HarnessRequest], tmp_path: Any) -> None:
+    from automaton.core.sandbox import Policy
+
+    confined = make_req(sandbox=Policy((tmp_path,), tmpdir=None, label="t"))
+    # Codex's own bubblewrap sandbox cannot mount inside automaton's: inside it, commands run
+    # unsandboxed by Codex and confined by the kernel; outside it Codex's workspace-write holds.
+    assert codex.invocation(confined).argv[3:5] == ["--sandbox", "danger-full-access"]
+    assert codex.invocation(make_req()).argv[3:5] == ["--sandbox", "workspace-write"]
+    mine = make_req(sandbox=Policy((tmp_path,), tmpdir=None, label="t"), args=("-s", "read-only"))
+    assert "danger-full-access" not in codex.invocation(mine).argv

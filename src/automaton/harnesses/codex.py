@@ -51,14 +51,20 @@ PRICES_PER_MTOK: dict[str, tuple[float, float, float]] = {
 
 
 def invocation(req: HarnessRequest) -> Invocation:
-    """argv: `codex exec --json [-s workspace-write] [-m M] ARGS… -` with the prompt on stdin.
+    """argv: `codex exec --json [--sandbox MODE] [-m M] ARGS… -` with the prompt on stdin.
 
-    exec's default sandbox is read-only; a tick must edit, so `workspace-write` is the
-    default unless the user's args pick a sandbox.
+    exec's default sandbox is read-only; a tick must edit. Unless the user's args pick a
+    sandbox, MODE is `danger-full-access` when automaton's kernel sandbox confines the run
+    (`req.sandbox`), else `workspace-write`. Codex's own Linux sandbox cannot start inside
+    automaton's: its helper mounts (bubblewrap, and `mkdir /tmp/codex-daemon-<uid>` first),
+    which the namespace and Landlock layers refuse, so every shell command of a
+    `workspace-write` run failed with "error building bubblewrap command: Read-only file
+    system (os error 30)" (codex-cli 0.171.0, recorded in tests/e2e). Inside automaton's
+    sandbox the kernel is what holds the writes either way.
     """
     argv = [EXECUTABLE, "exec", "--json"]
     if not has_flag(req.args, "-s", "--sandbox", "--dangerously-bypass-approvals-and-sandbox"):
-        argv += ["--sandbox", "workspace-write"]
+        argv += ["--sandbox", "workspace-write" if req.sandbox is None else "danger-full-access"]
     if req.model:
         argv += ["--model", req.model]
     argv += [*req.args, "-"]
@@ -114,4 +120,4 @@ def parse_for(model: str | None) -> Parser:
 
 def run(req: HarnessRequest) -> HarnessResult:
     """Run Codex in `req.cwd`; transcript is the JSONL event stream."""
-    return run_cli(req, invocation(req), parse_for(req.model), REFUSALS)
+    return run_cli(req, invocation(req), parse_for(req.model), REFUSALS, silent=True)

@@ -97,4 +97,4 @@ def parse(stdout: str, stderr: str, code: int) -> HarnessResult:
 
 def run(req: HarnessRequest) -> HarnessResult:
     """Run Gemini in `req.cwd`; transcript is the JSON object."""
-    return run_cli(req, invocation(req), parse, REFUSALS)
+    return run_cli(req, invocation(req), parse, REFUSALS, silent=True)
