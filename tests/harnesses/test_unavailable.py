@@ -133,8 +133,8 @@ def test_an_agent_cli_that_dies_before_any_output_is_unavailable(
     fake(fake_bin, harness, stderr=CODEX_CANNOT_START, code=1)
     res = get(harness).run(make_req())
     assert res.exit_status == 1 and res.unavailable is not None
-    assert res.unavailable.startswith(f"{harness} exited 1 before printing any output of its own (Error: failed to initialize"
-                                    " in-process app-server client: Read-only file system (os error 30))")
+    assert res.unavailable.startswith(f"{harness} exited 1 before printing any output of its own (Error: failed to"
+                                      " initialize in-process app-server client: Read-only file system (os error 30))")
 
 
 def test_output_of_its_own_or_a_signal_is_not_unavailable(fake_bin: Any,

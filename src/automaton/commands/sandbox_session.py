@@ -11,8 +11,9 @@ The phase's artifact is created empty when missing, so that the kernel can grant
 
 from __future__ import annotations
 
+import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from automaton.commands.writable import agent_policy, artifact_of, grants, secret_stores
@@ -29,12 +30,14 @@ AGENTS = {"claude": "claude", "codex": "codex", "gemini": "gemini", "aider": "ai
 @dataclass(frozen=True)
 class SessionPlan:
     """policy: what the kernel enforces; task/phase: whose scope it is (None: no task);
-    lines: what to tell the human before the agent starts."""
+    lines: what to tell the human before the agent starts; env: variables set on the agent
+    (`sandbox.session_env`: where its state goes inside the granted folders)."""
 
     policy: Policy
     task: str | None
     phase: str | None
     lines: list[str]
+    env: dict[str, str] = field(default_factory=dict)
 
 
 def plan(project: Project, task: str | None, argv: list[str], *, home: Path | None = None,
@@ -58,7 +61,7 @@ def plan(project: Project, task: str | None, argv: list[str], *, home: Path | No
         if rec.phase is None:
             raise BadInput(f"task {ref} has no .state (created by hand): run automaton --phase --task {ref} first")
         phase, task_dir = rec.phase, rec.dir
-    from automaton.sandbox import agent_state_dirs
+    from automaton.sandbox import agent_state_dirs, session_env
 
     home = home or Path.home()
     agent = AGENTS.get(Path(argv[0]).name, "command")
@@ -87,7 +90,11 @@ def plan(project: Project, task: str | None, argv: list[str], *, home: Path | No
     if artifact is not None and task_dir is not None and unfit is None:
         lines.append(f"automaton --sandbox: {artifact} is granted as a file: save it in place (an editor's"
                      " write-to-temp-and-rename save is refused in the task folder)")
-    return SessionPlan(policy, str(ref) if ref else None, phase, lines)
+    if agent == "codex" and not any(a in ("-s", "--sandbox", "--dangerously-bypass-approvals-and-sandbox")
+                                    or a.startswith("--sandbox=") for a in argv[1:]):
+        lines.append("automaton --sandbox: codex's own sandbox cannot start inside this one (its bubblewrap"
+                     " cannot mount here): start it with --sandbox danger-full-access; the kernel sandbox holds")
+    return SessionPlan(policy, str(ref) if ref else None, phase, lines, session_env(agent, home, os.environ))
 
 
 def isolation(project: Project) -> str:

@@ -9,6 +9,10 @@ reflects session health, not the task: `turn.failed` has been seen with exit 0, 
 treated as a failure here. Codex prints no USD cost: cost comes from
 PRICES_PER_MTOK below for a known model, else None (the tick then counts max_tick_usd).
 
+An `error` event is also Codex's retry notice ("Reconnecting... 1/5 (exceeded retry limit,
+last status: 429 Too Many Requests)", codex-cli 0.171.0, recorded in tests/e2e/recorded): one
+that a later `turn.completed` got past is no error of the run.
+
 Usage limits (`usage_limit`, reset times read by `_limits`): a failed run whose `turn.failed`
 or `error` event, or stderr, says "You've hit your usage limit. … try again at 12:16 PM." (the
 `error` + `turn.failed` pair quoted in link-assistant/hive-mind issue #719), "… or try again in
@@ -94,6 +98,8 @@ def parse_for(model: str | None) -> Parser:
             if kind == "turn.completed" and isinstance(ev.get("usage"), dict):
                 for key, value in ev["usage"].items():
                     tokens[key] = tokens.get(key, 0) + count(value)
+                if not turn_failed:  # the turn got past the `error` events before it (retries)
+                    error = None
             elif kind == "turn.failed":
                 err = ev.get("error")
                 msg = err.get("message") if isinstance(err, dict) else err

@@ -1,0 +1,1 @@
+"""Scripted model servers: local HTTP servers that play a model provider from a script."""
