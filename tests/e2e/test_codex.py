@@ -202,3 +202,62 @@ def test_automaton_sandbox_codex_names_the_sandbox_flag_it_needs(project: Path, 
                    cwd=project, env=dict(os.environ), stdin="hi", timeout=120)
     assert done.returncode == 0, done.stderr
     assert "start it with --sandbox danger-full-access; the kernel sandbox holds" in done.stderr
+
+
+def test_the_installed_hook_sees_the_real_payload_and_codex_obeys_its_answers(project: Path, scripted: Any,
+                                                                              approver: str) -> None:
+    """`--install-hooks codex` seals `"sessions": "sandboxed"`: the session runs as a human
+    would start it, `automaton --sandbox -- codex …`, with the project trusted."""
+    from tests.helpers import git, run_cli, run_exe
+
+    (project / "src").mkdir()
+    (project / "src" / "app.py").write_text("x = 1\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "src")
+    done = run_cli("--install-hooks", "codex", cwd=project)
+    assert done.code == 0, done.err
+    settings = project / ".codex" / "hooks.json"
+    installed = json.loads(settings.read_text())
+    # Observe the payloads the real CLI sends: the installed command, its stdin copied first
+    # into codex's log folder (writable in the session).
+    payloads = Path(os.environ["HOME"]) / ".codex" / "log" / "payloads.jsonl"
+    hook = installed["hooks"]["PreToolUse"][0]["hooks"][0]
+    hook["command"] = f"tee -a {payloads} | {hook['command']}"
+    settings.write_text(json.dumps(installed))
+    before = settings.read_text()
+    srv = scripted([shell("echo 'y = 2' > src/b.py && echo allowed"),
+                    shell("echo planted > .codex/hooks.json && echo ran"), {"text": "Done."}])
+    # trusted by the human beforehand (`codex exec --trust` writes this; inside the session
+    # config.toml is read-only, so --trust there fails "failed to persist config")
+    config = Path(os.environ["HOME"]) / ".codex" / "config.toml"
+    config.write_text(config.read_text() + f'[projects."{project.resolve()}"]\ntrust_level = "trusted"\n')
+    proc = run_exe("automaton", "--sandbox", "--", "codex", "exec", "--json",
+                   "--dangerously-bypass-hook-trust", "--sandbox", "danger-full-access", "-", stdin="go", cwd=project,
+                   env=dict(os.environ), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    sent = [i["output"] for c in srv.model_calls() for i in c.body["input"] if i.get("type") == "function_call_output"]
+    outputs = list(dict.fromkeys(sent))  # each call repeats the earlier outputs
+    assert len(outputs) == 2 and "allowed" in outputs[0], (outputs, proc.stderr)
+    assert (project / "src" / "b.py").read_text() == "y = 2\n"  # allowed: run
+    assert outputs[1].startswith("Command blocked by PreToolUse hook: automaton denied this tool call: Bash:"
+                                 " .codex/hooks.json"), outputs
+    assert settings.read_text() == before  # denied: never run
+    seen = [json.loads(line) for line in payloads.read_text().replace("}{", "}\n{").splitlines()]
+    assert [p["tool_input"]["command"] for p in seen] == ["echo 'y = 2' > src/b.py && echo allowed",
+                                                          "echo planted > .codex/hooks.json && echo ran"]
+    assert seen[0]["tool_name"] == "Bash" and seen[0]["hook_event_name"] == "PreToolUse"
+    record("pretooluse.json", json.dumps(seen[0], indent=2) + "\n")
+
+
+def test_without_project_trust_codex_runs_no_project_hook(project: Path, scripted: Any, approver: str) -> None:
+    """What the install note warns about: codex 0.171.0 skips an untrusted project's `.codex/`
+    layer, hooks included, even with --dangerously-bypass-hook-trust."""
+    from tests.helpers import run_cli
+
+    assert run_cli("--install-hooks", "codex", cwd=project).code == 0
+    scripted([shell("echo planted > .codex/hooks.json"), {"text": "Done."}])
+    proc = subprocess.run(["codex", "exec", "--json", "--dangerously-bypass-hook-trust", "--sandbox",
+                           "danger-full-access", "-"], input="go", cwd=project, capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ))
+    assert "Untrusted project-local configuration is disabled" in proc.stderr
+    assert (project / ".codex" / "hooks.json").read_text() == "planted\n"  # no hook ran
