@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -158,12 +158,14 @@ def test_unknown_harness_name() -> None:
 
 def test_gemini_in_an_untrusted_folder_is_unavailable(fake_bin: Any, make_req: Callable[..., HarnessRequest]) -> None:
     # gemini-cli 0.61.0 without --skip-trust in a new folder (recorded in tests/e2e): exit 55, stderr only
-    said = ("\x1b[31mGemini CLI is not running in a trusted directory. To proceed, either use `--skip-trust`, set the"
-            " `GEMINI_CLI_TRUST_WORKSPACE=true` environment variable, or trust this directory in interactive mode.\x1b[0m\n")
+    said = ("\x1b[31mGemini CLI is not running in a trusted directory. To proceed, either use `--skip-trust`, set"
+            " the `GEMINI_CLI_TRUST_WORKSPACE=true` environment variable, or trust this directory in interactive"
+            " mode.\x1b[0m\n")
     fake_bin("gemini", f"sys.stderr.write({said!r}); sys.exit(55)")
     res = get("gemini").run(make_req())
     assert res.error == "gemini exited 55 (folder not trusted)"
-    assert res.unavailable is not None and res.unavailable.startswith("gemini refused to run in a folder it does not trust")
+    assert res.unavailable is not None
+    assert res.unavailable.startswith("gemini refused to run in a folder it does not trust")
 
 
 GEMINI_RECORDED = Path(__file__).resolve().parents[1] / "e2e" / "recorded" / "gemini-0.61.0"
