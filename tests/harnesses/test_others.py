@@ -75,11 +75,11 @@ def test_opencode_sums_step_finish_costs(fake_bin: Any, make_req: Callable[..., 
         {"type": "step_start", "timestamp": 1, "sessionID": "s", "part": {"type": "step-start"}},
         {"type": "text", "timestamp": 2, "sessionID": "s", "part": {"type": "text", "text": "Working"}},
         {"type": "step_finish", "timestamp": 3, "sessionID": "s", "part": {
-            "type": "step-finish", "cost": 0.012, "tokens": {"input": 100, "output": 10, "reasoning": 2,
+            "type": "step-finish", "cost": 0.012, "tokens": {"total": 167, "input": 100, "output": 10, "reasoning": 2,
                                                             "cache": {"read": 50, "write": 5}}}},
         {"type": "text", "timestamp": 4, "sessionID": "s", "part": {"type": "text", "text": "All green."}},
         {"type": "step_finish", "timestamp": 5, "sessionID": "s", "part": {
-            "type": "step-finish", "cost": 0.008, "tokens": {"input": 20, "output": 4, "reasoning": 0,
+            "type": "step-finish", "cost": 0.008, "tokens": {"total": 24, "input": 20, "output": 4, "reasoning": 0,
                                                             "cache": {"read": 0, "write": 0}}}},
     ]
     out = "".join(json.dumps(e) + "\n" for e in events)
@@ -87,7 +87,8 @@ def test_opencode_sums_step_finish_costs(fake_bin: Any, make_req: Callable[..., 
     res = get("opencode").run(make_req(model="anthropic/claude-sonnet-4"))
     assert res.cost_usd == pytest.approx(0.02)
     assert res.final_text == "All green."
-    assert res.tokens == {"input": 120, "output": 14, "reasoning": 2, "cache_read": 50, "cache_write": 5}
+    assert res.tokens == {"total": 191, "input": 120, "output": 14, "reasoning": 2, "cache_read": 50,
+                          "cache_write": 5}
     argv = calls(fake_bin.dir, "opencode")[0]
     assert argv[:3] == ["run", "--format", "json"] and argv[-1] == "fix the tests"
 
@@ -189,3 +190,29 @@ def test_recorded_gemini_runs_parse_as_the_adapter_says() -> None:
     assert ok.tokens == real_model["tokens"]  # the model's total, its roles not counted twice
     quota = gemini.parse("", (GEMINI_RECORDED / "quota.stderr").read_text(), 173)
     assert quota.usage_limit is not None and "exhausted your daily quota" in quota.usage_limit.message
+
+
+OPENCODE_RECORDED = Path(__file__).resolve().parents[1] / "e2e" / "recorded" / "opencode-1.18.33"
+
+
+def test_the_opencode_fake_has_the_shapes_of_a_recorded_real_run() -> None:
+    real = [json.loads(line) for line in (OPENCODE_RECORDED / "tick.jsonl").read_text().splitlines()]
+    by_type = {e["type"]: e for e in real}
+    assert {"step_start", "text", "tool_use", "step_finish"} <= set(by_type)
+    step = by_type["step_finish"]
+    assert set(step) == {"type", "timestamp", "sessionID", "part"}
+    assert {"type", "cost", "tokens"} <= set(step["part"]) and step["part"]["type"] == "step-finish"
+    assert set(step["part"]["tokens"]) == {"total", "input", "output", "reasoning", "cache"}
+    assert set(step["part"]["tokens"]["cache"]) == {"read", "write"}
+    assert by_type["text"]["part"]["type"] == "text" and isinstance(by_type["text"]["part"]["text"], str)
+
+
+def test_a_recorded_opencode_run_parses_as_the_adapter_says() -> None:
+    from automaton.harnesses import opencode
+
+    text = (OPENCODE_RECORDED / "tick.jsonl").read_text()
+    steps = [json.loads(line)["part"] for line in text.splitlines() if '"step_finish"' in line]
+    res = opencode.parse(text, "", 0)
+    assert res.error is None and res.final_text == "Done: src/app.py written."
+    assert res.cost_usd == pytest.approx(sum(p["cost"] for p in steps))
+    assert res.tokens["input"] == sum(p["tokens"]["input"] for p in steps)

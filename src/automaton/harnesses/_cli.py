@@ -18,8 +18,12 @@ TAIL_CHARS = 2000
 
 def environment(req: HarnessRequest, inv: Invocation) -> dict[str, str]:
     """The child's environment: this process's without the parent sessions' markers
-    (`_env.STRIPPED`), then the request's variables, the invocation's, and AUTOMATON_ROLE."""
-    return _env.environment(None, req.env, inv.env, {"AUTOMATON_ROLE": req.role})
+    (`_env.STRIPPED`), then the request's variables, the invocation's, AUTOMATON_ROLE, and
+    PWD = `req.cwd` (absolute), as a shell sets it on `cd`: opencode 1.18.33 takes its project
+    folder from $PWD, not from its working directory, so an inherited PWD sent its edits to
+    wherever the runner was started (recorded in tests/e2e)."""
+    return _env.environment(None, req.env, inv.env, {"AUTOMATON_ROLE": req.role,
+                                                     "PWD": os.path.abspath(req.cwd)})
 
 
 def read_text(path: os.PathLike[str] | str) -> str:
