@@ -116,3 +116,46 @@ def test_without_skip_trust_gemini_refuses_a_new_folder(gemini_bin: Path, tmp_pa
     record("untrusted.stderr", done.stderr)
     assert done.returncode == 55 and done.stdout == "", done.stderr
     assert any(n in done.stderr for r in gemini.REFUSALS for n in r.needles), done.stderr
+
+
+def test_the_installed_hook_sees_the_real_payload_and_gemini_obeys_its_answers(project: Path,
+                                                                               scripted: Any) -> None:
+    """`--install-hooks gemini` run without a human's sign-off (so no `"sessions": "sandboxed"`
+    seal: a sandboxed Gemini session cannot start, see the README's table). Project hooks load
+    only in a trusted folder, and with 0.61.0 `GEMINI_CLI_TRUST_WORKSPACE=true` makes it one
+    for hooks while `--skip-trust` does not (it sets that variable after the settings are read:
+    "Hook registry initialized with 0 hook entries")."""
+    from tests.helpers import git, run_cli
+
+    (project / "src").mkdir()
+    (project / "src" / "app.py").write_text("x = 1\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "src")
+    os.environ.pop("AUTOMATON_APPROVER", None)
+    done = run_cli("--install-hooks", "gemini", cwd=project, human=False)
+    assert done.code == 0, done.err
+    settings = project / ".gemini" / "settings.json"
+    installed = json.loads(settings.read_text())
+    payloads = project.parent / "payloads.jsonl"
+    hook = installed["hooks"]["BeforeTool"][0]["hooks"][0]
+    hook["command"] = f"tee -a {payloads} | {hook['command']}"
+    settings.write_text(json.dumps(installed))
+    before = settings.read_text()
+    srv = scripted([{"calls": [{"name": "write_file", "args": {"file_path": "src/b.py", "content": "y = 2\n"}}]},
+                    {"calls": [{"name": "write_file", "args": {"file_path": ".gemini/settings.json",
+                                                               "content": "{}"}}]},
+                    {"text": "Done."}])
+    proc = subprocess.run(["gemini", "-o", "json", "--approval-mode", "auto_edit", "-p", "go"], cwd=project,
+                          capture_output=True, text=True, timeout=150,
+                          env=dict(os.environ, GEMINI_CLI_TRUST_WORKSPACE="true", PWD=str(project)))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (project / "src" / "b.py").read_text() == "y = 2\n"  # allowed: written
+    assert settings.read_text() == before  # denied: never written
+    answers = [p["functionResponse"] for c in srv.model_calls()[1:] for m in c.body["contents"]
+               for p in m.get("parts", []) if "functionResponse" in p]
+    denial = json.dumps(answers[-1])
+    assert "agent hook configuration is changed only by a human" in denial, answers
+    seen = [json.loads(line) for line in payloads.read_text().replace("}{", "}\n{").splitlines()]
+    assert [p["tool_input"]["file_path"] for p in seen] == ["src/b.py", ".gemini/settings.json"]
+    assert seen[0]["tool_name"] == "write_file" and seen[0]["hook_event_name"] == "BeforeTool"
+    record("beforetool.json", json.dumps(seen[0], indent=2) + "\n")

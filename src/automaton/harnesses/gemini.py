@@ -58,6 +58,8 @@ def invocation(req: HarnessRequest) -> Invocation:
     Headless edits need an approval mode; `auto_edit` is the default unless the user's args
     choose one. `--skip-trust`: gemini-cli 0.61.0 refuses to run headless in a folder it does
     not trust (exit 55), and a loop worktree is always a new folder (recorded in tests/e2e).
+    With 0.61.0 it trusts the folder only after the settings are read, so the worktree's
+    `.gemini/settings.json` hooks stay unloaded in a tick (`harnesses.HOOKLESS`).
     """
     argv = [EXECUTABLE, "-o", "json", "--skip-trust"]
     if not has_flag(req.args, "--approval-mode", "-y", "--yolo"):

@@ -62,7 +62,10 @@ NOTES: dict[str, str] = {
              " --dangerously-bypass-hook-trust; Codex has no per-path deny list in its sandbox settings, so only"
              " the hook guards .state*, .automaton/ and the hook settings (workspace-write keeps .git and .codex"
              " read-only)",
-    "gemini": "Gemini CLI runs project hooks only in a trusted folder",
+    # gemini-cli 0.61.0: --skip-trust sets GEMINI_CLI_TRUST_WORKSPACE only after the settings
+    # are read, so its project hooks stay unloaded ("Hook registry initialized with 0 hook entries").
+    "gemini": "Gemini CLI runs project hooks only in a trusted folder (trust it once in Gemini CLI, or set"
+              " GEMINI_CLI_TRUST_WORKSPACE=true; --skip-trust does not load them)",
 }
 # Claude Code permission rules (gitignore patterns relative to the settings' folder, `**/` = any
 # depth, a leading `/` = that folder), written to permissions.deny. `.automaton/` is anchored: a
