@@ -127,7 +127,7 @@ CODEX_CANNOT_START = ("WARNING: proceeding, even though we could not create PATH
                       " system (os error 30)\n\nStack backtrace:\n   0: <unknown>\n")
 
 
-@pytest.mark.parametrize("harness", ["codex", "claude", "gemini", "opencode"])
+@pytest.mark.parametrize("harness", ["codex", "claude", "opencode"])
 def test_an_agent_cli_that_dies_before_any_output_is_unavailable(
         fake_bin: Any, make_req: Callable[..., HarnessRequest], harness: str) -> None:
     fake(fake_bin, harness, stderr=CODEX_CANNOT_START, code=1)
@@ -150,3 +150,17 @@ def test_output_of_its_own_or_a_signal_is_not_unavailable(fake_bin: Any,
 def test_a_command_harness_that_prints_nothing_is_a_failed_run(make_req: Callable[..., HarnessRequest]) -> None:
     res = get("command").run(make_req(command=(sys.executable, "-c", "import sys; sys.exit(3)")))
     assert res.exit_status == 3 and res.unavailable is None  # not an agent CLI with an output mode of its own
+
+
+def test_gemini_with_nothing_on_stdout_is_a_failed_run_unless_it_crashed(
+        fake_bin: Any, make_req: Callable[..., HarnessRequest]) -> None:
+    # 0.61.0 after an API error: its JSON error object on stderr, stdout empty: it did run
+    error = json.dumps({"session_id": "s", "error": {"type": "Error", "message": "Internal error", "code": 500}})
+    fake(fake_bin, "gemini", stderr=error, code=1)
+    assert get("gemini").run(make_req()).unavailable is None
+    crashed = ("Failed to save project registry to /h/.gemini/projects.json: Error: EROFS: read-only file system\n"
+               "An unexpected critical error occurred:Error: EROFS: read-only file system, open"
+               " '/h/.gemini/projects.json.1.tmp'\n")
+    fake(fake_bin, "gemini", stderr=crashed, code=1)
+    res = get("gemini").run(make_req())
+    assert res.unavailable is not None and res.unavailable.startswith("gemini crashed before it could run the task")

@@ -11,8 +11,9 @@ stderr the process layer wrote:
   sandbox could not confine the agent, so `automaton.proc` never started it;
 - exit 126 otherwise: found but not executable.
 
-- an agent CLI with a machine-readable output mode (claude, codex, gemini, opencode: the
-  adapters pass `silent=True`) that exits non-zero having printed nothing at all on stdout:
+- an agent CLI whose every run prints its own events or result on stdout (claude, codex,
+  opencode: the adapters pass `silent=True`; not gemini, which prints its error object on
+  stderr) that exits non-zero having printed nothing at all on stdout:
   it never got as far as its own first event or result, so it did not run the task. Codex
   0.171.0 inside a sandbox whose home folder it cannot write ends this way ("Error: failed to
   initialize in-process app-server client: Permission denied (os error 13)" on stderr,

@@ -38,6 +38,13 @@ REFUSALS = (
     # gemini-cli 0.61.0 run headless in a folder it does not trust (a loop worktree always is
     # new): exit 55, "Gemini CLI is not running in a trusted directory. To proceed, either use
     # `--skip-trust`, set the `GEMINI_CLI_TRUST_WORKSPACE=true` environment variable, …".
+    # gemini-cli 0.61.0 that cannot write its home folder (a sandbox granting only ~/.gemini/tmp)
+    # dies at start: "An unexpected critical error occurred:Error: EROFS: read-only file system,
+    # open '…/.gemini/projects.json.<uuid>.tmp'" (recorded in tests/e2e).
+    Refusal("gemini crashed before it could run the task",
+            "run gemini by hand the same way to see why; inside automaton --sandbox it needs to write"
+            " ~/.gemini/projects.json, which the sandbox keeps read-only",
+            needles=("An unexpected critical error occurred",)),
     Refusal("gemini refused to run in a folder it does not trust",
             "automaton passes --skip-trust: check that loop.json harness.command/args run a gemini that takes it"
             " (0.61.0 or later), or set GEMINI_CLI_TRUST_WORKSPACE=true for the ticks",
@@ -107,4 +114,6 @@ def parse(stdout: str, stderr: str, code: int) -> HarnessResult:
 
 def run(req: HarnessRequest) -> HarnessResult:
     """Run Gemini in `req.cwd`; transcript is the JSON object."""
-    return run_cli(req, invocation(req), parse, REFUSALS, silent=True)
+    # Not `silent`: gemini 0.61.0 writes its JSON error object to stderr, stdout empty, also
+    # after it ran (a quota or API error mid-run): an empty stdout is no sign it never started.
+    return run_cli(req, invocation(req), parse, REFUSALS)
