@@ -40,7 +40,7 @@ def record(name: str, text: str) -> None:
     """With AUTOMATON_E2E_RECORD=1, keep what the real CLI printed as a fixture for the fakes
     (tests/harnesses/test_codex.py reads tests/e2e/recorded/codex-<version>/)."""
     if os.environ.get("AUTOMATON_E2E_RECORD") == "1":
-        folder = RECORDED / f"codex-{pinned('@openai/codex')}"
+        folder = RECORDED / f"codex-{pinned()['codex'].version}"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text, encoding="utf-8")
 
@@ -51,8 +51,8 @@ def shell(cmd: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-def codex_bin(agent_cli: Callable[[str, str], Path], monkeypatch: pytest.MonkeyPatch) -> Path:
-    exe = agent_cli("@openai/codex", "codex")
+def codex_bin(installed: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch) -> Path:
+    exe = installed("codex")
     monkeypatch.setenv("PATH", f"{exe.parent}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("SCRIPTED_API_KEY", "test-key")
     return exe
@@ -97,13 +97,14 @@ def test_a_sandboxed_codex_tick_commits_its_work_and_charges_its_tokens(project:
     assert out.data["cost_usd"] == pytest.approx(((inp - cached) * 1.25 + cached * 0.125 + outp * 10.0) / 1e6)
     assert store.read_state(proj, "demo")["spent_usd"] == pytest.approx(out.data["cost_usd"])
     run = Path(out.data["run_dir"])
+    assert json.loads((run / "tick.json").read_text())["agent_version"] == pinned()["codex"].version
     record("exec-tick.jsonl", (run / "implement.log").read_text())
     events = [json.loads(line) for line in (run / "implement.log").read_text().splitlines() if line.strip()]
     assert events[0]["type"] == "thread.started" and events[-1]["type"] == "turn.completed"
     done = [e["item"] for e in events if e["type"] == "item.completed" and e["item"]["type"] == "command_execution"]
     assert done and "wrote" in done[0]["aggregated_output"] and "denied" in done[0]["aggregated_output"]
     assert not outside.exists()  # the kernel sandbox held the write outside the worktree
-    calls = srv.model_calls()
+    calls = list(srv.scripted_requests())
     assert len(calls) == 2 and calls[0].headers["authorization"] == "Bearer test-key"
     # the whole conversation again (0.171.0, `store: false`), or only the new items with
     # previous_response_id: the tool's output is among them either way
@@ -118,7 +119,7 @@ def test_a_sandboxed_codex_tick_commits_its_work_and_charges_its_tokens(project:
 ])
 def test_a_usage_limit_or_429_storm_defers_the_tick(project: Path, scripted: Any, step: dict[str, Any],
                                                      said: str, reset_known: bool, fixture: str) -> None:
-    scripted([step])
+    scripted([{**step, "repeat": True}])  # the provider keeps refusing, codex's retries included
     proj = codex_loop(project)
     out = tick(proj, "demo")
     if out.data is not None and out.data.get("run_dir"):
@@ -131,6 +132,7 @@ def test_a_usage_limit_or_429_storm_defers_the_tick(project: Path, scripted: Any
         until = datetime.fromisoformat(deferred["until"].replace("Z", "+00:00")).timestamp()
         assert abs(until - step["body"]["error"]["resets_at"]) <= 180, deferred
     assert out.data["verdict"] is None and out.data["commit"] is None
+    assert out.data["agent_version"] == pinned()["codex"].version  # a deferred tick records it too
     state = store.read_state(proj, "demo")
     assert state["iteration_count"] == 0
 
@@ -235,7 +237,8 @@ def test_the_installed_hook_sees_the_real_payload_and_codex_obeys_its_answers(pr
                    "--dangerously-bypass-hook-trust", "--sandbox", "danger-full-access", "-", stdin="go", cwd=project,
                    env=dict(os.environ), timeout=120)
     assert proc.returncode == 0, proc.stderr
-    sent = [i["output"] for c in srv.model_calls() for i in c.body["input"] if i.get("type") == "function_call_output"]
+    sent = [i["output"] for c in srv.scripted_requests() for i in c.body["input"]
+            if i.get("type") == "function_call_output"]
     outputs = list(dict.fromkeys(sent))  # each call repeats the earlier outputs
     assert len(outputs) == 2 and "allowed" in outputs[0], (outputs, proc.stderr)
     assert (project / "src" / "b.py").read_text() == "y = 2\n"  # allowed: run

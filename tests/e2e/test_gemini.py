@@ -34,14 +34,14 @@ VERIFY = {"implement": {"prompt": "implement.md"},
 def record(name: str, text: str) -> None:
     """With AUTOMATON_E2E_RECORD=1, keep what the real CLI printed (tests/harnesses reads it)."""
     if os.environ.get("AUTOMATON_E2E_RECORD") == "1":
-        folder = RECORDED / f"gemini-{pinned('@google/gemini-cli')}"
+        folder = RECORDED / f"gemini-{pinned()['gemini'].version}"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text, encoding="utf-8")
 
 
 @pytest.fixture
-def gemini_bin(agent_cli: Callable[[str, str], Path], monkeypatch: pytest.MonkeyPatch) -> Path:
-    exe = agent_cli("@google/gemini-cli", "gemini")
+def gemini_bin(installed: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch) -> Path:
+    exe = installed("gemini")
     monkeypatch.setenv("PATH", f"{exe.parent}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("GEMINI_API_KEY", "test-key")
     settings = Path(os.environ["HOME"]) / ".gemini" / "settings.json"
@@ -77,6 +77,7 @@ def test_a_sandboxed_gemini_tick_commits_its_work_and_counts_its_tokens(project:
     out = tick(proj, "demo")
     assert out.code == 0 and out.data is not None and out.data["halt"] is None, out.lines
     run = Path(out.data["run_dir"])
+    assert json.loads((run / "tick.json").read_text())["agent_version"] == pinned()["gemini"].version
     log = (run / "implement.log").read_text()
     record("tick.json", log)
     assert out.data["commit"] and out.data["verdict"]["score"] == 1.0, (log, (run / "implement.stderr.log").read_text())
@@ -85,17 +86,18 @@ def test_a_sandboxed_gemini_tick_commits_its_work_and_counts_its_tokens(project:
     # Gemini prints tokens, no cost: the tick counts max_tick_usd (harnesses.gemini)
     assert out.data["cost_known"] is False and out.data["cost_usd"] == 1.0
     assert store.read_state(proj, "demo")["spent_usd"] == 1.0
-    calls = srv.model_calls()
+    calls = list(srv.scripted_requests())
     assert calls and calls[0].headers["x-goog-api-key"] == "test-key"
     assert any(p.get("functionResponse", {}).get("name") == "write_file"
                for c in calls[1:] for msg in c.body["contents"] for p in msg.get("parts", []))
 
 
 def test_a_daily_quota_defers_the_tick(project: Path, scripted: Any) -> None:
-    scripted([quota_exceeded(30)])
+    scripted([{**quota_exceeded(30), "repeat": True}])  # every retry refused too
     proj = gemini_loop(project)
     out = tick(proj, "demo")
     assert out.code == 0 and out.data is not None and out.data["iteration_counted"] is False, out.lines
+    assert out.data["agent_version"] == pinned()["gemini"].version  # a deferred tick records it too
     run = Path(out.data["run_dir"])
     record("quota.stderr", (run / "implement.stderr.log").read_text())
     deferred = out.data["deferred"]
@@ -151,7 +153,7 @@ def test_the_installed_hook_sees_the_real_payload_and_gemini_obeys_its_answers(p
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (project / "src" / "b.py").read_text() == "y = 2\n"  # allowed: written
     assert settings.read_text() == before  # denied: never written
-    answers = [p["functionResponse"] for c in srv.model_calls()[1:] for m in c.body["contents"]
+    answers = [p["functionResponse"] for c in list(srv.scripted_requests())[1:] for m in c.body["contents"]
                for p in m.get("parts", []) if "functionResponse" in p]
     denial = json.dumps(answers[-1])
     assert "agent hook configuration is changed only by a human" in denial, answers

@@ -35,15 +35,15 @@ PRICE_IN, PRICE_OUT = 1.0, 10.0  # USD per million tokens, in the provider's con
 def record(name: str, text: str) -> None:
     """With AUTOMATON_E2E_RECORD=1, keep what the real CLI printed (tests/harnesses reads it)."""
     if os.environ.get("AUTOMATON_E2E_RECORD") == "1":
-        folder = RECORDED / f"opencode-{pinned('opencode-ai')}"
+        folder = RECORDED / f"opencode-{pinned()['opencode'].version}"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text, encoding="utf-8")
 
 
 @pytest.fixture
-def scripted(agent_cli: Callable[[str, str], Path], monkeypatch: pytest.MonkeyPatch) -> Iterator[
+def scripted(installed: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch) -> Iterator[
         Callable[[list[dict[str, Any]]], ChatServer]]:
-    exe = agent_cli("opencode-ai", "opencode")
+    exe = installed("opencode")
     monkeypatch.setenv("PATH", f"{exe.parent}{os.pathsep}{os.environ['PATH']}")
     for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
         monkeypatch.delenv(var, raising=False)
@@ -81,6 +81,7 @@ def test_a_sandboxed_opencode_tick_commits_its_work_and_charges_its_step_costs(p
     out = tick(proj, "demo")
     assert out.code == 0 and out.data is not None and out.data["halt"] is None, out.lines
     run = Path(out.data["run_dir"])
+    assert json.loads((run / "tick.json").read_text())["agent_version"] == pinned()["opencode"].version
     log = (run / "implement.log").read_text()
     record("tick.jsonl", log)
     assert out.data["commit"] and out.data["verdict"]["score"] == 1.0, (log[-3000:],
@@ -94,4 +95,4 @@ def test_a_sandboxed_opencode_tick_commits_its_work_and_charges_its_step_costs(p
     bash = [e["part"] for e in events if e["type"] == "tool_use" and e["part"]["tool"] == "bash"]
     assert bash and "denied" in bash[0]["state"]["output"] and not outside.exists()
     assert not (project.parent / "src").exists()  # PWD pointed nowhere near the worktree's edits
-    assert len(srv.model_calls()) == 3
+    assert len(list(srv.scripted_requests())) == 3

@@ -81,8 +81,30 @@ def harness_checks(name: str, config: LoopConfig, path_env: str | None) -> list[
            Finding(name, "harness", "problem", f"harness executable {exe!r} is not on {where}",
                    f"install it or fix PATH, then automaton --install-schedule {name}" if path_env is not None
                    else "install it or fix PATH")]
+    if found:
+        out += _tested(name, h, found)
     out.append(_login(name, h, scheduled=path_env is not None))
     return out
+
+
+def _tested(name: str, harness: str, found: str) -> list[Finding]:
+    """Whether the CLI at `found` is a version automaton's end-to-end suite ran against
+    (`harnesses.versions`); nothing for a harness with no tested range (command, aider)."""
+    from automaton.harnesses import versions
+
+    tested = versions.TESTED.get(harness)
+    if tested is None:
+        return []
+    version = versions.version_of(os.path.realpath(found), tested.package)
+    span = versions.range_text(harness)
+    if version is None:
+        return [Finding(name, "harness-version", "note", f"cannot read the version of {found}"
+                        f" (not an npm install of {tested.package}); automaton was tested with {harness} {span}")]
+    if versions.in_range(harness, version):
+        return [Finding(name, "harness-version", "ok", f"{harness} {version} is in the tested range ({span})")]
+    return [Finding(name, "harness-version", "warning", f"{harness} {version} is outside the tested range ({span}):"
+                    " its hook payloads, flags or output may differ from what automaton reads",
+                    f"install {tested.package}@{tested.highest}, or run make e2e against this version")]
 
 
 def _login(name: str, harness: str, *, scheduled: bool) -> Finding:

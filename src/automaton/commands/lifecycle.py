@@ -132,7 +132,8 @@ def _drop_kept_export(project: Project, loop: LoopName, out: Outcome) -> None:
     idle mark; a symlink in their place is removed itself, never followed. A failure is a
     warning: the folder only costs disk."""
     folder = kept_export_of(project.root, loop)
-    for path in (folder.with_name(folder.name + ".idle"), folder):  # the mark first: never a mark without its folder
+    # the mark first (never a mark without its folder), its recorded size last (runner.exportcache)
+    for path in (folder.with_name(folder.name + ".idle"), folder, folder.with_name(folder.name + ".size")):
         try:
             remove_tree(path)
         except OSError as exc:

@@ -44,6 +44,7 @@ from automaton.git.drift import (
     changed_paths,
     worktree_blobs,
 )
+from automaton.git.harden import git_folder_of, probe_once
 from automaton.git.worktree import branch_name
 from automaton.resolve import real
 from automaton.store import loops, tasks
@@ -196,7 +197,8 @@ def _project_config_gate(project: Project, state: dict[str, Any], facts: _Facts)
 def check_gate(project: Project, name: str, task: str | None = None, *, drift_cwd: Path | None = None) -> Outcome:
     """`--check-gate NAME`: `check` of the loop named `name` (exit 2, BadInput, for an unknown
     or untracked loop)."""
-    return check(Loop.resolve(project, name), task, drift_cwd=drift_cwd)
+    with probe_once(trusted=git_folder_of(project.root)):  # one filter probe per repository for the gate
+        return check(Loop.resolve(project, name), task, drift_cwd=drift_cwd)
 
 
 def check(loop: Loop, task: str | None = None, *, drift_cwd: Path | None = None) -> Outcome:

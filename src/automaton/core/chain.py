@@ -142,7 +142,8 @@ class ChainCheck:
         return line_hash(self.lines[-1].raw) if self.lines else GENESIS
 
 
-def verify_text(text: str, key: bytes | None = None, *, check_macs: bool = True) -> ChainCheck:
+def verify_text(text: str, key: bytes | None = None, *, check_macs: bool = True,
+                after: ChainCheck | None = None) -> ChainCheck:
     """Check every line parses, links to the one before and, from the first keyed line on,
     carries a mac that `key` verifies. Unkeyed lines may only come before the first keyed one.
 
@@ -150,16 +151,20 @@ def verify_text(text: str, key: bytes | None = None, *, check_macs: bool = True)
     `check_macs=False` (a reader that may not have the key and cannot write the log either)
     keyed lines are taken on their SHA-256 chain alone (`unverified`). A partial last line is
     an error. Never raises.
+
+    `after`: an ok check of the text that comes before `text` (verified with the same `key`
+    and `check_macs`): the result is exactly `verify_text(that text + text)`, at the cost of
+    `text` alone (a log read again after lines were appended to it).
     """
     if text and not text.endswith("\n"):
         return ChainCheck(False, [], "the last line is partial (no newline): the log was cut")
-    lines: list[LogLine] = []
-    prev = GENESIS
-    first_keyed = 0
+    lines: list[LogLine] = [] if after is None else list(after.lines)
+    prev = GENESIS if after is None else after.last_hash
+    first_keyed = next((n for n, x in enumerate(lines, start=1) if x.mac), 0) if lines and lines[-1].mac else 0
     # Split on "\n" only: str.splitlines() also splits on \r, \x1c, \u2028 ..., which a
     # line may legitimately hold, and would then mis-hash it.
     rows = text.split("\n")[:-1] if text else []
-    for n, raw in enumerate(rows, start=1):
+    for n, raw in enumerate(rows, start=len(lines) + 1):
         parsed = parse_line(raw)
         if parsed is None:
             return ChainCheck(False, lines, f"line {n} is not a valid log line")
@@ -179,6 +184,5 @@ def verify_text(text: str, key: bytes | None = None, *, check_macs: bool = True)
             return ChainCheck(False, lines, f"line {n} has no mac after keyed line {first_keyed}:"
                               " it was not written by automaton")
         lines.append(parsed)
-        if n < len(rows):  # the next line links to this one; nothing links to the last
-            prev = line_hash(raw)
+        prev = line_hash(raw)
     return ChainCheck(True, lines, unverified=bool(first_keyed) and not check_macs)

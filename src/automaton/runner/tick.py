@@ -30,9 +30,9 @@ from automaton.core.outcome import Outcome
 from automaton.core.record import record
 from automaton.core.sandbox import Policy
 from automaton.core.verdicts import Verdict
-from automaton.git.harden import probe_once
+from automaton.git.harden import git_folder_of, probe_once
 from automaton.git.worktree import WorktreeResult
-from automaton.harnesses import HarnessRequest, HarnessResult
+from automaton.harnesses import HarnessRequest, HarnessResult, versions
 from automaton.proc import pinned_programs
 from automaton.runner import (
     aftercommit,
@@ -114,7 +114,9 @@ def _locked_tick(loop: Loop, opts: TickOptions) -> Outcome:
     if killed:
         loop.log_event("WARNING", {"reason": "leftover_harness", "pids": ",".join(map(str, killed))})
         show.note(f"loop {name}: killed {len(killed)} process(es) left running by a dead tick")
-    with show.phase(f"loop {name}: gates"):
+    # One filter probe per repository for the whole gate (git.harden.probe_once): the worktree's
+    # pointer names a folder inside the project's `.git`, which no agent may write.
+    with show.phase(f"loop {name}: gates"), probe_once(trusted=git_folder_of(loop.project.root)):
         gate = loop_gate.check(loop)
     if gate.code != ExitCode.OK:
         data = dict(gate.data or {})
@@ -222,7 +224,7 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
     # on it, not before each git call. Elsewhere a process it left behind could rewrite the
     # worktree's `.git` pointer and the config it leads to: there the worktree is probed anew
     # before every call (git.harden.probe_once).
-    with probe_once(pointers_settled=reaper.become_subreaper()):
+    with probe_once(pointers_settled=reaper.become_subreaper(), trusted=git_folder_of(project.root)):
         after = aftercommit.settle(loop, cfg, wt, n, impl)
     _config_halt(loop, baseline, after)
     warnings += after.warnings
@@ -232,8 +234,12 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
     complete, decision = False, "continue"
     if after.skip_verify is None and watch.limit is None:
         with show.phase(f"loop {name} tick {n}: verify", folder / "verify.log"):
+            said: list[str] = []
             verdict = _verify_clean(cfg, adapter, request, folder, wt, after.head, tmp, loop_dir, ctx, costs,
-                                    policy_for, project)
+                                    policy_for, project, said)
+        for line in said:  # the kept exports are over their bound (runner.exportcache)
+            warnings.append(f"loop {name}: {line}")
+            show.note(f"  warning: {line}")
         if watch.limit is None:
             complete, decision = orchestrate.decide(cfg, adapter, request, loop_dir, ctx, verdict, costs)
         warnings += _config_halt(loop, baseline, after)  # the verifier and the orchestrator ran code too
@@ -273,20 +279,24 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
             "worktree": str(wt.path), "sandbox": cfg.sandbox, "halt": halt,
             "worktree_branch": wt.branch, "worktree_fallback": wt.fallback, "commit": after.sha,
             "run_dir": str(folder), "implement": {"exit_status": impl.exit_status, "error": impl.error,
-                                                  "timed_out": impl.timed_out}}
+                                                  "timed_out": impl.timed_out},
+            # The agent CLI's version as installed (read from its package, never asked of it).
+            "agent_version": versions.installed(cfg.harness.name)}
     (folder / "tick.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     return Outcome(ExitCode.OK, [line], data, warnings)
 
 
 def _verify_clean(cfg: LoopConfig, adapter: harnesses.Harness, request: Any, folder: Path, wt: WorktreeResult,
                   head: str | None, tmp: Path, loop_dir: Path, ctx: prompts.TickContext,
-                  costs: dict[str, float | None], policy_for: Any, project: Project) -> Verdict:
+                  costs: dict[str, float | None], policy_for: Any, project: Project, notes: list[str]) -> Verdict:
     """Step 6 on a clean export of the tick's commit (runner/verify.py); an export that fails is
-    an unscored verdict, never a verification of the agent's own tree."""
+    an unscored verdict, never a verification of the agent's own tree. `notes` gets the lines
+    the export has for the user (`verify.place`)."""
     from automaton.git.errors import DriftError
 
     try:
-        where = verify_mod.place(cfg, project.root, head if wt.in_worktree else None, wt.base_commit, tmp, wt.path)
+        where = verify_mod.place(cfg, project.root, head if wt.in_worktree else None, wt.base_commit, tmp, wt.path,
+                                 notes)
     except (DriftError, OSError) as exc:
         return Verdict(None, False, False, f"verify not run: the tick's commit could not be exported ({exc})", "none")
     return verify_mod.run_verify(cfg, adapter, request, folder, where, tmp, loop_dir, policy_for,

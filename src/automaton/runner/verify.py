@@ -36,7 +36,7 @@ from automaton.core.secrets import without_credentials
 from automaton.core.verdicts import Verdict, from_agent, from_command
 from automaton.harnesses import HarnessRequest
 from automaton.proc import run_streaming
-from automaton.runner import leftovers
+from automaton.runner import exportcache, leftovers
 from automaton.sandbox import reaper
 from automaton.store.layout import kept_export_of, kept_exports_dir
 
@@ -55,19 +55,27 @@ class VerifyPlace:
     idle: Path | None = None
 
 
-def place(cfg: LoopConfig, repo: Path, commit: str | None, base: str | None, tmp: Path, fallback_cwd: Path) -> \
-        VerifyPlace:
+def place(cfg: LoopConfig, repo: Path, commit: str | None, base: str | None, tmp: Path, fallback_cwd: Path,
+          notes: list[str] | None = None) -> VerifyPlace:
     """Export `commit` (with protected paths from `base`) into the loop's kept export
-    (`kept_export`) or, where there is none, into `tmp/verify-tree`; without a commit to
-    export, the verifier runs in `fallback_cwd`. Raises DriftError when git fails (an
-    ExportError: the tick then records an unscored verdict; it never verifies the agent's
-    tree instead)."""
+    (`kept_export`) or, where there is none or the kept exports are over their bound
+    (`runner.exportcache`: then its one line is appended to `notes`), into `tmp/verify-tree`;
+    without a commit to export, the verifier runs in `fallback_cwd`. Raises DriftError when
+    git fails (an ExportError: the tick then records an unscored verdict; it never verifies
+    the agent's tree instead)."""
     if commit is None or base is None:
         return VerifyPlace(fallback_cwd, False)
     from automaton.git.export import ExportError, export_tree, refresh_export
 
     protected = protected_patterns(cfg, repo)
     kept = kept_export(repo, cfg.name)
+    full = exportcache.over_bound(kept[0]) if kept is not None else None
+    if full is not None and kept is not None:
+        if notes is not None:
+            notes.append(full)
+        _take_mark(kept[1])
+        _remove(kept[0])  # its recorded size stays: counted until the bound is raised or the loop removed
+        kept = None
     if kept is None:
         dest = tmp / "verify-tree"
         export_tree(repo, commit, dest, protected=protected, base_commit=base)
@@ -77,12 +85,13 @@ def place(cfg: LoopConfig, repo: Path, commit: str | None, base: str | None, tmp
     if not quiet:
         _remove(folder)  # a run that may have left a process behind: a new folder, a new inode
     try:
-        refresh_export(repo, commit, folder, protected=protected, base_commit=base)
+        done = refresh_export(repo, commit, folder, protected=protected, base_commit=base)
     except ExportError:
         if not quiet:
             raise
         _remove(folder)  # something in the kept folder could not be repaired: export afresh
-        refresh_export(repo, commit, folder, protected=protected, base_commit=base)
+        done = refresh_export(repo, commit, folder, protected=protected, base_commit=base)
+    exportcache.record(folder, done.bytes)
     return VerifyPlace(folder, True, idle)
 
 

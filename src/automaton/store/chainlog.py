@@ -59,14 +59,14 @@ def read_chain(log_path: str | Path) -> ChainCheck:
     text = _read_text(log_path)
     if not isinstance(text, str):
         return text if hidden or not text.ok else _anchored(log_path, text, found)
-    check = verify_text(text, key, check_macs=not hidden)
+    check = _verified(log_path, text, key, not hidden)
     if check.ok and check.legacy and keys.was_keyed(Path(log_path)):
         # A writer appends its first keyed line before it marks the log: re-read once, so a
         # reader that raced that writer sees the keyed line instead of a false replacement.
         text = _read_text(log_path)
         if not isinstance(text, str):
             return text
-        check = verify_text(text, key, check_macs=not hidden)
+        check = _verified(log_path, text, key, not hidden)
         if check.ok and check.legacy:
             return ChainCheck(False, check.lines, "no line is keyed, but automaton has sealed this log with"
                               " its key before: the whole log was replaced")
@@ -79,6 +79,33 @@ def read_chain(log_path: str | Path) -> ChainCheck:
 
 
 _HIDDEN = "hidden"
+
+# The logs this process verified last: resolved path -> (the text verified, the key and
+# check_macs it was verified with, the ok check of it). A tick reads its loop's log many times
+# (the gate, each state write, the give-up path) and a log only grows between two reads, so a
+# later read whose text starts with the text verified before verifies only what was appended
+# (`verify_text(after=...)`): the same answer as verifying the whole text, because the check
+# is a fold over the lines and the prefix is compared byte for byte. Nothing here is read
+# from disk or trusted across processes; the anchor and the keyed mark are read on every call.
+_MEMO: dict[str, tuple[str, bytes | None, bool, ChainCheck]] = {}
+_MEMO_SIZE = 8  # the few logs one command touches; the audit reads thousands, each once
+
+
+def _verified(log_path: str | Path, text: str, key: bytes | None, check_macs: bool) -> ChainCheck:
+    """`verify_text(text, key, check_macs=check_macs)`, from this process's last ok check of
+    the same log when `text` extends the text it checked (see `_MEMO`)."""
+    where = os.path.realpath(log_path)
+    seen = _MEMO.pop(where, None)
+    if seen is not None and seen[1] == key and seen[2] == check_macs and text.startswith(seen[0]):
+        check = verify_text(text[len(seen[0]):], key, check_macs=check_macs, after=seen[3])
+    else:
+        check = verify_text(text, key, check_macs=check_macs)
+    if check.ok:
+        _MEMO[where] = (text, key, check_macs, check)
+        while len(_MEMO) > _MEMO_SIZE:  # the oldest first (the dashboard's threads share it: never raises)
+            _MEMO.pop(next(iter(_MEMO), where), None)
+    return ChainCheck(check.ok, list(check.lines), check.error, needs_key=check.needs_key,
+                      unverified=check.unverified)
 
 
 def _anchor_of(log_path: str | Path) -> anchor.Anchor | str | None:

@@ -79,14 +79,46 @@ def log_finding(lines: list[LogLine], log_file: Path) -> str:
     marks never go down except on MARK_EVENTS / re-seal lines; a re-seal line's growing
     counters are at least the highest value logged before it.
     """
-    start = max((i for i, line in enumerate(lines) if _is_reseal(line)), default=0)
+    memo_key = str(log_file)
+    seen = _FOLDS.pop(memo_key, None)
     high: dict[str, float] = {}
-    for line in lines[:start]:
-        for key, value in logged_counters(line).items():
-            high[key] = max(high.get(key, value), value)
-    prev: dict[str, float] = {}
-    reserved: dict[str, tuple[float, dict[str, float]]] = {}  # n -> (reserved_usd, TICK_START's counters)
-    for n, line in enumerate(lines[start:], start=start + 1):
+    if seen is not None and _extends(seen[0], lines):
+        # Only the lines appended since this process checked the same line objects (the chain
+        # reader hands out the lines it verified before: `store.chainlog`) are folded in; a
+        # new re-seal among them moves the start, so that is checked from scratch.
+        done, start, prev, reserved = len(seen[0]), seen[1], seen[2], seen[3]
+    else:
+        start = max((i for i, line in enumerate(lines) if _is_reseal(line)), default=0)
+        for line in lines[:start]:
+            for key, value in logged_counters(line).items():
+                high[key] = max(high.get(key, value), value)
+        done, prev, reserved = start, {}, {}  # reserved: n -> (reserved_usd, TICK_START's counters)
+    found = _fold(lines, log_file, done, start, high, prev, reserved)
+    if not found:
+        _FOLDS[memo_key] = (list(lines), start, prev, reserved)
+        while len(_FOLDS) > _FOLDS_SIZE:
+            _FOLDS.pop(next(iter(_FOLDS), memo_key), None)
+    return found
+
+
+# log_file -> (the lines last found clean, the index of their last re-seal, the fold's counters
+# after them, its open reservations): a tick checks its loop's log on every read of the state.
+_FOLDS: dict[str, tuple[list[LogLine], int, dict[str, float], dict[str, tuple[float, dict[str, float]]]]] = {}
+_FOLDS_SIZE = 8
+
+
+def _extends(old: list[LogLine], lines: list[LogLine]) -> bool:
+    """`lines` starts with the very objects of `old` and holds no re-seal after them."""
+    return (len(old) <= len(lines) and all(a is b for a, b in zip(old, lines[:len(old)], strict=True))
+            and not any(_is_reseal(x) for x in lines[len(old):]))
+
+
+def _fold(lines: list[LogLine], log_file: Path, done: int, start: int, high: dict[str, float],
+          prev: dict[str, float], reserved: dict[str, tuple[float, dict[str, float]]]) -> str:
+    """`log_finding` of `lines[done:]`, with the fold's state after `lines[:done]` (`prev`,
+    `reserved`, updated in place) and the last re-seal at index `start` (`high`: the highest
+    counters before it)."""
+    for n, line in enumerate(lines[done:], start=done + 1):
         where = f"{log_file}: line {n} ({line.event})"
         if line.event not in EVENTS:
             return f"{where}: unknown event: it was not written by automaton"

@@ -8,7 +8,8 @@ events, each a `GenerateContentResponse` (ai.google.dev/api/generate-content): `
 {promptTokenCount, candidatesTokenCount, totalTokenCount} on the last chunk.
 
 A step: `{"text": "..."}`, `{"calls": [{"name": "run_shell_command", "args": {...}}]}`, or
-`{"status": 429, "body": {...}}` (`quota_exceeded` is the real RESOURCE_EXHAUSTED shape).
+`{"status": 429, "body": {...}}` (`quota_exceeded` is the real RESOURCE_EXHAUSTED shape; add
+`"repeat": true` for a provider that keeps refusing).
 Non-streamed `:generateContent` calls (the CLI's own helpers) and `:countTokens` do not consume
 steps: they get a fixed short answer.
 """
@@ -16,10 +17,9 @@ steps: they get a fixed short answer.
 from __future__ import annotations
 
 import json
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.e2e.servers.base import Recorded, ScriptedServer, send_json, sse, start_sse
+from tests.e2e.servers.base import Answer, Request, ScriptedServer, json_answer, sse
 
 # What the CLI's model router (a non-streamed call with a JSON schema) is told: use the main model.
 ROUTED = json.dumps({"reasoning": "scripted", "model_choice": "pro", "complexity_reasoning": "scripted",
@@ -42,23 +42,21 @@ def quota_exceeded(retry_s: int = 60) -> dict[str, Any]:
 
 
 class GeminiServer(ScriptedServer):
-    def accepts(self, rec: Recorded) -> bool:
-        return ":streamGenerateContent" in rec.path
+    def scripted(self, request: Request) -> bool:
+        return request.method == "POST" and ":streamGenerateContent" in request.path
 
-    def get(self, h: BaseHTTPRequestHandler, rec: Recorded) -> None:
-        if ":countTokens" in rec.path:
-            send_json(h, 200, {"totalTokens": 100})
-        elif ":generateContent" in rec.path:
-            send_json(h, 200, _response({"text": ROUTED}, final=True))
-        else:
-            send_json(h, 404, {"error": {"code": 404, "message": f"not scripted: {rec.path}", "status": "NOT_FOUND"}})
+    def side_answer(self, request: Request) -> Answer:
+        if ":countTokens" in request.path:
+            return json_answer(200, {"totalTokens": 100})
+        if ":generateContent" in request.path:
+            return json_answer(200, _response({"text": ROUTED}, final=True))
+        return json_answer(404, {"error": {"code": 404, "message": f"not scripted: {request.path}",
+                                           "status": "NOT_FOUND"}})
 
-    def respond(self, h: BaseHTTPRequestHandler, step: dict[str, Any], rec: Recorded) -> None:
+    def render(self, request: Request, step: dict[str, Any], index: int) -> Answer:
         if "status" in step:
-            send_json(h, int(step["status"]), step.get("body", {}))
-            return
-        start_sse(h)
-        sse(h, _response(step, final=True))
+            return json_answer(int(step["status"]), step.get("body", {}))
+        return Answer(200, {"content-type": "text/event-stream"}, chunks=[sse(None, _response(step, final=True))])
 
 
 def _response(step: dict[str, Any], *, final: bool) -> dict[str, Any]:

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import json
 import time
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.e2e.servers.base import Recorded, ScriptedServer, send_json, sse, start_sse
+from tests.e2e.servers.base import Answer, Request, ScriptedServer, json_answer, sse
 
 TITLE = "Scripted session"
 USAGE = {"prompt_tokens": 1000, "completion_tokens": 50, "total_tokens": 1050}
@@ -34,37 +33,39 @@ class ChatServer(ScriptedServer):
     """Model calls that offer tools consume the script; OpenCode's helper calls without tools
     (the session title) get `TITLE` and consume nothing."""
 
-    def accepts(self, rec: Recorded) -> bool:
-        return rec.path.rstrip("/").endswith("/chat/completions") and isinstance(rec.body, dict) \
-            and bool(rec.body.get("tools"))
+    def scripted(self, request: Request) -> bool:
+        return _chat(request) and isinstance(request.body, dict) and bool(request.body.get("tools"))
 
-    def get(self, h: BaseHTTPRequestHandler, rec: Recorded) -> None:
-        if rec.path.rstrip("/").endswith("/chat/completions"):
-            self.respond(h, {"text": TITLE, "usage": {"prompt_tokens": 0, "completion_tokens": 0,
-                                                      "total_tokens": 0}}, rec)
-        else:
-            send_json(h, 404, {"error": {"message": f"not scripted: {rec.method} {rec.path}"}})
+    def side_answer(self, request: Request) -> Answer:
+        if _chat(request):
+            return self.render(request, {"text": TITLE, "usage": {"prompt_tokens": 0, "completion_tokens": 0,
+                                                                   "total_tokens": 0}}, 0)
+        return json_answer(404, {"error": {"message": f"not scripted: {request.method} {request.path}"}})
 
-    def respond(self, h: BaseHTTPRequestHandler, step: dict[str, Any], rec: Recorded) -> None:
+    def render(self, request: Request, step: dict[str, Any], index: int) -> Answer:
         if "status" in step:
-            send_json(h, int(step["status"]), step.get("body", {}))
-            return
-        model = rec.body.get("model", "m") if isinstance(rec.body, dict) else "m"
-        base = {"id": f"chatcmpl-{self.served}", "object": "chat.completion.chunk", "created": int(time.time()),
+            return json_answer(int(step["status"]), step.get("body", {}))
+        model = request.body.get("model", "m") if isinstance(request.body, dict) else "m"
+        base = {"id": f"chatcmpl-{index}", "object": "chat.completion.chunk", "created": int(time.time()),
                 "model": model}
+        out: list[bytes] = []
 
         def chunk(delta: dict[str, Any], finish: str | None = None) -> None:
-            sse(h, {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+            out.append(sse(None, {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}))
 
-        start_sse(h)
         chunk({"role": "assistant", "content": ""})
         if step.get("text"):
             chunk({"content": str(step["text"])})
         for i, call in enumerate(step.get("calls", [])):
             args = call["arguments"] if isinstance(call["arguments"], str) else json.dumps(call["arguments"])
-            chunk({"tool_calls": [{"index": i, "id": f"call_{self.served}_{i}", "type": "function",
+            chunk({"tool_calls": [{"index": i, "id": f"call_{index}_{i}", "type": "function",
                                    "function": {"name": call["name"], "arguments": ""}}]})
             chunk({"tool_calls": [{"index": i, "function": {"arguments": args}}]})
         chunk({}, "tool_calls" if step.get("calls") else "stop")
-        sse(h, {**base, "choices": [], "usage": step.get("usage", USAGE)})
-        sse(h, "[DONE]")
+        out.append(sse(None, {**base, "choices": [], "usage": step.get("usage", USAGE)}))
+        out.append(b"data: [DONE]\n\n")
+        return Answer(200, {"content-type": "text/event-stream"}, chunks=out)
+
+
+def _chat(request: Request) -> bool:
+    return request.method == "POST" and request.path.rstrip("/").endswith("/chat/completions")

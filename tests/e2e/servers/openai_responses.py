@@ -11,7 +11,8 @@ A step is one model call:
 - `{"calls": [{"name": "shell", "arguments": {...}}], "text"?: "..."}`: function calls
   (`arguments` is sent as JSON text, in two deltas);
 - `{"status": 429, "body": {...}, "headers"?: {...}}`: an HTTP error with that JSON body
-  (the real shapes are in `rate_limited` and `usage_limit` below);
+  (the real shapes are in `rate_limited` and `usage_limit` below; add `"repeat": true` for a
+  provider that keeps refusing, `base.ScriptedServer`);
 - `"usage"`: the `usage` object of `response.completed` (default: `USAGE`).
 """
 
@@ -19,10 +20,11 @@ from __future__ import annotations
 
 import json
 import time
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.e2e.servers.base import Recorded, ScriptedServer, send_json, sse, start_sse
+from tests.e2e.servers.base import Answer, Request, ScriptedServer, json_answer, sse
+
+SSE_HEADERS = {"content-type": "text/event-stream"}
 
 USAGE = {"input_tokens": 1200, "input_tokens_details": {"cached_tokens": 200}, "output_tokens": 300,
          "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 1500}
@@ -44,58 +46,61 @@ def usage_limit(resets_in_s: int = 3600, plan: str = "plus") -> dict[str, Any]:
 
 
 class ResponsesServer(ScriptedServer):
-    """Answers `POST …/responses` from the script; anything else 404s."""
+    """Answers `POST …/responses` from the script; anything else 404s (`side_answer`)."""
 
-    def accepts(self, rec: Recorded) -> bool:
-        return rec.path.rstrip("/").endswith("/responses")
+    def scripted(self, request: Request) -> bool:
+        return request.method == "POST" and request.path.rstrip("/").endswith("/responses")
 
-    def respond(self, h: BaseHTTPRequestHandler, step: dict[str, Any], rec: Recorded) -> None:
+    def render(self, request: Request, step: dict[str, Any], index: int) -> Answer:
         if "status" in step:
-            send_json(h, int(step["status"]), step.get("body", {}), step.get("headers"))
-            return
-        rid = f"resp_{self.served:04d}"
-        model = rec.body.get("model", "gpt-5") if isinstance(rec.body, dict) else "gpt-5"
+            return json_answer(int(step["status"]), step.get("body", {}), step.get("headers"))
+        rid = f"resp_{index:04d}"
+        model = request.body.get("model", "gpt-5") if isinstance(request.body, dict) else "gpt-5"
         base = {"id": rid, "object": "response", "created_at": int(time.time()), "model": model}
-        start_sse(h)
-        sse(h, {"type": "response.created", "response": {**base, "status": "in_progress", "output": []}},
-            "response.created")
+        out: list[bytes] = [sse("response.created", {"type": "response.created",
+                                                     "response": {**base, "status": "in_progress", "output": []}})]
         output: list[dict[str, Any]] = []
         if step.get("text"):
-            output.append(_message(h, len(output), f"msg_{self.served}", str(step["text"])))
+            output.append(_message(out, len(output), f"msg_{index}", str(step["text"])))
         for i, call in enumerate(step.get("calls", [])):
-            output.append(_call(h, len(output), f"fc_{self.served}_{i}", call))
+            output.append(_call(out, len(output), f"fc_{index}_{i}", call))
         done = {**base, "status": "completed", "output": output, "usage": step.get("usage", USAGE)}
-        sse(h, {"type": "response.completed", "response": done}, "response.completed")
+        out.append(sse("response.completed", {"type": "response.completed", "response": done}))
+        return Answer(200, SSE_HEADERS, chunks=out)
 
 
-def _message(h: BaseHTTPRequestHandler, index: int, item_id: str, text: str) -> dict[str, Any]:
+def _event(out: list[bytes], data: dict[str, Any]) -> None:
+    out.append(sse(str(data["type"]), data))
+
+
+def _message(out: list[bytes], index: int, item_id: str, text: str) -> dict[str, Any]:
     item = {"type": "message", "id": item_id, "role": "assistant", "status": "in_progress", "content": []}
-    sse(h, {"type": "response.output_item.added", "output_index": index, "item": item}, "response.output_item.added")
+    _event(out, {"type": "response.output_item.added", "output_index": index, "item": item})
     part = {"type": "output_text", "text": "", "annotations": []}
-    sse(h, {"type": "response.content_part.added", "item_id": item_id, "output_index": index, "content_index": 0,
-            "part": part}, "response.content_part.added")
+    _event(out, {"type": "response.content_part.added", "item_id": item_id, "output_index": index,
+                 "content_index": 0, "part": part})
     half = len(text) // 2
     for delta in (text[:half], text[half:]):
-        sse(h, {"type": "response.output_text.delta", "item_id": item_id, "output_index": index,
-                "content_index": 0, "delta": delta}, "response.output_text.delta")
-    sse(h, {"type": "response.output_text.done", "item_id": item_id, "output_index": index, "content_index": 0,
-            "text": text}, "response.output_text.done")
+        _event(out, {"type": "response.output_text.delta", "item_id": item_id, "output_index": index,
+                     "content_index": 0, "delta": delta})
+    _event(out, {"type": "response.output_text.done", "item_id": item_id, "output_index": index,
+                 "content_index": 0, "text": text})
     full = {**item, "status": "completed", "content": [{**part, "text": text}]}
-    sse(h, {"type": "response.output_item.done", "output_index": index, "item": full}, "response.output_item.done")
+    _event(out, {"type": "response.output_item.done", "output_index": index, "item": full})
     return full
 
 
-def _call(h: BaseHTTPRequestHandler, index: int, item_id: str, call: dict[str, Any]) -> dict[str, Any]:
+def _call(out: list[bytes], index: int, item_id: str, call: dict[str, Any]) -> dict[str, Any]:
     args = call["arguments"] if isinstance(call["arguments"], str) else json.dumps(call["arguments"])
     item = {"type": "function_call", "id": item_id, "call_id": call.get("call_id", f"call_{item_id}"),
             "name": call["name"], "arguments": "", "status": "in_progress"}
-    sse(h, {"type": "response.output_item.added", "output_index": index, "item": item}, "response.output_item.added")
+    _event(out, {"type": "response.output_item.added", "output_index": index, "item": item})
     half = len(args) // 2
     for delta in (args[:half], args[half:]):
-        sse(h, {"type": "response.function_call_arguments.delta", "item_id": item_id, "output_index": index,
-                "delta": delta}, "response.function_call_arguments.delta")
-    sse(h, {"type": "response.function_call_arguments.done", "item_id": item_id, "output_index": index,
-            "arguments": args}, "response.function_call_arguments.done")
+        _event(out, {"type": "response.function_call_arguments.delta", "item_id": item_id, "output_index": index,
+                     "delta": delta})
+    _event(out, {"type": "response.function_call_arguments.done", "item_id": item_id, "output_index": index,
+                 "arguments": args})
     full = {**item, "arguments": args, "status": "completed"}
-    sse(h, {"type": "response.output_item.done", "output_index": index, "item": full}, "response.output_item.done")
+    _event(out, {"type": "response.output_item.done", "output_index": index, "item": full})
     return full
