@@ -18,6 +18,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy --strict src
 	$(BIN)/lint-imports
+	$(BIN)/vulture
 
 # The dashboard's browser tests drive Debian's Chromium (browser downloads are not reachable):
 # installed here when this runs as root with apt; elsewhere those tests say what to install.

@@ -67,6 +67,11 @@ def test_packaged_template_is_the_design_example() -> None:
 
     data = json.loads((framework_home() / "templates/loops/ci-triage/loop.json").read_text())
     data["description"] = "d"
+    # The template runs pytest with the Python `--create-loop` fills in ({{python}}), and
+    # protects the tests it runs; the rest is the README's example.
+    assert data["roles"]["verify"]["command"] == ["{{python}}", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    assert "tests/**" in data["blast_radius"].pop("protected")
+    data["roles"]["verify"]["command"] = ["python", "-m", "pytest", "-q"]
     assert data == DESIGN_EXAMPLE
 
 

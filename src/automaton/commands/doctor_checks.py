@@ -14,14 +14,23 @@ import os
 import shlex
 import shutil
 import tempfile
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from automaton.commands.loop_status import score_text
+from automaton.commands.writable import agent_policy
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.sandbox import Policy
+from automaton.core.secrets import without_credentials
 from automaton.core.verdicts import from_agent, from_command
 from automaton.git import run_git
+from automaton.git.errors import DriftError, GitMissing
+from automaton.git.export import export_tree
+from automaton.harnesses import REGISTRY
+from automaton.proc import run_streaming
+from automaton.store.atomic import read_all
 from automaton.store.layout import Project
 
 _MARK = {"ok": "ok      ", "problem": "PROBLEM ", "warning": "warning ", "note": "note    "}
@@ -57,7 +66,6 @@ def harness_executable(config: LoopConfig) -> str | None:
     harness = config.harness
     if harness.name == "command":
         return harness.command[0] if harness.command else None
-    from automaton.harnesses import REGISTRY
 
     module = REGISTRY.get(harness.name)
     return getattr(importlib.import_module(module), "EXECUTABLE", None) if module else None
@@ -66,8 +74,6 @@ def harness_executable(config: LoopConfig) -> str | None:
 def harness_checks(name: str, config: LoopConfig, path_env: str | None) -> list[Finding]:
     """The agent CLI on the PATH a tick gets (`path_env`: the one run-tick.sh exports; None:
     not scheduled, so this shell's PATH), then its login."""
-    from automaton.harnesses import REGISTRY
-
     h = config.harness.name
     if h not in REGISTRY:
         return [Finding(name, "harness", "problem", f"unknown harness {h!r}",
@@ -143,7 +149,6 @@ def verify_policy(project: Project, config: LoopConfig, tree: Path, tmp: Path) -
     human-approved loop.json says `"sandbox": "off"`."""
     if config.sandbox == "off":
         return None
-    from automaton.commands.writable import agent_policy
 
     return agent_policy(project.root, (tree, tmp), tmp, "doctor verify", agent="command", cwd=tree,
                         argv=config.roles.verify.command or (), isolation=config.isolation, network=False)
@@ -165,10 +170,6 @@ def verify_check(project: Project, name: str, config: LoopConfig, state: dict[st
         where = config.blast_radius.base_branch or "HEAD"
         return Finding(name, "verify", "problem", f"no base commit to verify ({where} does not name a commit)",
                        "commit the project, or fix blast_radius.base_branch")
-    from automaton.core.secrets import without_credentials
-    from automaton.git.errors import DriftError, GitMissing
-    from automaton.git.export import export_tree
-    from automaton.proc import run_streaming
 
     tmp = Path(tempfile.mkdtemp(prefix="automaton-doctor-"))
     try:
@@ -204,7 +205,6 @@ def verify_check(project: Project, name: str, config: LoopConfig, state: dict[st
         return Finding(name, "verify", "problem", f"verify command {shown!r} gave no score on the base commit"
                        f" {base[:12]} ({verdict.summary}): every tick would be unscored",
                        "make it print a test summary or JUnit XML (roles.verify.score)")
-    from automaton.commands.loop_status import score_text
 
     return Finding(name, "verify", "ok", f"verify command {shown!r} scores {score_text(verdict.score)} on the base"
                    f" commit {base[:12]} ({verdict.summary})")
@@ -287,8 +287,6 @@ def _where(project: Project, rel: str) -> Path:
 
 
 def _read(path: Path) -> str | None:
-    from automaton.store.atomic import read_all
-
     try:
         return read_all(path).decode("utf-8")
     except FileNotFoundError:
@@ -356,8 +354,6 @@ def _kill_switch(agent: str, doc: dict[str, Any]) -> str | None:
 
 
 def _codex_config(path: Path) -> list[str]:
-    import tomllib
-
     try:
         text = _read(path)
         data = tomllib.loads(text) if text else {}

@@ -32,7 +32,7 @@ def halt_now(loop: Loop, reason: str, detail: str, gate: str, fields: dict[str, 
             halted = True
     if halted:
         stop_schedule(loop)
-        from automaton import notify
+        from automaton import notify  # only a halt notifies: --check-gate and --loop-list do not load it
 
         notify.notify_logged(loop.project, loop.name, "halt",
                              notify.payload(loop.project, loop.name, "halt", new, reason=reason, gate=gate))

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from automaton import notify
 from automaton.commands.gate_next import deferral_gate, next_step
 from automaton.commands.halts import halt_now, stop_schedule
 from automaton.commands.loops_common import project_config_problem
@@ -26,6 +27,8 @@ from automaton.core.gates import (
     TaskFacts,
     VramFacts,
     accepted_paths,
+    gate_config_seal,
+    gate_drift,
     remaining,
     run_gates,
 )
@@ -317,7 +320,6 @@ def check(loop: Loop, task: str | None = None, *, drift_cwd: Path | None = None)
     out.lines.append(f"  remaining_iterations={left_iter} remaining_budget_usd={left_usd} task_phase={phase}")
     if state["worktree_fallback"]:
         out.lines.append(f"  note: ticks ran in the main checkout: {state['worktree_fallback']}")
-    from automaton import notify  # after every lock is released: a slow receiver never holds a tick
 
     failed = notify.after_gate(project, name, out.data, state, detail=result.detail)
     if failed is not None:
@@ -350,8 +352,6 @@ def drift_after_commit(loop: Loop, cfg: LoopConfig) -> GateResult | None:
     loop.json that is no longer the sealed one halts `human_intervention` (config_changed) here.
     Returns the failed gate (the loop is then halted), or None when the changes are in scope.
     The other gates are not run here: the iteration of this very tick is already counted."""
-    from automaton.core.gates import gate_config_seal, gate_drift
-
     with loop.session() as s:
         tamper = s.rec.tamper
         if not tamper:

@@ -16,11 +16,13 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from automaton.commands.focus import read_focus
 from automaton.commands.writable import agent_policy, artifact_of, grants, secret_stores
 from automaton.core.errors import BadInput
 from automaton.core.names import TaskRef
 from automaton.core.sandbox import Policy
-from automaton.store import tasks
+from automaton.sandbox import agent_state_dirs, session_env
+from automaton.store import project_config, tasks
 from automaton.store.layout import Project
 
 # Harness names by executable basename, for the agent's own state folders.
@@ -61,7 +63,6 @@ def plan(project: Project, task: str | None, argv: list[str], *, home: Path | No
         if rec.phase is None:
             raise BadInput(f"task {ref} has no .state (created by hand): run automaton --phase --task {ref} first")
         phase, task_dir = rec.phase, rec.dir
-    from automaton.sandbox import agent_state_dirs, session_env
 
     home = home or Path.home()
     agent = AGENTS.get(Path(argv[0]).name, "command")
@@ -99,12 +100,8 @@ def plan(project: Project, task: str | None, argv: list[str], *, home: Path | No
 
 def isolation(project: Project) -> str:
     """The project's sealed "isolation" (`store.project_config.isolation`)."""
-    from automaton.store import project_config
-
     return project_config.isolation(project)
 
 
 def _focus(project: Project) -> TaskRef | None:
-    from automaton.commands.focus import read_focus
-
     return read_focus(project)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import re
 
-# Not hashlib/hmac/dataclasses: every agent hook verifies a chain (core/digest.py, core/record.py).
 from automaton.core.digest import equal, hmac_sha256, sha256_hex
 from automaton.core.record import field, record
 

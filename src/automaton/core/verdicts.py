@@ -10,12 +10,11 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass
 from typing import Any
 
-from automaton.core.record import record
 
-
-@record(frozen=True)
+@dataclass(frozen=True)
 class Verdict:
     """score: fraction 0..1 or None (unscored); passed: everything the verifier checked
     passed; done: the verifier says the loop's goal is reached; summary: one line."""
@@ -29,9 +28,6 @@ class Verdict:
     def to_dict(self) -> dict[str, Any]:
         return {"score": self.score, "passed": self.passed, "done": self.done,
                 "summary": self.summary, "source": self.source}
-
-
-UNSCORED = Verdict(None, False, False, "no score found", "none")
 
 
 def from_junit(xml_text: str) -> Verdict | None:

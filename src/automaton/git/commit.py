@@ -6,9 +6,9 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
-from automaton.core.record import record
 from automaton.git import run_git
 from automaton.git.errors import first_line
 from automaton.git.ignore import DEFAULT_EXCLUDES
@@ -20,7 +20,7 @@ FALLBACK_NAME, FALLBACK_EMAIL = "automaton", "automaton@localhost"
 _ROLES = ("AUTHOR", "COMMITTER")
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class CommitResult:
     """sha: the new commit (40 hex) or None; error: one line saying what failed, or None; fix:
     one line telling the human what to do about it, or None; cleared_lock: the stale

@@ -20,6 +20,7 @@ a program, hide changes, or read configuration automaton did not choose:
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
@@ -181,8 +182,6 @@ def _pointer(repo: str) -> bytes:
     followed, as git follows them), b"" when there is none, else a mark of what is there.
     Opened without blocking: the agent could put a FIFO there, which a plain open would wait on
     forever. Read on every cached use: microseconds, against a process."""
-    import stat
-
     try:
         fd = os.open(os.path.join(repo, ".git"), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError:  # none, or a folder on a system that will not open one

@@ -12,6 +12,7 @@ import posixpath
 from collections.abc import Iterable
 from pathlib import Path
 
+from automaton.core.scope import Scope
 from automaton.git.drift import committed_paths
 from automaton.git.errors import DriftError
 
@@ -22,17 +23,11 @@ DEFAULT_PROTECTED: tuple[str, ...] = (
 )
 _SPECIAL = set("*?[]!#\\")
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy reads the name)
-if TYPE_CHECKING:
-    from automaton.core.scope import Scope
-
 
 def protected_spec(protected: Iterable[str]) -> Scope:
     """`protected` (gitignore patterns) as one spec (`core.scope`: pathspec's answers, pathspec
     imported only for patterns that are not plain). Raises DriftError for a pattern pathspec
     cannot read (the caller halts rather than protect less than configured)."""
-    from automaton.core.scope import Scope
-
     try:
         return Scope(protected)
     except (ValueError, TypeError) as exc:

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
-from automaton.core.record import record
 from automaton.git import run_git
 from automaton.git.commit import CommitResult, commit_all
 
@@ -30,7 +30,7 @@ BRANCH_PREFIX = "loop/"
 FALLBACK_KINDS = ("no_git", "not_repo", "occupied", "elsewhere", "failed")
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class WorktreeResult:
     """path: cwd of the tick (absolute); branch: `loop/<name>` or None in the main checkout;
     base_commit: the commit the worktree's changes are measured from (40 hex) or None;

@@ -28,13 +28,14 @@ mention anything.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from automaton.core.errors import one_line
-from automaton.core.record import record
 
 SANDBOX_PREFIXES = ("sandbox unavailable:", "sandbox failed:")
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Refusal:
     """One way an agent CLI says it cannot run here: any of `needles` (case-sensitive
     substrings of the failed run's error line or stderr; the line holding the first needle

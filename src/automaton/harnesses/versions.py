@@ -22,14 +22,13 @@ import json
 import os
 import re
 import shutil
-
-from automaton.core.record import record
+from dataclasses import dataclass
 
 MAX_PACKAGE_JSON = 256 * 1024  # bytes read of a package.json
 _SEMVER = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Tested:
     """The npm `package` of a CLI and the lowest and highest `X.Y.Z` versions tested."""
 

@@ -57,9 +57,10 @@ import os
 import shutil
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
-from automaton.core.record import record
+from automaton.commands.halts import halt_now
 from automaton.store.atomic import read_all
 from automaton.store.loops import Loop
 
@@ -131,7 +132,7 @@ def _plan(harness: str, root: Path, home: Path, environ: Mapping[str, str]) -> t
     return {}, []
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Seeded:
     """A role's private configuration: `env` (the variables to set on the agent, {} for a
     harness without a switch), `root` (the folder, None then), `problems` (one line per user
@@ -248,7 +249,7 @@ def _walk(node: dict[str, object], prefix: str, found: dict[str, str]) -> None:
             _walk(value, f"{where}.", found)
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Baseline:
     """The command-bearing entries of the watched files (`watched`) at one moment:
     {file path: {key path: JSON value}}."""
@@ -298,7 +299,6 @@ def halt_if_changed(loop: Loop, baseline: Baseline) -> str | None:
     lines = baseline.changes(Baseline.take())
     if not lines:
         return None
-    from automaton.commands.halts import halt_now
 
     why = detail(lines)
     halt_now(loop, HALT_REASON, why, "tick")

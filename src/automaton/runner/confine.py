@@ -23,6 +23,8 @@ from automaton.commands.writable import agent_policy, grants, secret_stores
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.sandbox import Policy
 from automaton.harnesses import HOOKLESS, hook_notes
+from automaton.runner.agentconfig import PRIVATE
+from automaton.sandbox import agent_state_dirs, available
 
 LANDLOCK_ONLY_WARNING = ('loop {name}: "isolation": "landlock-only" and {why}')
 SANDBOX_OFF_WARNING = ('loop {name}: "sandbox": "off" in loop.json: the agent runs unconfined and can reach'
@@ -35,7 +37,6 @@ def refusal(cfg: LoopConfig) -> str | None:
     "namespaces"` (the default) its namespaces too."""
     if cfg.sandbox == "off":
         return None
-    from automaton.sandbox import available
 
     found = available()
     if not found.ok:
@@ -47,7 +48,6 @@ def _landlock_only(cfg: LoopConfig) -> str | None:
     """The line every tick prints when it runs under Landlock alone; None when it does not."""
     if cfg.sandbox == "off" or cfg.isolation != "landlock-only":
         return None
-    from automaton.sandbox import available
 
     found = available()
     return None if not found.ok or found.isolated else LANDLOCK_ONLY_WARNING.format(name=cfg.name,
@@ -110,8 +110,6 @@ def role_policy(cfg: LoopConfig, cwd: Path, tmp: Path, *, project_root: Path, in
     `network`: False for a private network namespace (the verify command)."""
     if cfg.sandbox == "off":
         return None
-    from automaton.runner.agentconfig import PRIVATE
-    from automaton.sandbox import agent_state_dirs
 
     work = [cwd] if in_worktree else list(grants(project_root, None, None).paths)
     agent = harness or cfg.harness.name

@@ -19,15 +19,15 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from automaton import harnesses
+from automaton import harnesses, notify
 from automaton.core.errors import ExitCode
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.outcome import Outcome
-from automaton.core.record import record
 from automaton.harnesses import HarnessRequest, HarnessResult, Invocation, UsageLimit, versions
 from automaton.runner.ledger import tick_cost
 from automaton.store import deferrals
@@ -55,7 +55,7 @@ class Watch:
         return res
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Deferred:
     """What `settle` did: the new state, the account deferral, the tick's kept folder, and
     the USD counted (`counted`, `known`: whether every role's cost was reported)."""
@@ -105,7 +105,6 @@ def settle(loop: Loop, cfg: LoopConfig, n: int, folder: Path, limit: UsageLimit,
     if commit_sha:
         fields["commit"] = commit_sha[:12]
     new = loop.update_state(TICK_DEFERRED, fields, mutate, refund_usd=refund, refund_iterations=1)
-    from automaton import notify
 
     body = notify.payload(project, name, "deferred", new, reason="usage_limit", detail=limit.message,
                           until=account.until_iso, harness=cfg.harness.name)

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from automaton import harnesses
+from automaton.commands.tasks import transition
+from automaton.core.errors import AutomatonError
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.verdicts import Verdict, json_objects
 from automaton.runner import prompts
@@ -52,8 +54,6 @@ def apply_transition(project: Project, task: str | None, decision: str) -> tuple
         return None, None
     if not task:
         return phase, "refused: the loop has no task to transition"
-    from automaton.commands.tasks import transition
-    from automaton.core.errors import AutomatonError
 
     try:
         out = transition(project, task, phase)

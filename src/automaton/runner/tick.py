@@ -18,6 +18,7 @@ import os
 import shutil
 import time
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +28,14 @@ from automaton.core.errors import ExitCode
 from automaton.core.gates import CONFIG_CHANGED, remaining
 from automaton.core.loopconfig import MIB, LoopConfig
 from automaton.core.outcome import Outcome
-from automaton.core.record import record
 from automaton.core.sandbox import Policy
 from automaton.core.verdicts import Verdict
+from automaton.git.errors import DriftError
 from automaton.git.harden import git_folder_of, probe_once
 from automaton.git.worktree import WorktreeResult
 from automaton.harnesses import HarnessRequest, HarnessResult, versions
+from automaton.hooks.install import LOOP_SETTINGS, loop_settings
+from automaton.notify import notify_completion
 from automaton.proc import pinned_programs
 from automaton.runner import (
     aftercommit,
@@ -59,7 +62,7 @@ from automaton.store.loops import Loop
 SANDBOX_UNAVAILABLE = "sandbox_unavailable"
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class TickOptions:
     """settings_path: agent settings with the automaton hooks for Claude `--settings`
     (default: `default_settings`, the loop's own hook settings);
@@ -75,7 +78,6 @@ def default_settings(loop: Loop, harness: str, *, write: bool = True) -> Path | 
     (`write=False`: only the path, for dry-run). None for harnesses that take no settings file."""
     if harness != "claude":
         return None
-    from automaton.hooks.install import LOOP_SETTINGS, loop_settings
 
     if not write:
         return loop.dir / LOOP_SETTINGS
@@ -266,8 +268,6 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
         warnings.append(f"loop {name}: halted: {halt}; a human fixes it and runs automaton --approve --loop {name}")
         show.note(f"  halted: {halt}")
     if new["status"] == "complete":
-        from automaton.notify import notify_completion
-
         notify_completion(project, name, new)  # never raises; a failure is logged as a WARNING
     score = "unscored" if verdict.score is None else f"{verdict.score:.4f}"
     line = (f"tick {n} of loop {name}: score {score} ({verdict.summary}), cost ${counted:.4f}"
@@ -292,8 +292,6 @@ def _verify_clean(cfg: LoopConfig, adapter: harnesses.Harness, request: Any, fol
     """Step 6 on a clean export of the tick's commit (runner/verify.py); an export that fails is
     an unscored verdict, never a verification of the agent's own tree. `notes` gets the lines
     the export has for the user (`verify.place`)."""
-    from automaton.git.errors import DriftError
-
     try:
         where = verify_mod.place(cfg, project.root, head if wt.in_worktree else None, wt.base_commit, tmp, wt.path,
                                  notes)

@@ -25,15 +25,18 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from automaton import harnesses
 from automaton.core.loopconfig import MIB, LoopConfig
-from automaton.core.record import record
 from automaton.core.sandbox import Policy
 from automaton.core.secrets import without_credentials
 from automaton.core.verdicts import Verdict, from_agent, from_command
+from automaton.git.export import ExportError, export_tree, refresh_export, remove_tree
+from automaton.git.protect import default_protected
 from automaton.harnesses import HarnessRequest
 from automaton.proc import run_streaming
 from automaton.runner import exportcache, leftovers
@@ -44,7 +47,7 @@ from automaton.store.layout import kept_export_of, kept_exports_dir
 PolicyFor = Callable[[Path, str, str], Policy | None]
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class VerifyPlace:
     """cwd: where the verifier runs (an export, or the main checkout); exported: whether it is
     a clean export (then removed after the run, unless kept); idle: the mark to write once the
@@ -65,7 +68,6 @@ def place(cfg: LoopConfig, repo: Path, commit: str | None, base: str | None, tmp
     the agent's tree instead)."""
     if commit is None or base is None:
         return VerifyPlace(fallback_cwd, False)
-    from automaton.git.export import ExportError, export_tree, refresh_export
 
     protected = protected_patterns(cfg, repo)
     kept = kept_export(repo, cfg.name)
@@ -107,7 +109,6 @@ def kept_export(repo: Path, loop: str) -> tuple[Path, Path] | None:
     it (`kept_export_of`), and no agent sandbox may write there."""
     if not reaper.become_subreaper() or not hasattr(os, "getuid"):
         return None
-    import stat
 
     uid = os.getuid()
     top = kept_exports_dir()
@@ -147,8 +148,6 @@ def _take_mark(idle: Path) -> bool:
 def _remove(folder: Path) -> None:
     """Remove `folder` and everything in it without following a symlink (a symlink or file in
     its place is removed itself); missing is fine."""
-    from automaton.git.export import remove_tree
-
     remove_tree(folder)
 
 
@@ -156,7 +155,6 @@ def protected_patterns(cfg: LoopConfig, repo: Path) -> list[str]:
     """`blast_radius.protected`, or the defaults derived from the verify command's paths in `repo`."""
     if cfg.blast_radius.protected is not None:
         return list(cfg.blast_radius.protected)
-    from automaton.git.protect import default_protected
 
     return default_protected(list(cfg.roles.verify.command or []), repo)
 

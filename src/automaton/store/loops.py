@@ -26,7 +26,7 @@ from contextlib import contextmanager  # store.locks loads it anyway
 from pathlib import Path
 
 from automaton.core.chain import ChainCheck
-from automaton.core.digest import sha256_hex  # not hashlib (OpenSSL): see core/digest.py
+from automaton.core.digest import sha256_hex
 from automaton.core.errors import BadInput, CorruptState, Refused
 from automaton.core.loopconfig import (
     DEATHS,
@@ -161,10 +161,6 @@ class Loop:
     @property
     def config_file(self) -> Path:
         return self.dir / CONFIG_FILE
-
-    @property
-    def sealed_file(self) -> Path:
-        return self.dir / SEALED_COPY
 
     @property
     def runs(self) -> Path:
