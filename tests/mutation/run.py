@@ -1,0 +1,203 @@
+"""`make mutate`: mutmut over the brake modules, one scoped run per group (tests/mutation/scope.py).
+
+Usage: `python -m tests.mutation.run [GROUP ...] [--max-children N] [--tests FILE ...]`
+(no GROUP: every group; `--tests` replaces a group's test files, e.g. to measure a kill rate
+before new tests existed).
+
+Each group runs in its own scratch copy `build/mutate/<group>/` (src/, tests/ and a
+pyproject.toml with a `[tool.mutmut]` section naming the group's modules and tests), so groups
+never share mutmut's cache and the worktree is never touched. Prints per module: mutants,
+killed, survived, kill rate, and every surviving mutant as its diff. A survivor listed in
+tests/mutation/equivalent.py (it cannot change a brake's answer, with the reason) is printed
+as equivalent and not counted against the brakes.
+
+Exit status: 0 when no survivor changes a brake's answer; 1 when one does (or a mutant timed
+out, or the clean run failed); 2 for an unknown group or a missing test or module file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from tests.mutation.equivalent import EQUIVALENT, Equivalent
+from tests.mutation.scope import GROUPS, Group
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRATCH = ROOT / "build" / "mutate"
+MUTMUT = Path(sys.executable).with_name("mutmut")
+# `mutmut results --all true` line: "    automaton.core.gates.x_gate_budget__mutmut_3: survived"
+_RESULT = re.compile(r"^\s*(?P<name>\S+__mutmut_\d+): (?P<status>.+)$")
+# A mutant's function: "x_<name>__mutmut_<n>", a method "xǁ<Class>ǁ<name>__mutmut_<n>"
+_FUNC = re.compile(r"\.x(?:_|ǁ)(?P<func>[^.]+?)__mutmut_\d+$")
+
+
+def _pyproject(group: Group, tests: tuple[str, ...]) -> str:
+    base = (ROOT / "pyproject.toml").read_text("utf-8")
+    quoted = lambda xs: "[" + ", ".join(f'"{x}"' for x in xs) + "]"  # noqa: E731
+    return (base + "\n[tool.mutmut]\n"
+            f"source_paths = [\"src\"]\n"
+            f"only_mutate = {quoted(group.modules)}\n"
+            f"pytest_add_cli_args_test_selection = {quoted(tests)}\n"
+            "pytest_add_cli_args = [\"-p\", \"no:randomly\", \"-x\"]\n"
+            "use_git_change_detection = false\n")
+
+
+def _functions(tree: ast.Module) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """(qualified name, node) of the module's functions and of its classes' methods."""
+    out: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            out.append((node.name, node))
+        elif isinstance(node, ast.ClassDef):
+            out += [(f"{node.name}.{m.name}", m) for m in node.body
+                    if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)]
+    return out
+
+
+def fence(source: str, keep: tuple[str, ...]) -> str:
+    """`source` with mutmut's `# pragma: no mutate block` on the header of every function and
+    method not named in `keep` (the body is then not mutated). ValueError when a name in `keep`
+    is not there."""
+    found = _functions(ast.parse(source))
+    missing = set(keep) - {name for name, _ in found}
+    if missing:
+        raise ValueError(f"no function {sorted(missing)[0]!r}")
+    lines = source.splitlines()
+    for name, node in found:
+        if name in keep:
+            continue
+        colon = node.body[0].lineno - 2  # 0-based: the line ending the header, above the body
+        while lines[colon].strip() == "" or lines[colon].lstrip().startswith("#"):
+            colon -= 1
+        lines[colon] += "  # pragma: no mutate block"
+    return "\n".join(lines) + "\n"
+
+
+def _prepare(group: Group, tests: tuple[str, ...]) -> Path:
+    where = SCRATCH / group.name
+    shutil.rmtree(where, ignore_errors=True)
+    where.mkdir(parents=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    shutil.copytree(ROOT / "src", where / "src", ignore=ignore)
+    shutil.copytree(ROOT / "tests", where / "tests", ignore=ignore)
+    (where / "pyproject.toml").write_text(_pyproject(group, tests), "utf-8")
+    for module, keep in group.only:
+        target = where / module
+        target.write_text(fence(target.read_text("utf-8"), keep), "utf-8")
+    return where
+
+
+def _mutmut(where: Path, *args: str, log: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    if log is None:
+        return subprocess.run([str(MUTMUT), *args], cwd=where, env=env, capture_output=True, text=True, check=False)
+    with log.open("w") as out:
+        return subprocess.run([str(MUTMUT), *args], cwd=where, env=env, stdout=out, stderr=subprocess.STDOUT,
+                              text=True, check=False)
+
+
+def _module_of(name: str, group: Group) -> str:
+    for module in group.modules:
+        dotted = module.removeprefix("src/").removesuffix(".py").replace("/", ".")
+        if name.startswith(dotted + "."):
+            return module
+    return "?"
+
+
+def _changed_line(diff: str) -> str:
+    plus = [ln[1:].strip() for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+    return " ".join(plus)
+
+
+def _equivalent(module: str, name: str, diff: str) -> Equivalent | None:
+    func = m.group("func").replace("ǁ", ".") if (m := _FUNC.search(name)) else ""
+    line = _changed_line(diff)
+    for entry in EQUIVALENT:
+        if entry.module == module and entry.function == func and entry.mutated == line:
+            return entry
+    return None
+
+
+def run_group(group: Group, tests: tuple[str, ...], children: int) -> tuple[bool, list[str]]:
+    """Run one group; returns (whether no survivor changes a brake's answer, report lines)."""
+    where = _prepare(group, tests)
+    log = SCRATCH / f"{group.name}.log"
+    done = _mutmut(where, "run", "--max-children", str(children), log=log)
+    if done.returncode != 0:
+        return False, [f"{group.name}: mutmut run failed (exit {done.returncode}); see {log}"]
+    listing = _mutmut(where, "results", "--all", "true").stdout
+    status: dict[str, str] = {m.group("name"): m.group("status").strip()
+                              for line in listing.splitlines() if (m := _RESULT.match(line))}
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    lines: list[str] = []
+    clean = True
+    for name, st in sorted(status.items()):
+        module = _module_of(name, group)
+        counts[module][st] += 1
+        if st in ("killed", "caught by type check"):
+            continue
+        diff = _mutmut(where, "show", name).stdout
+        eq = _equivalent(module, name, diff) if st == "survived" else None
+        if eq is not None:
+            counts[module]["equivalent"] += 1
+            lines.append(f"  equivalent {name}: {eq.why}")
+            continue
+        clean = False
+        lines.append(f"  {st.upper()} {name} ({module})")
+        lines.extend("    " + ln for ln in diff.splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---"))
+    table = [f"{'module':<40} {'mutants':>7} {'killed':>6} {'survived':>8} {'equiv':>5} {'other':>5} {'kill rate':>9}"]
+    for module in group.modules:
+        c = counts.get(module, Counter())
+        total = sum(v for k, v in c.items() if k != "equivalent")
+        killed = c["killed"] + c["caught by type check"]
+        survived = c["survived"]
+        other = total - killed - survived
+        rate = f"{100 * killed / total:.1f}%" if total else "-"
+        table.append(f"{module:<40} {total:>7} {killed:>6} {survived:>8} {c['equivalent']:>5} {other:>5} {rate:>9}")
+    return clean, [f"== {group.name} (tests: {', '.join(tests)})", *table, *lines]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; see the module docstring for arguments and exit status."""
+    parser = argparse.ArgumentParser(prog="make mutate", allow_abbrev=False, description=__doc__.splitlines()[0])
+    parser.add_argument("groups", nargs="*", help=f"groups to run (default: all of {[g.name for g in GROUPS]})")
+    parser.add_argument("--max-children", type=int, default=2, help="parallel mutant workers (default 2)")
+    parser.add_argument("--tests", nargs="+", help="test files replacing the group's own (one group only)")
+    args = parser.parse_args(argv)
+    by_name = {g.name: g for g in GROUPS}
+    unknown = [g for g in args.groups if g not in by_name]
+    if unknown:
+        print(f"make mutate: unknown group {unknown[0]!r}; known: {', '.join(by_name)}", file=sys.stderr)
+        return 2
+    chosen = [by_name[g] for g in args.groups] or list(GROUPS)
+    if args.tests and len(chosen) != 1:
+        print("make mutate: --tests needs exactly one group", file=sys.stderr)
+        return 2
+    for group in chosen:
+        tests = tuple(args.tests) if args.tests else group.tests
+        missing = [p for p in (*group.modules, *tests) if not (ROOT / p).is_file()]
+        if missing:
+            print(f"make mutate: {missing[0]} (group {group.name}) does not exist; fix tests/mutation/scope.py",
+                  file=sys.stderr)
+            return 2
+    all_clean = True
+    for group in chosen:
+        clean, lines = run_group(group, tuple(args.tests) if args.tests else group.tests, args.max_children)
+        all_clean &= clean
+        print("\n".join(lines), flush=True)
+    print("no surviving mutant that changes a brake's answer" if all_clean
+          else "SURVIVING MUTANTS above may change a brake's answer: add a test that kills each,"
+               " or list it in tests/mutation/equivalent.py with the reason it cannot")
+    return 0 if all_clean else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
