@@ -13,6 +13,8 @@ from automaton.core.gates import (
     DriftFacts,
     TaskFacts,
     VramFacts,
+    accepted_entry,
+    accepted_paths,
     gate_deferred,
     gate_score_plateau,
     remaining,
@@ -199,3 +201,12 @@ def test_a_deferral_names_the_agent_line_only_when_there_is_one() -> None:
     assert got.detail == "codex usage limit: every loop using codex here waits until 2026-05-01T15:01:00Z"
     said = gate_deferred("codex", "2026-05-01T15:01:00Z", "rate limited")
     assert said is not None and said.detail is not None and said.detail.startswith("codex usage limit (rate limited):")
+
+
+def test_accepted_paths_are_the_paths_of_path_at_blob_entries() -> None:
+    """The drift gate hashes exactly these paths; a path left out is never accepted."""
+    entries = ["src/b.py@aa11", "docs/x@y.md@bb22", "src/b.py@cc33", "README.md", "a@deleted"]
+    assert accepted_paths(entries) == ["a", "docs/x@y.md", "src/b.py"]
+    assert accepted_paths([]) == []
+    assert accepted_entry("docs/x@y.md", "bb22") == "docs/x@y.md@bb22"
+    assert accepted_paths([accepted_entry("docs/x@y.md", "bb22")]) == ["docs/x@y.md"]

@@ -1,6 +1,6 @@
 """`make mutate`: mutmut over the brake modules, one scoped run per group (tests/mutation/scope.py).
 
-Usage: `python -m tests.mutation.run [GROUP ...] [--max-children N] [--tests FILE ...]`
+Usage: `python -m tests.mutation.run [GROUP ...] [--max-children N] [--tests FILE ...] [--report]`
 (no GROUP: every group; `--tests` replaces a group's test files, e.g. to measure a kill rate
 before new tests existed).
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
 import os
 import re
 import shutil
@@ -34,6 +35,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRATCH = ROOT / "build" / "mutate"
 MUTMUT = Path(sys.executable).with_name("mutmut")
 # `mutmut results --all true` line: "    automaton.core.gates.x_gate_budget__mutmut_3: survived"
+# A timeout is a kill, as mutmut scores it: the tests did not pass on the mutant.
+KILLED = ("killed", "timeout", "caught by type check")
 _RESULT = re.compile(r"^\s*(?P<name>\S+__mutmut_\d+): (?P<status>.+)$")
 # A mutant's function: "x_<name>__mutmut_<n>", a method "xǁ<Class>ǁ<name>__mutmut_<n>"
 _FUNC = re.compile(r"\.x(?:_|ǁ)(?P<func>[^.]+?)__mutmut_\d+$")
@@ -126,26 +129,44 @@ def _equivalent(module: str, name: str, diff: str) -> Equivalent | None:
     return None
 
 
-def run_group(group: Group, tests: tuple[str, ...], children: int) -> tuple[bool, list[str]]:
-    """Run one group; returns (whether no survivor changes a brake's answer, report lines)."""
-    where = _prepare(group, tests)
-    log = SCRATCH / f"{group.name}.log"
-    done = _mutmut(where, "run", "--max-children", str(children), log=log)
+def _diffs(where: Path, pairs: list[tuple[str, str]]) -> dict[str, str]:
+    """{mutant name: its diff} from one process in the scratch copy (tests/mutation/_diffs.py)."""
+    if not pairs:
+        return {}
+    done = subprocess.run([sys.executable, str(Path(__file__).with_name("_diffs.py"))], cwd=where,
+                          input=json.dumps(pairs), capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        return False, [f"{group.name}: mutmut run failed (exit {done.returncode}); see {log}"]
+        return {name: f"(no diff: {done.stderr.strip().splitlines()[-1:]})" for name, _ in pairs}
+    result: dict[str, str] = json.loads(done.stdout)
+    return result
+
+
+def run_group(group: Group, tests: tuple[str, ...], children: int, *, report_only: bool = False,
+              ) -> tuple[bool, list[str]]:
+    """Run one group (`report_only`: report its last run again); returns (whether no survivor
+    changes a brake's answer, report lines)."""
+    where = SCRATCH / group.name
+    if not report_only:
+        where = _prepare(group, tests)
+        log = SCRATCH / f"{group.name}.log"
+        done = _mutmut(where, "run", "--max-children", str(children), log=log)
+        if done.returncode != 0:
+            return False, [f"{group.name}: mutmut run failed (exit {done.returncode}); see {log}"]
+    elif not (where / "mutants").is_dir():
+        return False, [f"{group.name}: no run to report in {where}; run it first"]
     listing = _mutmut(where, "results", "--all", "true").stdout
     status: dict[str, str] = {m.group("name"): m.group("status").strip()
                               for line in listing.splitlines() if (m := _RESULT.match(line))}
     counts: dict[str, Counter[str]] = defaultdict(Counter)
+    for name, st in status.items():
+        counts[_module_of(name, group)][st] += 1
+    open_ = sorted(name for name, st in status.items() if st not in KILLED)
+    diffs = _diffs(where, [(name, _module_of(name, group)) for name in open_])
     lines: list[str] = []
     clean = True
-    for name, st in sorted(status.items()):
-        module = _module_of(name, group)
-        counts[module][st] += 1
-        if st in ("killed", "caught by type check"):
-            continue
-        diff = _mutmut(where, "show", name).stdout
-        eq = _equivalent(module, name, diff) if st == "survived" else None
+    for name in open_:
+        st, module, diff = status[name], _module_of(name, group), diffs.get(name, "")
+        eq = _equivalent(module, name, diff) if st in ("survived", "no tests") else None
         if eq is not None:
             counts[module]["equivalent"] += 1
             lines.append(f"  equivalent {name}: {eq.why}")
@@ -157,7 +178,7 @@ def run_group(group: Group, tests: tuple[str, ...], children: int) -> tuple[bool
     for module in group.modules:
         c = counts.get(module, Counter())
         total = sum(v for k, v in c.items() if k != "equivalent")
-        killed = c["killed"] + c["caught by type check"]
+        killed = sum(c[k] for k in KILLED)
         survived = c["survived"]
         other = total - killed - survived
         rate = f"{100 * killed / total:.1f}%" if total else "-"
@@ -170,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make mutate", allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("groups", nargs="*", help=f"groups to run (default: all of {[g.name for g in GROUPS]})")
     parser.add_argument("--max-children", type=int, default=2, help="parallel mutant workers (default 2)")
+    parser.add_argument("--report", action="store_true", help="report the last run of each group again")
     parser.add_argument("--tests", nargs="+", help="test files replacing the group's own (one group only)")
     args = parser.parse_args(argv)
     by_name = {g.name: g for g in GROUPS}
@@ -190,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     all_clean = True
     for group in chosen:
-        clean, lines = run_group(group, tuple(args.tests) if args.tests else group.tests, args.max_children)
+        clean, lines = run_group(group, tuple(args.tests) if args.tests else group.tests, args.max_children,
+                                 report_only=args.report)
         all_clean &= clean
         print("\n".join(lines), flush=True)
     print("no surviving mutant that changes a brake's answer" if all_clean
