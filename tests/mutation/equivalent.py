@@ -11,8 +11,8 @@ from typing import NamedTuple
 
 
 class Equivalent(NamedTuple):
-    """A survivor that changes no brake's answer: `module` (repo path), `function`, `mutated`
-    (the mutant's line), `why` (one line)."""
+    """A survivor that changes no brake's answer: `module` (repo path), `function` ("name" or
+    "Class.name"), `mutated` (the mutant's line, without a trailing comment), `why` (one line)."""
 
     module: str
     function: str
@@ -20,4 +20,24 @@ class Equivalent(NamedTuple):
     why: str
 
 
-EQUIVALENT: tuple[Equivalent, ...] = ()
+_DIGEST = "src/automaton/core/digest.py"
+_CHAIN = "src/automaton/core/chain.py"
+_CACHE = "the per-key pad cache only saves time: a miss recomputes the same pads"
+
+EQUIVALENT: tuple[Equivalent, ...] = (
+    Equivalent(_DIGEST, "hmac_sha256", "pads = None", _CACHE),
+    Equivalent(_DIGEST, "hmac_sha256", "pads = _pads.get(None)", _CACHE),
+    Equivalent(_CHAIN, "line_hash", 'return sha256_hex(line.encode("UTF-8"))', "codec names are case-insensitive"),
+    Equivalent(_CHAIN, "line_mac", 'return hmac_sha256(key, body.encode("UTF-8"))', "codec names are case-insensitive"),
+    Equivalent(_CHAIN, "format_line", "raise ValueError(None)",
+               "the message of an error only automaton's own code can cause (its event and field names are fixed)"),
+    Equivalent(_CHAIN, "parse_line", "found = _MAC.search(raw, max(len(raw) - _MAC_LEN, 1))",
+               "a mac found at 0 leaves no timestamp or event: the line is refused either way"),
+    Equivalent(_CHAIN, "parse_line", "found = _MAC.search(raw, )",
+               "the pattern ends in \\Z and has a fixed length: it can only match at len - _MAC_LEN"),
+    Equivalent(_CHAIN, "verify_text", "first_keyed = None", "None and 0 are both 'no keyed line yet' to `or` and `if`"),
+    Equivalent(_CHAIN, "verify_text", 'rows = text.split("\\n")[:-1] if (text) or True else []',
+               'the empty text splits to no rows either way'),
+    Equivalent(_CHAIN, "verify_text", "if n <= len(rows):",
+               "the last line's hash is computed but never read"),
+)

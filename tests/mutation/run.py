@@ -43,13 +43,14 @@ _FUNC = re.compile(r"\.x(?:_|ǁ)(?P<func>[^.]+?)__mutmut_\d+$")
 
 
 def _pyproject(group: Group, tests: tuple[str, ...]) -> str:
+    deselect = [arg for test_id in group.deselect for arg in ("--deselect", test_id)]
     base = (ROOT / "pyproject.toml").read_text("utf-8")
     quoted = lambda xs: "[" + ", ".join(f'"{x}"' for x in xs) + "]"  # noqa: E731
     return (base + "\n[tool.mutmut]\n"
             f"source_paths = [\"src\"]\n"
             f"only_mutate = {quoted(group.modules)}\n"
             f"pytest_add_cli_args_test_selection = {quoted(tests)}\n"
-            "pytest_add_cli_args = [\"-p\", \"no:randomly\", \"-x\"]\n"
+            f"pytest_add_cli_args = {quoted(('-p', 'no:randomly', '-x', *deselect))}\n"
             "use_git_change_detection = false\n")
 
 
@@ -116,7 +117,9 @@ def _module_of(name: str, group: Group) -> str:
 
 
 def _changed_line(diff: str) -> str:
-    plus = [ln[1:].strip() for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+    # without a trailing comment: an entry names the code, not what the line says about it
+    plus = [ln[1:].split("  # ", 1)[0].strip() for ln in diff.splitlines()
+            if ln.startswith("+") and not ln.startswith("+++")]
     return " ".join(plus)
 
 
@@ -174,15 +177,18 @@ def run_group(group: Group, tests: tuple[str, ...], children: int, *, report_onl
         clean = False
         lines.append(f"  {st.upper()} {name} ({module})")
         lines.extend("    " + ln for ln in diff.splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---"))
-    table = [f"{'module':<40} {'mutants':>7} {'killed':>6} {'survived':>8} {'equiv':>5} {'other':>5} {'kill rate':>9}"]
+    table = [f"{'module':<40} {'mutants':>7} {'killed':>6} {'survived':>8} {'equiv':>5} {'open':>4} {'kill rate':>9}"]
     for module in group.modules:
         c = counts.get(module, Counter())
         total = sum(v for k, v in c.items() if k != "equivalent")
         killed = sum(c[k] for k in KILLED)
-        survived = c["survived"]
-        other = total - killed - survived
-        rate = f"{100 * killed / total:.1f}%" if total else "-"
-        table.append(f"{module:<40} {total:>7} {killed:>6} {survived:>8} {c['equivalent']:>5} {other:>5} {rate:>9}")
+        survived = total - killed  # survived, no tests, suspicious, ...
+        real = total - c["equivalent"]
+        rate = f"{100 * killed / real:.1f}%" if real else "-"
+        table.append(f"{module:<40} {total:>7} {killed:>6} {survived:>8} {c['equivalent']:>5}"
+                     f" {survived - c['equivalent']:>4} {rate:>9}")
+    table.append("(survived: not killed, with `no tests`; open: survived and not equivalent;"
+                 " kill rate: killed / (mutants - equivalent))")
     return clean, [f"== {group.name} (tests: {', '.join(tests)})", *table, *lines]
 
 

@@ -32,6 +32,9 @@ def test_a_group_names_files_that_exist_and_tests_that_pytest_collects(group: ob
         assert re.fullmatch(r"tests/(\w+/)*test_\w+\.py", test), test
         assert any(isinstance(n, ast.FunctionDef) and n.name.startswith("test_")
                    for n in ast.parse((ROOT / test).read_text()).body), f"{test} holds no test"
+    for test_id in group.deselect:  # type: ignore[attr-defined]
+        path, _, name = test_id.partition("::")
+        assert path in tests and f"def {name}(" in (ROOT / path).read_text(), test_id
     for module, keep in only:
         assert module in modules
         names = {name for name, _ in _functions(ast.parse((ROOT / module).read_text()))}
