@@ -38,7 +38,7 @@ GROUPS: tuple[Group, ...] = (
           (("src/automaton/core/loopconfig.py", ("_brakes", "_Reader.number", "_Reader.integer")),)),
     Group("ledger",
           ("src/automaton/runner/ledger.py", "src/automaton/store/looplog.py"),
-          ("tests/store/test_loops.py", "tests/runner/test_ledger_edges.py"),
+          ("tests/store/test_loops.py", "tests/runner/test_ledger_edges.py", "tests/store/test_looplog_edges.py"),
           # the counters and the checks on them, not the folder listing
           (("src/automaton/store/looplog.py", ("_number", "logged_counters", "_is_reseal", "log_finding", "_give_back",
                                                "state_below_log", "rebuilt_state", "untampered_counters")),)),
