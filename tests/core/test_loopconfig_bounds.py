@@ -62,6 +62,9 @@ def test_a_local_harness_may_leave_the_budget_null_and_keeps_its_tick_cap() -> N
     assert (local.max_budget_usd, local.max_tick_usd) == (None, 3.0)
     with pytest.raises(BadInput, match="max_budget_usd"):
         brakes(max_budget_usd=None)  # not for a harness that costs USD
+    bare = parse_config(cfg(harness__local=True, brakes__max_budget_usd=None, brakes__max_tick_usd=...),
+                        "loop.json", DEFAULTS).brakes
+    assert (bare.max_budget_usd, bare.max_tick_usd) == (None, DEFAULTS["max_tick_usd"])  # no budget to cap it
 
 
 # --- USD amounts: > 0 and <= MAX_USD
@@ -112,3 +115,36 @@ def test_target_score_within_zero_and_one_is_kept(value: float) -> None:
 @pytest.mark.parametrize("value", [-MICRO, 1 + MICRO, float("inf"), float("nan"), "1"])
 def test_target_score_outside_zero_and_one_is_refused(value: object) -> None:
     refused("target_score", target_score=value)
+
+
+# --- the one line a human reads: the key, the bound, what was given
+
+@pytest.mark.parametrize(("patch", "message"), [
+    ({"max_iterations": 0}, "brakes.max_iterations must be an integer >= 1 and <= 100000, got 0"),
+    ({"max_unscored": 1001}, "brakes.max_unscored must be an integer >= 1 and <= 1000, got 1001"),
+    ({"max_budget_usd": 0}, "brakes.max_budget_usd must be a finite number > 0 and <= 100000, got 0"),
+    ({"plateau_epsilon": -1}, "brakes.plateau_epsilon must be a finite number >= 0, got -1"),
+    ({"target_score": 2}, "brakes.target_score must be a finite number >= 0 and <= 1, got 2"),
+    ({"target_score": None}, "brakes.target_score must be a finite number >= 0 and <= 1, got null"),
+    ({"max_tick_usd": None}, "brakes.max_tick_usd must be a finite number > 0 and <= 100000, got null"),
+])
+def test_a_refused_brake_says_its_bound(patch: dict[str, Any], message: str) -> None:
+    assert refused(next(iter(patch)), **patch) == f"loop.json: {message}"
+
+
+def test_a_local_harness_budget_may_be_null_and_says_so() -> None:
+    with pytest.raises(BadInput) as err:
+        parse_config(cfg(harness__local=True, brakes__max_budget_usd=-1), "loop.json", DEFAULTS)
+    assert str(err.value) == ("loop.json: brakes.max_budget_usd must be a finite number > 0 and <= 100000 or null,"
+                              " got -1")
+
+
+def test_an_integer_without_an_upper_bound_says_so() -> None:
+    with pytest.raises(BadInput) as err:
+        parse_config(cfg(schema_version=0), "loop.json", DEFAULTS)
+    assert str(err.value) == "loop.json: schema_version must be an integer >= 1, got 0"
+
+
+def test_a_given_tick_cap_is_kept_even_below_the_default() -> None:
+    assert brakes(max_budget_usd=8.0, max_tick_usd=0.5).max_tick_usd == 0.5
+    assert brakes(max_budget_usd=1.0, max_tick_usd=1.0).max_tick_usd == 1.0

@@ -22,9 +22,19 @@ class Equivalent(NamedTuple):
 
 _DIGEST = "src/automaton/core/digest.py"
 _CHAIN = "src/automaton/core/chain.py"
+_LOOPCONFIG = "src/automaton/core/loopconfig.py"
+_GIVEN = "a given max_tick_usd is read from loop.json whatever default the cap computed"
 _CACHE = "the per-key pad cache only saves time: a miss recomputes the same pads"
 
 EQUIVALENT: tuple[Equivalent, ...] = (
+    Equivalent(_LOOPCONFIG, "_brakes",
+               "if budget is not None and not b.has(None) and isinstance(default_tick, int | float):", _GIVEN),
+    Equivalent(_LOOPCONFIG, "_brakes",
+               'if budget is not None and not b.has("XXmax_tick_usdXX") and isinstance(default_tick, int | float):',
+               _GIVEN),
+    Equivalent(_LOOPCONFIG, "_brakes",
+               'if budget is not None and not b.has("MAX_TICK_USD") and isinstance(default_tick, int | float):',
+               _GIVEN),
     Equivalent(_DIGEST, "hmac_sha256", "pads = None", _CACHE),
     Equivalent(_DIGEST, "hmac_sha256", "pads = _pads.get(None)", _CACHE),
     Equivalent(_CHAIN, "line_hash", 'return sha256_hex(line.encode("UTF-8"))', "codec names are case-insensitive"),
