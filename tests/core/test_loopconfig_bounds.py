@@ -96,8 +96,10 @@ def test_count_brakes_run_from_one_to_their_maximum(key: str, high: int) -> None
     refused(key, **{key: True})  # a boolean is never a number
 
 
-def test_max_unscored_defaults_to_three() -> None:
+def test_max_unscored_defaults_to_three_or_the_users_default() -> None:
     assert brakes().max_unscored == 3
+    mine = parse_config(cfg(brakes__max_unscored=...), "loop.json", {**DEFAULTS, "max_unscored": 7})
+    assert mine.brakes.max_unscored == 7
 
 
 # --- scores: epsilon >= 0; 0 <= target_score <= 1
