@@ -100,3 +100,48 @@ def test_the_two_loops_share_one_file_scope(project: Path, trees: dict[str, Path
     for name in ("alpha", "beta"):
         loop_json = json.loads((project / ".automaton" / "loops" / name / "loop.json").read_text())
         assert "src/**" in loop_json["blast_radius"]["file_scope"]
+
+
+# --- the loop an agent is in, however its cwd is spelled; what the policy answers, whole
+
+def test_a_cwd_linked_to_a_loop_worktree_root_is_still_that_loops(project: Path, trees: dict[str, Path],
+                                                                  tmp_path: Path) -> None:
+    """The cwd reaches alpha's worktree root through a link outside the project: the agent is
+    still alpha's (found from the cwd's real path), and beta's worktree stays closed to it."""
+    proj = Project(project.resolve())
+    link = tmp_path / "elsewhere"
+    os.symlink(trees["alpha"], link)
+    denied = policy.check(proj, link, [str(trees["beta"] / "src/x.py")])
+    assert not denied.allowed and "an agent in loop 'alpha' writes only inside its worktree" in denied.reason
+    found = policy.worktree_of(proj, trees["alpha"].resolve())
+    assert found is not None and str(found.name) == "alpha"
+    assert policy.worktree_of(proj, tmp_path / "not-in-the-project" / "x") is None
+    assert policy.worktree_of(proj, project / ".automaton" / "loops" / "alpha") is None
+
+
+def test_a_folder_of_the_worktree_linking_out_leaves_the_agent_in_its_loop(project: Path,
+                                                                           trees: dict[str, Path]) -> None:
+    proj = Project(project.resolve())
+    out = trees["alpha"] / "src" / "out"
+    os.symlink(project, out)  # a folder of alpha's worktree that is the main checkout
+    (project / "src").mkdir(exist_ok=True)
+    denied = policy.check(proj, out, ["src/x.py"])
+    assert not denied.allowed and "an agent in loop 'alpha' writes only inside its worktree" in denied.reason
+    assert policy.check(proj, project, ["src/x.py"]) == policy.Verdict(True, "every path is in scope")
+
+
+def test_protected_files_in_a_worktree_are_denied_with_the_rule(project: Path, trees: dict[str, Path]) -> None:
+    proj = Project(project.resolve())
+    alpha = trees["alpha"]
+    assert policy.check(proj, alpha, [str(alpha / ".git")]) == policy.Verdict(
+        False, ".git (loop alpha worktree): .git internals are never edited by an agent")
+    assert policy.check(proj, alpha, [str(alpha / "src/.state")]) == policy.Verdict(
+        False, "src/.state (loop alpha worktree): .state files are written only by the automaton CLI")
+
+
+def test_a_process_path_is_denied_before_it_is_resolved(project: Path, trees: dict[str, Path]) -> None:
+    proj = Project(project.resolve())
+    via_proc = f"/proc/self/root{trees['alpha'] / 'src/x.py'}"
+    for cwd in (trees["alpha"], project):
+        verdict = policy.check(proj, cwd, [via_proc])
+        assert not verdict.allowed and "is a process or device path" in verdict.reason, verdict

@@ -50,7 +50,8 @@ GROUPS: tuple[Group, ...] = (
     Group("hook-policy",
           ("src/automaton/hooks/policy.py", "src/automaton/commands/can_edit.py"),
           ("tests/hooks/test_policy.py", "tests/commands/test_can_edit.py", "tests/commands/test_can_edit_config.py",
-           "tests/hooks/test_policy_two_loops.py"),
+           "tests/hooks/test_policy_two_loops.py", "tests/hooks/test_policy_wrapped.py",
+           "tests/commands/test_can_edit_edges.py"),
           # a project venv's automaton imports the mutated tree without mutmut's trampoline set up
           deselect=("tests/hooks/test_policy.py::test_the_hook_denies_automatons_own_venv_in_the_project",)),
 )
