@@ -24,9 +24,24 @@ _DIGEST = "src/automaton/core/digest.py"
 _CHAIN = "src/automaton/core/chain.py"
 _LOOPCONFIG = "src/automaton/core/loopconfig.py"
 _GIVEN = "a given max_tick_usd is read from loop.json whatever default the cap computed"
+_LOOPLOG = "src/automaton/store/looplog.py"
+_N = "automaton writes n on every TICK_START, TICK and TICK_DEFERRED line: the default is never read"
 _CACHE = "the per-key pad cache only saves time: a miss recomputes the same pads"
 
 EQUIVALENT: tuple[Equivalent, ...] = (
+    Equivalent(_LOOPLOG, "log_finding",
+               'reserved[line.fields.get("n", None)] = (_number(line.fields.get("reserved_usd")) or 0.0, values)', _N),
+    Equivalent(_LOOPLOG, "log_finding",
+               'held = reserved.pop(line.fields.get("n", None), None) if line.event in CLOSING else None', _N),
+    Equivalent(_LOOPLOG, "log_finding",
+               'reserved[line.fields.get("n", )] = (_number(line.fields.get("reserved_usd")) or 0.0, values)', _N),
+    Equivalent(_LOOPLOG, "log_finding",
+               'held = reserved.pop(line.fields.get("n", ), None) if line.event in CLOSING else None', _N),
+    Equivalent(_LOOPLOG, "log_finding",
+               'reserved[line.fields.get("n", "XXXX")] = (_number(line.fields.get("reserved_usd")) or 0.0, values)',
+               _N),
+    Equivalent(_LOOPLOG, "log_finding",
+               'held = reserved.pop(line.fields.get("n", "XXXX"), None) if line.event in CLOSING else None', _N),
     Equivalent(_LOOPCONFIG, "_brakes",
                "if budget is not None and not b.has(None) and isinstance(default_tick, int | float):", _GIVEN),
     Equivalent(_LOOPCONFIG, "_brakes",

@@ -5,13 +5,14 @@ of what a real tick may write."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
 
 from automaton.core.chain import GENESIS, LogLine, format_line, parse_line
 from automaton.core.names import LoopName
-from automaton.store.looplog import log_finding, rebuilt_state, state_below_log, untampered_counters
+from automaton.store.looplog import log_finding, logged_counters, rebuilt_state, state_below_log, untampered_counters
 
 LOG = Path("/p/.automaton/loops/demo/.state.log")
 TS = "2026-12-01T00:00:00Z"
@@ -181,3 +182,59 @@ def test_a_rebuilt_state_is_halted_with_the_logs_counters_and_runs(tmp_path: Pat
     assert state["spent_usd"] == 1.25 and state["iteration_count"] == 7  # runs/7 exists
     assert (state["worktree_path"], state["worktree_branch"], state["base_commit"]) == ("/w", "loop/demo", "a" * 40)
     assert state["current_task"] == "t1" and state["started_at"] == TS
+
+
+def bare(event: str, **fields: object) -> LogLine:
+    """A line without counters (a WARNING, an INSTALLED ...)."""
+    parsed = parse_line(format_line(TS, event, dict(fields), "s", GENESIS))
+    assert parsed is not None
+    return parsed
+
+
+def test_a_counter_that_is_not_a_finite_number_is_no_reading() -> None:
+    assert "spent_usd" not in logged_counters(line("CREATED", usd=math.inf))
+    assert "spent_usd" not in logged_counters(line("CREATED", usd=math.nan))
+    assert logged_counters(line("CREATED", it=2, usd=1.5))["spent_usd"] == 1.5
+    assert logged_counters(bare("WARNING", reason="x")) == {}
+
+
+def test_a_tamper_field_reseals_only_on_halt_or_approved() -> None:
+    assert "iterations goes down (4 -> 1)" in log_finding([line("CREATED", it=4), line("PAUSED", it=1, tamper="x")],
+                                                           LOG)
+    assert log_finding([line("CREATED", it=4), line("APPROVED", it=4, tamper="x"), line("PAUSED", it=4)], LOG) == ""
+
+
+def test_a_reservation_without_an_amount_gives_nothing_back() -> None:
+    lines = [line("CREATED", usd=1.0), line("TICK_START", it=1, usd=3.0, n=1), line("TICK", it=1, usd=2.5, n=1)]
+    assert "line 3 (TICK): spent_usd goes down (3 -> 2.5)" in log_finding(lines, LOG)
+
+
+def test_a_state_exactly_at_the_rounding_slack_is_not_below() -> None:
+    lines = [line("CREATED", it=2, usd=3.0)]
+    state = {"iteration_count": 2, "spent_usd": 3.0 - 0.000001, "iterations_at_approval": 0,
+             "spent_usd_at_approval": 0.0, "resumed_count": 0}
+    assert state_below_log(state, lines, Path("/p/.state.loop")) == ""
+    assert state_below_log(state, [], Path("/p/.state.loop")) == ""  # an empty log says nothing
+
+
+def test_the_last_line_with_counters_is_the_one_a_state_answers_to() -> None:
+    lines = [line("CREATED", it=2, usd=3.0), bare("WARNING", reason="x")]
+    state = {"iteration_count": 2, "spent_usd": 1.0, "iterations_at_approval": 0, "spent_usd_at_approval": 0.0,
+             "resumed_count": 0}
+    assert "spent_usd 1.0 is lower than its log's 3" in state_below_log(state, lines, Path("/p/.state.loop"))
+
+
+def test_untampered_counters_read_past_lines_without_counters() -> None:
+    state = {"iteration_count": 0, "spent_usd": 0.0, "resumed_count": 0, "iterations_at_approval": 9,
+             "spent_usd_at_approval": 9.0}
+    lines = [line("CREATED", it=1), bare("WARNING", reason="x"), line("APPROVED", it=3, usd=1.0, it_ok=3, usd_ok=1.0)]
+    got = untampered_counters(state, lines)
+    assert (got["iteration_count"], got["spent_usd"], got["iterations_at_approval"]) == (3, 1.0, 3)
+
+
+def test_a_reseal_answers_to_the_highest_value_not_the_last() -> None:
+    before = [line("CREATED", it=5, usd=3.0), line("HALT", it=4, usd=3.0, tamper="state"), line("PAUSED", it=4)]
+    # the first re-seal vouched for the lower line before it; the last one must reach the highest ever logged
+    lines = [line("CREATED", it=5), line("PAUSED", it=4), line("HALT", it=4, tamper="state")]
+    assert "line 3 (HALT): iterations goes down (5 -> 4)" in log_finding(lines, LOG)
+    assert log_finding(before[:2], LOG) != ""
