@@ -46,7 +46,7 @@ GROUPS: tuple[Group, ...] = (
           ("src/automaton/core/chain.py", "src/automaton/store/chainlog.py", "src/automaton/core/digest.py"),
           ("tests/core/test_chain.py", "tests/core/test_chain_edges.py", "tests/core/test_digest.py",
            "tests/core/test_digest_hmac_keys.py", "tests/store/test_atomic.py", "tests/store/test_anchor.py",
-           "tests/store/test_key.py")),
+           "tests/store/test_key.py", "tests/store/test_chainlog_edges.py")),
     Group("hook-policy",
           ("src/automaton/hooks/policy.py", "src/automaton/commands/can_edit.py"),
           ("tests/hooks/test_policy.py", "tests/commands/test_can_edit.py", "tests/commands/test_can_edit_config.py",
