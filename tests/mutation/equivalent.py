@@ -18,6 +18,8 @@ class Equivalent(NamedTuple):
     function: str
     mutated: str
     why: str
+    original: str = ""  # the line mutated, where `mutated` alone is not unique in the function
+    near: str = ""  # text of the diff around it (the line above and "\n-"), where that is not unique either
 
 
 _DIGEST = "src/automaton/core/digest.py"
@@ -26,9 +28,28 @@ _LOOPCONFIG = "src/automaton/core/loopconfig.py"
 _GIVEN = "a given max_tick_usd is read from loop.json whatever default the cap computed"
 _LOOPLOG = "src/automaton/store/looplog.py"
 _N = "automaton writes n on every TICK_START, TICK and TICK_DEFERRED line: the default is never read"
+_LEDGER = "src/automaton/runner/ledger.py"
+_REFUND = ("refund_usd only bounds how far this update may lower spent_usd; its own change lowers it by exactly"
+           " max(0, reserved - counted), within either bound")
+_MOVED = "raised only when the iteration moved under the tick lock, which the lock rules out"
 _CACHE = "the per-key pad cache only saves time: a miss recomputes the same pads"
 
 EQUIVALENT: tuple[Equivalent, ...] = (
+    Equivalent(_LEDGER, "record",
+               'return loop.update_state("TICK", fields, mutate, refund_usd=max(1.0, reserved - counted))', _REFUND),
+    Equivalent(_LEDGER, "record",
+               'return loop.update_state("TICK", fields, mutate, refund_usd=max(0.0, reserved + counted))', _REFUND),
+    Equivalent(_LEDGER, "reserve", "raise RuntimeError(None)", _MOVED),
+    Equivalent(_LEDGER, "reserve", "raise RuntimeError(f\"loop {loop.name}: iteration moved under the tick lock ({n} ->"
+               " {new['XXiteration_countXX']})\")", _MOVED),
+    Equivalent(_LEDGER, "reserve", "raise RuntimeError(f\"loop {loop.name}: iteration moved under the tick lock ({n} ->"
+               " {new['ITERATION_COUNT']})\")", _MOVED),
+    Equivalent(_LOOPLOG, "log_finding", "floor = high if n == start + 1 or _is_reseal(line) else prev",
+               "lines[start] is the last re-seal, so no later line is one; with none, high and prev are both empty"
+               " on line 1"),
+    Equivalent(_LOOPLOG, "log_finding", "break",
+               "the approval marks are the last keys checked: stopping at the first skipped one skips only the other",
+               original="continue", near="(line.event in MARK_EVENTS or _is_reseal(line)):\n-"),
     Equivalent(_LOOPLOG, "log_finding",
                'reserved[line.fields.get("n", None)] = (_number(line.fields.get("reserved_usd")) or 0.0, values)', _N),
     Equivalent(_LOOPLOG, "log_finding",

@@ -116,18 +116,20 @@ def _module_of(name: str, group: Group) -> str:
     return "?"
 
 
-def _changed_line(diff: str) -> str:
-    # without a trailing comment: an entry names the code, not what the line says about it
-    plus = [ln[1:].split("  # ", 1)[0].strip() for ln in diff.splitlines()
-            if ln.startswith("+") and not ln.startswith("+++")]
-    return " ".join(plus)
+def _changed_line(diff: str, sign: str = "+") -> str:
+    """The mutant's lines (`sign` "+") or the original ones ("-"), stripped, joined by a space,
+    without a trailing comment: an entry names the code, not what the line says about it."""
+    lines = [ln[1:].split("  # ", 1)[0].strip() for ln in diff.splitlines()
+             if ln.startswith(sign) and not ln.startswith(sign * 3)]
+    return " ".join(lines)
 
 
 def _equivalent(module: str, name: str, diff: str) -> Equivalent | None:
     func = m.group("func").replace("ǁ", ".") if (m := _FUNC.search(name)) else ""
-    line = _changed_line(diff)
+    line, was = _changed_line(diff), _changed_line(diff, "-")
     for entry in EQUIVALENT:
-        if entry.module == module and entry.function == func and entry.mutated == line:
+        if ((entry.module, entry.function, entry.mutated) == (module, func, line) and entry.original in ("", was)
+                and entry.near in diff):
             return entry
     return None
 

@@ -8,6 +8,7 @@ tick at what it cost (an unknown, negative or non-finite cost at the cap) and ne
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -116,3 +117,24 @@ def test_the_settling_line_says_what_happened(loop: Loop) -> None:
     line = log_lines(loop.project)[-1]
     assert " score=0.2500" in line
     assert "timed_out" not in line and "commit=" not in line and "halted" not in line
+
+
+STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+
+
+def test_spent_usd_is_kept_to_the_micro_dollar(project: Path, approver: str) -> None:
+    loop_with(project, "odd", brakes={"max_tick_usd": 0.3333333, "max_budget_usd": 10.0})
+    odd = Loop.resolve(Project(project.resolve()), "odd")
+    new = ledger.reserve(odd, odd.read_config())
+    assert new["spent_usd"] == 0.333333 and STAMP.match(new["last_tick_at"])
+    settled = ledger.record(odd, odd.read_config(), new["iteration_count"], Verdict(0.5, False, False, "s"),
+                            0.1111111, True, False, impl(), None)
+    assert settled["spent_usd"] == 0.111111 and STAMP.match(settled["last_tick_at"])
+
+
+def test_a_settling_line_is_not_marked_halted_unless_asked(loop: Loop) -> None:
+    n = ledger.reserve(loop, loop.read_config())["iteration_count"]
+    ledger.record(loop, loop.read_config(), n, Verdict(0.5, False, False, "s"), 0.5, True, False, impl(),
+                  "0123456789abcdef")
+    line = log_lines(loop.project)[-1]
+    assert "halted" not in line and re.search(r" commit=0123456789ab( |$)", line), line

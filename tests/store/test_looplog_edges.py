@@ -238,3 +238,33 @@ def test_a_reseal_answers_to_the_highest_value_not_the_last() -> None:
     lines = [line("CREATED", it=5), line("PAUSED", it=4), line("HALT", it=4, tamper="state")]
     assert "line 3 (HALT): iterations goes down (5 -> 4)" in log_finding(lines, LOG)
     assert log_finding(before[:2], LOG) != ""
+
+
+def test_a_line_missing_one_counter_is_still_checked_on_the_others() -> None:
+    lines = [line("CREATED", usd=3.0), bare("PAUSED", spent_usd="1.000000")]
+    assert "line 2 (PAUSED): spent_usd goes down (3 -> 1)" in log_finding(lines, LOG)
+    state = {"iteration_count": 0, "spent_usd": 0.0, "resumed_count": 0, "iterations_at_approval": 0,
+             "spent_usd_at_approval": 0.0}
+    assert untampered_counters(state, [line("CREATED", usd=1.0), bare("PAUSED", spent_usd="5.0")])["spent_usd"] == 5.0
+
+
+def test_a_deferred_refund_exactly_at_its_bound_is_allowed() -> None:
+    assert log_finding(deferred(1.5 + 0.000001, 0.5), LOG) == ""
+
+
+def test_a_rebuilt_state_reads_its_task_and_worktree_only_from_the_lines_that_carry_them(tmp_path: Path) -> None:
+    created = line("CREATED", task="null")
+    fallback = bare("WARNING", reason="worktree_fallback", detail="no git")
+    other = bare("WARNING", reason="disk", detail="full")
+    wt = bare("WORKTREE", path="/w", branch="loop/demo", base="not-a-commit")
+    state = rebuilt_state(LoopName("demo"), [created, wt, other], tmp_path)
+    assert state["current_task"] is None and state["worktree_path"] == "/w" and state["base_commit"] is None
+    assert state["config_sha256"] == ""  # no seal: the config gate halts it until a human re-seals
+    state = rebuilt_state(LoopName("demo"), [created, wt, fallback], tmp_path)
+    assert (state["worktree_path"], state["worktree_branch"], state["worktree_fallback"]) == (None, None, "no git")
+    state = rebuilt_state(LoopName("demo"), [line("PAUSED", task="t1"), line("CREATED", task="t2")], tmp_path)
+    assert state["current_task"] is None  # the task is read from a first CREATED line only
+    state = rebuilt_state(LoopName("demo"), [line("CREATED", task="../x")], tmp_path)
+    assert state["current_task"] is None  # not a task name
+    empty = rebuilt_state(LoopName("demo"), [], tmp_path)
+    assert (empty["iteration_count"], empty["status"]) == (0, "halted") and empty["started_at"].endswith("Z")
