@@ -72,3 +72,11 @@ def test_a_focus_removed_outside_automaton_never_widens_the_scope(project: Path,
     with pytest.raises(BadInput, match=r"focus\.lock shows a focus was set: they were removed outside automaton"):
         which_task(proj, None)
     assert str(which_task(proj, "demo")) == "demo"  # an explicit task needs no focus
+
+
+def test_a_task_without_state_denies_everything_and_says_so(project: Path) -> None:
+    (project / "tasks" / "legacy").mkdir(parents=True)
+    proj = Project(project.resolve())
+    got = decide(proj, "src/x.py", task="legacy")
+    assert got == Decision(False, "task legacy has no .state: run automaton --phase --task legacy first",
+                           str(project.resolve() / "src/x.py"))

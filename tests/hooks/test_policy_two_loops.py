@@ -78,7 +78,7 @@ def test_the_policy_denies_a_call_naming_both_worktrees(project: Path, trees: di
     alpha, beta = trees["alpha"], trees["beta"]
     assert policy.check(proj, alpha, [str(alpha / "src/a.py")]).allowed
     mixed = policy.check(proj, alpha, [str(alpha / "src/a.py"), str(beta / "src/b.py")])
-    assert not mixed.allowed and "loop 'alpha' writes only inside its worktree" in mixed.reason
+    assert mixed.allowed is False and "loop 'alpha' writes only inside its worktree" in mixed.reason
     found = policy.worktree_of(proj, (beta / "src/b.py").resolve())
     assert found is not None and str(found.name) == "beta"
 
@@ -112,7 +112,7 @@ def test_a_cwd_linked_to_a_loop_worktree_root_is_still_that_loops(project: Path,
     link = tmp_path / "elsewhere"
     os.symlink(trees["alpha"], link)
     denied = policy.check(proj, link, [str(trees["beta"] / "src/x.py")])
-    assert not denied.allowed and "an agent in loop 'alpha' writes only inside its worktree" in denied.reason
+    assert denied.allowed is False and "an agent in loop 'alpha' writes only inside its worktree" in denied.reason
     found = policy.worktree_of(proj, trees["alpha"].resolve())
     assert found is not None and str(found.name) == "alpha"
     assert policy.worktree_of(proj, tmp_path / "not-in-the-project" / "x") is None
@@ -126,7 +126,7 @@ def test_a_folder_of_the_worktree_linking_out_leaves_the_agent_in_its_loop(proje
     os.symlink(project, out)  # a folder of alpha's worktree that is the main checkout
     (project / "src").mkdir(exist_ok=True)
     denied = policy.check(proj, out, ["src/x.py"])
-    assert not denied.allowed and "an agent in loop 'alpha' writes only inside its worktree" in denied.reason
+    assert denied.allowed is False and "an agent in loop 'alpha' writes only inside its worktree" in denied.reason
     assert policy.check(proj, project, ["src/x.py"]) == policy.Verdict(True, "every path is in scope")
 
 
@@ -144,4 +144,11 @@ def test_a_process_path_is_denied_before_it_is_resolved(project: Path, trees: di
     via_proc = f"/proc/self/root{trees['alpha'] / 'src/x.py'}"
     for cwd in (trees["alpha"], project):
         verdict = policy.check(proj, cwd, [via_proc])
-        assert not verdict.allowed and "is a process or device path" in verdict.reason, verdict
+        assert verdict.allowed is False and "is a process or device path" in verdict.reason, verdict
+
+
+def test_the_project_is_the_flag_else_the_one_holding_the_cwd(project: Path, trees: dict[str, Path],
+                                                              tmp_path: Path) -> None:
+    root = project.resolve()
+    assert policy.project_for(str(project), tmp_path).root == root  # --project wins over the cwd
+    assert policy.project_for(None, trees["alpha"] / "src").root == root  # a loop worktree's main checkout

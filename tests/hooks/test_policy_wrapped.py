@@ -13,6 +13,7 @@ import pytest
 
 from automaton.hooks import policy
 from automaton.store.layout import Project
+from tests.helpers import seed_task
 
 INLINE = ["python3 -c 'open(\"x\", \"w\")'"]
 
@@ -51,3 +52,14 @@ def test_inline_code_is_allowed_only_where_the_whole_project_is_in_scope(
         " write files with the edit tools, or have a human run the agent as"
         " `automaton --sandbox -- <agent>`, where the kernel holds the scope")
     assert policy.wrapped_reason(proj, project, [], [*INLINE, "node -e 'x'"]) is not None
+
+
+def test_inline_code_probes_the_project_root_not_the_cwd(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At doc_review only docs/ and *.md are in scope: run from docs/, inline code would still
+    write outside it, so the probes stand at the project root, not at the cwd."""
+    proj = Project(project.resolve())
+    seed_task(project, "rev", "doc_review")
+    monkeypatch.setenv("AUTOMATON_TASK", "rev")
+    (project / "docs").mkdir(exist_ok=True)
+    assert policy.check(proj, project / "docs", ["automaton-inline-code-probe"]).allowed  # docs/ is in scope
+    assert policy.wrapped_reason(proj, project / "docs", [], INLINE) is not None
