@@ -37,9 +37,70 @@ _CAN_EDIT = "src/automaton/commands/can_edit.py"
 _MEMO = "a per-call cache: another key or no shared cache recomputes the same value"
 _ABS = "the path is already real and absolute: the cwd only anchors a relative path"
 _UNREACHABLE = "unreachable: worktree_of found the path inside this worktree"
+_CHAINLOG = "src/automaton/store/chainlog.py"
+_REREAD = "re-reads the log the caller just read under the same lock: the same lines"
+_NOT_HIDDEN = "only a reader with the key reaches here, and it never takes keyed lines unverified"
 _CACHE = "the per-key pad cache only saves time: a miss recomputes the same pads"
 
 EQUIVALENT: tuple[Equivalent, ...] = (
+    Equivalent(_CHAINLOG, '_read_text',
+               'return read_all(log_path).decode("UTF-8")', "codec names are case-insensitive"),
+    Equivalent(_CHAINLOG, 'read_chain',
+               'key, hidden = keys.load_key(create=None), False', "None and False both mean: never create the key"),
+    Equivalent(_CHAINLOG, 'read_chain',
+               'found = None if (hidden) and F'
+               'alse else _anchor_of(log_path)',
+               "the anchor is used only where the key is not hidden"),
+    Equivalent(_CHAINLOG, 'read_chain',
+               'if check.ok and check.legacy or'
+               ' keys.was_keyed(Path(log_path)):',
+               "a log that is not legacy reads the same on the second read and falls through"),
+    Equivalent(_CHAINLOG, 'read_chain',
+               'if check.ok or check.legacy and'
+               ' keys.was_keyed(Path(log_path)):',
+               "a log that is not legacy reads the same on the second read and falls through"),
+    Equivalent(_CHAINLOG, 'append_event',
+               'chain = chain if (chain is not None) and False else read_chain(log_path)', _REREAD),
+    Equivalent(_CHAINLOG, 'commit',
+               'append_event(log_path, event, fields, token, None)', _REREAD),
+    Equivalent(_CHAINLOG, 'commit',
+               'append_event(log_path, event, fields, token, )', _REREAD),
+    Equivalent(_CHAINLOG, '_anchored',
+               'return ChainCheck(True, check.lines, anchor=found.count)', _NOT_HIDDEN),
+    Equivalent(_CHAINLOG, '_rolled',
+               'return ChainCheck(False, check.lines, why, rolled_back=True, anchor=count)', _NOT_HIDDEN),
+    Equivalent(_CHAINLOG, '_rolled',
+               'return ChainCheck(False, check.lines, why, un'
+               'verified=None, rolled_back=True, anchor=count)',
+               _NOT_HIDDEN),
+    Equivalent(_CHAINLOG, 'adopt',
+               'if not chain.ok or chain.anchor > 0 or no'
+               't chain.lines or not chain.lines[-1].mac:',
+               "an anchor counts at least one line"),
+    Equivalent(_CHAINLOG, 'adopt',
+               'if not chain.ok or chain.anchor >= 1 or n'
+               'ot chain.lines or not chain.lines[-1].mac:',
+               "an anchor counts at least one line"),
+    Equivalent(_CHAINLOG, 'adopt',
+               'if not chain.ok or chain.anchor >= 0 and n'
+               'ot chain.lines or not chain.lines[-1].mac:',
+               "an anchored log is refused again below: the anchor on disk is read"),
+    Equivalent(_CHAINLOG, 'recover',
+               'tmp_token = ""', "no state token is empty: an unreadable temp file is never published either way"),
+    Equivalent(_CHAINLOG, 'recover',
+               'current = ""', "no state token is empty: an unreadable state differs from the logged token either way"),
+    Equivalent(_CHAINLOG, 'recover',
+               'tmp.unlink(missing_ok=None)', "the temp file was seen to exist, under the lock"),
+    Equivalent(_CHAINLOG, 'recover',
+               'tmp.unlink(missing_ok=False)', "the temp file was seen to exist, under the lock"),
+    Equivalent(_CHAINLOG, 'settle_anchor',
+               'if found is None or read_all(log_'
+               'path).count(b"\\n") < found.count:',
+               "a log at its anchor's count is not ahead: the chain check below writes nothing"),
+    Equivalent(_CHAINLOG, 'settle_anchor',
+               'if chain.ok and len(chain.lines) >= '
+               'found.count and chain.lines[-1].mac:',
+               "at the anchor's count it writes the anchor it read: the same count and tail"),
     Equivalent(_CAN_EDIT, '_task_scope',
                'return _TaskScope(None, rec.phase, task_par'
                'ts, scope_overrides(project).get(rec.phase),',

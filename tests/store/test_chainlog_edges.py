@@ -75,7 +75,7 @@ def test_a_log_cut_back_or_removed_is_rolled_back(log: Path) -> None:
     assert log.read_text() == "".join(lines[:2])
     log.unlink()
     gone = chainlog.read_chain(log)
-    assert (gone.ok, gone.rolled_back, gone.lines) == (False, True, [])
+    assert (gone.ok, gone.rolled_back, gone.lines, gone.anchor) == (False, True, [], 3)
 
 
 def test_a_missing_anchor_of_an_anchored_log_is_tampering(log: Path) -> None:
@@ -112,6 +112,29 @@ def test_an_unanchored_keyed_log_is_adopted_once(log: Path) -> None:
     anchor.file_of(log).unlink()
     assert chainlog.adopt(log) is False  # a missing anchor of an anchored log reads as tampering
     assert chainlog.read_chain(log).rolled_back
+
+
+def test_adopt_refuses_an_unkeyed_log_and_a_stale_reading(log: Path, tmp_path: Path) -> None:
+    anchor.forget(log)
+    keys.mark_keyed(log, anchored=False)
+    stale = chainlog.read_chain(log)  # read before the anchor below exists
+    assert chainlog.adopt(log) is True
+    assert chainlog.adopt(log, stale) is False  # the anchor on disk is never replaced
+    legacy = tmp_path / "legacy.log"
+    first = format_line("2026-12-01T00:00:00Z", "CREATED", {}, "s0", GENESIS)
+    legacy.write_text(f"{first}\n")
+    assert chainlog.adopt(legacy) is False and anchor.read(legacy) is None  # unkeyed: nothing to anchor
+
+
+def test_an_unreadable_log_says_so_whatever_its_anchor(log: Path, tmp_path: Path) -> None:
+    odd = tmp_path / "dir.log"
+    odd.mkdir()
+    check = chainlog.read_chain(odd)
+    assert (check.ok, check.lines, check.rolled_back) == (False, [], False) and check.error.startswith("cannot read: ")
+    log.unlink()
+    log.mkdir()  # the anchor of the three-line log is still there
+    check = chainlog.read_chain(log)
+    assert (check.ok, check.lines, check.rolled_back) == (False, [], False) and check.error.startswith("cannot read: ")
 
 
 def test_timestamps_are_utc_whatever_the_local_zone(monkeypatch: pytest.MonkeyPatch) -> None:
