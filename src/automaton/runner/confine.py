@@ -17,6 +17,7 @@ import contextlib
 import shutil
 import tempfile
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from automaton.commands.writable import agent_policy, grants, secret_stores
@@ -121,7 +122,5 @@ def role_policy(cfg: LoopConfig, cwd: Path, tmp: Path, *, project_root: Path, in
     policy = agent_policy(project_root, [*work, tmp, *own], tmp, label, agent=agent, cwd=cwd, argv=argv,
                           isolation=cfg.isolation, network=network)
     if hide:
-        from automaton.core.record import replace
-
         policy = replace(policy, hidden=(*policy.hidden, *hide))
     return policy
