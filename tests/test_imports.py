@@ -30,7 +30,9 @@ HOOK_NEVER = ("dataclasses", "typing", "inspect", "hashlib", "hmac", "_hashlib",
 # The loop store (store.loops, store.looplog, store.chainlog, store.config) imports none of these:
 # records instead of dataclasses, core.digest instead of hashlib/hmac, copy and shutil only where
 # a writer needs them, `time` for its log's clock; every path that reads or logs a loop loads it.
-LOOP_STORE_NEVER = ("dataclasses", "inspect", "hashlib", "hmac", "_hashlib", "copy", "shutil", "datetime")
+# The typed loop state (core.loopstate) is a dataclass: `dataclasses` (with `inspect` and `copy`)
+# is loaded wherever a loop's state is read.
+LOOP_STORE_NEVER = ("hashlib", "hmac", "_hashlib", "shutil", "datetime")
 # Never on the give-up path of a tick: the runner and what only a running tick needs, argparse
 # (a plain tick argv is parsed by runner.cli.plain_tick) and typing (annotations only).
 SKIP_NEVER = ("automaton.runner.tick", "automaton.harnesses", "automaton.commands", "automaton.git",
@@ -41,7 +43,7 @@ LIST_NEVER = (*LOOP_STORE_NEVER, "typing")
 # The loop model, the gates, the gate's last step and proc (every git call) import none of these
 # themselves (records instead of dataclasses, annotations under TYPE_CHECKING, pathspec when a
 # file is matched): the gate and every tick load them, and so does a tick that gives up.
-MODEL_NEVER = ("dataclasses", "typing", "inspect", "pathspec", "argparse")
+MODEL_NEVER = ("typing", "pathspec", "argparse")
 # Never on --check-gate: the parser's help machinery, the runner, and the other loop verbs.
 GATE_NEVER = ("argparse", "gettext", "rich", "filelock", "importlib.resources", "automaton.runner",
               "automaton.harnesses", "automaton.sandbox", "automaton.hooks", "automaton.commands.loops",
@@ -82,7 +84,9 @@ def test_the_hook_imports_only_what_it_needs(project: Path, tool: str) -> None:
 # loop's file_scope: `src/**`, `tests/**` are plain patterns (core/scope.py), and the
 # worktree's project is known from its path (store/layout.py find_root), so neither pathspec
 # nor a git process comes in.
-WORKTREE_HOOK_NEVER = tuple(m for m in HOOK_NEVER if m not in ("automaton.store.loops", "contextlib"))
+# It reads the loop's typed state (core.loopstate, a dataclass), so `dataclasses` comes in there.
+WORKTREE_HOOK_NEVER = tuple(m for m in HOOK_NEVER if m not in ("automaton.store.loops", "contextlib", "dataclasses",
+                                                                "inspect"))
 
 
 def test_the_hook_in_a_loop_worktree_imports_only_what_it_needs(project: Path) -> None:

@@ -28,8 +28,8 @@ def test_cmd_create_loop_creates_dir_loop_json_and_default_state(project: Path) 
     folder = project / ".automaton" / "loops" / "demo"
     assert json.loads((folder / "loop.json").read_text())["name"] == "demo"
     s = json.loads((folder / ".state.loop").read_text())
-    assert (s["status"], s["halt_reason"], s["iteration_count"], s["resumed_count"]) == ("running", None, 0, 0)
-    assert (s["score_history"], s["worktree_path"], s["last_verdict"]) == ([], None, None)
+    assert (s.status, s.halt_reason, s.iteration_count, s.resumed_count) == ("running", None, 0, 0)
+    assert (s.score_history, s.worktree_path, s.last_verdict) == ([], None, None)
     assert re.fullmatch(rf"{ISO} CREATED .*", (folder / ".state.log").read_text().strip())
     assert not (folder / "worktree").exists() and not (folder / "run-tick.sh").exists()
 
@@ -51,7 +51,7 @@ def test_cmd_create_loop_refuses_missing_template(project: Path) -> None:
 def test_state_loop_schema_initialization_has_all_r2_fields(project: Path) -> None:
     p = make_loop(project)
     s = json.loads((p.loop_dir(loops.LoopName("demo")) / ".state.loop").read_text())
-    assert set(s) >= R2_FIELDS and s["schema_version"] == 1 and s["name"] == "demo"
+    assert set(s) >= R2_FIELDS and s.schema_version == 1 and s["name"] == "demo"
     assert {"started_at", "spent_usd", "iterations_at_approval", "spent_usd_at_approval", "accepted_drift",
             "base_commit", "config_sha256"} <= set(s)
 
@@ -65,13 +65,13 @@ def test_approve_loop_clears_halt_and_increments_resumed_count(project: Path, ap
     r = cli(p, "--approve", "--loop", "demo")
     assert r.code == 0, r.err
     s = state(p)
-    assert (s["status"], s["halt_reason"], s["resumed_count"]) == ("running", None, 1)
+    assert (s.status, s.halt_reason, s.resumed_count) == ("running", None, 1)
 
 
 def test_approve_loop_refuses_running_loop(project: Path, approver: str) -> None:
     p = make_loop(project)
     r = cli(p, "--approve", "--loop", "demo")
-    assert r.code == 1 and state(p)["resumed_count"] == 0
+    assert r.code == 1 and state(p).resumed_count == 0
 
 
 def test_approve_loop_refuses_untracked_loop(project: Path, approver: str) -> None:
@@ -84,8 +84,8 @@ def test_approve_loop_refuses_untracked_loop(project: Path, approver: str) -> No
 
 def test_resume_loop_clears_paused(project: Path, approver: str) -> None:  # resuming is a human act
     p = make_loop(project)
-    assert cli(p, "--pause-loop", "demo").code == 0 and state(p)["status"] == "paused"
-    assert cli(p, "--resume-loop", "demo").code == 0 and state(p)["status"] == "running"
+    assert cli(p, "--pause-loop", "demo").code == 0 and state(p).status == "paused"
+    assert cli(p, "--resume-loop", "demo").code == 0 and state(p).status == "running"
 
 
 def test_resume_loop_refuses_halted(project: Path, approver: str) -> None:
@@ -94,7 +94,7 @@ def test_resume_loop_refuses_halted(project: Path, approver: str) -> None:
     gate(p)
     r = cli(p, "--resume-loop", "demo")
     assert r.code == 1 and r.err.strip() == "automaton: loop is halted, use --approve --loop to clear halt"
-    assert state(p)["status"] == "halted"
+    assert state(p).status == "halted"
 
 
 def test_pause_loop_invalidates_can_continue(project: Path) -> None:

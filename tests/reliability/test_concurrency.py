@@ -73,8 +73,8 @@ def test_sixteen_processes_lose_no_update(project: Path, tmp_path: Path) -> None
     assert sum(r["moves"] + r["refused"] for r in reports) == PROCS * ROUNDS * 2
 
     state = store.read_state(proj, LOOP)
-    assert state["iteration_count"] == bumps
-    assert state["spent_usd"] == pytest.approx(COST * bumps, abs=1e-9)
+    assert state.iteration_count == bumps
+    assert state.spent_usd == pytest.approx(COST * bumps, abs=1e-9)
     lines = [parse_line(line) for line in chain_ok(loop_dir(proj) / store.LOG_FILE)]
     ticks = [p for p in lines if p is not None and p.event == "TICK"]
     assert [int(t.fields["iterations"]) for t in ticks] == list(range(1, bumps + 1))

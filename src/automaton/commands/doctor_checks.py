@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from automaton.core.loopconfig import LoopConfig
+from automaton.core.loopstate import LoopState
 from automaton.core.sandbox import Policy
 from automaton.core.verdicts import from_agent, from_command
 from automaton.git import run_git
@@ -105,11 +106,11 @@ def _login(name: str, harness: str, *, scheduled: bool) -> Finding:
                    f" {' or '.join(variables)}", login)
 
 
-def base_commit(project: Project, config: LoopConfig, state: dict[str, Any]) -> str | None:
+def base_commit(project: Project, config: LoopConfig, state: LoopState) -> str | None:
     """The commit the loop's work starts from: the recorded base_commit, else the tip of
     `blast_radius.base_branch`, else HEAD (what the first tick would take)."""
-    if state["base_commit"]:
-        return str(state["base_commit"])
+    if state.base_commit:
+        return str(state.base_commit)
     ref = config.blast_radius.base_branch or "HEAD"
     got = run_git(project.root, ["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"])
     return got.out.strip() if got.code == 0 and got.out.strip() else None
@@ -127,7 +128,7 @@ def verify_policy(project: Project, config: LoopConfig, tree: Path, tmp: Path) -
                         argv=config.roles.verify.command or (), isolation=config.isolation, network=False)
 
 
-def verify_check(project: Project, name: str, config: LoopConfig, state: dict[str, Any],
+def verify_check(project: Project, name: str, config: LoopConfig, state: LoopState,
                  path_env: str | None = None) -> Finding:
     """Run the verify command on a clean export of the base commit (the tick's PATH when
     scheduled, at most VERIFY_TIMEOUT_S seconds), inside the verifier's sandbox

@@ -12,24 +12,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from automaton.core.record import record
-
-
-@record(frozen=True)
-class Verdict:
-    """score: fraction 0..1 or None (unscored); passed: everything the verifier checked
-    passed; done: the verifier says the loop's goal is reached; summary: one line."""
-
-    score: float | None
-    passed: bool
-    done: bool
-    summary: str
-    source: str = "none"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"score": self.score, "passed": self.passed, "done": self.done,
-                "summary": self.summary, "source": self.source}
-
+from automaton.core.loopstate import Verdict as Verdict  # a tick records it in `.state.loop`
 
 UNSCORED = Verdict(None, False, False, "no score found", "none")
 

@@ -18,6 +18,10 @@ from automaton.harnesses import HarnessResult
 from automaton.store.layout import Project
 from automaton.store.loops import Loop
 
+TYPE_CHECKING = False  # annotations only
+if TYPE_CHECKING:
+    from automaton.core.loopstate import Death
+
 COMMIT_FAILED = "commit_failed"
 HARNESS_UNAVAILABLE = "harness_unavailable"
 PROTECTED = "protected"
@@ -121,7 +125,7 @@ def _protected_changes(cfg: LoopConfig, project: Project, wt: WorktreeResult, he
     return protected_changes(project.root, wt.base_commit, head, protected_patterns(cfg, project.root))
 
 
-def _halt(out: After, loop: Loop, reason: str, detail: str) -> After:
+def _halt(out: After, loop: Loop, reason: Death, detail: str) -> After:
     halt_now(loop, reason, detail, "tick")
     out.halt = f"{reason}: {detail}"
     out.skip_verify = f"halted: {out.halt}"

@@ -63,8 +63,12 @@ from automaton.core.record import record
 from automaton.store.atomic import read_all
 from automaton.store.loops import Loop
 
+TYPE_CHECKING = False  # annotations only
+if TYPE_CHECKING:
+    from automaton.core.loopstate import Death
+
 AGENT_CONFIG_CHANGED = "agent_config_changed"
-HALT_REASON = "human_intervention"
+HALT_REASON: Death = "human_intervention"
 
 # Keys whose values are commands (or load code: plugins, env for the CLI's own process) in the
 # watched files, at any depth. Sources: Claude Code settings.md ("hooks", "statusLine",

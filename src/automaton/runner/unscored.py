@@ -18,7 +18,11 @@ from automaton.core.loopconfig import LoopConfig
 from automaton.store.looplog import MARK_EVENTS
 from automaton.store.loops import Loop
 
-REASON = "verifier_failed"
+TYPE_CHECKING = False  # annotations only
+if TYPE_CHECKING:
+    from automaton.core.loopstate import Death
+
+REASON: Death = "verifier_failed"
 
 
 def streak(lines: list[LogLine]) -> int:
@@ -45,7 +49,7 @@ def check(loop: Loop, cfg: LoopConfig) -> str | None:
     `brakes.max_unscored` ticks (or more) had no score. Returns the halt (`reason: detail`) or
     None. A tampered or no longer running loop is left to the gate."""
     rec = loop.inspect()
-    if rec.tamper or rec.state["status"] != "running":
+    if rec.tamper or rec.state.status != "running":
         return None
     count = streak(rec.chain.lines)
     if count < cfg.brakes.max_unscored:
