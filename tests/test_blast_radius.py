@@ -280,7 +280,7 @@ def test_existing_loop_with_worktree_path_ticks_unchanged(project: Path, fake_bi
     after = state(proj)
     assert add_calls(fake_bin) == []
     for key in ("worktree_path", "worktree_branch", "base_commit", "worktree_fallback"):
-        assert after[key] == before[key]
+        assert getattr(after, key) == getattr(before, key)
     assert after.iteration_count == 2
 
 

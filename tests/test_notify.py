@@ -180,7 +180,7 @@ def test_events_not_listed_are_not_sent(project: Path, notifier: Path) -> None:
     assert gate(p).json["halted_now"] is True
     assert received(notifier) == []
     state = loops.read_state(p, "demo")
-    assert notify.notify_completion(p, "demo", patched(state, status="complete")) is None
+    assert notify.notify_completion(p, "demo", patched(state, status="complete", halt_reason=None)) is None
     [call] = received(notifier)
     assert call["event"] == "complete" and call["body"]["status"] == "complete"
 
@@ -269,8 +269,8 @@ def test_command_and_webhook_both_run(project: Path, notifier: Path, webhook: tu
     url, hook = webhook
     p = approved_loop(project, notify={"command": ["notifier"], "webhook": url})
     state = loops.read_state(p, "demo")
-    assert notify.notify_completion(p, "demo", {**state, "status": "complete",
-                                                "last_verdict": {"score": 1.0}}) is None
+    assert notify.notify_completion(p, "demo", patched(state, status="complete",
+                                                       last_verdict={"score": 1.0})) is None
     assert len(received(notifier)) == 1 and len(hook.got) == 1
     assert hook.got[0]["body"]["message"] == "automaton: loop demo is complete (score 1.0)"
 

@@ -28,8 +28,8 @@ def test_cmd_create_loop_creates_dir_loop_json_and_default_state(project: Path) 
     folder = project / ".automaton" / "loops" / "demo"
     assert json.loads((folder / "loop.json").read_text())["name"] == "demo"
     s = json.loads((folder / ".state.loop").read_text())
-    assert (s.status, s.halt_reason, s.iteration_count, s.resumed_count) == ("running", None, 0, 0)
-    assert (s.score_history, s.worktree_path, s.last_verdict) == ([], None, None)
+    assert (s["status"], s["halt_reason"], s["iteration_count"], s["resumed_count"]) == ("running", None, 0, 0)
+    assert (s["score_history"], s["worktree_path"], s["last_verdict"]) == ([], None, None)
     assert re.fullmatch(rf"{ISO} CREATED .*", (folder / ".state.log").read_text().strip())
     assert not (folder / "worktree").exists() and not (folder / "run-tick.sh").exists()
 
@@ -51,7 +51,7 @@ def test_cmd_create_loop_refuses_missing_template(project: Path) -> None:
 def test_state_loop_schema_initialization_has_all_r2_fields(project: Path) -> None:
     p = make_loop(project)
     s = json.loads((p.loop_dir(loops.LoopName("demo")) / ".state.loop").read_text())
-    assert set(s) >= R2_FIELDS and s.schema_version == 1 and s["name"] == "demo"
+    assert set(s) >= R2_FIELDS and s["schema_version"] == 1 and s["name"] == "demo"
     assert {"started_at", "spent_usd", "iterations_at_approval", "spent_usd_at_approval", "accepted_drift",
             "base_commit", "config_sha256"} <= set(s)
 

@@ -41,11 +41,15 @@ kind, root = sys.argv[1], sys.argv[2]
 project = Project(__import__("pathlib").Path(root))
 print("ready", flush=True)
 def bump(s):
-    s["iteration_count"] += 1
-    s["spent_usd"] = round(s["spent_usd"] + COST, 6)
+    from dataclasses import replace
+    from automaton.core.loopstate import Event, LogEvent, usd_to_micro
+    return (replace(s, iteration_count=s.iteration_count + 1,
+                    spent_micro_usd=s.spent_micro_usd + usd_to_micro(COST)),
+            LogEvent(Event.TICK, {"n": "next"}))
+
 while True:
     if kind == "loop":
-        loops.update_state(project, LOOP, "TICK", {"n": "next"}, bump)
+        loops.update_state(project, LOOP, bump)
     else:
         phase = tasks.load(project, TaskRef.parse(TASK)).phase
         if phase == "research":

@@ -148,7 +148,7 @@ def test_score_window_is_capped_and_unscored_is_not_appended(project: Path) -> N
     histories = []
     for _ in steps:
         assert tick(proj, "demo").code == 0
-        histories.append(st(proj).score_history)
+        histories.append(list(st(proj).score_history))
     assert histories[0] == [0.25]
     assert histories[1] == [0.25] and st(proj).iteration_count == 5
     assert histories[2] == [0.25, 0.5]

@@ -293,7 +293,8 @@ def test_a_chained_line_that_lowers_the_counters_is_tampering(project: Path) -> 
     from automaton.commands.loops import check_gate
 
     p = make_loop(project)
-    high = loops.update_state(p, "demo", via_json("TICK", {"n": 5}, lambda s: s.update(iteration_count=5, spent_usd=3.0)))
+    high = loops.update_state(p, "demo", via_json("TICK", {"n": 5},
+                                                  lambda s: s.update(iteration_count=5, spent_usd=3.0)))
     low = patched(high, iteration_count=1, spent_usd=0.5)
     _forge(p, "TICK", {"n": 6, **_counted(low)}, low)
     with pytest.raises(loops.StateTampered, match="iterations goes down"):
@@ -526,7 +527,8 @@ def test_a_forged_unkeyed_line_is_tampering_and_the_gate_keeps_the_counters(proj
     from automaton.core.chain import format_line, line_hash
 
     p = make_loop(project)
-    high = loops.update_state(p, "demo", via_json("TICK", {"n": 3}, lambda s: s.update(iteration_count=3, spent_usd=2.0)))
+    high = loops.update_state(p, "demo", via_json("TICK", {"n": 3},
+                                                  lambda s: s.update(iteration_count=3, spent_usd=2.0)))
     low = patched(high, iteration_count=0)
     data = loops.encode_state(low)
     text = log_text(p)
