@@ -249,7 +249,7 @@ def test_b14_loop_json_and_matching_seal(looped: Looped) -> None:
     path.write_text(json.dumps(config))
     state_file = loop_dir(proj) / ".state.loop"
     state = json.loads(state_file.read_text())
-    state.config_sha256 = store.config_sha256(proj, store.require_tracked(proj, "demo"))
+    state["config_sha256"] = store.config_sha256(proj, store.require_tracked(proj, "demo"))
     state_file.write_text(json.dumps(state, indent=2) + "\n")
     res = gate(proj)
     assert res.code == 1 and res.json["reason"] == "state_tampered"
@@ -292,7 +292,7 @@ def test_b17_careful_forger_without_the_key_is_detected(looped: Looped, hook: Ho
     folder = loop_dir(proj)
     log = folder / ".state.log"
     before = store.read_state(proj, "demo")
-    state = {**before, "iteration_count": 0}
+    state = patched(before, iteration_count=0)
     data = store.encode_state(state)
     text = log.read_text()
     last = text.splitlines()[-1]
