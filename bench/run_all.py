@@ -5,7 +5,8 @@
 Each script runs in its own process (one after the other, so they do not load the machine
 for each other) and prints its `FIGURE n ...` line(s), each with its target and "met" or
 "MISSED"; this prints the machine and its load, every script's output as it comes, and the
-figure lines again at the end, in figure order, with how many targets were met. Exit 0 when
+figure lines again at the end, in figure order, then one PASS/MISS line per target with its
+measured ratio, and how many targets were met. Exit 0 when
 every script ran (a missed target is reported, not an error), 1 when one failed or printed
 no figure.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import time
@@ -36,6 +38,7 @@ SCRIPTS = {
     "bench_dashboard.py": (9, 10),
     "bench_isolation.py": (11,),
     "bench_isolation_cost.py": (12, 13),
+    "bench_tick_targets.py": (14, 15, 16),
 }
 FIGURES = sorted(n for nums in SCRIPTS.values() for n in nums)
 
@@ -47,6 +50,19 @@ def load() -> str:
     except OSError:
         return "load unknown"
     return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
+
+
+def verdicts(figures: dict[int, str]) -> list[str]:
+    """One `PASS|MISS  figure N  <ratio> (target <= T)  <title>` line per figure with a target."""
+    out = []
+    for num, line in sorted(figures.items()):
+        found = re.match(rf"{c.FIGURE_PREFIX} {num} (.*?): ([\d.]+)(x| s| ms|)"
+                         r" \(target <= ([\d.]+)(?:x| s| ms|): (met|MISSED)\)", line)
+        if found:
+            title, value, unit, target, verdict = found.groups()
+            out.append(f"{'PASS' if verdict == 'met' else 'MISS'}  figure {num:2}  {value}{unit}"
+                       f" (target <= {target}{unit})  {title}")
+    return out
 
 
 def main() -> int:
@@ -83,6 +99,7 @@ def main() -> int:
         print(figures[num])
     met = sum(1 for line in figures.values() if "target" in line and ": met)" in line)
     with_target = sum(1 for line in figures.values() if "target" in line)
+    print("\n".join(verdicts(figures)))
     print(f"targets met: {met} of {with_target}")
     for bad in failed:
         print(f"FAILED: {bad}")

@@ -40,3 +40,22 @@ def test_every_benchmark_runs_quick_and_prints_its_figure() -> None:
     assert all(float(value) > 0 for _, value in figures)
     assert "ran 1 per race (must be 1: met" in summary
     assert re.search(rf"^targets met: \d+ of {len(expected)}$", summary, flags=re.MULTILINE), summary
+    verdicts = re.findall(r"^(?:PASS|MISS)  figure +(\d+)  \d+\.\d\d", summary, flags=re.MULTILINE)
+    assert [int(n) for n in verdicts] == expected, summary
+
+
+def test_the_summary_names_each_target_pass_or_miss_with_its_ratio() -> None:
+    sys.path.insert(0, str(BENCH))
+    try:
+        import run_all
+    finally:
+        sys.path.remove(str(BENCH))
+    lines = run_all.verdicts({
+        15: "FIGURE 15 tick with a 1000-line log vs a 50-line log: 1.09x (target <= 1.1x: met); 662 ms vs 607 ms",
+        14: "FIGURE 14 steady tick vs its process floor: 2.30x (target <= 2x: MISSED); tick 673 ms",
+        9: "FIGURE 9 dashboard page: 0.12 s (target <= 0.5 s: met); detail",
+        3: "FIGURE 3 a figure without a target: 1.00x; detail",
+    })
+    assert lines == ["PASS  figure  9  0.12 s (target <= 0.5 s)  dashboard page",
+                     "MISS  figure 14  2.30x (target <= 2x)  steady tick vs its process floor",
+                     "PASS  figure 15  1.09x (target <= 1.1x)  tick with a 1000-line log vs a 50-line log"]

@@ -1,12 +1,22 @@
-"""The frequent paths import only what they need: the agent hook (before every tool call), a
-tick that gives up because another tick holds the loop's lock, `--check-gate` and `--loop-list`.
+"""The fast path and its walls.
 
-Each runs as a real process under `python -X importtime`, whose report names every module the
-process imported (bench/bench_hook.py, bench_race.py and bench_gate.py measure what they cost).
+Two paths start a fresh Python process many times an hour and so carry a start-up budget: the
+agent hook (`automaton --hook AGENT`, before every tool call; `--can-edit`, before every
+edit) and the give-up path of a tick (`automaton-loop --mode tick` when another tick holds the
+loop's lock). FAST names every module of automaton those paths may load: inside it, a module
+keeps its imports few (no `dataclasses`, no run-time `typing`, a stdlib import only where it is
+used), and the tests below check each path as a real process. Outside FAST, nothing is walled:
+modules use `dataclasses`, `typing` and ordinary top-level imports, and bench/bench_list.py,
+bench_gate.py measure what `--loop-list` and `--check-gate` cost.
+
+The walls, both ways:
+- each path imports no module of automaton outside FAST, and none of HOOK_NEVER;
+- no module outside FAST uses the fast path's devices (`core.record`, `TYPE_CHECKING = False`).
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -18,55 +28,81 @@ import pytest
 
 from automaton.store import loops
 from automaton.store.locks import locked
-from tests.commands.loopkit import add_worktree, loop_with, tick
+from tests.commands.loopkit import add_worktree, loop_with
 from tests.helpers import run_cli
 
-# Never on the hook path: each is an import the hook does not need (the reasons are in
-# core/record.py, core/digest.py and cli/fastpath.py), or a whole layer it never reaches.
-HOOK_NEVER = ("dataclasses", "typing", "inspect", "hashlib", "hmac", "_hashlib", "argparse", "contextlib",
-              "unicodedata", "importlib.resources", "tempfile", "shutil", "subprocess", "datetime", "filelock",
-              "pathspec", "rich", "automaton.store.loops", "automaton.git", "automaton.runner", "automaton.harnesses",
-              "automaton.sandbox", "automaton.commands.loops")
-# The loop store (store.loops, store.looplog, store.chainlog, store.config) imports none of these:
-# records instead of dataclasses, core.digest instead of hashlib/hmac, copy and shutil only where
-# a writer needs them, `time` for its log's clock; every path that reads or logs a loop loads it.
-# The typed loop state (core.loopstate) is a dataclass: `dataclasses` (with `inspect` and `copy`)
-# is loaded wherever a loop's state is read.
-LOOP_STORE_NEVER = ("hashlib", "hmac", "_hashlib", "shutil", "datetime")
-# Never on the give-up path of a tick: the runner and what only a running tick needs, argparse
-# (a plain tick argv is parsed by runner.cli.plain_tick) and typing (annotations only).
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+# Every module of automaton the hook, `--can-edit --task` and a tick that gives up may load;
+# `automaton.hooks` (every module in it) is FAST as a whole: a payload picks which of its parsers run.
+FAST = frozenset({
+    "automaton", "automaton.install_paths", "automaton.resolve",
+    "automaton.cli", "automaton.cli.fastpath", "automaton.cli.main", "automaton.cli.parser", "automaton.cli.render",
+    "automaton.cli.verbs_agents", "automaton.cli.verbs_tasks",
+    "automaton.commands", "automaton.commands.can_edit", "automaton.commands.focus", "automaton.commands.loop_views",
+    "automaton.core", "automaton.core.approvals", "automaton.core.chain", "automaton.core.digest",
+    "automaton.core.errors", "automaton.core.gates", "automaton.core.loopconfig", "automaton.core.loopstate",
+    "automaton.core.names",
+    "automaton.core.outcome", "automaton.core.phases", "automaton.core.record", "automaton.core.scope",
+    "automaton.runner", "automaton.runner.cli", "automaton.runner.progress", "automaton.runner.skip",
+    "automaton.store", "automaton.store.anchor", "automaton.store.atomic", "automaton.store.chainlog",
+    "automaton.store.checkpoint",
+    "automaton.store.config", "automaton.store.key", "automaton.store.layout", "automaton.store.locks",
+    "automaton.store.looplog", "automaton.store.loops", "automaton.store.project_config", "automaton.store.tasks",
+})
+
+
+def is_fast(module: str) -> bool:
+    return module in FAST or module == "automaton.hooks" or module.startswith("automaton.hooks.")
+
+
+# Never on the fast paths: each costs a share of a bare interpreter's start (`dataclasses`
+# brings `inspect`, `ast`, `dis`, `tokenize`: about 13 ms, over a third of one), or is a layer
+# those paths never reach. `hashlib`/`hmac` are allowed: the keyed logs are checked with them.
+HOOK_NEVER = ("dataclasses", "typing", "inspect", "argparse", "contextlib", "unicodedata", "importlib.resources",
+              "tempfile", "shutil", "subprocess", "datetime", "filelock", "pathspec", "rich", "automaton.git",
+              "automaton.runner", "automaton.harnesses", "automaton.sandbox", "automaton.commands.loops")
+# In a loop worktree the hook reads the loop store and with a focus file the focus, each under
+# store.locks (contextlib); a loop's file_scope `src/**`, `tests/**` is a plain pattern
+# (core/scope.py), so pathspec stays out.
+LOCKED_HOOK_NEVER = tuple(m for m in HOOK_NEVER if m != "contextlib")
+# In a loop worktree it also reads the loop's typed state (core.loopstate.LoopState, a frozen
+# dataclass parsed once at the store boundary), so `dataclasses` (with `inspect`) comes in there.
+WORKTREE_HOOK_NEVER = tuple(m for m in LOCKED_HOOK_NEVER if m not in ("dataclasses", "inspect"))
+# A tick that gives up: the runner proper, and what only a running tick needs; argparse too
+# (a plain tick argv is parsed by runner.cli.plain_tick).
 SKIP_NEVER = ("automaton.runner.tick", "automaton.harnesses", "automaton.commands", "automaton.git",
               "automaton.sandbox", "automaton.hooks", "rich", "filelock", "pathspec", "subprocess", "tempfile",
-              "argparse", "gettext", "typing", *LOOP_STORE_NEVER)
-# Never on --loop-list: the loop store's own, and typing (annotations under TYPE_CHECKING).
-LIST_NEVER = (*LOOP_STORE_NEVER, "typing")
-# The loop model, the gates, the gate's last step and proc (every git call) import none of these
-# themselves (records instead of dataclasses, annotations under TYPE_CHECKING, pathspec when a
-# file is matched): the gate and every tick load them, and so does a tick that gives up.
-MODEL_NEVER = ("typing", "pathspec", "argparse")
-# Never on --check-gate: the parser's help machinery, the runner, and the other loop verbs.
-GATE_NEVER = ("argparse", "gettext", "rich", "filelock", "importlib.resources", "automaton.runner",
-              "automaton.harnesses", "automaton.sandbox", "automaton.hooks", "automaton.commands.loops",
-              "automaton.commands.schedule", "automaton.commands.human")
+              "argparse", "gettext", "typing", "shutil", "datetime")
+# `dataclasses` (with `inspect`) is not in SKIP_NEVER: the skip logs SKIPPED through the loop
+# store (store.loops), which loads the loop's typed state (core.loopstate.LoopState, a frozen dataclass).
 
 
 def imported(entry: str, args: list[str], cwd: Path, stdin: str = "", env: dict[str, str] | None = None) -> set[str]:
-    """Every module `python -X importtime` imported running `main()` of module `entry` with
-    `args`, as its console script does (not `-m`: runpy imports importlib.util and contextlib)."""
-    code = f"import sys; from {entry} import main; sys.exit(main())"
-    done = subprocess.run([sys.executable, "-X", "importtime", "-c", code, *args], cwd=cwd, input=stdin,
+    """Every module in `sys.modules` when the process running `main()` of module `entry` with
+    `args` exits, as its console script runs it (not `-m`: runpy imports importlib.util and
+    contextlib). sys.modules, not `-X importtime`: importtime does not report a module loaded by
+    `importlib.import_module`, which is how cli.main loads a verb's adapter."""
+    code = ("import sys, atexit\n"
+            "atexit.register(lambda: sys.stderr.write('\\nMODULES ' + ' '.join(sorted(sys.modules)) + '\\n'))\n"
+            f"from {entry} import main\nsys.exit(main())\n")
+    done = subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, input=stdin,
                           capture_output=True, text=True, timeout=120, check=False, env=env)
-    names = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
-    assert names, done.stderr[-2000:]
-    return names
+    found = [line for line in done.stderr.splitlines() if line.startswith("MODULES ")]
+    assert found, done.stderr[-2000:]
+    return set(found[-1].split()[1:])
 
 
 def offending(names: set[str], never: tuple[str, ...]) -> set[str]:
     return {n for n in names if any(n == bad or n.startswith(bad + ".") for bad in never)}
 
 
+def outside_fast(names: set[str]) -> set[str]:
+    return {n for n in names if n.startswith("automaton") and n.split(".")[0] == "automaton" and not is_fast(n)}
+
+
 @pytest.mark.parametrize("tool", ["Write", "Bash"])
-def test_the_hook_imports_only_what_it_needs(project: Path, tool: str) -> None:
+def test_the_hook_imports_only_the_fast_package(project: Path, tool: str) -> None:
     assert run_cli("--create-task", "t", cwd=project).code == 0
     assert run_cli("--transition", "research", "--task", "t", cwd=project).code == 0
     given = ({"file_path": str(project / "tasks" / "t" / "SPEC.md"), "content": "# Spec\n"} if tool == "Write"
@@ -74,78 +110,95 @@ def test_the_hook_imports_only_what_it_needs(project: Path, tool: str) -> None:
     payload = json.dumps({"cwd": str(project), "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": given})
     env = {**os.environ, "AUTOMATON_TASK": "t"}
     names = imported("automaton.cli.main", ["--hook", "claude"], project, payload, env)
-    assert "automaton.hooks.policy" in names  # it did decide
+    assert {"automaton.hooks.policy", "automaton.cli.verbs_agents"} <= names  # it did decide
     if tool == "Write":
-        assert {"automaton.store.tasks", "automaton.core.chain"} <= names  # the task's state and keyed log
+        assert {"automaton.store.tasks", "automaton.core.chain", "hmac"} <= names  # the task's state and keyed log
+    assert outside_fast(names) == set()
     assert offending(names, HOOK_NEVER) == set()
 
 
-# In a loop worktree the hook reads the loop store too (with contextlib), and matches the
-# loop's file_scope: `src/**`, `tests/**` are plain patterns (core/scope.py), and the
-# worktree's project is known from its path (store/layout.py find_root), so neither pathspec
-# nor a git process comes in.
-# It reads the loop's typed state (core.loopstate, a dataclass), so `dataclasses` comes in there.
-WORKTREE_HOOK_NEVER = tuple(m for m in HOOK_NEVER if m not in ("automaton.store.loops", "contextlib", "dataclasses",
-                                                                "inspect"))
+def test_the_hook_with_a_focus_file_imports_only_the_fast_package(project: Path) -> None:
+    """No AUTOMATON_TASK: the task comes from the project's focus (commands.focus)."""
+    assert run_cli("--create-task", "t", cwd=project).code == 0
+    assert run_cli("--focus", "t", cwd=project, human=True).code == 0
+    given = {"file_path": str(project / "src" / "x.py"), "content": "x = 1\n"}
+    payload = json.dumps({"cwd": str(project), "hook_event_name": "PreToolUse", "tool_name": "Write",
+                          "tool_input": given})
+    env = {k: v for k, v in os.environ.items() if k != "AUTOMATON_TASK"}
+    names = imported("automaton.cli.main", ["--hook", "claude"], project, payload, env)
+    assert "automaton.commands.focus" in names
+    assert outside_fast(names) == set()
+    assert offending(names, LOCKED_HOOK_NEVER) == set()
 
 
-def test_the_hook_in_a_loop_worktree_imports_only_what_it_needs(project: Path) -> None:
+def test_can_edit_imports_only_the_fast_package(project: Path) -> None:
+    assert run_cli("--create-task", "t", cwd=project).code == 0
+    names = imported("automaton.cli.main", ["--can-edit", "--task", "t", "--file", "tasks/t/SPEC.md"], project)
+    assert {"automaton.commands.can_edit", "automaton.cli.verbs_tasks"} <= names
+    assert outside_fast(names) == set()
+    assert offending(names, HOOK_NEVER) == set()
+
+
+def test_the_hook_in_a_loop_worktree_imports_only_the_fast_package(project: Path) -> None:
     (project / "src").mkdir()
     (project / "src" / "app.py").write_text("x = 1\n")
     subprocess.run(["git", "add", "-A"], cwd=project, check=True)
     subprocess.run(["git", "commit", "-q", "-m", "src"], cwd=project, check=True)
-    p = loop_with(project)
-    wt = add_worktree(p)
-    given = {"file_path": str(wt / "src" / "app.py"), "content": "x = 2\n"}
-    payload = json.dumps({"cwd": str(wt), "hook_event_name": "PreToolUse", "tool_name": "Write", "tool_input": given})
-    names = imported("automaton.cli.main", ["--hook", "claude"], wt, payload)
-    assert {"automaton.hooks.policy", "automaton.store.loops", "automaton.core.scope"} <= names  # it did decide
-    assert offending(names, WORKTREE_HOOK_NEVER) == set()
+    wt = add_worktree(loop_with(project))
+    for tool, given in (("Write", {"file_path": str(wt / "src" / "app.py"), "content": "x = 2\n"}),
+                        ("Bash", {"command": "git commit -qam wip && rm -rf build"})):
+        payload = json.dumps({"cwd": str(wt), "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": given})
+        names = imported("automaton.cli.main", ["--hook", "claude"], wt, payload)
+        assert {"automaton.hooks.policy", "automaton.store.loops", "automaton.core.scope"} <= names  # it did decide
+        assert outside_fast(names) == set(), tool
+        assert offending(names, WORKTREE_HOOK_NEVER) == set(), tool
 
 
-def test_a_tick_that_gives_up_imports_no_runner(project: Path) -> None:
+def test_a_tick_that_gives_up_imports_only_the_fast_package(project: Path) -> None:
     p = loop_with(project)
     with locked(loops.tick_lock_path(p, "demo"), timeout_s=0):
         names = imported("automaton.runner.cli", ["--mode", "tick", "--loop", "demo", "--quiet", "--json"], project)
     assert "automaton.runner.skip" in names
+    assert outside_fast(names) == set()
     assert offending(names, SKIP_NEVER) == set()
     assert "SKIPPED" in (p.loop_dir(loops.LoopName("demo")) / loops.LOG_FILE).read_text()
 
 
-def loaded_by(modules: str) -> set[str]:
-    """Every module a fresh interpreter holds after `import <modules>` (a comma-separated list)."""
-    code = f"import sys; import {modules}; print(' '.join(sys.modules))"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    return set(done.stdout.split())
+def test_fast_names_modules_that_exist() -> None:
+    for module in FAST:
+        path = SRC / module.replace(".", "/")
+        assert path.with_suffix(".py").is_file() or (path / "__init__.py").is_file(), module
 
 
-def test_the_loop_model_and_the_gates_import_little() -> None:
-    names = loaded_by("automaton.core.loopconfig, automaton.core.gates, automaton.commands.gate_next, automaton.proc")
-    assert "automaton.core.gates" in names
-    assert offending(names, MODEL_NEVER) == set()
+def _devices(path: Path) -> list[str]:
+    """The fast path's devices `path` uses: `TYPE_CHECKING = False`, an import of core.record."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "TYPE_CHECKING"
+                                                for t in node.targets):
+            found.append(f"line {node.lineno}: TYPE_CHECKING = ...")
+        elif isinstance(node, ast.ImportFrom) and (node.module == "automaton.core.record" or (
+                node.module == "automaton.core" and any(a.name == "record" for a in node.names))):
+            found.append(f"line {node.lineno}: imports core.record")
+    return found
 
 
-def test_the_loop_store_imports_little() -> None:
-    names = loaded_by("automaton.store.loops, automaton.store.looplog, automaton.store.chainlog,"
-                      " automaton.store.config")
-    assert "automaton.store.loops" in names
-    assert offending(names, (*LOOP_STORE_NEVER, "typing")) == set()
-
-
-def test_loop_list_imports_only_what_it_needs(project: Path) -> None:
-    p = loop_with(project)
-    tick(p, 0.5, {"implement": 0.1})  # a verdict, a reservation and its settlement to read
-    names = imported("automaton.cli.main", ["--loop-list", "--json"], project)
-    assert "automaton.commands.loop_views" in names
-    assert offending(names, LIST_NEVER) == set()
-
-
-def test_check_gate_imports_only_what_it_needs(project: Path) -> None:
-    p = loop_with(project)
-    add_worktree(p)
-    names = imported("automaton.cli.main", ["--check-gate", "demo", "--json"], project)
-    assert "automaton.git.drift" in names
-    assert offending(names, GATE_NEVER) == set()
+def test_outside_the_fast_package_modules_use_plain_python() -> None:
+    """`dataclasses` instead of core.record, `typing.TYPE_CHECKING` instead of a local False."""
+    # commands.gate_next, commands.loop_gate and core.loopgate call record's `replace` on core.gates' GateResult,
+    # a record of the fast package (dataclasses.replace refuses a record). harnesses/_replay.py
+    # is a script of its own, run by path under `python -P -S` for every role of a scripted
+    # tick, with its own import test (tests/harnesses/test_scripted.py).
+    allowed = {"automaton.commands.gate_next", "automaton.commands.loop_gate", "automaton.core.loopgate",
+               "automaton.harnesses._replay"}
+    bad = {}
+    for path in sorted((SRC / "automaton").rglob("*.py")):
+        module = ".".join(path.relative_to(SRC).with_suffix("").parts).removesuffix(".__init__")
+        if is_fast(module) or module in allowed:
+            continue
+        if found := _devices(path):
+            bad[module] = found
+    assert bad == {}
 
 
 def test_the_control_characters_the_resolver_refuses_are_unicode_category_cc() -> None:

@@ -252,18 +252,7 @@ def test_install_schedule_writes_a_plist_on_darwin(project: Path, fake_bin: Call
     assert (p.loop_dir(loops.LoopName("demo")) / "run-tick.sh").is_file()
 
 
-# ---- --version and the tick log -------------------------------------------------------------
-
-def test_version_prints_from_fixture_config_md(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    home = tmp_path / "fw"
-    home.mkdir()
-    (home / "config.md").write_text("# cfg\n\n## Framework Version\n9.8.7\n")
-    monkeypatch.setenv("AUTOMATON_HOME", str(home))
-    r = cli(tmp_path, "--version")
-    assert (r.code, r.out) == (0, "automaton 9.8.7\n")
-    (home / "config.md").write_text("# no version here\n")
-    assert cli(tmp_path, "--version").out == "automaton (unknown version)\n"
-
+# ---- the tick log -------------------------------------------------------------
 
 def test_tick_log_records_paused_resumed_halt_approved(project: Path, approver: str) -> None:
     p = make_loop(project, brakes={"max_iterations": 1})

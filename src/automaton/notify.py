@@ -27,12 +27,17 @@ import os
 from pathlib import Path
 from typing import Any
 
+from automaton.core.digest import sha256_hex
 from automaton.core.errors import AutomatonError, one_line
 from automaton.core.loopconfig import Notify
 from automaton.core.loopstate import Event, LogEvent, LoopState
 from automaton.core.names import LoopName
+from automaton.proc import run_capture
 from automaton.store import loops
+from automaton.store.atomic import atomic_write
+from automaton.store.chainlog import utc_now
 from automaton.store.layout import Project
+from automaton.store.loops import Loop
 
 EVENT_ENV = "AUTOMATON_EVENT"  # the event name, for a command that does not read stdin
 MESSAGE_ENV = "AUTOMATON_MESSAGE"  # the one-line message (payload["message"])
@@ -60,9 +65,6 @@ def sealed_settings(project: Project, name: str) -> tuple[Notify | None, str | N
     (None, why not: one line) when a block exists that may not be used, or (None, None) when
     there is no block at all. Raises what `Loop.inspect` raises (BadInput for an untracked
     loop, CorruptState for an unreadable state)."""
-    from automaton.core.digest import sha256_hex
-    from automaton.store.loops import Loop
-
     loop = Loop.resolve(project, name)
     rec = loop.inspect()
     seal = rec.state.config_sha256 if not rec.tamper else None
@@ -90,8 +92,6 @@ def payload(project: Project, name: str, event: str, state: LoopState | None, **
     halt_reason, halt_detail, iteration_count, spent_usd (USD, all ticks), last_score (0..1 or
     null), message (one line for a desktop notification), next_step (the command a human runs,
     or null)} plus `extra` (e.g. reason, task, task_phase)."""
-    from automaton.store.chainlog import utc_now
-
     body: dict[str, Any] = {"event": event, "loop": name, "project": str(project.root), "at": utc_now()}
     body.update(_state_fields(state))
     body.update(extra)
@@ -161,8 +161,6 @@ def notify(project: Project, name: str, event: str, body: dict[str, Any], *, onc
 
 
 def _run(argv: list[str], event: str, data: str, message: str) -> str | None:
-    from automaton.proc import run_capture
-
     env = dict(os.environ, **{EVENT_ENV: event, MESSAGE_ENV: message})
     got = run_capture(argv, stdin=data, env=env, timeout_s=TIMEOUT_S)
     if got.code == 0:
@@ -174,6 +172,7 @@ def _run(argv: list[str], event: str, data: str, message: str) -> str | None:
 def _post(url: str, data: str) -> str | None:
     """POST `data` as JSON. The failure line names the scheme and host only: a webhook's path
     or query often holds its secret (a topic, a token)."""
+    # Only a webhook needs http.client and email (a quarter of --check-gate's imports otherwise).
     import urllib.error
     import urllib.request
     from urllib.parse import urlsplit
@@ -208,8 +207,6 @@ def _sent(project: Project, name: str) -> dict[str, str]:
 
 
 def _remember(project: Project, name: str, event: str, key: str) -> None:
-    from automaton.store.atomic import atomic_write
-
     sent = {**_sent(project, name), event: key}
     atomic_write(_sent_path(project, name), (json.dumps(sent, sort_keys=True) + "\n").encode("utf-8"))
 

@@ -4,28 +4,29 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from automaton.core.errors import one_line
-from automaton.core.record import record
+from automaton.core.sandbox import Policy
 
-# Every git call of a gate and of a tick comes through here: `record` instead of
-# `dataclasses`, annotations only under TYPE_CHECKING (see core/record.py).
-TYPE_CHECKING = False
+# The sandbox (ctypes, Landlock, namespaces) is imported where an agent's run starts it: every
+# git call of `--check-gate` imports this module and never needs it (bench/bench_gate.py).
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping, Sequence
-    from typing import Any
-
-    from automaton.core.sandbox import Policy
     from automaton.sandbox import Confinement
     from automaton.sandbox.pipes import Sink
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Captured:
     """A finished short command: exit `code`, `out` and `err` text. code 127: not found."""
 
@@ -89,8 +90,6 @@ def find_program(name: str, root: Path | str, path: str | None = None) -> str | 
     """The absolute path of program `name` on `path` (default: PATH) outside `root`: the first
     match whose real path is not inside `root` (a link from outside into it does not count).
     None when there is none."""
-    import shutil
-
     real_root = os.path.realpath(root)
     for entry in runner_path(path, str(root)).split(os.pathsep):
         found = shutil.which(name, path=entry)
@@ -176,7 +175,7 @@ _ACTIVE: set[int] = set()
 _ACTIVE_LOCK = threading.Lock()
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Streamed:
     """A finished streamed run: exit `code` (127 not found, 126 cannot run or cannot be
     confined; a signal N gives -N as Popen reports it), `timed_out` (the group was
@@ -238,6 +237,7 @@ def run_streaming(
     grace_s: float = GRACE_S,
     sandbox: Policy | None = None,
     max_bytes: int = MAX_BYTES,
+    pass_fds: tuple[int, ...] = (),
 ) -> Streamed:
     """Run a long child (a harness) with its output streamed to files through pipes.
 
@@ -249,7 +249,8 @@ def run_streaming(
     file. With `sandbox`, the child is confined to that policy by the kernel (Landlock on
     Linux, Seatbelt on macOS) and gets TMPDIR/TMP/TEMP = `policy.tmpdir`; where that cannot
     be done it is not started at all: code 126 and a line `sandbox unavailable: …` or
-    `sandbox failed: …` in the stderr file.
+    `sandbox failed: …` in the stderr file. `pass_fds`: descriptors of this process the child
+    inherits under the same numbers (POSIX; the verifier's result pipe, `runner.freeze`).
 
     The child starts in its own session and process group; after `timeout_s` seconds the
     group gets SIGTERM, then SIGKILL after `grace_s` seconds. When it ends, everything it
@@ -263,12 +264,12 @@ def run_streaming(
     argv = list(argv)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    from automaton.sandbox import pipes
+    from automaton.sandbox import pipes  # see the note at the top
 
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(pipes.Sink(out_path, max_bytes))
         err = out if err_path is None or err_path == out_path else stack.enter_context(pipes.Sink(err_path, max_bytes))
-        code, timed_out = _run(argv, out, err, cwd, stdin, env, timeout_s, grace_s, sandbox, stack)
+        code, timed_out = _run(argv, out, err, cwd, stdin, env, timeout_s, grace_s, sandbox, stack, pass_fds)
     dropped = out.dropped + (err.dropped if err is not out else 0)
     return Streamed(code, timed_out, time.monotonic() - started, dropped)
 
@@ -306,7 +307,6 @@ def _wait(child: subprocess.Popen[bytes], timeout_s: float) -> None:
     if fd is None:
         child.wait(timeout=timeout_s)
         return
-    import select
 
     try:
         watch = select.poll()
@@ -319,9 +319,10 @@ def _wait(child: subprocess.Popen[bytes], timeout_s: float) -> None:
 
 
 def _run(argv: list[str], out: Sink, err: Sink, cwd: Path | None, stdin: str | None, env: Mapping[str, str] | None,
-         timeout_s: float, grace_s: float, policy: Policy | None, stack: contextlib.ExitStack) -> tuple[int, bool]:
+         timeout_s: float, grace_s: float, policy: Policy | None, stack: contextlib.ExitStack,
+         pass_fds: tuple[int, ...] = ()) -> tuple[int, bool]:
     """Start, wait for and clean up after one run; (exit code, timed out)."""
-    from automaton.sandbox import launch, pipes, reaper
+    from automaton.sandbox import launch, pipes, reaper  # see the note at the top
 
     if not argv:
         err.write(b"cannot run an empty command\n")
@@ -335,12 +336,12 @@ def _run(argv: list[str], out: Sink, err: Sink, cwd: Path | None, stdin: str | N
         argv, preexec_fn = how.argv, how.preexec_fn
     stdin_file: Any = subprocess.DEVNULL
     if stdin is not None:
-        import tempfile  # here: a gate's short git calls never need it (bench/bench_gate.py)
-
         stdin_file = stack.enter_context(tempfile.TemporaryFile())  # noqa: SIM115 - closed by the stack
         stdin_file.write(stdin.encode("utf-8"))
         stdin_file.seek(0)
     extra: dict[str, Any] = {"start_new_session": True}
+    if pass_fds:
+        extra["pass_fds"] = pass_fds
     if os.name == "nt":  # pragma: no cover
         extra = {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
     out_r, out_w = os.pipe()

@@ -43,7 +43,7 @@ class Memory:
 
 def _nvml() -> Memory | None:
     try:
-        import pynvml  # lazy: loading libnvidia-ml costs time the hook path must not pay
+        import pynvml  # the `gpu` extra, optional: without it the probe asks nvidia-smi
     except ImportError:
         return None
     try:

@@ -364,3 +364,38 @@ def test_an_approved_verify_command_runs_confined_without_credentials(project: P
     # It saw neither the key nor the token (its own verdict), and wrote nothing outside its export.
     assert found["level"] == "ok" and "scores 1.00" in found["message"], found
     assert not out.exists()
+
+
+def _npm_install(root: Path, package: str, version: str, exe: str) -> Path:
+    """A folder laid out as `npm install` leaves it: node_modules/<pkg>/bin/<exe> with its
+    package.json, linked from node_modules/.bin/<exe>; returns the .bin folder."""
+    pkg = root / "node_modules" / package
+    (pkg / "bin").mkdir(parents=True)
+    (pkg / "package.json").write_text(json.dumps({"name": package, "version": version}))
+    target = pkg / "bin" / exe
+    target.write_text("#!/bin/sh\necho '{}'\n")
+    target.chmod(0o755)
+    (root / "node_modules" / ".bin").mkdir()
+    (root / "node_modules" / ".bin" / exe).symlink_to(target)
+    return root / "node_modules" / ".bin"
+
+
+@pytest.mark.parametrize("version, level, needle", [
+    ("2.1.332", "ok", "claude 2.1.332 is in the tested range (2.1.332)"),
+    ("2.2.0", "warning", "claude 2.2.0 is outside the tested range (2.1.332)"),
+])
+def test_doctor_says_whether_the_installed_cli_was_tested(project: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          version: str, level: str, needle: str) -> None:
+    bin_dir = _npm_install(tmp_path / "npm", "@anthropic-ai/claude-code", version, "claude")
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    p = healthy(project, harness={"name": "claude", "model": None, "args": [], "timeout_s": 60})
+    [found] = checks(p)["harness-version"]
+    assert found["level"] == level and found["message"].startswith(needle), found
+
+
+def test_doctor_notes_a_cli_whose_version_it_cannot_read(project: Path, fake_bin: Callable[[str, str], Path]) -> None:
+    fake_bin("claude", "print('{}')\n")
+    p = healthy(project, harness={"name": "claude", "model": None, "args": [], "timeout_s": 60})
+    [found] = checks(p)["harness-version"]
+    assert found["level"] == "note" and found["message"].startswith("cannot read the version of ")

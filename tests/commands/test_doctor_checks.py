@@ -104,3 +104,33 @@ def test_the_hook_denies_writing_its_settings(project: Path, rel: str) -> None:
                           "tool_input": {"file_path": str(project / rel), "content": "{}"}})
     result = run_cli("--hook", "claude", "--project", str(project), stdin=payload)
     assert result.code == 2 and rel in result.err
+
+
+def test_doctor_warns_when_file_scope_opens_collected_tests_that_are_not_protected(project: Path) -> None:
+    from automaton.commands.doctor_checks import collection_check
+    from automaton.core.loopconfig import parse_config
+    from automaton.store.config import loop_defaults
+    from tests.helpers import git
+    from tests.runner.loopkit import loop_json
+
+    (project / "tests").mkdir()
+    (project / "tests" / "test_a.py").write_text("def test_a():\n    pass\n")
+    (project / "src").mkdir()
+    (project / "src" / "a.py").write_text("")
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "tests")
+    state = {"base_commit": None}
+    pytest_verify = {"command": ["python", "-m", "pytest", "-q"], "score": "junit"}
+
+    def finding(**blast: object) -> str | None:
+        data = loop_json(roles={"implement": {"prompt": "implement.md"}, "verify": pytest_verify,
+                                "orchestrate": {"builtin": True}}, blast_radius=blast)
+        found = collection_check(Project.at(str(project)), "demo", parse_config(data, "loop.json", loop_defaults()),
+                                 state)
+        return None if found is None else found.line()
+
+    assert finding() is None  # the defaults protect what pytest collects
+    line = finding(protected=["pytest.ini"])
+    assert line is not None and line.startswith("warning demo: file_scope lets the agent change test files")
+    assert "tests/test_a.py" in line and "src/a.py" not in line
+    assert finding(protected=["pytest.ini"], file_scope=["src/**"]) is None  # the agent cannot reach them

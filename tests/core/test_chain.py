@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from automaton.core import chain
 from automaton.core.chain import GENESIS, format_line, line_hash, line_mac, parse_line, verify_text
 
 TS = "2026-01-01T00:00:00Z"
@@ -197,3 +198,58 @@ def test_a_reader_without_the_key_may_take_keyed_lines_on_their_chain_alone() ->
     assert not verify_text(keyed_text("new", unkeyed_first=1), None, check_macs=False).unverified  # nothing keyed
     forged = text + format_line(TS, "TRANSITION", {}, "complete", line_hash(text.split("\n")[-2])) + "\n"
     assert "no mac after keyed line 2" in verify_text(forged, None, check_macs=False).error
+
+
+# ---- verifying only what was appended (`after`) ------------------------------------------------
+
+@pytest.mark.parametrize("unkeyed_first", [0, 2, 5])
+def test_a_check_continued_after_a_prefix_is_the_check_of_the_whole(unkeyed_first: int) -> None:
+    text = keyed_text(*"abcde", unkeyed_first=unkeyed_first)
+    rows = text.split("\n")[:-1]
+    whole = verify_text(text, KEY)
+    for cut in range(len(rows) + 1):
+        head = "".join(f"{r}\n" for r in rows[:cut])
+        tail = "".join(f"{r}\n" for r in rows[cut:])
+        part = verify_text(tail, KEY, after=verify_text(head, KEY))
+        assert (part.ok, [x.raw for x in part.lines], part.error, part.last_hash) == \
+            (whole.ok, [x.raw for x in whole.lines], whole.error, whole.last_hash)
+
+
+def test_a_continued_check_catches_what_the_whole_check_catches() -> None:
+    rows = keyed_text(*"abcd").split("\n")[:-1]
+    head = verify_text(f"{rows[0]}\n{rows[1]}\n", KEY)
+    unkeyed = format_line(TS, "TRANSITION", {"n": 2}, "c", line_hash(rows[1]))  # no mac after keyed lines
+    assert verify_text(f"{unkeyed}\n", KEY, after=head).error == "line 3 has no mac after keyed line 1:" \
+        " it was not written by automaton"
+    assert "line 3 does not link" in verify_text(f"{rows[3]}\n", KEY, after=head).error
+    forged = rows[2].replace(" mac=", " mac=0")[:len(rows[2])]
+    assert "line 3 has a mac the key does not verify" in verify_text(f"{forged}\n", KEY, after=head).error
+    cut = verify_text(rows[2], KEY, after=head)  # a partial last line: as the whole check reads it
+    whole = verify_text(f"{rows[0]}\n{rows[1]}\n{rows[2]}", KEY)
+    assert (cut.ok, cut.lines, cut.error) == (whole.ok, whole.lines, whole.error) == (False, [], whole.error)
+
+
+def _keyed_text(n: int) -> str:
+    prev, rows = chain.GENESIS, []
+    for i in range(n):
+        row = chain.format_line("2026-01-01T00:00:00Z", "WARNING", {"n": i}, "none", prev, b"k" * 32)
+        rows.append(row)
+        prev = chain.line_hash(row)
+    return "".join(f"{r}\n" for r in rows)
+
+
+def test_lines_from_a_prefix_read_as_the_parsed_list_and_parse_only_what_is_read() -> None:
+    text = _keyed_text(100)
+    whole = chain.verify_text(text, b"k" * 32).lines
+    lazy = chain.Lines.from_prefix(text, 100)
+    assert len(lazy) == 100 and lazy and lazy[-1] == whole[-1] and lazy[0] == whole[0]
+    assert lazy[-10:] == whole[-10:] and lazy[5:8] == whole[5:8]
+    assert [x.raw for x in reversed(lazy)][:3] == [x.raw for x in whole[::-1][:3]]
+    assert lazy.done == 100  # nothing above parsed the whole prefix
+    grown = chain.verify_text(_keyed_text(103)[len(text):], b"k" * 32, after=chain.ChainCheck(True, lazy))
+    assert grown.ok and isinstance(grown.lines, chain.Lines) and grown.lines.done == 100 and len(grown.lines) == 103
+    assert grown.lines == chain.verify_text(_keyed_text(103), b"k" * 32).lines  # compares as a whole
+    assert list(lazy) == whole and lazy.done == 0 and lazy == whole  # iteration parses the prefix once
+    copy = grown.lines.lazy_copy()
+    copy.append(whole[0])
+    assert len(copy) == 104 and len(grown.lines) == 103  # a copy is its own list

@@ -68,6 +68,11 @@ def test_packaged_template_is_the_design_example() -> None:
 
     data = json.loads((framework_home() / "templates/loops/ci-triage/loop.json").read_text())
     data["description"] = "d"
+    # The template runs pytest with the Python `--create-loop` fills in ({{python}}), and
+    # protects the tests it runs; the rest is the README's example.
+    assert data["roles"]["verify"]["command"] == ["{{python}}", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    assert "tests/**" in data["blast_radius"].pop("protected")
+    data["roles"]["verify"]["command"] = ["python", "-m", "pytest", "-q"]
     assert data == DESIGN_EXAMPLE
 
 
@@ -125,6 +130,15 @@ def test_local_harness_may_have_a_null_budget_but_nothing_else_unbounded() -> No
 def test_verify_needs_a_command_or_prompt() -> None:
     with pytest.raises(BadInput, match=r"roles\.verify"):
         parse_config(cfg(roles__verify={}), "loop.json", DEFAULTS)
+
+
+def test_verify_holdout_is_a_folder_inside_the_loop_folder() -> None:
+    assert parse_config(cfg(), "loop.json", DEFAULTS).roles.verify.holdout is None
+    c = parse_config(cfg(roles__verify__holdout="holdout/unit"), "loop.json", DEFAULTS)
+    assert c.roles.verify.holdout == "holdout/unit"
+    for bad in ("../tests", "/abs", "", "a/../b", "runs", ".state", "worktree/x", "c:/x", 3):
+        with pytest.raises(BadInput, match=r"roles\.verify\.holdout"):
+            parse_config(cfg(roles__verify__holdout=bad), "loop.json", DEFAULTS)
 
 
 def test_newer_schema_version_is_refused() -> None:

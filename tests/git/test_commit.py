@@ -158,7 +158,7 @@ def test_an_unreadable_process_list_keeps_the_lock(wt: Path, tmp_path: Path, mon
 
 
 def test_nothing_to_commit_and_not_a_repository(wt: Path, tmp_path: Path) -> None:
-    assert commit_all(wt, "m") == CommitResult(None, None, None)
+    assert commit_all(wt, "m") == CommitResult(None, None, None, head=git(wt, "rev-parse", "HEAD").strip())
     plain = tmp_path / "plain"
     plain.mkdir()
     done = commit_all(plain, "m")
@@ -203,3 +203,35 @@ def test_a_tracked_file_under_an_excluded_name_is_committed(wt: Path) -> None:
     (wt / "build" / "make.py").write_text("v2\n")
     assert commit_all(wt, "m").error is None
     assert committed(wt) == ["build/make.py"]
+
+
+def test_the_tip_is_read_in_the_call_that_finds_the_folders(wt: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The tick takes HEAD from the commit's own first git call when it commits nothing: one
+    # `rev-parse` fewer per steady tick.
+    from automaton.git import commit as commit_mod
+
+    calls: list[list[str]] = []
+    real = commit_mod.run_git
+
+    def counting(cwd: Path, args: list[str], **kw: object) -> object:
+        calls.append(args)
+        return real(cwd, args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(commit_mod, "run_git", counting)
+    tip = git(wt, "rev-parse", "HEAD").strip()
+    done = commit_all(wt, "m")
+    assert done.head == tip and done.sha is None
+    assert [a for a in calls if "rev-parse" in a] == [["rev-parse", "--path-format=absolute", "--git-dir",
+                                                      "--git-common-dir", "--show-toplevel", "HEAD^{commit}"]]
+    (wt / "new.txt").write_text("x\n")
+    made = commit_all(wt, "m")
+    assert made.head == tip and made.sha == git(wt, "rev-parse", "HEAD").strip() != tip
+
+
+def test_an_unborn_head_still_commits(tmp_path: Path) -> None:
+    repo = tmp_path / "fresh"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "a.txt").write_text("a\n")
+    done = commit_all(repo, "first")
+    assert done.error is None and done.head is None and done.sha == git(repo, "rev-parse", "HEAD").strip()

@@ -168,13 +168,16 @@ def test_default_protected(tmp_path: Path) -> None:
     (repo / "tests" / "unit").mkdir(parents=True)
     (repo / "tests" / "test_x.py").write_text("")
     (repo / "check.sh").write_text("")
-    base = ["conftest.py", "**/conftest.py", "pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini", "noxfile.py"]
+    base = ["conftest.py", "**/conftest.py", "pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini", "noxfile.py",
+            "*.pyc", "*.pyo", "__pycache__/"]
+    collected = ["tests/**", "test_*.py", "*_test.py"]  # a command that names no path: what pytest collects
     argv = ["python", "-m", "pytest", "tests/", "-q", "tests/test_x.py::test_a", "tests/unit", "missing/", ".",
             "--rootdir=tests", "../up", str(repo / "check.sh")]
     assert default_protected(argv, repo) == [*base, "tests/**", "tests/test_x.py", "tests/unit/**", "/check.sh"]
-    assert default_protected(["./run tests.sh", "-x"], repo) == base  # does not exist there
+    assert default_protected(["./run tests.sh", "-x"], repo) == [*base, *collected]  # does not exist there
     odd = default_protected(["./run[1].sh", "tests"])
     assert odd == [*base, "/run\\[1\\].sh", "/tests"]
     spec = protected_spec(odd)
     assert spec.match_file("run[1].sh") and not spec.match_file("run1.sh") and spec.match_file("tests/a/b.py")
-    assert default_protected(["pytest"]) == base
+    assert default_protected(["pytest"]) == [*base, *collected]
+    assert default_protected(["python", "-m", "pytest", "-q"]) == [*base, *collected]  # `-m pytest` names a module

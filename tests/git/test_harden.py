@@ -250,3 +250,67 @@ def test_a_filter_probe_that_fails_is_never_no_filters(tmp_path: Path, monkeypat
     with probe_once():
         done = run_git(repo, ["add", "-A"])
     assert done.code == 2 and "cannot read which filter drivers" in done.err
+
+
+def _probes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The repositories every filter probe is run in, from here on."""
+    from automaton.git import harden
+
+    seen: list[str] = []
+    real = harden._probe
+
+    def counting(repo: str, env: object, timeout_s: float) -> list[str]:
+        seen.append(repo)
+        return real(repo, env, timeout_s)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(harden, "_probe", counting)
+    return seen
+
+
+def test_a_worktree_of_a_trusted_git_folder_is_probed_once_per_window(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # A gate made four filter probes of the loop's worktree (one per content-reading call): its
+    # pointer names a folder inside the project's `.git`, which no agent may write.
+    repo = init_repo(tmp_path / "repo")
+    wt = ensure_worktree(repo, tmp_path / "loop", "demo").path
+    seen = _probes(monkeypatch)
+    with probe_once(trusted=[repo / ".git"]):
+        for _ in range(3):
+            assert run_git(wt, ["status", "--porcelain"]).code == 0
+    assert seen == [str(wt)]
+    seen.clear()
+    with probe_once():  # without the trusted folder: probed before every call, as before
+        for _ in range(3):
+            run_git(wt, ["status", "--porcelain"])
+    assert seen == [str(wt)] * 3
+
+
+def test_a_pointer_led_out_of_the_trusted_folder_is_probed_and_its_driver_emptied(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Inside a trusted window, the agent points its worktree's `.git` at a git folder of its own
+    # (directly, or through a link that names the trusted folder's `worktrees/` but leads
+    # elsewhere), then plants a driver there: every call is probed again and the driver emptied.
+    repo = init_repo(tmp_path / "repo")
+    wt = ensure_worktree(repo, tmp_path / "loop", "demo").path
+    evil = init_repo(tmp_path / "evil")
+    marker = tmp_path / "ran.txt"
+    (wt / ".gitattributes").write_text("* filter=evil\n")
+    (wt / "new.py").write_text("x = 1\n")
+    link = tmp_path / "link"
+    link.symlink_to(repo / ".git")
+    real_dir = (wt / ".git").read_text().split(": ", 1)[1].strip()
+    seen = _probes(monkeypatch)
+    with probe_once(trusted=[repo / ".git"]):
+        assert run_git(wt, ["add", "-A"]).code == 0
+        (wt / ".git").write_text(f"gitdir: {link / 'worktrees' / Path(real_dir).name}\n")  # via a link: probed
+        assert run_git(wt, ["status"]).code == 0
+        (wt / ".git").write_text(f"gitdir: {evil / '.git'}\n")
+        run_git(wt, ["add", "-A"])  # probed anew: no driver yet
+        git(evil, "config", "filter.evil.clean", str(script(tmp_path / "clean.sh", marker, "clean", "cat")))
+        (wt / "new.py").write_text("x = 3\n")
+        run_git(wt, ["add", "-A"])
+    assert not marker.exists()
+    assert seen == [str(wt)] * 4
+    (wt / "new.py").write_text("x = 4\n")  # control: plain git through that pointer runs the driver
+    git(wt, "add", "-A")
+    assert "clean" in marker.read_text()

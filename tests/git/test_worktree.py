@@ -5,6 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from automaton.git.worktree import CommitResult, commit_all, ensure_worktree, list_worktrees
 from tests.helpers import git, init_repo
 
@@ -54,7 +56,8 @@ def test_base_branch_is_used_never_a_hardcoded_main(tmp_path: Path) -> None:
 
 def test_commit_all_commits_everything_on_the_loop_branch(project: Path, tmp_path: Path) -> None:
     res = ensure_worktree(project, tmp_path / "loop", "demo")
-    assert commit_all(res.path, "automaton: tick 1") == CommitResult(None, None, None)  # nothing to commit
+    nothing = CommitResult(None, None, None, head=git(res.path, "rev-parse", "HEAD").strip())
+    assert commit_all(res.path, "automaton: tick 1") == nothing  # nothing to commit
     (res.path / "new.py").write_text("x = 1\n")
     done = commit_all(res.path, "automaton: tick 1")
     assert done.error is None and done.sha == git(project, "rev-parse", "loop/demo").strip()
@@ -111,3 +114,18 @@ def test_a_branch_checked_out_in_a_missing_locked_worktree_says_how_to_free_it(p
     assert str(other) in res.fallback and "usb stick" in res.fallback
     assert f"git worktree unlock {other} && git worktree remove --force {other}" in res.fallback
     assert str(other) in git(project, "worktree", "list")  # never pruned by automaton
+
+
+def test_the_pointer_check_reads_a_main_checkouts_layout_without_git(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from automaton.git import worktree as wt_mod
+    from automaton.git.worktree import pointer_problem
+
+    repo = init_repo(tmp_path / "repo")
+    wt = ensure_worktree(repo, tmp_path / "loop", "demo").path
+    asked: list[list[str]] = []
+    real = wt_mod.run_git
+    monkeypatch.setattr(wt_mod, "run_git", lambda root, args, **kw: (asked.append(args), real(root, args, **kw))[1])
+    assert pointer_problem(repo, wt) is None and asked == []
+    (wt / ".git").write_text(f"gitdir: {repo / '.git'}\n")  # rewritten to lead to the main checkout
+    assert "not at its entry" in (pointer_problem(repo, wt) or "")

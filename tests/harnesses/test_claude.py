@@ -8,12 +8,24 @@ from pathlib import Path
 from typing import Any
 
 from automaton.harnesses import HarnessRequest, claude, get
+from tests.e2e.shapes import fixture, shape
 from tests.helpers import calls
 
-RESULT = {"type": "result", "subtype": "success", "is_error": False, "duration_ms": 1200, "num_turns": 3,
-          "result": "Fixed the failing test.", "session_id": "abc", "total_cost_usd": 0.0731,
-          "usage": {"input_tokens": 1200, "output_tokens": 340, "cache_creation_input_tokens": 10,
-                    "cache_read_input_tokens": 900}}
+# The fields of Claude Code 2.1.332's `-p --output-format json` result, as recorded from the real
+# CLI in tests/e2e/fixtures/claude-result.json (values made up; the test below keeps them in step).
+USAGE = {"input_tokens": 1200, "output_tokens": 340, "cache_creation_input_tokens": 10, "cache_read_input_tokens": 900,
+         "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 10}, "fallback_credit": None,
+         "inference_geo": "", "iterations": [], "output_tokens_details": {"thinking_tokens": 0},
+         "server_tool_use": {"web_fetch_requests": 0, "web_search_requests": 0}, "service_tier": "standard",
+         "speed": "standard"}
+RESULT = {"type": "result", "subtype": "success", "is_error": False, "api_error_status": None, "duration_ms": 1200,
+          "duration_api_ms": 900, "num_turns": 3, "result": "Fixed the failing test.", "result_index": 0,
+          "session_id": "abc", "uuid": "u-1", "stop_reason": "end_turn", "terminal_reason": "completed",
+          "total_cost_usd": 0.0731, "usage": USAGE,
+          "modelUsage": {"claude-sonnet-4-5": {"inputTokens": 1200, "outputTokens": 340, "costUSD": 0.0731}},
+          "permission_denials": [], "fast_mode_state": "off", "fast_mode_disabled_reason": "sdk_opt_in_required",
+          "subagent_stats": {"spawned": 0}, "safety_stops": 0, "queued_turn_count": 0, "ttft_ms": 800,
+          "ttft_stream_ms": 790, "first_content_frame_ms": 780, "time_to_request_ms": 700}
 
 
 def fake_claude(fake_bin: Any, stdout: str, code: int = 0) -> None:
@@ -85,3 +97,30 @@ def test_user_permission_mode_is_not_overridden(make_req: Callable[..., HarnessR
     argv = claude.invocation(make_req(args=("--permission-mode", "plan"))).argv
     assert argv.count("--permission-mode") == 1 and argv[-1] == "plan"
     assert "--max-budget-usd" not in claude.invocation(make_req()).argv
+
+
+def test_the_fake_result_has_the_recorded_real_results_fields() -> None:
+    """RESULT against the result object recorded from the real CLI (`make e2e` with
+    AUTOMATON_E2E_RECORD=1): the same top-level fields, and `usage` of the same shape."""
+    real = fixture("claude-result.json")
+    assert set(RESULT) == set(real)
+    assert shape(RESULT["usage"]) == shape(real["usage"])
+
+
+def test_the_real_429_result_is_a_usage_limit() -> None:
+    """Claude Code 2.1.332 reports a 429 as `is_error` true with subtype "success",
+    `api_error_status` 429, `api_error_type` "rate_limit_error" and the text "API Error: Request
+    rejected (429) · <the API's message>" (recorded: tests/e2e/fixtures/claude-result-rate_limit.json)."""
+    real = fixture("claude-result-rate_limit.json")
+    res = claude.parse(json.dumps(real), "", 1)
+    assert res.error is not None and res.usage_limit is not None and res.usage_limit.reset_epoch is None
+    assert res.cost_usd == real["total_cost_usd"]
+    # The same refusal with a message that names no limit and no status: the error type alone says it.
+    bare = {**real, "api_error_status": None, "result": "API Error: Request rejected · Please slow down"}
+    assert claude.parse(json.dumps(bare), "", 1).usage_limit is not None
+
+
+def test_the_real_spend_limit_result_defers_until_the_reset_it_names() -> None:
+    real = fixture("claude-result-spend_limit.json")
+    res = claude.parse(json.dumps(real), "", 1)
+    assert res.usage_limit is not None and res.usage_limit.reset_epoch == 1_899_999_960

@@ -11,17 +11,32 @@ from typing import Any
 
 import pytest
 
+from tests.e2e.shapes import fixture, shape
 from tests.helpers import run_exe
 from tests.hooks.conftest import assert_allowed, assert_denied
 
 
 def payload(project: Path, tool: str, tool_input: dict[str, Any], cwd: Path | None = None) -> dict[str, Any]:
-    """A PreToolUse payload as Claude Code sends it (hooks.md "PreToolUse input")."""
+    """A PreToolUse payload as Claude Code sends it (hooks.md "PreToolUse input"; the fields of
+    the real one recorded from Claude Code in tests/e2e/fixtures/claude-pretooluse.json)."""
     return {
         "session_id": "abc123", "transcript_path": "/tmp/t.jsonl", "cwd": str(cwd or project),
-        "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": tool,
+        "prompt_id": "5f0c1d2e-0000-4000-8000-000000000001", "permission_mode": "default",
+        "effort": {"level": "medium"}, "hook_event_name": "PreToolUse", "tool_name": tool,
         "tool_input": tool_input, "tool_use_id": "toolu_01",
     }
+
+
+def test_the_fake_payload_has_the_recorded_real_payloads_fields() -> None:
+    """The fake above against a PreToolUse payload recorded from the real CLI (`make e2e` with
+    AUTOMATON_E2E_RECORD=1 records it): same fields, same value shapes; a subagent's call adds
+    `agent_id` and `agent_type`, and the tool inputs of Edit and Bash have the real fields."""
+    real = fixture("claude-pretooluse.json")
+    edit = {"file_path": "/p/src/a.py", "old_string": "a", "new_string": "b", "replace_all": False}
+    assert shape(payload(Path("/p"), "Edit", edit)) == shape({**real["main"], "permission_mode": "default"})
+    bash = {"command": "ls", "description": "list"}
+    assert shape(payload(Path("/p"), "Bash", bash)) == shape(real["bash"])
+    assert set(real["subagent"]) - set(real["main"]) == {"agent_id", "agent_type"}
 
 
 def test_write_in_scope_is_allowed_silently(project: Path, make_task: Callable[..., Path], hook: Any) -> None:
@@ -225,3 +240,26 @@ def test_the_key_folder_is_denied_even_to_read_tools(tmp_path: Path, tool_input:
     escaped = run("claude", text.replace("/", "\\/"), str(tmp_path))  # JSON may escape every slash
     answer = run("claude", text, str(tmp_path))
     assert escaped.code == answer.code == 2 and "record key" in answer.message
+
+
+@pytest.mark.parametrize("tool, tool_input", [
+    ("ScheduleWakeup", {"delaySeconds": 60, "reason": "poll", "prompt": "<<autonomous-loop-dynamic>>"}),
+    ("CronCreate", {"cron": "*/5 * * * *", "prompt": "keep going"}),
+])
+def test_tools_that_schedule_later_work_are_denied(project: Path, make_task: Callable[..., Path], hook: Any,
+                                                   tool: str, tool_input: dict[str, Any]) -> None:
+    """Claude Code 2.1.x offers ScheduleWakeup (a /loop wake-up) and CronCreate: a prompt the
+    session runs later by itself, outside any tick. Both were allowed as read-only before."""
+    make_task("demo", "implement")
+    assert_denied(hook("claude", payload(project, tool, tool_input)), f"{tool} schedules a prompt",
+                  "outside automaton's ticks")
+
+
+@pytest.mark.parametrize("tool, tool_input", [
+    ("Agent", {"description": "d", "prompt": "p", "subagent_type": "general-purpose"}),
+    ("Skill", {"skill": "review"}), ("ToolSearch", {"query": "select:Read"}),
+])
+def test_subagents_skills_and_tool_search_pass(project: Path, make_task: Callable[..., Path], hook: Any,
+                                               tool: str, tool_input: dict[str, Any]) -> None:
+    make_task("demo", "implement")
+    assert_allowed(hook("claude", payload(project, tool, tool_input)))

@@ -13,6 +13,9 @@ from tests.helpers import run_cli
 SCRIPTS = Path(__file__).resolve().parents[2] / "src" / "automaton" / "resources" / "scripts"
 
 
+# Four loops, a dozen pytest verify runs, and one `--collect-only` run per loop to freeze its
+# test ids at the base commit: on a loaded 2-core machine past the suite's 120 s default.
+@pytest.mark.timeout(300)
 def test_demo_runs_offline_and_exits_0(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
     res = run_cli("--demo", "--json", entry="automaton-loop")

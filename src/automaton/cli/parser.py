@@ -35,6 +35,9 @@ TASK_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
 LOOP_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--create-loop",), {"metavar": "NAME", "help": "create .automaton/loops/NAME/"}),
     (("--from-template",), {"metavar": "T", "help": "with --create-loop: loop template"}),
+    (("--var",), {"metavar": "NAME=VALUE", "action": "append",
+                  "help": "with --create-loop: fill the template's {{NAME}} (repeatable; e.g. target=src)"}),
+    (("--list-templates",), {"action": "store_true", "help": "list the packaged and project loop templates"}),
     (("--install-schedule",), {"metavar": "NAME", "help": "install the OS schedule of a loop"}),
     (("--uninstall-schedule",), {"metavar": "NAME", "help": "remove the OS schedule of a loop"}),
     (("--interval",), {"metavar": "SECONDS", "help": "with --install-schedule: seconds between ticks"}),
@@ -88,6 +91,7 @@ VERBS: dict[str, str] = {
     "validate_folder": "automaton.cli.verbs_tasks:validate_folder",
     "audit": "automaton.cli.verbs_tasks:audit",
     "create_loop": "automaton.cli.verbs_loops:create_loop",
+    "list_templates": "automaton.cli.verbs_loops:list_templates",
     "install_schedule": "automaton.cli.verbs_loops:install_schedule",
     "uninstall_schedule": "automaton.cli.verbs_loops:uninstall_schedule",
     "pause_loop": "automaton.cli.verbs_loops:pause_loop",
@@ -118,14 +122,14 @@ MODIFIERS: dict[str, frozenset[str]] = {
     "phase": frozenset({"task"}),
     "validate_folder": frozenset({"task"}),
     "can_edit": frozenset({"task", "file", "loop", "loop_worktree"}),
-    "create_loop": frozenset({"from_template", "task"}),
+    "create_loop": frozenset({"from_template", "task", "var"}),
     "install_schedule": frozenset({"interval"}),
     "check_gate": frozenset({"task"}),
     "doctor": frozenset({"loop"}),
     "remove_loop": frozenset({"delete_branch"}),
     "dashboard": frozenset({"port", "host"}),
 }
-ALL_MODIFIERS = frozenset({"parent", "task", "to", "clear", "file", "from_template", "interval", "loop",
+ALL_MODIFIERS = frozenset({"parent", "task", "to", "clear", "file", "from_template", "var", "interval", "loop",
                            "loop_worktree", "config", "yes", "delete_branch", "port", "host"})
 
 

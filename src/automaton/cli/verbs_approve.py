@@ -12,6 +12,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import argparse
 
+from automaton.cli.confirm import confirm
+from automaton.cli.verbs_loops import approve_loop
+from automaton.cli.verbs_tasks import approve as approve_task
+from automaton.cli.verbs_tasks import project_of
+from automaton.commands import rollback
+from automaton.commands.config_seal import approve_config as run
+from automaton.commands.config_seal import review_config
 from automaton.core.outcome import Outcome
 
 
@@ -19,21 +26,13 @@ def approve(ns: argparse.Namespace) -> Outcome:
     if ns.config:
         return approve_config(ns)
     if ns.loop is not None and ns.task is None:
-        from automaton.cli.verbs_loops import approve_loop
-
         return approve_loop(ns)
-    from automaton.cli.verbs_tasks import approve as approve_task
 
     return approve_task(ns)  # --task (and the usage errors of --task with --loop)
 
 
 def approve_config(ns: argparse.Namespace) -> Outcome:
     """`--approve --config [--yes]`: show the diff of the sealed copy, ask, seal."""
-    from automaton.cli.confirm import confirm
-    from automaton.cli.verbs_tasks import project_of
-    from automaton.commands.config_seal import approve_config as run
-    from automaton.commands.config_seal import review_config
-
     project = project_of(ns)
     review = review_config(project)
     confirm(review, yes=ns.yes, as_json=ns.json)
@@ -42,10 +41,6 @@ def approve_config(ns: argparse.Namespace) -> Outcome:
 
 def accept_rollback(ns: argparse.Namespace) -> Outcome:
     """`--accept-rollback --task T | --loop NAME | --config [--yes]`: show what is lost, ask, re-anchor."""
-    from automaton.cli.confirm import confirm
-    from automaton.cli.verbs_tasks import project_of
-    from automaton.commands import rollback
-
     project = project_of(ns)
     target = rollback.target(project, task=ns.task, loop=ns.loop, config=ns.config)
     review = rollback.review(project, target)

@@ -1,21 +1,32 @@
 """`--dashboard [--port N] [--host H] [--project P ...]`: start the local web dashboard.
 
 The dashboard package (starlette, uvicorn, jinja2) is imported here, inside the adapter, so no
-other verb (the hook path above all) pays for it.
+other verb (the hook path above all) pays for it. The web stack is the `dashboard` extra
+(pyproject.toml): without it `--dashboard` exits 2 with one line naming the extra.
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib.util
 import sys
 
 from automaton.cli.parser import UsageError
+from automaton.core.errors import BadInput
 from automaton.core.outcome import Outcome
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (core/record.py says why)
-if TYPE_CHECKING:
-    import argparse
-
 DEFAULT_PORT = 8765
+# Import names of the `dashboard` extra's packages the dashboard runs on (python-multipart,
+# the fourth, is only starlette's form parser, which the dashboard never calls).
+WEB_STACK = ("starlette", "uvicorn", "jinja2")
+EXTRA = "pip install 'automaton-framework[dashboard]'"
+
+
+def require_web_stack() -> None:
+    """BadInput (exit 2, one line naming the extra) when a package of WEB_STACK is not installed."""
+    missing = [name for name in WEB_STACK if importlib.util.find_spec(name) is None]
+    if missing:
+        raise BadInput(f"--dashboard needs the web stack ({', '.join(missing)} not installed): {EXTRA}")
 
 
 def _port(text: str | None) -> int:
@@ -44,6 +55,7 @@ def dashboard(ns: argparse.Namespace) -> Outcome:
     human, the one-time login URL: to a terminal only, else the file it was written to), then
     serve until interrupted."""
     port = _port(ns.port)
+    require_web_stack()
     projects = list(getattr(ns.project, "all", None) or ([ns.project] if ns.project is not None else []))
     from automaton.dashboard.server import prepare
 

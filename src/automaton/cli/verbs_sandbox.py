@@ -15,11 +15,21 @@ input (no command, unknown task); 126 the sandbox or the exec failed; 127 CMD no
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from automaton.commands.focus import read_focus
+from automaton.commands.human import AGENT_MARKERS, agent_ancestor, require_human
+from automaton.commands.sandbox_session import AGENTS, plan
 from automaton.core.errors import BadInput, ExitCode, Refused
+from automaton.core.names import TaskRef
+from automaton.core.secrets import withheld, without_credentials
+from automaton.sandbox import available
+from automaton.sandbox.supervisor import supervise
+from automaton.store import tasks
+from automaton.store.layout import Project
 
 if TYPE_CHECKING:
     from automaton.store.layout import Project
@@ -70,12 +80,6 @@ def split(args: Sequence[str]) -> tuple[str | None, str | None, list[str]]:
 
 def run(args: Sequence[str]) -> int:
     """Plan, then run the command confined and supervised; its exit status."""
-    from automaton.commands.sandbox_session import AGENTS, plan
-    from automaton.core.secrets import withheld, without_credentials
-    from automaton.sandbox import available
-    from automaton.sandbox.supervisor import supervise
-    from automaton.store.layout import Project
-
     task, project_dir, command = split(args)
     _refuse_widening(Project.at(project_dir), task)
     avail = available()
@@ -85,8 +89,6 @@ def run(args: Sequence[str]) -> int:
     session = plan(Project.at(project_dir), task, command)
     if not avail.isolated:
         if session.policy.isolation != "landlock-only":
-            import shutil
-
             if session.policy.tmpdir is not None:
                 shutil.rmtree(session.policy.tmpdir, ignore_errors=True)
             print(f"automaton: sandbox_unavailable: {avail.isolation_detail}"
@@ -100,7 +102,8 @@ def run(args: Sequence[str]) -> int:
     if held:
         print(f"automaton --sandbox: credential variables withheld from {command[0]}: {', '.join(held)}",
               file=sys.stderr)
-    return supervise(command, dict(without_credentials(os.environ, agent), AUTOMATON_SANDBOX="1"), session.policy)
+    return supervise(command, dict(without_credentials(os.environ, agent), **session.env, AUTOMATON_SANDBOX="1"),
+                     session.policy)
 
 
 def _refuse_widening(project: Project, task: str | None) -> None:
@@ -108,18 +111,12 @@ def _refuse_widening(project: Project, task: str | None) -> None:
     session: Refused (exit 1) inside an agent's session (its marker variables or an agent in
     the process's ancestry, `commands.human`), and for `--task T` naming a task other than
     the focus unless a human runs it (a terminal or AUTOMATON_APPROVER)."""
-    from automaton.commands.focus import read_focus
-    from automaton.commands.human import AGENT_MARKERS, agent_ancestor, require_human
-    from automaton.core.names import TaskRef
-
     marker = next((m for m in AGENT_MARKERS if os.environ.get(m)), None)
     why = f"{marker} is set" if marker is not None else agent_ancestor()
     if why is not None:
         raise Refused(f"--sandbox starts an agent for a human and this process may be an agent's ({why}):"
                       " run it from your own terminal")
     if task is not None and TaskRef.parse(task) != read_focus(project):
-        from automaton.store import tasks
-
         tasks.load(project, TaskRef.parse(task))  # an unknown task is bad input (exit 2) first
         require_human(f"--sandbox --task {task} (not the focused task)")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from automaton import __version__
 from automaton.cli.parser import UsageError
 from automaton.core.errors import ExitCode
 from automaton.core.outcome import Outcome
@@ -26,12 +27,8 @@ def _need(ns: argparse.Namespace, flag: str, verb: str) -> str:
 
 
 def version(ns: argparse.Namespace) -> Outcome:
-    """`automaton <version>`, or `automaton (unknown version)`; exit 0 always (a stable output)."""
-    from automaton.store.config import framework_version
-
-    found = framework_version()
-    return Outcome(lines=[f"automaton {found}" if found else "automaton (unknown version)"],
-                   data={"version": found})
+    """`automaton <version>` (automaton.__version__); exit 0 always (a stable output)."""
+    return Outcome(lines=[f"automaton {__version__}"], data={"version": __version__})
 
 
 def create_task(ns: argparse.Namespace) -> Outcome:

@@ -36,6 +36,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
@@ -227,8 +228,6 @@ class ProcFS:
             # A process caught while it exits or execs answers EACCES/ESRCH for a moment: look
             # again once. A process that keeps its environment from us (non-dumpable, another
             # user's) stays unreadable, and the rules fail closed on it.
-            import time
-
             time.sleep(0.02)
             env = self._environ(base)
             fields = self._fields(base) or ["X"]

@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 import os
 
+from automaton.commands.excludes import exclude
 from automaton.commands.human import require_human
 from automaton.commands.reviews import Review, diff_lines
 from automaton.core.errors import AutomatonError, Refused
 from automaton.core.outcome import Outcome
+from automaton.sandbox import available
 from automaton.store import loops
 from automaton.store import project_config as pc
+from automaton.store.atomic import atomic_write
 from automaton.store.layout import Project
 from automaton.store.locks import Busy, locked
 
@@ -63,7 +66,6 @@ def approve_config(project: Project, reviewed: Review) -> Outcome:
     _between_ticks(project)
     seal = pc.record_seal(project, reviewed.seen, {"by": who})
     sha = seal.token.removeprefix("sha256:") if seal.current is not None else None
-    from automaton.commands.excludes import exclude
 
     exclude(project, RUNTIME, "# automaton project config seal of this checkout")
     line = (f"{_rel(project, path)}: sealed (approved by {who}; sha256 {sha[:12]})" if sha is not None
@@ -93,8 +95,6 @@ INSTALL_HOOKS = "--install-hooks"
 def sessions_mode() -> tuple[str, str]:
     """("sandboxed", what confines) where this machine has the kernel sandbox with its namespace
     layer (`sandbox.available()`: ok and isolated), else ("hooks-only", why not)."""
-    from automaton.sandbox import available
-
     found = available()
     if found.ok and found.isolated:
         return "sandboxed", f"{found.detail}; {found.isolation_detail}"
@@ -131,7 +131,6 @@ def record_sessions(project: Project) -> Outcome:
     except Refused as exc:
         return _not_recorded(exc.message)
     data = (json.dumps({"schema_version": pc.SCHEMA_VERSION, **obj, "sessions": mode}, indent=2) + "\n").encode()
-    from automaton.store.atomic import atomic_write
 
     project.config_file.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(project.config_file, data)
@@ -140,7 +139,6 @@ def record_sessions(project: Project) -> Outcome:
     except AutomatonError:
         _put_back(project, seal.current)  # never leave an unsealed config.json (every hook call would deny)
         raise
-    from automaton.commands.excludes import exclude
 
     exclude(project, RUNTIME, "# automaton project config seal of this checkout")
     line = f'sessions: "{mode}" recorded in {rel} and sealed (approved by {who})'
@@ -152,8 +150,6 @@ def record_sessions(project: Project) -> Outcome:
 
 
 def _put_back(project: Project, old: bytes | None) -> None:
-    from automaton.store.atomic import atomic_write
-
     if old is None:
         project.config_file.unlink(missing_ok=True)
     else:

@@ -16,17 +16,23 @@ from pathlib import Path
 from typing import Any
 
 from automaton import install_paths
-from automaton.commands.doctor_checks import Finding, harness_checks, hook_findings, verify_check
+from automaton.commands.config_seal import sessions_mode
+from automaton.commands.doctor_checks import Finding, collection_check, harness_checks, hook_findings, verify_check
 from automaton.commands.loops_common import project_config_problem
 from automaton.commands.schedule_info import schedule_info
+from automaton.commands.writable import secret_stores
 from automaton.core.errors import AutomatonError, ExitCode
+from automaton.core.gates import FIRST_APPROVAL
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.loopstate import LoopState
 from automaton.core.names import LoopName
 from automaton.core.outcome import Outcome
 from automaton.git import run_git
 from automaton.harnesses import hook_notes
+from automaton.sandbox import available, layers
 from automaton.store import loops
+from automaton.store import project_config as pc
+from automaton.store.key import key_path
 from automaton.store.layout import Project
 from automaton.store.loops import Loop
 
@@ -68,9 +74,6 @@ def secrets_checks(project: Project) -> list[Finding]:
     """The credential stores in force for an agent (`writable.secret_stores`): one finding
     naming the entries present on this machine and how the kernel keeps them from agents,
     then one warning per entry the sealed config.json unhides."""
-    from automaton.commands.writable import secret_stores
-    from automaton.sandbox import available
-
     stores = secret_stores(project.root, "command")
     home = Path.home()
     here = [("~/" + str(p.relative_to(home))) if p.is_relative_to(home) else str(p) for p in stores.paths]
@@ -90,9 +93,6 @@ def sessions_check(project: Project) -> Finding:
     sandboxed and this machine has the sandbox; "problem" when sandboxed without one (every
     session's writes are denied); "warning" for hooks-only (best effort), with the change to make
     where the sandbox works and nothing was recorded."""
-    from automaton.commands.config_seal import sessions_mode
-    from automaton.store import project_config as pc
-
     try:
         rules = pc.sessions(project)
     except AutomatonError as exc:
@@ -114,8 +114,6 @@ def sessions_check(project: Project) -> Finding:
 
 
 def _key_check() -> Finding:
-    from automaton.store.key import key_path
-
     try:
         path = key_path()
         mode = path.stat().st_mode & 0o777
@@ -132,8 +130,6 @@ def _key_check() -> Finding:
 def _not_approved(config: LoopConfig, state: LoopState, tamper: str | None) -> str | None:
     """Why the loop's loop.json is not one a human approved (changed since its seal, a state
     that is tampered, or a first approval still pending), or None."""
-    from automaton.core.gates import FIRST_APPROVAL
-
     if tamper:
         return "the loop's state is tampered"
     if config.sha256 != state.config_sha256:
@@ -189,6 +185,9 @@ def _loop_checks(loop: Loop) -> list[Finding]:
         out.append(Finding(name, "verify", "note", f"verify command not run: {unseen}",
                            f"review it, then automaton --approve --loop {name}"))
     out.append(_sandbox_check(name, config))
+    tests = collection_check(project, name, config, state)
+    if tests is not None:
+        out.append(tests)
     out += _provider_notes(project, name, config)
     out += _schedule_checks(name, config, state.status, info)
     note = hook_notes(config.harness.name)
@@ -201,7 +200,6 @@ def _sandbox_check(name: str, config: LoopConfig) -> Finding:
     if config.sandbox == "off":
         return Finding(name, "sandbox", "warning", '"sandbox": "off" in loop.json: the agent runs unconfined and'
                        " only the hooks and the gates stand in its way")
-    from automaton.sandbox import available, layers
 
     found = available()
     if found.ok and not found.isolated and config.isolation != "landlock-only":
@@ -215,8 +213,6 @@ def _sandbox_check(name: str, config: LoopConfig) -> Finding:
 
 def _provider_notes(project: Project, name: str, config: LoopConfig) -> list[Finding]:
     """A note per credential store the loop's agent keeps readable for its model provider."""
-    from automaton.commands.writable import secret_stores
-
     if config.sandbox == "off":
         return []
     try:

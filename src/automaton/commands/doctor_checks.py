@@ -14,15 +14,24 @@ import os
 import shlex
 import shutil
 import tempfile
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from automaton.commands.loop_status import score_text
+from automaton.commands.writable import agent_policy
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.loopstate import LoopState
 from automaton.core.sandbox import Policy
+from automaton.core.secrets import without_credentials
 from automaton.core.verdicts import from_agent, from_command
 from automaton.git import run_git
+from automaton.git.errors import DriftError, GitMissing
+from automaton.git.export import export_tree
+from automaton.harnesses import REGISTRY
+from automaton.proc import run_streaming
+from automaton.store.atomic import read_all
 from automaton.store.layout import Project
 
 _MARK = {"ok": "ok      ", "problem": "PROBLEM ", "warning": "warning ", "note": "note    "}
@@ -58,7 +67,6 @@ def harness_executable(config: LoopConfig) -> str | None:
     harness = config.harness
     if harness.name == "command":
         return harness.command[0] if harness.command else None
-    from automaton.harnesses import REGISTRY
 
     module = REGISTRY.get(harness.name)
     return getattr(importlib.import_module(module), "EXECUTABLE", None) if module else None
@@ -67,8 +75,6 @@ def harness_executable(config: LoopConfig) -> str | None:
 def harness_checks(name: str, config: LoopConfig, path_env: str | None) -> list[Finding]:
     """The agent CLI on the PATH a tick gets (`path_env`: the one run-tick.sh exports; None:
     not scheduled, so this shell's PATH), then its login."""
-    from automaton.harnesses import REGISTRY
-
     h = config.harness.name
     if h not in REGISTRY:
         return [Finding(name, "harness", "problem", f"unknown harness {h!r}",
@@ -82,8 +88,30 @@ def harness_checks(name: str, config: LoopConfig, path_env: str | None) -> list[
            Finding(name, "harness", "problem", f"harness executable {exe!r} is not on {where}",
                    f"install it or fix PATH, then automaton --install-schedule {name}" if path_env is not None
                    else "install it or fix PATH")]
+    if found:
+        out += _tested(name, h, found)
     out.append(_login(name, h, scheduled=path_env is not None))
     return out
+
+
+def _tested(name: str, harness: str, found: str) -> list[Finding]:
+    """Whether the CLI at `found` is a version automaton's end-to-end suite ran against
+    (`harnesses.versions`); nothing for a harness with no tested range (command, aider)."""
+    from automaton.harnesses import versions
+
+    tested = versions.TESTED.get(harness)
+    if tested is None:
+        return []
+    version = versions.version_of(os.path.realpath(found), tested.package)
+    span = versions.range_text(harness)
+    if version is None:
+        return [Finding(name, "harness-version", "note", f"cannot read the version of {found}"
+                        f" (not an npm install of {tested.package}); automaton was tested with {harness} {span}")]
+    if versions.in_range(harness, version):
+        return [Finding(name, "harness-version", "ok", f"{harness} {version} is in the tested range ({span})")]
+    return [Finding(name, "harness-version", "warning", f"{harness} {version} is outside the tested range ({span}):"
+                    " its hook payloads, flags or output may differ from what automaton reads",
+                    f"install {tested.package}@{tested.highest}, or run make e2e against this version")]
 
 
 def _login(name: str, harness: str, *, scheduled: bool) -> Finding:
@@ -122,7 +150,6 @@ def verify_policy(project: Project, config: LoopConfig, tree: Path, tmp: Path) -
     human-approved loop.json says `"sandbox": "off"`."""
     if config.sandbox == "off":
         return None
-    from automaton.commands.writable import agent_policy
 
     return agent_policy(project.root, (tree, tmp), tmp, "doctor verify", agent="command", cwd=tree,
                         argv=config.roles.verify.command or (), isolation=config.isolation, network=False)
@@ -144,10 +171,6 @@ def verify_check(project: Project, name: str, config: LoopConfig, state: LoopSta
         where = config.blast_radius.base_branch or "HEAD"
         return Finding(name, "verify", "problem", f"no base commit to verify ({where} does not name a commit)",
                        "commit the project, or fix blast_radius.base_branch")
-    from automaton.core.secrets import without_credentials
-    from automaton.git.errors import DriftError, GitMissing
-    from automaton.git.export import export_tree
-    from automaton.proc import run_streaming
 
     tmp = Path(tempfile.mkdtemp(prefix="automaton-doctor-"))
     try:
@@ -183,7 +206,6 @@ def verify_check(project: Project, name: str, config: LoopConfig, state: LoopSta
         return Finding(name, "verify", "problem", f"verify command {shown!r} gave no score on the base commit"
                        f" {base[:12]} ({verdict.summary}): every tick would be unscored",
                        "make it print a test summary or JUnit XML (roles.verify.score)")
-    from automaton.commands.loop_status import score_text
 
     return Finding(name, "verify", "ok", f"verify command {shown!r} scores {score_text(verdict.score)} on the base"
                    f" commit {base[:12]} ({verdict.summary})")
@@ -227,6 +249,40 @@ class Unreadable(Exception):
     """A settings file automaton cannot read as the agent would."""
 
 
+def collection_check(project: Project, name: str, config: LoopConfig, state: LoopState) -> Finding | None:
+    """A warning when `blast_radius.file_scope` lets the agent change test files the pytest
+    verifier collects (`git.protect.collected_patterns`, read from the base commit's tree) that
+    `blast_radius.protected` leaves unprotected: only the frozen test ids and the holdout then
+    stand between the agent and a rewritten test. None when all are protected, when the
+    verifier is not a pytest command, or when the base commit cannot be read."""
+    from automaton.core.scope import Scope
+    from automaton.core.testids import runs_pytest
+    from automaton.git.errors import DriftError
+    from automaton.git.protect import collected_patterns, effective_protected
+    from automaton.git.tree import list_tree
+
+    argv = list(config.roles.verify.command or [])
+    base = base_commit(project, config, state)
+    if not argv or not runs_pytest(argv) or base is None:
+        return None
+    try:
+        files = list(list_tree(project.root, base))
+        collected, scope = Scope(collected_patterns(project.root)), Scope(config.blast_radius.file_scope)
+        blast = config.blast_radius.protected
+        protected = Scope(effective_protected(None if blast is None else list(blast), argv, project.root))
+    except (DriftError, ValueError, TypeError):
+        return None
+    open_files = sorted(f for f in files if collected.match_file(f) and scope.match_file(f)
+                        and not protected.match_file(f))
+    if not open_files:
+        return None
+    shown = ", ".join(open_files[:5]) + (f" (+{len(open_files) - 5} more)" if len(open_files) > 5 else "")
+    return Finding(name, "tests", "warning", f"file_scope lets the agent change test files the verifier collects,"
+                   f" and they are not protected: {shown}",
+                   "add them to blast_radius.protected (or leave protected unset for the defaults), or keep"
+                   " tests the agent never sees in roles.verify.holdout")
+
+
 def hook_findings(project: Project) -> list[str]:
     """One line per dead or switched-off hook of an agent the project uses; [] when all live."""
     out: list[str] = []
@@ -266,8 +322,6 @@ def _where(project: Project, rel: str) -> Path:
 
 
 def _read(path: Path) -> str | None:
-    from automaton.store.atomic import read_all
-
     try:
         return read_all(path).decode("utf-8")
     except FileNotFoundError:
@@ -335,8 +389,6 @@ def _kill_switch(agent: str, doc: dict[str, Any]) -> str | None:
 
 
 def _codex_config(path: Path) -> list[str]:
-    import tomllib
-
     try:
         text = _read(path)
         data = tomllib.loads(text) if text else {}

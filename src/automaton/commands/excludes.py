@@ -12,6 +12,7 @@ from pathlib import Path
 from automaton.git import run_git
 from automaton.resolve import real, relative_parts
 from automaton.store.layout import Project
+from automaton.store.loops import add_excludes
 
 TASK_RUNTIME = ("tasks/.state.lock-*", "tasks/**/.state.tmp", "tasks/**/.state.lock")
 FOCUS_RUNTIME = (".automaton/focus", ".automaton/focus.log", ".automaton/focus.lock", ".automaton/focus.tmp")
@@ -20,8 +21,6 @@ FOCUS_RUNTIME = (".automaton/focus", ".automaton/focus.log", ".automaton/focus.l
 def exclude(project: Project, rel_patterns: tuple[str, ...], header: str) -> list[str]:
     """Append project-relative `rel_patterns` (anchored at the project root inside the repo)
     to the repo's info/exclude; returns the patterns added ([] outside a git repo)."""
-    from automaton.store.loops import add_excludes
-
     top = run_git(project.root, ["rev-parse", "--show-toplevel"])
     path = run_git(project.root, ["rev-parse", "--path-format=absolute", "--git-path", "info/exclude"])
     if top.code != 0 or path.code != 0:

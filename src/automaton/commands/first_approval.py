@@ -101,6 +101,18 @@ def _reference(ref: LoopConfig | Mapping[str, float | int], name: str, get: _Get
     return ref.get(name.rpartition(".")[2])
 
 
+def _filled_from(pattern: str, packaged: str) -> bool:
+    """Whether `pattern` is the packaged file_scope pattern `packaged` itself, or it with each
+    `{{name}}` filled by a relative path (a `--var` the human gave `--create-loop`)."""
+    if pattern == packaged or "{{" not in packaged:
+        return pattern == packaged
+    import re
+
+    parts = re.split(r"\{\{[a-z][a-z0-9_]*\}\}", packaged)
+    shape = r"(?!\.\.(?:/|$))[^/*?\[\]!]+(?:/(?!\.\.(?:/|$))[^/*?\[\]!]+)*"
+    return re.fullmatch(shape.join(re.escape(part) for part in parts), pattern) is not None
+
+
 def _looser(config: LoopConfig, ref: LoopConfig | Mapping[str, float | int]) -> list[str]:
     """Each brake of `config` looser than the reference, as `name X (packaged Y)`."""
     out: list[str] = []
@@ -117,7 +129,8 @@ def _looser(config: LoopConfig, ref: LoopConfig | Mapping[str, float | int]) -> 
     if isinstance(ref, LoopConfig):
         if ref.blast_radius.use_worktree and not config.blast_radius.use_worktree:
             out.append("blast_radius.use_worktree false (the agent works in the main checkout)")
-        wider = [p for p in config.blast_radius.file_scope if p not in ref.blast_radius.file_scope]
+        wider = [p for p in config.blast_radius.file_scope
+                 if not any(_filled_from(p, theirs) for theirs in ref.blast_radius.file_scope)]
         if wider:
             out.append(f"blast_radius.file_scope adds {', '.join(wider)}")
     return out

@@ -9,20 +9,15 @@ refusal of `--check-gate` ends with: what a human does next (or that nothing nee
 from __future__ import annotations
 
 from automaton.core.gates import DEFERRED, FIRST_APPROVAL, WAITING, GateResult, gate_deferred
-from automaton.core.record import replace
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (`--check-gate` imports this)
-if TYPE_CHECKING:
-
-    from automaton.core.loopconfig import LoopConfig
-    from automaton.core.loopstate import LoopState
+from automaton.core.loopconfig import LoopConfig
+from automaton.core.loopstate import LoopState
+from automaton.core.record import replace  # GateResult (core.gates) is a record
+from automaton.store import deferrals
 
 
 def deferral_gate(harness: str, passed: GateResult) -> GateResult:
     """`passed` (every gate ok), or the refusal `deferred:<until>` while the account of
     `harness` on this machine is deferred (`store.deferrals`); warnings are kept."""
-    from automaton.store import deferrals
-
     found = deferrals.read(harness)
     if found is None or not found.active():
         return passed
@@ -46,8 +41,6 @@ def next_step(loop: str, reason: str, state: LoopState, task: str | None, config
     if reason == "task_untracked":
         return f"automaton --phase --task {task} (records the task's phase), then the next tick runs"
     if reason.startswith(f"{DEFERRED}:"):
-        from automaton.store import deferrals
-
         until, where = reason.partition(":")[2], deferrals.path(config.harness.name) if config else None
         sooner = f" (to retry sooner, remove {where})" if where is not None else ""
         return f"none: the first tick after {until} runs{sooner}"

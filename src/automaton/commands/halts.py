@@ -9,12 +9,13 @@ never overwrites what a human or the gate recorded meanwhile.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from automaton.core import loopstate
 from automaton.core.loopstate import Event, LogEvent
 from automaton.store.loops import Loop
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # Death is a Literal core.loopstate defines for the type checker only
     from automaton.core.loopstate import Death
 
 
@@ -34,7 +35,7 @@ def halt_now(loop: Loop, reason: Death, detail: str, gate: str, fields: dict[str
             halted = True
     if halted:
         stop_schedule(loop)
-        from automaton import notify
+        from automaton import notify  # only a halt notifies: --check-gate and --loop-list do not load it
 
         notify.notify_logged(loop.project, loop.name, "halt",
                              notify.payload(loop.project, loop.name, "halt", new, reason=reason, gate=gate))

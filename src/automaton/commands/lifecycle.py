@@ -11,9 +11,12 @@ import os
 import shutil
 from pathlib import Path
 
+from automaton.commands import schedule
+from automaton.commands.excludes import exclude
 from automaton.commands.human import require_human
 from automaton.commands.loops import held_between_ticks
 from automaton.commands.loops_common import optional
+from automaton.commands.schedule_info import TICK_FILES
 from automaton.core import loopstate
 from automaton.core.errors import BadInput, Refused
 from automaton.core.names import LoopName
@@ -129,7 +132,8 @@ def _drop_kept_export(project: Project, loop: LoopName, out: Outcome) -> None:
     idle mark; a symlink in their place is removed itself, never followed. A failure is a
     warning: the folder only costs disk."""
     folder = kept_export_of(project.root, loop)
-    for path in (folder.with_name(folder.name + ".idle"), folder):  # the mark first: never a mark without its folder
+    # the mark first (never a mark without its folder), its recorded size last (runner.exportcache)
+    for path in (folder.with_name(folder.name + ".idle"), folder, folder.with_name(folder.name + ".size")):
         try:
             remove_tree(path)
         except OSError as exc:
@@ -139,9 +143,6 @@ def _drop_kept_export(project: Project, loop: LoopName, out: Outcome) -> None:
 
 def _unschedule(loop: loops.Loop, out: Outcome) -> bool:
     """Uninstall the unit when `--install-schedule` left a record or a tick script."""
-    from automaton.commands import schedule
-    from automaton.commands.schedule_info import TICK_FILES
-
     folder = loop.dir
     if not (folder / schedule.RECORD_FILE).exists() and not any((folder / f).exists() for f in TICK_FILES):
         return False
@@ -193,7 +194,5 @@ def _drop(path: Path) -> None:
 
 
 def _exclude_archive(project: Project) -> None:
-    from automaton.commands.excludes import exclude
-
     with contextlib.suppress(BadInput, OSError):  # best effort, as for the other runtime files
         exclude(project, (f".automaton/loops/{loops.ARCHIVE_DIR}/",), "# automaton archived loops")

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import importlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from automaton import notify
 from automaton.commands.gate_next import deferral_gate, next_step
 from automaton.commands.halts import halt_now, stop_schedule
 from automaton.commands.loops_common import project_config_problem
@@ -25,6 +27,8 @@ from automaton.core.gates import (
     TaskFacts,
     VramFacts,
     accepted_paths,
+    gate_config_seal,
+    gate_drift,
     remaining,
 )
 from automaton.core.loopconfig import LoopConfig
@@ -32,7 +36,6 @@ from automaton.core.loopgate import GateDecision, decide
 from automaton.core.loopstate import LoopState
 from automaton.core.names import TaskRef
 from automaton.core.outcome import Outcome
-from automaton.core.record import record
 from automaton.git import run_git
 from automaton.git.drift import (
     DriftError,
@@ -44,6 +47,7 @@ from automaton.git.drift import (
     changed_paths,
     worktree_blobs,
 )
+from automaton.git.harden import git_folder_of, probe_once
 from automaton.git.worktree import branch_name
 from automaton.resolve import real
 from automaton.store import loops, tasks
@@ -195,7 +199,8 @@ def _config_error(loop: Loop) -> str | None:
 def check_gate(project: Project, name: str, task: str | None = None, *, drift_cwd: Path | None = None) -> Outcome:
     """`--check-gate NAME`: `check` of the loop named `name` (exit 2, BadInput, for an unknown
     or untracked loop)."""
-    return check(Loop.resolve(project, name), task, drift_cwd=drift_cwd)
+    with probe_once(trusted=git_folder_of(project.root)):  # one filter probe per repository for the gate
+        return check(Loop.resolve(project, name), task, drift_cwd=drift_cwd)
 
 
 def check(loop: Loop, task: str | None = None, *, drift_cwd: Path | None = None) -> Outcome:
@@ -229,16 +234,18 @@ def check(loop: Loop, task: str | None = None, *, drift_cwd: Path | None = None)
         task = str(TaskRef.parse(task))
     with loop.session() as s:
         facts = _Facts.of(loop, s.rec.state, task, drift_cwd)
-        seen = _Seen(s.rec.state, not s.rec.tamper and s.rec.state.status == "halted",
-                     # A loop created halted (waiting for its first approval) has its halt on the CREATED line.
-                     next((line.ts for line in reversed(s.rec.chain.lines) if line.event in ("HALT", "CREATED")),
-                          None))
+        was_halted = not s.rec.tamper and s.rec.state.status == "halted"
+        # A loop created halted (waiting for its first approval) has its halt on the CREATED line.
+        # Only for a halted loop (the walk back reads the log's lines: a running loop's last HALT may be its first line)
+        since = next((line.ts for line in reversed(s.rec.chain.lines) if line.event in ("HALT", "CREATED")),
+                     None) if was_halted else None
+        seen = _Seen(s.rec.state, was_halted, since)
         decision = decide(s.rec.state, s.rec.tamper, facts)
         state = _apply(s, decision)
     return _report(loop, decision, state, seen, facts)
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class _Seen:
     """What the gate found before it decided: the state, whether it was halted already, and when
     (ISO UTC of its last HALT or CREATED line; None when unlogged)."""
@@ -275,7 +282,6 @@ def _report(loop: Loop, decision: GateDecision, state: LoopState, seen: _Seen, f
     out.data = _gate_data(loop, decision, state, seen, config, task_name,
                           facts.task_seen.phase if facts.task_seen else _task_phase(loop.project, task_name))
     out.lines = _gate_lines(loop, decision, state, seen, config, out.data)
-    from automaton import notify  # after every lock is released: a slow receiver never holds a tick
 
     failed = notify.after_gate(loop.project, loop.name, out.data, state, detail=result.detail)
     if failed is not None:
@@ -385,8 +391,6 @@ def drift_after_commit(loop: Loop, cfg: LoopConfig) -> GateResult | None:
     loop.json that is no longer the sealed one halts `human_intervention` (config_changed) here.
     Returns the failed gate (the loop is then halted), or None when the changes are in scope.
     The other gates are not run here: the iteration of this very tick is already counted."""
-    from automaton.core.gates import gate_config_seal, gate_drift
-
     with loop.session() as s:
         tamper = s.rec.tamper
         if not tamper:

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from typing import Any
 
+from automaton.commands.schedule import read_record
 from automaton.commands.schedule_info import schedule_info
 from automaton.core.errors import AutomatonError
 from automaton.core.gates import remaining
@@ -22,7 +24,7 @@ from automaton.core.outcome import Outcome
 from automaton.core.scores import score_text as score_text  # moved to core: --loop-list needs it alone
 from automaton.git import run_git
 from automaton.git.worktree import branch_name
-from automaton.store import loops
+from automaton.store import deferrals, loops
 from automaton.store.layout import Project
 from automaton.store.loops import Loop, LoopRecord
 
@@ -108,7 +110,6 @@ def _worktree(loop: Loop, state: LoopState, config: LoopConfig | None) -> dict[s
                            "ahead": None, "behind": None, "error": None}
     if path is None:
         return out
-    from pathlib import Path
 
     out["exists"] = Path(path).is_dir()
     base = config.blast_radius.base_branch if config is not None else None
@@ -175,8 +176,6 @@ def _summary(handle: Loop, costs: bool = True, rec: LoopRecord | None = None) ->
 
 
 def _schedule_record(loop: Loop) -> dict[str, Any] | None:
-    from automaton.commands.schedule import read_record
-
     try:
         record = read_record(loop.project, loop.name)
     except AutomatonError:
@@ -235,7 +234,6 @@ def _status_data(loop: Loop, rec: LoopRecord | None = None) -> dict[str, Any]:
 def _deferred(config: LoopConfig | None) -> dict[str, Any] | None:
     if config is None:
         return None
-    from automaton.store import deferrals
 
     found = deferrals.read(config.harness.name)
     if found is None or not found.active():

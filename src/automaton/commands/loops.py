@@ -12,9 +12,10 @@ from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from automaton.commands import first_approval
+from automaton.commands.excludes import exclude
 from automaton.commands.human import Human, acting
 from automaton.commands.loop_gate import _Facts, can_continue, check_gate
 from automaton.commands.loop_views import audit_section, can_edit_loop, loop_list
@@ -31,13 +32,13 @@ from automaton.core.gates import (
 )
 from automaton.core.loopconfig import LoopConfig, initial_state, loads_strict, state_json
 from automaton.core.loopstate import LoopState
-from automaton.core.names import NAME_RE, LoopName, TaskRef
+from automaton.core.names import LoopName, TaskRef
 from automaton.core.outcome import Outcome
 from automaton.git import run_git
 from automaton.git.worktree import branch_name, list_worktrees
 from automaton.store import loops, tasks
 from automaton.store.chainlog import utc_now
-from automaton.store.layout import Project, framework_home
+from automaton.store.layout import Project
 from automaton.store.locks import Busy, locked
 from automaton.store.loops import Loop
 
@@ -55,25 +56,25 @@ EXCLUDES = ("worktree/", "runs/", ".lock", ".state*", "run-tick.*", "schedule.js
 
 def _template_dir(project: Project, template: str) -> tuple[Path, bool]:
     """(the template folder, whether it is the project's copy shadowing a packaged template of
-    the same name). The project's `.automaton/templates/loops/T` wins over the packaged one."""
-    if not isinstance(template, str) or not NAME_RE.match(template):
-        raise BadInput(f"invalid template name {template!r}: templates are kebab-case folder names like 'ci-triage'")
-    name = template
-    places = [project.dot / "templates" / "loops" / name, framework_home() / "templates" / "loops" / name]
-    found = [place for place in places if (place / loops.CONFIG_FILE).is_file()]
-    if found:
-        return found[0], found[0] == places[0] and len(found) == 2
-    raise BadInput(f"no loop template {name!r}: looked for loop.json in {places[0]} and {places[1]}")
+    the same name): `commands.templates.template_dir`."""
+    from automaton.commands.templates import template_dir
+
+    return template_dir(project, template)
 
 
-def create_loop(project: Project, name: str, template: str, task: str | None = None) -> Outcome:
+def create_loop(project: Project, name: str, template: str, task: str | None = None,
+                variables: list[str] | None = None) -> Outcome:
     """Create `.automaton/loops/NAME/` from a template: loop.json (name/task patched,
-    validated, sealed; its copy in `sealed/loop.json`), the role prompts, `.state.loop` and
-    `.state.log` (CREATED). The output says when the project's template shadows a packaged one.
+    `{{placeholders}}` filled from `variables` (`--var NAME=VALUE`) and the template's defaults
+    (`commands.templates`), validated, sealed; its copy in `sealed/loop.json`), the role
+    prompts (filled the same way), `scorer.py` when loop.json names `{{scorer}}`, `.state.loop`
+    and `.state.log` (CREATED). The output says when the project's template shadows a packaged
+    one.
 
     Exit 2: invalid name, existing loop (or a file where its folder should be), missing/invalid
-    template, unknown task. Exit 1: branch `loop/<name>` or a worktree registration at its
-    worktree path is left from an earlier loop of that name. Nothing is created on any error;
+    template (the message names close matches), a placeholder without a value, a `--var` the
+    template does not use, unknown task. Exit 1: branch `loop/<name>` or a worktree registration
+    at its worktree path is left from an earlier loop of that name. Nothing is created on any error;
     nothing existing is overwritten.
     """
     loop = LoopName.of(name)
@@ -83,6 +84,8 @@ def create_loop(project: Project, name: str, template: str, task: str | None = N
     if not isinstance(obj, dict):
         raise BadInput(f"{source}: must be a JSON object")
     obj["name"], obj["template"] = str(loop), src.name
+    needs_scorer = "{{scorer}}" in json.dumps(obj)
+    obj, prompts = _filled(project, loop, src, obj, variables)
     if task is not None:
         obj["task"] = str(TaskRef.parse(task))
     data = (json.dumps(obj, indent=2) + "\n").encode("utf-8")
@@ -94,10 +97,17 @@ def create_loop(project: Project, name: str, template: str, task: str | None = N
               if p is not None}
     wanted |= {p.name for p in src.iterdir() if p.is_file() and p.suffix == ".md"}
     for rel in sorted(wanted):
+        if rel in prompts:
+            files[rel] = prompts[rel]
+            continue
         try:
             files[rel] = (src / rel).read_bytes()
         except OSError:
             raise BadInput(f"{source}: role prompt {rel!r} is missing from the template {src}") from None
+    if needs_scorer:
+        from automaton.commands.templates import SCORER, scorer_bytes
+
+        files[SCORER] = scorer_bytes()
     if not os.path.lexists(project.loop_dir(loop)):  # an existing folder/file: loops.create says what it is
         _refuse_leftovers(project, loop)
     state = initial_state(loop, config.task, config.sha256, utc_now())
@@ -122,6 +132,22 @@ def create_loop(project: Project, name: str, template: str, task: str | None = N
     return out
 
 
+def _filled(project: Project, loop: LoopName, src: Path, obj: dict[str, Any],
+            variables: list[str] | None) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """(loop.json `obj` and the template's prompts {file name: bytes}) with every
+    `{{placeholder}}` filled (`commands.templates.values`); BadInput for one without a value."""
+    from automaton.commands import templates as tpl
+
+    raw = {p.name: p.read_bytes() for p in sorted(src.iterdir()) if p.is_file() and p.suffix == ".md"}
+    texts = {rel: data.decode("utf-8", "replace") for rel, data in raw.items()}
+    used = tpl.used_names([*tpl.json_strings(obj), *texts.values()])
+    found = tpl.values(project, src, project.loop_dir(loop), used, tpl.parse_vars(variables))
+    # A prompt without a placeholder is copied byte for byte, as before placeholders existed.
+    filled = {rel: tpl.fill(texts[rel], found).encode("utf-8") if tpl.used_names([texts[rel]]) else data
+              for rel, data in raw.items()}
+    return tpl.fill_json(obj, found), filled
+
+
 def _refuse_leftovers(project: Project, loop: LoopName) -> None:
     """Refused (exit 1) while branch `loop/<name>` exists or a worktree is registered at the
     loop's worktree path: they belong to an earlier loop of that name whose folder (and
@@ -143,8 +169,6 @@ def _refuse_leftovers(project: Project, loop: LoopName) -> None:
 
 def _exclude_runtime(project: Project) -> list[str]:
     """Append the loop runtime patterns to the repo's info/exclude (git repos only)."""
-    from automaton.commands.excludes import exclude
-
     return exclude(project, tuple(f".automaton/loops/*/{p}" for p in EXCLUDES),
                    "# automaton loop runtime files")
 
@@ -313,8 +337,23 @@ def _review(loop: Loop, rec: loops.LoopRecord) -> Review:
         diff = diff_lines(base, current, f"{folder}/{loops.SEALED_COPY}", f"{folder}/{loops.CONFIG_FILE}")
         lines.append(f"{name}: this approval seals a loop.json that differs from the sealed one:")
         lines += diff
-    seen = json.dumps([sha, status, state.halt_reason, state.halt_detail, tamper])
+    tests, token = _tests_review(loop, state, tamper)
+    lines += tests
+    ask = ask or bool(tests)  # a new test set is the human's to see and accept
+    seen = json.dumps([sha, status, state.halt_reason, state.halt_detail, tamper, *([token] if token else [])])
     return Review("loop.json", seen, ask, lines, diff, unseen=first, whole=whole)
+
+
+def _tests_review(loop: Loop, state: LoopState, tamper: str) -> tuple[list[str], str]:
+    """The verifier's test set an approval of a `human_intervention` halt changes
+    (`store.frozen_tests.review`): lines for the human and a token of what they saw; nothing
+    for a tampered state or any other status or halt."""
+    if tamper or state.status != "halted" or state.halt_reason != "human_intervention":
+        return [], ""
+    from automaton.store import frozen_tests
+
+    lines, token = frozen_tests.review(loop.dir, state.halt_detail)
+    return [f"{loop.name}: {line}" if not line.startswith("  ") else line for line in lines], token
 
 
 def _whole(current: bytes | None) -> list[str]:
@@ -371,6 +410,8 @@ def _approve(loop: Loop, who: str, reviewed: Review | None, via: dict[str, objec
         # A first approval lets a loop start, it resumes nothing: resumed_count counts resumes.
         step = partial(loopstate.approve, config_sha256=config.sha256, task=config.task, accepted=accepted,
                        resumed=0 if review.unseen else 1, fields=fields)
+        if not tampered:
+            _approve_tests(loop, old)
         state = s.reseal_tampered(step) if tampered else s.commit(*step(old))
         loop.keep_sealed_copy(config.sha256)
     cleared = f"{STATE_TAMPERED}; the file said {old.status}" if tampered else old.halt_reason
@@ -386,6 +427,15 @@ def _approve(loop: Loop, who: str, reviewed: Review | None, via: dict[str, objec
     if warning:
         out.warnings.append(warning)
     return out
+
+
+def _approve_tests(loop: Loop, old: LoopState) -> None:
+    """Apply to the verifier's test set what the approval of a `human_intervention` halt showed
+    the human (`_tests_review`; `store.frozen_tests.approve`, raises OSError)."""
+    if old.halt_reason == "human_intervention":
+        from automaton.store import frozen_tests
+
+        frozen_tests.approve(loop.dir, old.halt_detail)
 
 
 def _accepted_now(loop: Loop, old: LoopState, config: LoopConfig) -> list[str]:

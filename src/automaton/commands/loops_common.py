@@ -6,6 +6,7 @@ import importlib
 
 from automaton.core.errors import BadInput, Refused
 from automaton.store.layout import Project
+from automaton.store.project_config import ConfigNotSealed, scope_overrides
 
 
 def optional(module: str, func: str, *args: object) -> str | None:
@@ -27,8 +28,6 @@ def require_sealed_project_config(project: Project, loop: str) -> None:
     """Refused (exit 1) while `.automaton/config.json` is not the sealed one, BadInput (exit 2)
     while it is invalid: approving a loop then would only see it halt again at its next gate
     (`config_changed: .automaton/config.json`), so the human seals the config first."""
-    from automaton.store.project_config import ConfigNotSealed, scope_overrides
-
     try:
         scope_overrides(project)
     except ConfigNotSealed as exc:
@@ -38,8 +37,6 @@ def require_sealed_project_config(project: Project, loop: str) -> None:
 def project_config_problem(project: Project) -> str | None:
     """Why the project's `.automaton/config.json` may not be used now (not sealed, invalid,
     unreadable: one line naming the file and the fix), None when it may (or there is none)."""
-    from automaton.store.project_config import scope_overrides
-
     try:
         scope_overrides(project)
     except BadInput as exc:

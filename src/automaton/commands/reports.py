@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
+from automaton.commands.doctor_checks import hook_findings
+from automaton.commands.focus import read_focus
 from automaton.core import phases as ph
 from automaton.core.approvals import demotion
 from automaton.core.errors import AutomatonError, BadInput, ExitCode
 from automaton.core.names import TaskRef
 from automaton.core.outcome import Outcome
-from automaton.store import tasks
+from automaton.store import anchor, chainlog, tasks
+from automaton.store import project_config as pc
+from automaton.store.key import key_path, load_key
 from automaton.store.layout import Project
+from automaton.store.project_config import scope_overrides
+from automaton.store.taskscan import scan
 
 # A stable text (docs/architecture.md#stable-interfaces; its status.py is this CLI, and
 # resources/scripts/status.py is a shim onto it), then the direct command.
@@ -119,8 +126,6 @@ def layout_findings(project: Project) -> list[str]:
     """Violations of the project layout itself, each naming the path: `tasks` or `.automaton`
     that is not a folder (every task or loop there would be silently invisible), and an
     unreadable or invalid `.automaton/config.json` (the error of `scope_overrides`)."""
-    from automaton.store.project_config import scope_overrides
-
     found = [f"{path}: not a folder; automaton keeps its files in this folder: move the file away"
              for path in (project.tasks_dir, project.dot) if path.exists() and not path.is_dir()]
     if project.dot.is_dir():
@@ -134,10 +139,6 @@ def layout_findings(project: Project) -> list[str]:
 def key_findings(project: Project) -> tuple[str | None, list[str]]:
     """(the key file, or None when it does not exist yet; violations): a key file that cannot be
     used, and a focus log that is tampered or unkeyed. Reads only: never creates the key."""
-    from automaton.commands.focus import read_focus
-    from automaton.store import chainlog
-    from automaton.store.key import key_path, load_key
-
     try:
         path = str(key_path()) if load_key(create=False) is not None else None
     except BadInput as exc:
@@ -161,9 +162,6 @@ def anchor_findings(project: Project) -> tuple[list[str], int]:
     the loop, config and focus logs that have none yet (`store.chainlog.adopt`). Archived
     loops are history, not a brake: not reported. Inside an agent's sandbox (the anchors
     hidden) neither is done."""
-    import os
-
-    from automaton.store import anchor, chainlog
 
     try:
         anchors = anchor.under(project.root)
@@ -205,7 +203,6 @@ def _hook_findings(project: Project) -> list[str]:
     where an agent's folder exists: --audit runs from scripts and every tick."""
     if not any((project.root / d).is_dir() for d in (".claude", ".codex", ".gemini")):
         return []
-    from automaton.commands.doctor_checks import hook_findings
 
     return hook_findings(project)
 
@@ -213,8 +210,6 @@ def _hook_findings(project: Project) -> list[str]:
 def _sessions_line(project: Project) -> str:
     """How agent sessions are held (`project_config.sessions_label`: hooks-only reads "best
     effort"), or why that cannot be read (the config finding of `layout_findings` flags it)."""
-    from automaton.store import project_config as pc
-
     try:
         return pc.sessions_label(pc.sessions(project))
     except AutomatonError as exc:
@@ -230,9 +225,6 @@ def audit(project: Project, loop_section: LoopSection | None = None) -> Outcome:
     `key_findings` and the agent hooks' liveness (`doctor_checks.hook_findings`; each also a
     VIOLATION line). Never creates the key.
     """
-    from automaton.store import chainlog
-    from automaton.store.taskscan import scan  # each task folder listed once (store/taskscan.py)
-
     strays: list[Path] = []
     # Each record is dropped once its findings are made (and its log anchored when it had no
     # anchor yet): an audit of thousands of tasks keeps their findings, not their parsed logs.

@@ -11,15 +11,16 @@ anchor is dropped instead: there is no log left to write in).
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
+from automaton.commands.human import require_human
 from automaton.commands.reviews import Review
 from automaton.core.chain import ChainCheck
 from automaton.core.errors import BadInput, Refused
 from automaton.core.names import LoopName, TaskRef
 from automaton.core.outcome import Outcome
-from automaton.core.record import record
-from automaton.store import anchor, chainlog, tasks
+from automaton.store import anchor, chainlog, loops, project_config, tasks
 from automaton.store.layout import Project
 from automaton.store.locks import locked
 
@@ -27,7 +28,7 @@ ACTION = "--accept-rollback"
 EVENT = "ROLLBACK_ACCEPTED"
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Target:
     """The log a rollback is accepted for: its `log`, the writer's `lock`, a `label` for humans
     (`tasks/T`, `loop L`, `config`, `focus`) and the fields naming it in its log line."""
@@ -48,14 +49,11 @@ def target(project: Project, *, task: str | None = None, loop: str | None = None
         folder = project.task_dir(ref)
         return Target(folder / tasks.LOG, tasks.lock_path(project, ref), f"task {ref}", {"task": str(ref)})
     if loop is not None:
-        from automaton.store import loops
-
         name = LoopName.of(loop)
         folder = project.loop_dir(name)
         # The loop's own state lock; a deleted loop's folder is not made again for a lock.
         lock = folder / loops.STATE_LOCK if folder.is_dir() else project.dot / f".rollback-{name}.lock"
         return Target(folder / loops.LOG_FILE, lock, f"loop {name}", {"loop": str(name)})
-    from automaton.store import project_config
 
     return Target(project.config_log, project.dot / project_config.LOCK, "the project config", {})
 
@@ -116,8 +114,6 @@ def accept(project: Project, t: Target, reviewed: Review) -> Outcome:
     """Re-anchor `t`'s log as it is now (a human act) and log `ROLLBACK_ACCEPTED` in it.
     data: {"log": path, "by", "from_line": int, "to_line": int, "lost_lines": int}. Exit 1
     without a human, or when the log or its anchor changed since `reviewed`."""
-    from automaton.commands.human import require_human
-
     who = require_human(ACTION)
     with locked(t.lock):
         chain, found, seen = _facts(t)

@@ -11,15 +11,18 @@ The phase's artifact is created empty when missing, so that the kernel can grant
 
 from __future__ import annotations
 
+import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from automaton.commands.focus import read_focus
 from automaton.commands.writable import agent_policy, artifact_of, grants, secret_stores
 from automaton.core.errors import BadInput
 from automaton.core.names import TaskRef
 from automaton.core.sandbox import Policy
-from automaton.store import tasks
+from automaton.sandbox import agent_state_dirs, session_env
+from automaton.store import project_config, tasks
 from automaton.store.layout import Project
 
 # Harness names by executable basename, for the agent's own state folders.
@@ -29,12 +32,14 @@ AGENTS = {"claude": "claude", "codex": "codex", "gemini": "gemini", "aider": "ai
 @dataclass(frozen=True)
 class SessionPlan:
     """policy: what the kernel enforces; task/phase: whose scope it is (None: no task);
-    lines: what to tell the human before the agent starts."""
+    lines: what to tell the human before the agent starts; env: variables set on the agent
+    (`sandbox.session_env`: where its state goes inside the granted folders)."""
 
     policy: Policy
     task: str | None
     phase: str | None
     lines: list[str]
+    env: dict[str, str] = field(default_factory=dict)
 
 
 def plan(project: Project, task: str | None, argv: list[str], *, home: Path | None = None,
@@ -50,7 +55,6 @@ def plan(project: Project, task: str | None, argv: list[str], *, home: Path | No
         raise BadInput("--sandbox needs a command after --, e.g. automaton --sandbox -- claude")
     ref: TaskRef | None = TaskRef.parse(task) if task else _focus(project)
     phase, task_dir = _task_of(project, ref)
-    from automaton.sandbox import agent_state_dirs
 
     home = home or Path.home()
     agent = AGENTS.get(Path(argv[0]).name, "command")
@@ -79,7 +83,17 @@ def plan(project: Project, task: str | None, argv: list[str], *, home: Path | No
     if artifact is not None and task_dir is not None and unfit is None:
         lines.append(f"automaton --sandbox: {artifact} is granted as a file: save it in place (an editor's"
                      " write-to-temp-and-rename save is refused in the task folder)")
-    return SessionPlan(policy, str(ref) if ref else None, phase, lines)
+    lines += _codex_note(agent, argv)
+    return SessionPlan(policy, str(ref) if ref else None, phase, lines, session_env(agent, home, os.environ))
+
+
+def _codex_note(agent: str, argv: list[str]) -> list[str]:
+    """The line for a codex session started without its own sandbox turned off (none otherwise)."""
+    if agent == "codex" and not any(a in ("-s", "--sandbox", "--dangerously-bypass-approvals-and-sandbox")
+                                    or a.startswith("--sandbox=") for a in argv[1:]):
+        return ["automaton --sandbox: codex's own sandbox cannot start inside this one (its bubblewrap"
+                " cannot mount here): start it with --sandbox danger-full-access; the kernel sandbox holds"]
+    return []
 
 
 def _task_of(project: Project, ref: TaskRef | None) -> tuple[str | None, Path | None]:
@@ -97,12 +111,8 @@ def _task_of(project: Project, ref: TaskRef | None) -> tuple[str | None, Path | 
 
 def isolation(project: Project) -> str:
     """The project's sealed "isolation" (`store.project_config.isolation`)."""
-    from automaton.store import project_config
-
     return project_config.isolation(project)
 
 
 def _focus(project: Project) -> TaskRef | None:
-    from automaton.commands.focus import read_focus
-
     return read_focus(project)

@@ -12,6 +12,8 @@ import getpass
 import importlib
 import json
 import os
+import platform
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -22,6 +24,8 @@ from automaton.core.errors import AutomatonError, BadInput, CorruptState, Refuse
 from automaton.core.loopstate import Event, LogEvent
 from automaton.core.names import LoopName
 from automaton.core.outcome import Outcome
+from automaton.harnesses import REGISTRY
+from automaton.proc import find_program
 from automaton.schedulers import Job, Scheduler, for_system
 from automaton.store.atomic import atomic_write
 from automaton.store.chainlog import utc_now
@@ -94,7 +98,6 @@ def _job(project: Project, loop: LoopName, interval_s: int, record: dict[str, An
         return Job(loop, project.root, project.loop_dir(loop), record["interval_seconds"],
                    record["python"], Path(record["runner"]), record["path"], recorded_git(record))
     path_env = os.environ.get("PATH", os.defpath)
-    from automaton.proc import find_program
 
     return Job(loop, project.root, project.loop_dir(loop), interval_s, sys.executable,
                Path(framework_home(), *RUNNER).resolve(), path_env, find_program("git", project.root, path_env) or "")
@@ -192,16 +195,12 @@ def _resolve_harness(loop: Loop, path_env: str, out: Outcome) -> str | None:
     """The harness executable resolved to an absolute path on the PATH the tick script exports
     (cron and launchd start jobs with a bare PATH). Not found: a warning now, because
     every scheduled tick would fail. None for the in-process `scripted` harness."""
-    import shutil
-
     harness = loop.read_config().harness
     if harness.name == "scripted":
         return None
     if harness.name == "command":
         exe = harness.command[0] if harness.command else None
     else:
-        from automaton.harnesses import REGISTRY
-
         exe = getattr(importlib.import_module(REGISTRY[harness.name]), "EXECUTABLE", None)
     if not exe:
         return None
@@ -282,6 +281,4 @@ def enable_best_effort(project: Project, name: str) -> str | None:
 
 
 def _platform() -> str:
-    import platform
-
     return platform.system()

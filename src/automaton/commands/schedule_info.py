@@ -10,14 +10,15 @@ from __future__ import annotations
 import itertools
 import plistlib
 import re
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from automaton.commands import schedule
 from automaton.core.errors import AutomatonError
 from automaton.core.names import LoopName
-from automaton.schedulers import Job, for_system
+from automaton.proc import run_capture
+from automaton.schedulers import Job, cron, for_system, launchd, schtasks
 from automaton.store.layout import Project
 
 _FIELD = re.compile(r"^(\*|\*/\d+|\d+)$")
@@ -75,8 +76,6 @@ def schedule_info(project: Project, loop: LoopName, *, now: datetime | None = No
 
 
 def _cron(job: Job, info: dict[str, Any], now: datetime, _last: str | None) -> None:
-    from automaton.schedulers import cron
-
     lines = cron.read_table().splitlines()
     mine = cron.command(job)
     for tag, line in itertools.pairwise(lines):
@@ -91,8 +90,6 @@ def _cron(job: Job, info: dict[str, Any], now: datetime, _last: str | None) -> N
 
 
 def _launchd(job: Job, info: dict[str, Any], now: datetime, last: str | None) -> None:
-    from automaton.schedulers import launchd
-
     live, parked = launchd.plist_path(job.name), launchd.disabled_path(job.name)
     if not live.exists():
         info["unit"] = "disabled" if parked.exists() else "missing"
@@ -110,9 +107,6 @@ def _launchd(job: Job, info: dict[str, Any], now: datetime, last: str | None) ->
 
 
 def _schtasks(job: Job, info: dict[str, Any], _now: datetime, _last: str | None) -> None:
-    from automaton.proc import run_capture
-    from automaton.schedulers import schtasks
-
     got = run_capture(["schtasks", "/query", "/tn", schtasks.task_name(job.name), "/fo", "LIST", "/v"])
     if got.code == 127:
         info.update(unit="unknown", problem="schtasks not found on PATH: the task cannot be checked")
@@ -153,8 +147,6 @@ def _matches(field: str, value: int) -> bool:
 
 
 def _iso(when: datetime | None) -> str | None:
-    from datetime import UTC
-
     return None if when is None else when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

@@ -11,6 +11,7 @@ import os
 import shutil
 from pathlib import Path
 
+from automaton.commands.excludes import TASK_RUNTIME, exclude
 from automaton.commands.human import Human, acting
 from automaton.core import phases as ph
 from automaton.core.approvals import demotion, format_bind, signoffs_passed
@@ -169,7 +170,6 @@ def _make(project: Project, ref: TaskRef, folder: Path, parent_spec: Path | None
     rel = folder.relative_to(project.root)
     out = Outcome(lines=[f"created task {ref} at {rel}/ (phase: new)"],
                   data={"task": str(ref), "phase": ph.NEW, "path": str(folder)})
-    from automaton.commands.excludes import TASK_RUNTIME, exclude
 
     if exclude(project, TASK_RUNTIME, "# automaton task locks and temp files"):
         out.lines.append("added task lock/temp patterns to .git/info/exclude (.state and .state.log stay trackable)")

@@ -43,14 +43,17 @@ import json
 import os
 import shlex
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from automaton import install_paths
 from automaton.core import phases as ph
 from automaton.core.errors import BadInput
-from automaton.core.record import record
 from automaton.core.sandbox import Policy
+from automaton.core.secrets import CREDENTIAL_STORES, expand, provider_stores
+from automaton.sandbox import visible_paths
 from automaton.store.layout import DOT, TASKS, Project
+from automaton.store.project_config import sandbox_lists
 
 # Top-level entries never writable by an agent: brake state, git internals, agent settings.
 NEVER = frozenset({TASKS, DOT, ".git", ".claude", ".codex", ".gemini"})
@@ -84,7 +87,7 @@ def hidden_paths(home: Path | None = None) -> tuple[Path, ...]:
     return (key_dir(base), *(p for p in (base.joinpath(*rel) for rel in BROWSER_PROFILES) if p.is_dir()))
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class SecretStores:
     """The credential stores in force for one agent: `entries` (the `~/…` or absolute entries
     hidden: the packaged list less `unhidden` and `provider`, plus the project's `hide`),
@@ -111,9 +114,6 @@ def secret_stores(project_root: Path, agent: str, home: Path | None = None,
     user's), with `env` (default: this process's) for the XDG folders and provider switches.
     BadInput (exit 2) for an invalid `.automaton/config.json`; ConfigNotSealed when it is not
     the sealed one (its `sandbox` lists are then not trusted either way)."""
-    from automaton.core.secrets import CREDENTIAL_STORES, expand, provider_stores
-    from automaton.store.project_config import sandbox_lists
-
     base, env = home or Path.home(), os.environ if env is None else env
     lists = sandbox_lists(Project(project_root.resolve()))
     keep = provider_stores(env, agent)
@@ -133,8 +133,6 @@ def agent_policy(project_root: Path, writable: Sequence[Path], tmp: Path, label:
     and the programs `argv` names (`sandbox.visible_paths`). The one place these are put
     together, so that every confined process hides the same things. BadInput as
     `secret_stores`."""
-    from automaton.sandbox import visible_paths
-
     base = home or Path.home()
     masked = (stores or secret_stores(project_root, agent, base)).paths
     seen = visible_paths(home=base, cwd=cwd, project_root=project_root, argv=list(argv))
@@ -159,7 +157,7 @@ def _markdown(root: Path) -> list[Path]:
     return sorted(found)
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Grants:
     """What the kernel lets an agent write in the project: `paths` (as listed, absolute), and
     `left_out`: (path, why) for each candidate not granted (see the module text)."""

@@ -15,9 +15,13 @@ from __future__ import annotations
 import json
 import re
 
-# Not hashlib/hmac/dataclasses: every agent hook verifies a chain (core/digest.py, core/record.py).
 from automaton.core.digest import equal, hmac_sha256, sha256_hex
 from automaton.core.record import field, record
+
+TYPE_CHECKING = False  # typing/collections.abc stay off the hook path (core/record.py says why)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 GENESIS = "0" * 64
 _TOKEN = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S*)')
@@ -108,6 +112,168 @@ def parse_line(raw: str) -> LogLine | None:
     return LogLine(head[0], head[1], fields, state, prev, raw, mac)
 
 
+class _Prefix:
+    """Rows of a log already verified elsewhere (a keyed checkpoint: `store.chainlog`), parsed
+    one by one as they are read. Shared by every `Lines` grown from the same check."""
+
+    __slots__ = ("parsed", "rows", "text")
+
+    def __init__(self, text: str, count: int) -> None:
+        self.text = text
+        self.rows: list[str] | None = None
+        self.parsed: list[LogLine | None] = [None] * count
+
+    def line(self, i: int) -> LogLine:
+        found = self.parsed[i]
+        if found is None:
+            if self.rows is None:
+                self.rows = self.text.split("\n")[:-1]
+            found = parse_line(self.rows[i])
+            if found is None:  # the prefix was verified byte for byte: this cannot happen
+                raise ValueError(f"line {i + 1} of a verified log prefix does not parse")
+            self.parsed[i] = found
+        return found
+
+
+class Lines(list[LogLine]):
+    """A log's parsed lines (a `list`), whose first lines were verified by a keyed checkpoint and
+    are parsed only when read: `len`, indexing, short slices, `reversed` and the lines after the
+    prefix cost nothing for the prefix; anything else (iteration, long slices, mutation) parses
+    the whole prefix once and behaves as a plain list from then on. `mark`: what the store attached
+    (the checkpoint the prefix came from), None on a plain result."""
+
+    __slots__ = ("_prefix", "_tail", "mark")
+
+    def __init__(self, prefix: _Prefix, tail: list[LogLine], mark: object = None) -> None:
+        super().__init__()
+        self._prefix: _Prefix | None = prefix
+        self._tail = tail
+        self.mark = mark
+
+    @classmethod
+    def from_prefix(cls, text: str, count: int, mark: object = None) -> Lines:
+        """The `count` lines of `text` (whole lines, verified by the caller), none parsed yet."""
+        return cls(_Prefix(text, count), [], mark)
+
+    def push(self, line: LogLine) -> None:
+        """Append `line` without parsing the prefix."""
+        if self._prefix is not None:
+            self._tail.append(line)
+        else:
+            list.append(self, line)
+
+    @property
+    def done(self) -> int:
+        """How many lines the unparsed prefix holds (0 once loaded)."""
+        return len(self._prefix.parsed) if self._prefix is not None else 0
+
+    @classmethod
+    def of(cls, items: list[LogLine], mark: object = None) -> Lines:
+        """A `Lines` holding `items` (parsed already)."""
+        out = cls(_Prefix("", 0), [], mark)
+        out._prefix = None
+        list.extend(out, items)
+        return out
+
+    def lazy_copy(self) -> Lines:
+        """A copy that shares the unparsed prefix (`list.copy` would parse it)."""
+        if self._prefix is None:
+            return Lines.of(list(list.__iter__(self)), self.mark)
+        return Lines(self._prefix, list(self._tail), self.mark)
+
+    def shares_start(self, other: Lines) -> bool:
+        """`other` begins with the very line objects of this list (without parsing either)."""
+        if self._prefix is not None and other._prefix is self._prefix and len(self._tail) <= len(other._tail):
+            return all(a is b for a, b in zip(self._tail, other._tail[:len(self._tail)], strict=True))
+        return len(self) <= len(other) and all(a is b for a, b in zip(self, other[:len(self)], strict=True))
+
+    def _load(self) -> None:
+        prefix = self._prefix
+        if prefix is not None:
+            self._prefix = None
+            list.extend(self, [prefix.line(i) for i in range(len(prefix.parsed))])
+            list.extend(self, self._tail)
+            self._tail = []
+
+    def _at(self, i: int) -> LogLine:
+        prefix = self._prefix
+        assert prefix is not None
+        done = len(prefix.parsed)
+        return prefix.line(i) if i < done else self._tail[i - done]
+
+    def __len__(self) -> int:
+        return len(self._prefix.parsed) + len(self._tail) if self._prefix is not None else list.__len__(self)
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def __getitem__(self, index: Any) -> Any:
+        if self._prefix is not None:
+            if isinstance(index, slice):
+                picked = range(*index.indices(len(self)))
+                if len(picked) <= _SHORT:
+                    return [self._at(i) for i in picked]
+            else:
+                i = index.__index__()
+                i = i + len(self) if i < 0 else i
+                if not 0 <= i < len(self):
+                    raise IndexError("list index out of range")
+                return self._at(i)
+            self._load()
+        return list.__getitem__(self, index)
+
+    def __reversed__(self) -> Iterator[LogLine]:
+        if self._prefix is None:
+            return list.__reversed__(self)
+        return (self._at(i) for i in range(len(self) - 1, -1, -1))
+
+    def __iter__(self) -> Iterator[LogLine]:
+        self._load()
+        return list.__iter__(self)
+
+    def __contains__(self, item: object) -> bool:
+        self._load()
+        return list.__contains__(self, item)
+
+    def __eq__(self, other: object) -> bool:
+        self._load()
+        if isinstance(other, Lines):
+            other._load()
+        return list.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        self._load()
+        return list.__repr__(self)
+
+    def __reduce__(self) -> tuple[type[list[LogLine]], tuple[list[LogLine]]]:
+        return list, (list(self),)
+
+
+def _loading(name: str) -> Any:
+    base = getattr(list, name)
+
+    def call(self: Lines, *args: Any, **kwargs: Any) -> Any:
+        self._load()
+        return base(self, *args, **kwargs)
+
+    call.__name__ = name
+    return call
+
+
+# Everything else a list does reads or writes its storage directly: the prefix is parsed first.
+for _name in ("__add__", "__iadd__", "__mul__", "__imul__", "__rmul__", "__setitem__", "__delitem__", "__lt__",
+              "__le__", "__gt__", "__ge__", "append", "extend", "insert", "pop", "remove", "clear", "index",
+              "count", "copy", "sort", "reverse"):
+    setattr(Lines, _name, _loading(_name))
+del _name
+_SHORT = 64  # a slice this short is read line by line (an anchor's tail, a caller's last lines)
+
+
 @record
 class ChainCheck:
     """The verdict on a whole log: `ok`, the lines read up to the first fault, and that `error`.
@@ -142,7 +308,31 @@ class ChainCheck:
         return line_hash(self.lines[-1].raw) if self.lines else GENESIS
 
 
-def verify_text(text: str, key: bytes | None = None, *, check_macs: bool = True) -> ChainCheck:
+def _resumed(after: ChainCheck | None) -> tuple[list[LogLine], str, int]:
+    """(the lines, the hash the next line links to, the number of the first keyed line or 0)
+    that `verify_text` starts from: nothing, or the ok check `after` of the text before."""
+    if after is None:
+        return [], GENESIS, 0
+    # a checkpoint's lazily parsed prefix stays unparsed (`Lines.lazy_copy`)
+    lines: list[LogLine] = after.lines.lazy_copy() if isinstance(after.lines, Lines) else list(after.lines)
+    # by index, not by iteration: a `Lines` then parses the prefix only up to its first keyed line
+    first_keyed = next((n for n in range(1, len(lines) + 1) if lines[n - 1].mac), 0) if lines and lines[-1].mac else 0
+    return lines, after.last_hash, first_keyed
+
+
+def _mac_refusal(raw: str, mac: str, n: int, key: bytes | None) -> str | None:
+    """Why keyed line `n` (`raw`, carrying `mac`) fails its check (no key: cannot be verified);
+    None when `key` verifies it."""
+    if key is None:
+        return f"line {n} is sealed with a key (mac=) but there is no key to verify it"
+    # `parsed.body`: a keyed line ends in exactly the _MAC_LEN characters of its mac
+    if not equal(mac, line_mac(key, raw[:-_MAC_LEN])):
+        return f"line {n} has a mac the key does not verify: it was forged (or written with another user's key)"
+    return None
+
+
+def verify_text(text: str, key: bytes | None = None, *, check_macs: bool = True,
+                after: ChainCheck | None = None) -> ChainCheck:
     """Check every line parses, links to the one before and, from the first keyed line on,
     carries a mac that `key` verifies. Unkeyed lines may only come before the first keyed one.
 
@@ -150,35 +340,35 @@ def verify_text(text: str, key: bytes | None = None, *, check_macs: bool = True)
     `check_macs=False` (a reader that may not have the key and cannot write the log either)
     keyed lines are taken on their SHA-256 chain alone (`unverified`). A partial last line is
     an error. Never raises.
+
+    `after`: an ok check of the text that comes before `text` (verified with the same `key`
+    and `check_macs`): the result is exactly `verify_text(that text + text)`, at the cost of
+    `text` alone (a log read again after lines were appended to it).
     """
     if text and not text.endswith("\n"):
         return ChainCheck(False, [], "the last line is partial (no newline): the log was cut")
-    lines: list[LogLine] = []
-    prev = GENESIS
-    first_keyed = 0
+    lines, prev, first_keyed = _resumed(after)
     # Split on "\n" only: str.splitlines() also splits on \r, \x1c, \u2028 ..., which a
     # line may legitimately hold, and would then mis-hash it.
     rows = text.split("\n")[:-1] if text else []
-    for n, raw in enumerate(rows, start=1):
+    for n, raw in enumerate(rows, start=len(lines) + 1):
         parsed = parse_line(raw)
         if parsed is None:
             return ChainCheck(False, lines, f"line {n} is not a valid log line")
         if parsed.prev != prev:
             return ChainCheck(False, lines, f"line {n} does not link to line {n - 1} (hash chain broken)")
         if parsed.mac and check_macs:
-            if key is None:
-                return ChainCheck(False, lines, f"line {n} is sealed with a key (mac=) but there is no key"
-                                  " to verify it", needs_key=True)
-            # `parsed.body`: a keyed line ends in exactly the _MAC_LEN characters of its mac
-            if not equal(parsed.mac, line_mac(key, raw[:-_MAC_LEN])):
-                return ChainCheck(False, lines, f"line {n} has a mac the key does not verify: it was"
-                                  " forged (or written with another user's key)")
+            refused = _mac_refusal(raw, parsed.mac, n, key)
+            if refused is not None:
+                return ChainCheck(False, lines, refused, needs_key=key is None)
         if parsed.mac:
             first_keyed = first_keyed or n
         elif first_keyed:
             return ChainCheck(False, lines, f"line {n} has no mac after keyed line {first_keyed}:"
                               " it was not written by automaton")
-        lines.append(parsed)
-        if n < len(rows):  # the next line links to this one; nothing links to the last
-            prev = line_hash(raw)
+        if isinstance(lines, Lines):
+            lines.push(parsed)
+        else:
+            lines.append(parsed)
+        prev = line_hash(raw)
     return ChainCheck(True, lines, unverified=bool(first_keyed) and not check_macs)

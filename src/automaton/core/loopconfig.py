@@ -70,6 +70,9 @@ class VerifyRole:
     command: list[str] | None
     prompt: str | None
     score: str  # "junit" | "summary" | "agent"
+    # A folder of tests relative to the loop folder, copied into the verifier's export for each
+    # run and hidden from every role's sandbox (runner/freeze.py); None: no holdout tests.
+    holdout: str | None = None
 
 
 @record(frozen=True)
@@ -238,7 +241,8 @@ def _prompt_name(r: _Reader, key: str, *, null: bool) -> Any:
     if value is None:
         return None
     parts = value.replace("\\", "/").split("/")
-    if not value or value.startswith(("/", "\\")) or ":" in value or any(p in ("", ".", "..") for p in parts):
+    if not value or value.startswith(("/", "\\")) or ":" in value or any(p in ("", ".", "..") for p in parts) \
+            or parts[0].startswith(".") or parts[0] in ("runs", "worktree", "sealed"):
         raise r.fail(key, "a file name relative to the loop folder (no absolute path, no '..')")
     return value
 
@@ -374,7 +378,7 @@ def _roles(r: _Reader) -> Roles:
     if not r.has("implement"):
         raise r.exc(f"{r.source}: missing key 'roles.implement'")
     impl = r.sub("implement", ("prompt",))
-    ver = r.sub("verify", ("command", "prompt", "score"))
+    ver = r.sub("verify", ("command", "prompt", "score", "holdout"))
     command = ver.strings("command", null=True)
     prompt = _prompt_name(ver, "prompt", null=True)
     if command is None and prompt is None:
@@ -382,13 +386,27 @@ def _roles(r: _Reader) -> Roles:
     score = ver.string("score", "junit" if command is not None else "agent")
     if score not in SCORERS:
         raise ver.fail("score", " | ".join(f'"{s}"' for s in SCORERS))
+    holdout = _holdout(ver)
     orch = r.sub("orchestrate", ("builtin", "prompt"))
     builtin = orch.boolean("builtin", True)
     oprompt = _prompt_name(orch, "prompt", null=True)
     if not builtin and oprompt is None:
         raise r.exc(f"{r.source}: roles.orchestrate needs builtin true or a prompt")
-    return Roles(RolePrompt(_prompt_name(impl, "prompt", null=False)), VerifyRole(command, prompt, score),
+    return Roles(RolePrompt(_prompt_name(impl, "prompt", null=False)), VerifyRole(command, prompt, score, holdout),
                  OrchestrateRole(builtin, oprompt))
+
+
+def _holdout(ver: _Reader) -> str | None:
+    """roles.verify.holdout: a relative folder path inside the loop folder, or None."""
+    value = ver.string("holdout", null=True)
+    if value is None:
+        return None
+    parts = value.replace("\\", "/").split("/")
+    if not value or value.startswith(("/", "\\")) or ":" in value or any(p in ("", ".", "..") for p in parts) \
+            or parts[0].startswith(".") or parts[0] in ("runs", "worktree", "sealed"):
+        raise ver.fail("holdout", "a folder path relative to the loop folder (no '..', not absolute, not one of"
+                       " the loop's own runs/, worktree/, sealed/ or dot files)")
+    return "/".join(parts)
 
 
 def _brakes(b: _Reader, d: dict[str, Any], local: bool) -> Brakes:

@@ -9,21 +9,19 @@ to apply (`halt_step`). The store applies it (`commands.loop_gate`), the CLI rep
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING, Protocol
 
 from automaton.core import loopstate
 from automaton.core.gates import CONFIG_CHANGED, STATE_TAMPERED, GateResult, run_gates
-from automaton.core.record import replace  # GateResult is a record
+from automaton.core.loopconfig import LoopConfig
+from automaton.core.loopstate import LogEvent, LoopState
+from automaton.core.record import replace  # GateResult (core.gates) is a record: dataclasses.replace refuses it
 
-TYPE_CHECKING = False  # `--check-gate` imports this module: annotations only
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Protocol
-
+if TYPE_CHECKING:  # core.gates defines GateFacts for the type checker only (it keeps typing off the fast path)
     from automaton.core.gates import GateFacts
-    from automaton.core.loopconfig import LoopConfig
-    from automaton.core.loopstate import LogEvent, LoopState
 
     class GateCheckFacts(GateFacts, Protocol):
         """The facts `decide` asks for beyond the six gates', each at most once."""

@@ -86,13 +86,16 @@ class Verdict:
     """A verify role's verdict (`last_verdict` in `.state.loop`). score: fraction 0..1 or None
     (unscored: never 0, never a pass); passed: everything the verifier checked passed; done:
     the verifier says the loop's goal is reached; summary: one line; source: "junit" |
-    "summary" | "agent" | "none"."""
+    "summary" | "stream" | "agent" | "none"; halt: the detail of the `human_intervention` halt
+    this verify run calls for (`tests_removed: …`, `verdict_mismatch: …`, `holdout_changed: …`),
+    None for none; not part of `to_dict`, never kept in `.state.loop`."""
 
     score: float | None
     passed: bool
     done: bool
     summary: str
     source: str = "none"
+    halt: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of `last_verdict` (keys score, passed, done, summary, source)."""
@@ -187,7 +190,7 @@ def settle(state: LoopState, *, counted_usd: float, reserved_usd: float, verdict
     if verdict.score is not None:
         history = (*history, verdict.score)[-window:]
     new = replace(state, spent_micro_usd=max(0, state.spent_micro_usd + counted - reserved), last_tick_at=now,
-                  last_verdict=verdict, score_history=history)
+                  last_verdict=replace(verdict, halt=None), score_history=history)  # as the file keeps it
     if complete and new.status == "running":
         new = completed(new)
     return new, LogEvent(Event.TICK, dict(fields), refund_micro_usd=max(0, reserved - counted))

@@ -138,11 +138,6 @@ def forbidden_present(phase: str, present: set[str]) -> list[str]:
     return sorted(set(FORBIDDEN[base(phase)]) & present)
 
 
-def approval_artifacts(phase: str) -> tuple[str, ...]:
-    """Artifacts whose SHA-256 an approval of `phase` (an :awaiting_approval state) binds."""
-    return (ARTIFACT[base(phase)],)
-
-
 # `[ \t]`, not `\s`: the verdict must sit on one line ("Verdict:\nPASS" is no verdict).
 # A pattern string compiled by `re`'s cache on first use: the hook path imports this module
 # and never reads a verdict.

@@ -6,12 +6,11 @@ Seatbelt profile on macOS). Everything not named here is read-only to the sandbo
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
-from automaton.core.record import record
 
-
-@record(frozen=True)
+@dataclass(frozen=True)
 class Policy:
     """writable: absolute paths (directories: everything beneath them; files: that file) the
     process may create, write, truncate, rename and delete in; hidden: absolute paths it may

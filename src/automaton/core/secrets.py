@@ -33,9 +33,8 @@ on Bedrock needs `AWS_*` and `~/.aws`, on Vertex AI `~/.config/gcloud`).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-
-from automaton.core.record import record
 
 CREDENTIAL_STORES: tuple[str, ...] = (
     # SSH, GnuPG, password managers, keyrings, client certificates
@@ -98,7 +97,7 @@ MODEL_KEYS: frozenset[str] = frozenset({
 })
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Provider:
     """A model provider the agent CLI reaches with the user's cloud login: when `switch` is set
     (not "", "0", "false") in the environment, the variables named in `env` (a trailing "*" is a

@@ -1,7 +1,8 @@
 """Verify-role verdicts: scores from JUnit XML, test summaries or agent JSON.
 
 A verdict is `{"score": 0..1 | None, "passed": bool, "done": bool, "summary": str,
-"source": "junit" | "summary" | "agent" | "none"}`. A missing score means *unscored*: never
+"source": "junit" | "summary" | "stream" | "agent" | "none"}` ("stream": the per-test results
+automaton's pytest plugin streamed, `core.testids`). A missing score means *unscored*: never
 0 (it must not feed the plateau window) and never a pass.
 """
 
@@ -13,8 +14,6 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from automaton.core.loopstate import Verdict as Verdict  # a tick records it in `.state.loop`
-
-UNSCORED = Verdict(None, False, False, "no score found", "none")
 
 
 def from_junit(xml_text: str) -> Verdict | None:

@@ -17,15 +17,20 @@ dashboard stops.
 from __future__ import annotations
 
 import getpass
+import signal
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import uvicorn
+
 from automaton.commands.human import Human, require_human
 from automaton.core.errors import BadInput, Refused
+from automaton.dashboard.app import create_app
 from automaton.dashboard.auth import TOKEN_TTL_S, Gate, SecretHidden, human_gate, remove_login, write_login
+from automaton.dashboard.pages import Site, environment
 from automaton.store.layout import Project
 
 # --host value -> (the address bound, its family); URLs name the address itself (see above)
@@ -135,9 +140,6 @@ def prepare(given: list[str], host: str, port: int, *, terminal: bool = True) ->
     check_host(host)
     projects = projects_of(given)
     gate, human, why, read_only = _start_gate()
-    from automaton.dashboard.app import create_app
-    from automaton.dashboard.pages import Site, environment
-
     env = environment()  # every template compiled before the port is taken and the URL printed
     sock = bind(host, port)
     port = sock.getsockname()[1]
@@ -169,8 +171,6 @@ def prepare(given: list[str], host: str, port: int, *, terminal: bool = True) ->
     server = Server(lines, lambda: None, f"{base}/", app, site, sock, login_file, login_url)
 
     def run() -> None:
-        import uvicorn
-
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", proxy_headers=False,
                                 server_header=False, ws="none")  # no websocket: the Guard checks HTTP only
         _close_on_signals(server.close)
@@ -187,8 +187,6 @@ def _close_on_signals(close: Callable[[], None]) -> None:
     """Run `close` (it removes the login file) on SIGTERM and SIGHUP too, then die of the signal
     as before. uvicorn stops on SIGTERM, then raises it again with the handler it found, which
     would kill the process before any `finally`. A signal the caller ignores (nohup) stays so."""
-    import signal
-
     def handler(signum: int, frame: object) -> None:
         close()
         signal.signal(signum, signal.SIG_DFL)

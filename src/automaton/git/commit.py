@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
-from automaton.core.record import record
 from automaton.git import run_git
 from automaton.git.errors import first_line
 from automaton.git.ignore import DEFAULT_EXCLUDES
 from automaton.git.locks import clear_stale_lock
+
+COMMIT_ID = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?\Z")  # SHA-1 or SHA-256 object id
 
 # Used for author and committer alike unless both name and email are known for both roles,
 # so a tick's work is never lost to "Please tell me who you are".
@@ -20,16 +23,19 @@ FALLBACK_NAME, FALLBACK_EMAIL = "automaton", "automaton@localhost"
 _ROLES = ("AUTHOR", "COMMITTER")
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class CommitResult:
     """sha: the new commit (40 hex) or None; error: one line saying what failed, or None; fix:
     one line telling the human what to do about it, or None; cleared_lock: the stale
-    `index.lock` this call removed, or None. Nothing to commit = (None, None, None)."""
+    `index.lock` this call removed, or None; head: HEAD's commit id as read before `git add`
+    (so a caller that committed nothing knows the tip without asking git again), None when
+    HEAD is unborn or git could not say. Nothing to commit = (None, None, None, ..., head)."""
 
     sha: str | None
     error: str | None
     fix: str | None
     cleared_lock: str | None = None
+    head: str | None = None  # HEAD's commit id (hex) before the commit, None when unborn or not asked yet
 
 
 def commit_identity(worktree: Path) -> dict[str, str]:
@@ -51,12 +57,17 @@ def commit_identity(worktree: Path) -> dict[str, str]:
             for field, value in (("NAME", FALLBACK_NAME), ("EMAIL", FALLBACK_EMAIL))}
 
 
-def _git_dirs(worktree: Path) -> list[Path] | None:
-    """[git dir, common dir, worktree top] as absolute paths; None when git cannot say."""
-    out = run_git(worktree, ["rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir",
-                             "--show-toplevel"])
+def _git_dirs(worktree: Path) -> tuple[list[Path], str | None] | None:
+    """([git dir, common dir, worktree top] as absolute paths, HEAD's commit id or None when
+    HEAD is unborn); None when git cannot say. One git process (two for an unborn HEAD)."""
+    asked = ["rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir", "--show-toplevel"]
+    out = run_git(worktree, [*asked, "HEAD^{commit}"])
     lines = out.out.splitlines()
-    return [Path(line) for line in lines] if out.code == 0 and len(lines) == 3 else None
+    if out.code == 0 and len(lines) == 4 and COMMIT_ID.match(lines[3]):
+        return [Path(line) for line in lines[:3]], lines[3]
+    out = run_git(worktree, asked)  # an unborn HEAD fails the whole call: ask for the folders alone
+    lines = out.out.splitlines()
+    return ([Path(line) for line in lines], None) if out.code == 0 and len(lines) == 3 else None
 
 
 def _fix_for(err: str, lock: Path | None, worktree: Path, kept: str | None) -> str:
@@ -103,7 +114,7 @@ def commit_all(worktree: Path, message: str) -> CommitResult:
     if dirs is None:
         return CommitResult(None, f"git cannot find the repository of {worktree}",
                             f"check that {worktree} is the loop's git worktree (git -C {worktree} status)")
-    git_dir, common, top = dirs
+    (git_dir, common, top), head = dirs
     lock = git_dir / "index.lock"
     roots = [top, git_dir, common] + ([common.parent] if common.name == ".git" else [])
     check = clear_stale_lock(lock, roots)
@@ -111,7 +122,7 @@ def commit_all(worktree: Path, message: str) -> CommitResult:
 
     def failed(step: str, err: str) -> CommitResult:
         return CommitResult(None, f"git {step} failed: {first_line(err)}", _fix_for(err, lock, worktree, check.why),
-                            cleared)
+                            cleared, head)
 
     with tempfile.TemporaryDirectory(prefix="automaton-commit-") as scratch:
         excludes = _excludes_file(worktree, Path(scratch))
@@ -120,7 +131,7 @@ def commit_all(worktree: Path, message: str) -> CommitResult:
         return failed("add", added.err or added.out)
     staged = run_git(worktree, ["diff", "--cached", "--quiet"])
     if staged.code == 0:
-        return CommitResult(None, None, None, cleared)
+        return CommitResult(None, None, None, cleared, head)
     if staged.code != 1:
         return failed("diff --cached", staged.err)
     done = run_git(worktree, ["commit", "-q", "--no-verify", "-m", message], env=commit_identity(worktree))
@@ -129,4 +140,4 @@ def commit_all(worktree: Path, message: str) -> CommitResult:
     sha = run_git(worktree, ["rev-parse", "--verify", "HEAD"])
     if sha.code != 0 or not sha.out.strip():
         return failed("rev-parse HEAD", sha.err)
-    return CommitResult(sha.out.strip(), None, None, cleared)
+    return CommitResult(sha.out.strip(), None, None, cleared, head)

@@ -21,11 +21,12 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
+import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from automaton.core.digest import equal
-from automaton.core.record import record
 from automaton.git.errors import DriftError, git_text
 
 DELETED = "deleted"
@@ -71,7 +72,7 @@ INDEX_CONFIG: tuple[str, ...] = (
 )
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class PrivateIndex:
     """A git index file automaton keeps for one worktree (`path`, in a folder the agent may not
     write: the loop folder, read-only in the kernel sandbox), and `seal`, which returns the MAC
@@ -104,8 +105,6 @@ def worktree_changes(worktree: Path, tree: str, index: PrivateIndex | None = Non
     cannot answer.
     """
     if index is None:
-        import tempfile  # only callers without a loop folder (tests, one-off checks)
-
         with tempfile.TemporaryDirectory(prefix="automaton-index-") as tmp:
             return _status(worktree, tree, Path(tmp) / "index", None)
     return _status(worktree, tree, index.path, index)

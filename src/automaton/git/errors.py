@@ -3,6 +3,7 @@ into one of them (never into an empty answer)."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -43,15 +44,27 @@ def nul_fields(text: str) -> list[str]:
     return [f for f in text.split("\0") if f]
 
 
+# (resolved repository, full commit id) pairs this process found to be a commit: an object id
+# names its content for good, so the answer cannot change (a tick asks it of the same base
+# commit up to four times). Names that are not full ids (HEAD, branches) are asked every time.
+_COMMITS: set[tuple[str, str]] = set()
+_FULL_ID = (40, 64)
+
+
 def require_commit(repo: Path, rev: str, what: str) -> str:
     """The full id of commit `rev` in `repo`. Raises DriftError naming `what` when `rev` is
     not a commit there (GitMissing without git)."""
+    known = (os.path.realpath(repo), rev) if len(rev) in _FULL_ID and COMMIT_ID.match(rev) else None
+    if known is not None and known in _COMMITS:
+        return rev
     try:
         found = git_text(repo, ["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"]).strip()
     except DriftError:
         found = ""
     if not found:
         raise DriftError(f"{what} {rev} is not a commit of the repository {repo}")
+    if known is not None and found == rev:
+        _COMMITS.add(known)
     return found
 
 

@@ -20,13 +20,18 @@ survives it (runner/verify.py says where and when).
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
+import re
 import stat
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
-from automaton.core.record import record
+from pathspec.util import normalize_file
+
 from automaton.git.errors import DriftError, GitMissing, git_text, nul_fields, require_commit, require_commit_id
 from automaton.git.protect import default_protected, protected_changes, protected_spec
 from automaton.git.tree import EXECUTABLE, GITLINK, SYMLINK, Entry, list_tree, read_blobs
@@ -44,7 +49,7 @@ class ExportError(DriftError):
     folder, the tree holds an unsafe path, or it is larger than the bounds."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class ExportResult:
     """dest: the export folder; commit: the exported commit (full id); files: entries written
     (files, symlinks, submodule folders); bytes: file content written; restored: protected
@@ -102,9 +107,7 @@ def protected_matcher(protected: list[str]) -> Callable[[str], bool]:
     scope = protected_spec(protected)
     if scope.plain is not None:
         return scope.match_file
-    import re
 
-    from pathspec.util import normalize_file
 
     spec = scope.spec
     try:
@@ -264,8 +267,6 @@ def refresh_export(repo: Path, commit: str, dest: Path, *, protected: list[str],
 
 def _list_both(repo: Path, tip: str, base: str) -> tuple[dict[str, Entry], dict[str, Entry]]:
     """`_list_names` of `tip` and of `base`, the two git processes running at once."""
-    import threading
-
     found: dict[str, dict[str, Entry] | BaseException] = {}
 
     def list_base() -> None:
@@ -494,8 +495,6 @@ def _remove_at(dir_fd: int, name: str, tries: int = 3) -> None:
 def _blob_id(fd: int, size: int, hex_len: int) -> str:
     """git's blob id of the `size` bytes of open file `fd` (SHA-1, or SHA-256 in a repository
     whose ids have 64 hex digits); "" when the file does not hold exactly `size` bytes."""
-    import hashlib
-
     make = hashlib.sha1 if hex_len == 40 else hashlib.sha256
     if size < _READ_CHUNK:  # one read: a regular file returns less than asked only at its end
         data = os.read(fd, size + 1)

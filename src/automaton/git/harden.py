@@ -20,6 +20,7 @@ a program, hide changes, or read configuration automaton did not choose:
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
@@ -112,10 +113,11 @@ class UnsafeConfig(Exception):
 # environment) -> its filter overrides; `_settled`: the window caches worktrees' probes too.
 _probed: dict[tuple[str, bytes, tuple[tuple[str, str], ...]], list[str]] | None = None
 _settled = False
+_trusted: tuple[str, ...] = ()  # resolved common git folders whose linked worktrees' probes are cached
 
 
 @contextmanager
-def probe_once(*, pointers_settled: bool = False) -> Iterator[None]:
+def probe_once(*, pointers_settled: bool = False, trusted: Sequence[str | os.PathLike[str]] = ()) -> Iterator[None]:
     """Within the block, each repository's filter drivers are probed once, not before every git
     call that converts content (a drift check makes five such calls). For a sequence of calls
     during which nothing else writes the repository's config: a gate, which runs under the
@@ -124,15 +126,32 @@ def probe_once(*, pointers_settled: bool = False) -> Iterator[None]:
     pointer, which the agent may write) is probed before every call all the same, unless
     `pointers_settled`: the caller knows no process of the agent is alive (a tick after its
     agent's role ended on Linux, where the runner is a child subreaper and killed every
-    descendant); then its probe is cached too, keyed by the pointer's bytes."""
-    global _probed, _settled
+    descendant); then its probe is cached too, keyed by the pointer's bytes.
+
+    `trusted`: common git folders (a repository's `.git` folder, which the kernel sandbox keeps
+    read-only for every agent) whose linked worktrees are cached within the window although
+    their pointer is a file: a pointer whose bytes name `<trusted>/worktrees/<id>` leads git to
+    config files inside that read-only folder only, so it needs no probe per call (the cache
+    is keyed by the pointer's bytes, read before every call; a pointer rewritten to name any
+    other folder is probed before every call as before). A window inside another keeps the
+    outer window's trusted folders too."""
+    global _probed, _settled, _trusted
     outer, _probed = _probed, ({} if _probed is None else _probed)
-    was = _settled
+    was, was_trusted = _settled, _trusted
     _settled = pointers_settled or (outer is not None and was)  # a window inside a settled one stays settled
+    _trusted = (*was_trusted, *(os.path.realpath(t) for t in trusted)) if outer is not None else \
+        tuple(os.path.realpath(t) for t in trusted)
     try:
         yield
     finally:
-        _probed, _settled = outer, was
+        _probed, _settled, _trusted = outer, was, was_trusted
+
+
+def git_folder_of(root: str | os.PathLike[str]) -> tuple[str, ...]:
+    """`(<root>/.git,)` when it is a real folder (a main checkout's git folder: the common
+    folder of its linked worktrees), for `probe_once(trusted=...)`; () otherwise."""
+    folder = os.path.join(root, ".git")
+    return (folder,) if os.path.isdir(folder) and not os.path.islink(folder) else ()
 
 
 def filter_overrides(repo: str, env: Mapping[str, str], timeout_s: float) -> list[str]:
@@ -148,7 +167,7 @@ def filter_overrides(repo: str, env: Mapping[str, str], timeout_s: float) -> lis
     # (or follow through a link it swaps): there the cache holds only in a window opened with
     # `pointers_settled` (no process of the agent can be alive), else every call is probed.
     pointer = _pointer(repo)
-    if _probed is None or (pointer and not _settled):
+    if _probed is None or (pointer and not _settled and not _leads_to_trusted(repo, pointer)):
         return _probe(repo, env, timeout_s)
     key = (repo, pointer, tuple(sorted((k, v) for k, v in env.items() if k.startswith("GIT_CONFIG"))))
     if key in _probed:
@@ -163,8 +182,6 @@ def _pointer(repo: str) -> bytes:
     followed, as git follows them), b"" when there is none, else a mark of what is there.
     Opened without blocking: the agent could put a FIFO there, which a plain open would wait on
     forever. Read on every cached use: microseconds, against a process."""
-    import stat
-
     try:
         fd = os.open(os.path.join(repo, ".git"), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError:  # none, or a folder on a system that will not open one
@@ -176,6 +193,25 @@ def _pointer(repo: str) -> bytes:
         return os.read(fd, 4096)
     finally:
         os.close(fd)
+
+
+def _leads_to_trusted(repo: str, pointer: bytes) -> bool:
+    """Whether the worktree pointer `pointer` (the bytes of `repo/.git`) names a git folder
+    directly under `<a trusted common folder>/worktrees/` (see `probe_once`) by an absolute
+    path that is already resolved (no link on it)."""
+    if not _trusted or not pointer.startswith(b"gitdir: ") or not pointer.endswith(b"\n") or pointer.count(b"\n") != 1:
+        return False
+    try:
+        named = os.fsdecode(pointer[len(b"gitdir: "):-1])
+    except UnicodeDecodeError:
+        return False
+    # The name as written must be its own resolved path: no link on the way that someone could
+    # swap between this check and git's read (its folders are the repository's, never the agent's).
+    where = os.path.join(repo, named)
+    if not os.path.isabs(named) or os.path.realpath(where) != where:
+        return False
+    parent, _, leaf = where.rpartition(os.sep)
+    return bool(leaf) and any(parent == os.path.join(t, "worktrees") for t in _trusted)
 
 
 def _probe(repo: str, env: Mapping[str, str], timeout_s: float) -> list[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import posixpath
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from automaton.git.errors import DriftError, git_text, require_commit
 from automaton.git.tree import GITLINK, SYMLINK, Entry, read_blobs
@@ -23,7 +24,6 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
     "build/", "dist/", "node_modules/", ".tox/", ".coverage", "htmlcov/",
 )
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy reads the name)
 if TYPE_CHECKING:
     import pathspec
 

@@ -12,9 +12,8 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
-
-from automaton.core.record import record
 
 STALE_LOCK_S = 5.0
 PROC = Path("/proc")
@@ -67,7 +66,7 @@ def git_running_in(roots: Iterable[Path], proc: Path | None = None) -> bool | No
     return False
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class LockCheck:
     """`cleared`: the stale lock was removed; `why`: why a lock that exists was kept (None
     when there is no lock or it was cleared)."""

@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from automaton.core.record import record
 from automaton.git.errors import DriftError, git_text, nul_fields
 
 # Bytes of blob content asked of one `git cat-file --batch` (its whole answer is held in memory).
@@ -15,7 +15,7 @@ BATCH_BYTES = 32 * 1024 * 1024
 REGULAR, EXECUTABLE, SYMLINK, GITLINK = "100644", "100755", "120000", "160000"
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Entry:
     """One non-tree entry of a commit's tree: `path` (posix, from the top), git `mode`
     ("100644", "100755", "120000" symlink, "160000" submodule), `oid` (object id hex) and

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
-from automaton.core.record import record
 from automaton.git import run_git
 from automaton.git.commit import CommitResult, commit_all
 
@@ -30,7 +30,7 @@ BRANCH_PREFIX = "loop/"
 FALLBACK_KINDS = ("no_git", "not_repo", "occupied", "elsewhere", "failed")
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class WorktreeResult:
     """path: cwd of the tick (absolute); branch: `loop/<name>` or None in the main checkout;
     base_commit: the commit the worktree's changes are measured from (40 hex) or None;
@@ -236,6 +236,18 @@ def _merge_base(root: Path, base_branch: str | None, branch: str) -> str | None:
     return out.out.strip() if out.code == 0 and out.out.strip() else None
 
 
+def _common_dir(repo_root: Path) -> Path | None:
+    """The common git folder of the repository at `repo_root`; None when it cannot be read.
+    A main checkout's `.git` that is a real folder without a `commondir` file is its own
+    common folder (gitrepository-layout(5)): no git process for that (every tick asks).
+    Otherwise `git rev-parse --git-common-dir`."""
+    dotgit = repo_root / ".git"
+    if dotgit.is_dir() and not dotgit.is_symlink() and not os.path.lexists(dotgit / "commondir"):
+        return Path(os.path.realpath(dotgit))
+    common = run_git(repo_root, ["rev-parse", "--path-format=absolute", "--git-common-dir"])
+    return Path(common.out.strip()) if common.code == 0 and common.out.strip() else None
+
+
 def pointer_problem(repo_root: Path, worktree: Path) -> str | None:
     """Why `<worktree>/.git` is not git's own pointer to this worktree's entry in `repo_root`,
     or None when it is. The `.git` file sits inside the worktree, which the agent may write: a
@@ -246,11 +258,11 @@ def pointer_problem(repo_root: Path, worktree: Path) -> str | None:
     dotgit = worktree / ".git"
     if dotgit.is_symlink() or not dotgit.is_file():
         return f"{dotgit} is no longer the file git wrote (removed, a folder or a link)"
-    common = run_git(repo_root, ["rev-parse", "--path-format=absolute", "--git-common-dir"])
-    if common.code != 0 or not common.out.strip():
+    common = _common_dir(repo_root)
+    if common is None:
         return f"the repository at {repo_root} cannot be read"
     admin = None
-    for entry in sorted((Path(common.out.strip()) / "worktrees").glob("*/gitdir")):
+    for entry in sorted((common / "worktrees").glob("*/gitdir")):
         with contextlib.suppress(OSError):
             if _same(entry.read_text(encoding="utf-8").strip(), dotgit):
                 admin = entry.parent

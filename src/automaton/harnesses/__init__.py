@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, cast
 
 from automaton.core.errors import BadInput
-from automaton.core.record import field, record
 from automaton.core.sandbox import Policy
 
 # Bytes of each output stream a transcript keeps (`automaton.proc.MAX_BYTES`, not imported: the
@@ -22,7 +22,7 @@ from automaton.core.sandbox import Policy
 DEFAULT_MAX_OUTPUT_BYTES = 50 * 1024 * 1024
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class HarnessRequest:
     """One role invocation.
 
@@ -63,7 +63,7 @@ class HarnessRequest:
         return self.run_dir / f"{self.role}.log"
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Invocation:
     """What would run: `argv`, extra `env` on top of the runner's, `stdin` text (or None)."""
 
@@ -72,7 +72,7 @@ class Invocation:
     stdin: str | None = None
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class UsageLimit:
     """The agent's account hit a usage or rate limit: the provider refused the work, so the
     tick is put off rather than judged (see `automaton.runner.deferral`).
@@ -87,7 +87,7 @@ class UsageLimit:
     reset_epoch: float | None = None
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class HarnessResult:
     """What a role run produced.
 

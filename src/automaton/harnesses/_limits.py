@@ -33,6 +33,7 @@ import re
 import time
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta, tzinfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from automaton.core.errors import one_line
 from automaton.harnesses import UsageLimit
@@ -116,7 +117,6 @@ def _zone(name: str | None) -> tzinfo | None:
         return datetime.now().astimezone().tzinfo  # the CLI printed this machine's local time
     if name.upper() in ("UTC", "GMT", "Z"):
         return UTC
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
     try:
         return ZoneInfo(name)

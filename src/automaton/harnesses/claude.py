@@ -13,9 +13,12 @@ are accepted here.
 Usage limits (`usage_limit`, see `_limits` for the reset times read): a failed result whose
 text, `errors` or stderr says "Claude AI usage limit reached|<epoch>" (anthropics/claude-code
 #6119), "5-hour limit reached ∙ resets 3pm" (#6392), "You've hit your limit · resets 4pm
-(Area/City)" (#19673), "API Error: 429 {…"rate_limit_error"…}" (#9046) or "You have reached your
-specified API usage limits. You will regain access on … UTC" (#38035); or `api_error_status`
-429; or a `rate_limit_event` whose `rate_limit_info.status` is "rejected" (its `resetsAt`,
+(Area/City)" (#19673), "API Error: 429 {…"rate_limit_error"…}" (#9046), "API Error: Request
+rejected (429) · <the API's message>" (Claude Code 2.1.332, recorded end to end) or "You have
+reached your specified API usage limits. You will regain access on … UTC" (#38035); or
+`api_error_status` 429 or `api_error_type` "rate_limit_error" (2.1.332: a failed result carries
+the API's error type, and a 429 is `is_error` true with subtype "success"); or a
+`rate_limit_event` whose `rate_limit_info.status` is "rejected" (its `resetsAt`,
 #38673), printed with verbose or stream-json output.
 """
 
@@ -145,10 +148,12 @@ def usage_limit(obj: dict[str, Any], stdout: str, stderr: str) -> UsageLimit | N
         reset = number(info.get("resetsAt")) if isinstance(info, dict) and info.get("status") == "rejected" else None
         if reset is not None:
             texts.append(f"rate limit rejected ({info.get('rateLimitType')}), resetsAt: {int(reset)}")  # type: ignore[union-attr]
-    forced = "API Error: 429 (api_error_status)" if obj.get("api_error_status") == 429 else None
+    forced = ("API Error: 429 (api_error_status)" if obj.get("api_error_status") == 429 else
+              "API Error: rate_limit_error (api_error_type)" if obj.get("api_error_type") == "rate_limit_error"
+              else None)
     return detect(texts, LIMIT_NEEDLES, forced=forced)
 
 
 def run(req: HarnessRequest) -> HarnessResult:
     """Run Claude in `req.cwd`; transcript `runs/<n>/<role>.log` is the raw JSON."""
-    return run_cli(req, invocation(req), parse, REFUSALS)
+    return run_cli(req, invocation(req), parse, REFUSALS, silent=True)

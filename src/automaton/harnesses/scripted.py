@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import json
 import sys
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from automaton.core.errors import BadInput
 from automaton.harnesses import HarnessRequest, HarnessResult, Invocation
+from automaton.harnesses._cli import number, run_cli, tail
 from automaton.harnesses._replay import ScriptError, load, step_of
 
 PKG = "pkg:"
@@ -47,8 +49,6 @@ def script_path(req: HarnessRequest) -> Path:
         name = ref[len(PKG):]
         if not name or "/" in name or "\\" in name or name.startswith("."):
             raise BadInput(f"scripted harness: invalid packaged script {ref!r}")
-        from importlib import resources  # only the runner needs it, never the replay process
-
         return Path(str(resources.files("automaton") / "resources" / "scripted" / f"{name}.json"))
     path = Path(ref)
     return (path if path.is_absolute() else (req.loop_dir or req.cwd) / path).absolute()
@@ -81,8 +81,6 @@ def check(req: HarnessRequest) -> None:
 def parse(stdout: str, stderr: str, code: int) -> HarnessResult:
     """The result object the replay prints as its last line; an error when there is none
     (the process was killed or never started)."""
-    from automaton.harnesses._cli import number, tail  # the replay process never needs these
-
     lines = [line for line in stdout.splitlines() if line.strip()]
     obj: Any = None
     if lines:
@@ -102,8 +100,6 @@ def parse(stdout: str, stderr: str, code: int) -> HarnessResult:
 def run(req: HarnessRequest) -> HarnessResult:
     """Replay step `req.iteration` of `req.role` in a child process; transcript to
     `runs/<n>/<role>.log`. BadInput before starting it when the script is unusable."""
-    from automaton.harnesses._cli import run_cli
-
     check(req)
     return run_cli(req, invocation(req), parse)
 

@@ -14,6 +14,14 @@ subagents and skills, whose own tool calls fire this hook again) is denied: MCP 
 (`mcp__server__tool`), `EnterWorktree` (creates a git worktree), `Workflow` and
 `RemoteTrigger` (run work the hook never sees), and any tool added later, until automaton
 knows what it writes.
+
+`SCHEDULERS` (`ScheduleWakeup`, `CronCreate`) are denied with their own reason: they queue a
+prompt that the session runs later by itself, after the tool call was judged and, in a loop,
+after the tick's gates, budget and sign-offs were checked; work runs only when a human or the
+loop's schedule starts it. `Agent`/`Task` (subagents), `Skill` and `ToolSearch` stay allowed:
+each only adds text or tool schemas to the conversation, and the tool calls they lead to fire
+this hook again (Claude Code 2.1.332, checked end to end: a subagent's PreToolUse payload
+carries `agent_id` and `agent_type`).
 """
 
 from __future__ import annotations
@@ -37,11 +45,14 @@ READ_ONLY = frozenset({
     "Read", "Glob", "Grep", "LS", "NotebookRead", "WebFetch", "WebSearch", "TodoWrite", "Task", "Agent",
     "AskUserQuestion", "ExitPlanMode", "EnterPlanMode", "BashOutput", "KillShell", "KillBash", "TaskCreate",
     "TaskGet", "TaskList", "TaskUpdate", "TaskOutput", "TaskStop", "ListMcpResourcesTool",
-    "ReadMcpResourceTool", "LSP", "ToolSearch", "WaitForMcpServers", "CronCreate", "CronDelete", "CronList",
+    "ReadMcpResourceTool", "LSP", "ToolSearch", "WaitForMcpServers", "CronDelete", "CronList",
     "Skill", "SendMessage", "ListAgents", "PushNotification", "SendFeedback", "ReportFindings",
-    "ScheduleWakeup", "SubagentHandback", "EndConversation", "ExitWorktree", "Artifact", "SendUserFile",
+    "SubagentHandback", "EndConversation", "ExitWorktree", "Artifact", "SendUserFile",
     "ShareOnboardingGuide",
 })
+# Tools that make the session run a prompt later on its own (Claude Code's `/loop` wake-ups and
+# session crons): never work outside a tick or a human's turn.
+SCHEDULERS = frozenset({"ScheduleWakeup", "CronCreate"})
 # Every tool; an unknown one is classified here, fail closed
 # (hooks.md "Matcher patterns": `*`, `""` or omitted match all).
 MATCHER = "*"
@@ -61,4 +72,8 @@ def parse(payload: dict[str, Any]) -> Call:
         return Call(name, cwd, command=text_field(name, given, "command"))
     if name in READ_ONLY:
         return Call(name, cwd)
+    if name in SCHEDULERS:
+        raise BadPayload(f"{name} schedules a prompt for this session to run later by itself, outside automaton's"
+                         " ticks and sign-offs: finish the work in this turn; a loop's next tick comes from its"
+                         " schedule (automaton --install-schedule)")
     raise BadPayload(f"unknown tool {name!r}: automaton cannot tell what it writes")

@@ -8,18 +8,23 @@ the tree comparison against `base_commit`, and the protected paths of the base c
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
 from automaton.commands.halts import halt_now
 from automaton.commands.loop_gate import drift_after_commit
 from automaton.core.loopconfig import LoopConfig
-from automaton.core.record import field, record
 from automaton.git import run_git
-from automaton.git.worktree import WorktreeResult
+from automaton.git.errors import DriftError
+from automaton.git.nested import nested_repositories, shown
+from automaton.git.protect import protected_changes
+from automaton.git.worktree import WorktreeResult, commit_all, pointer_problem
 from automaton.harnesses import HarnessResult
+from automaton.runner.verify import protected_patterns
 from automaton.store.layout import Project
 from automaton.store.loops import Loop
 
-TYPE_CHECKING = False  # annotations only
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # Death is a Literal core.loopstate defines for the type checker only
     from automaton.core.loopstate import Death
 
 COMMIT_FAILED = "commit_failed"
@@ -27,7 +32,7 @@ HARNESS_UNAVAILABLE = "harness_unavailable"
 PROTECTED = "protected"
 
 
-@record
+@dataclass
 class After:
     """sha: the commit this tick made (None: nothing to commit, or it failed); head: the commit
     the verifier exports (the branch tip after the commit); halt: the halt this step applied
@@ -60,8 +65,6 @@ def settle(loop: Loop, cfg: LoopConfig, wt: WorktreeResult, n: int, impl: Harnes
         tip = run_git(project.root, ["rev-parse", "--verify", f"refs/heads/loop/{name}^{{commit}}"])
         out.head = tip.out.strip() if tip.code == 0 and tip.out.strip() else None
     elif wt.in_worktree:
-        from automaton.git.worktree import commit_all, pointer_problem
-
         tampered = pointer_problem(project.root, wt.path)
         if tampered:  # never run git in a worktree whose .git the agent rewrote: it may be the user's branch
             return _halt(out, loop, "drift_detected", f"worktree_lost: {tampered}")
@@ -76,9 +79,8 @@ def settle(loop: Loop, cfg: LoopConfig, wt: WorktreeResult, n: int, impl: Harnes
             return _halt(out, loop, "human_intervention", f"{COMMIT_FAILED}: {done.error}{fix}")
         if done.sha is not None:  # the commit just made is the branch tip
             out.head = done.sha
-        else:  # nothing to commit: the tip is what earlier ticks left
-            tip = run_git(wt.path, ["rev-parse", "--verify", "HEAD^{commit}"])
-            out.head = tip.out.strip() if tip.code == 0 and tip.out.strip() else None
+        else:  # nothing to commit: the tip is what earlier ticks left (commit_all read it before `git add`)
+            out.head = done.head
     unavailable = impl.unavailable
     if unavailable:
         out.free = out.sha is None  # an agent that changed files did start: its tick is charged
@@ -91,7 +93,6 @@ def settle(loop: Loop, cfg: LoopConfig, wt: WorktreeResult, n: int, impl: Harnes
         out.skip_verify = f"halted after the commit: {out.halt}"
         out.notes.append(out.skip_verify)
         return out
-    from automaton.git.errors import DriftError
 
     try:
         changed = _protected_changes(cfg, project, wt, out.head)
@@ -106,9 +107,6 @@ def settle(loop: Loop, cfg: LoopConfig, wt: WorktreeResult, n: int, impl: Harnes
 def _nested(wt: WorktreeResult) -> str | None:
     """`nested repository: <paths>` for the repositories the agent left in its worktree
     (`git.nested`, a directory walk: git is not asked), or why none can be ruled out; None."""
-    from automaton.git.errors import DriftError
-    from automaton.git.nested import nested_repositories, shown
-
     try:
         found = nested_repositories(wt.path)
     except DriftError as exc:
@@ -119,8 +117,6 @@ def _nested(wt: WorktreeResult) -> str | None:
 def _protected_changes(cfg: LoopConfig, project: Project, wt: WorktreeResult, head: str | None) -> list[str]:
     if head is None or wt.base_commit is None:
         return []
-    from automaton.git.protect import protected_changes
-    from automaton.runner.verify import protected_patterns
 
     return protected_changes(project.root, wt.base_commit, head, protected_patterns(cfg, project.root))
 

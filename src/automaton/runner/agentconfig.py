@@ -57,14 +57,15 @@ import os
 import shutil
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from automaton.core.record import record
+from automaton.commands.halts import halt_now
 from automaton.store.atomic import read_all
 from automaton.store.loops import Loop
 
-TYPE_CHECKING = False  # annotations only
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # Death is a Literal core.loopstate defines for the type checker only
     from automaton.core.loopstate import Death
 
 AGENT_CONFIG_CHANGED = "agent_config_changed"
@@ -135,7 +136,7 @@ def _plan(harness: str, root: Path, home: Path, environ: Mapping[str, str]) -> t
     return {}, []
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Seeded:
     """A role's private configuration: `env` (the variables to set on the agent, {} for a
     harness without a switch), `root` (the folder, None then), `problems` (one line per user
@@ -252,7 +253,7 @@ def _walk(node: dict[str, object], prefix: str, found: dict[str, str]) -> None:
             _walk(value, f"{where}.", found)
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Baseline:
     """The command-bearing entries of the watched files (`watched`) at one moment:
     {file path: {key path: JSON value}}."""
@@ -302,7 +303,6 @@ def halt_if_changed(loop: Loop, baseline: Baseline) -> str | None:
     lines = baseline.changes(Baseline.take())
     if not lines:
         return None
-    from automaton.commands.halts import halt_now
 
     why = detail(lines)
     halt_now(loop, HALT_REASON, why, "tick")

@@ -17,6 +17,7 @@ import os
 import sys
 from pathlib import Path
 
+from automaton import __version__
 from automaton.core.errors import AutomatonError, BadInput, ExitCode, one_line, path_error
 from automaton.core.outcome import Outcome
 from automaton.store.layout import Project
@@ -38,7 +39,7 @@ def build() -> argparse.ArgumentParser:
         def error(self, message: str) -> None:  # type: ignore[override]
             raise _Usage(message)
 
-    p = _Parser(prog="automaton-loop", description="Run ticks of an automaton loop.")
+    p = _Parser(prog="automaton-loop", description="Run ticks of an automaton loop.", allow_abbrev=False)
     p.add_argument("--mode", choices=("tick", "run", "dry-run"),
                    help="one tick, ticks until a gate says no, or a dry run")
     p.add_argument("--loop", metavar="NAME", help="the loop (a folder under .automaton/loops/)")
@@ -122,11 +123,7 @@ def _emit(out: Outcome, as_json: bool) -> None:
 def dispatch(ns: argparse.Namespace) -> Outcome:
     """Validate the flag combination, then run the mode."""
     if ns.version:  # as `automaton --version`: wins over every other flag, exit 0 always
-        from automaton.store.config import framework_version
-
-        found = framework_version()
-        return Outcome(lines=[f"automaton-loop {found}" if found else "automaton-loop (unknown version)"],
-                       data={"version": found})
+            return Outcome(lines=[f"automaton-loop {__version__}"], data={"version": __version__})
     if ns.demo:
         if ns.mode or ns.loop:
             raise _Usage("--demo takes no --mode or --loop")

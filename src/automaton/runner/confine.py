@@ -17,12 +17,15 @@ import contextlib
 import shutil
 import tempfile
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from automaton.commands.writable import agent_policy, grants, secret_stores
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.sandbox import Policy
 from automaton.harnesses import HOOKLESS, hook_notes
+from automaton.runner.agentconfig import PRIVATE
+from automaton.sandbox import agent_state_dirs, available
 
 LANDLOCK_ONLY_WARNING = ('loop {name}: "isolation": "landlock-only" and {why}')
 SANDBOX_OFF_WARNING = ('loop {name}: "sandbox": "off" in loop.json: the agent runs unconfined and can reach'
@@ -35,7 +38,6 @@ def refusal(cfg: LoopConfig) -> str | None:
     "namespaces"` (the default) its namespaces too."""
     if cfg.sandbox == "off":
         return None
-    from automaton.sandbox import available
 
     found = available()
     if not found.ok:
@@ -47,7 +49,6 @@ def _landlock_only(cfg: LoopConfig) -> str | None:
     """The line every tick prints when it runs under Landlock alone; None when it does not."""
     if cfg.sandbox == "off" or cfg.isolation != "landlock-only":
         return None
-    from automaton.sandbox import available
 
     found = available()
     return None if not found.ok or found.isolated else LANDLOCK_ONLY_WARNING.format(name=cfg.name,
@@ -95,7 +96,8 @@ def private_tmp(name: str, n: int) -> Iterator[Path]:
 
 
 def role_policy(cfg: LoopConfig, cwd: Path, tmp: Path, *, project_root: Path, in_worktree: bool,
-                label: str, harness: str | None = None, network: bool = True) -> Policy | None:
+                label: str, harness: str | None = None, network: bool = True,
+                hide: tuple[Path, ...] = ()) -> Policy | None:
     """The policy of one role run with working directory `cwd`; None with the sandbox off.
 
     In a worktree the worktree itself is writable. In the main checkout (a loop without a
@@ -107,16 +109,18 @@ def role_policy(cfg: LoopConfig, cwd: Path, tmp: Path, *, project_root: Path, in
     (`runner.agentconfig.PRIVATE`) gets nothing in the home folder: its real configuration,
     `~/.claude.json` included, stays read-only. The credential stores are masked and hidden
     (`secret_stores`; BadInput for an invalid or unsealed `.automaton/config.json`).
-    `network`: False for a private network namespace (the verify command)."""
+    `network`: False for a private network namespace (the verify command). `hide`: more paths
+    the process may neither read nor write (the loop's holdout tests, `runner.freeze`)."""
     if cfg.sandbox == "off":
         return None
-    from automaton.runner.agentconfig import PRIVATE
-    from automaton.sandbox import agent_state_dirs
 
     work = [cwd] if in_worktree else list(grants(project_root, None, None).paths)
     agent = harness or cfg.harness.name
     own = () if agent in PRIVATE else agent_state_dirs(agent, Path.home())
     # The programs the loop.json names (sealed by a human) stay readable where they lie in /tmp.
     argv = [*(cfg.harness.command or ()), *(cfg.roles.verify.command or ())]
-    return agent_policy(project_root, [*work, tmp, *own], tmp, label, agent=agent, cwd=cwd, argv=argv,
-                        isolation=cfg.isolation, network=network)
+    policy = agent_policy(project_root, [*work, tmp, *own], tmp, label, agent=agent, cwd=cwd, argv=argv,
+                          isolation=cfg.isolation, network=network)
+    if hide:
+        policy = replace(policy, hidden=(*policy.hidden, *hide))
+    return policy

@@ -19,19 +19,19 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from automaton import harnesses
+from automaton import harnesses, notify
 from automaton.core import loopstate
 from automaton.core.errors import ExitCode
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.loopstate import LoopState
 from automaton.core.outcome import Outcome
-from automaton.core.record import record
-from automaton.harnesses import HarnessRequest, HarnessResult, Invocation, UsageLimit
+from automaton.harnesses import HarnessRequest, HarnessResult, Invocation, UsageLimit, versions
 from automaton.runner.ledger import tick_cost
 from automaton.store import deferrals
 from automaton.store.chainlog import utc_now
@@ -58,7 +58,7 @@ class Watch:
         return res
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Deferred:
     """What `settle` did: the new state, the account deferral, the tick's kept folder, and
     the USD counted (`counted`, `known`: whether every role's cost was reported)."""
@@ -102,7 +102,6 @@ def settle(loop: Loop, cfg: LoopConfig, n: int, folder: Path, limit: UsageLimit,
     if commit_sha:
         fields["commit"] = commit_sha[:12]
     new = loop.update_state(partial(loopstate.defer, refund_usd=refund, now=utc_now(), fields=fields))
-    from automaton import notify
 
     body = notify.payload(project, name, "deferred", new, reason="usage_limit", detail=limit.message,
                           until=account.until_iso, harness=cfg.harness.name)
@@ -128,7 +127,8 @@ def outcome(d: Deferred, name: str, n: int, cfg: LoopConfig, commit: str | None,
             warnings: list[str]) -> Outcome:
     """The tick's Outcome (exit 0: a tick ran and was put off); data as a tick's, with `verdict`
     None, `deferred` {until (ISO UTC), harness, source, streak, message} and
-    `iteration_counted` False. Also written to the kept folder as tick.json."""
+    `iteration_counted` False, and `agent_version` (the CLI's installed version, or None) as a
+    tick's. Also written to the kept folder as tick.json."""
     a = d.account
     line = (f"tick {n} of loop {name}: deferred until {a.until_iso} ({cfg.harness.name} usage limit), cost"
             f" ${d.counted:.4f}{'' if d.known else ' (unknown costs counted at max_tick_usd)'}, iteration not"
@@ -138,6 +138,8 @@ def outcome(d: Deferred, name: str, n: int, cfg: LoopConfig, commit: str | None,
         "cost_usd": d.counted, "cost_known": d.known, "status": d.state.status, "halt": None,
         "deferred": {"until": a.until_iso, "harness": cfg.harness.name, "source": a.source, "streak": a.streak,
                      "message": a.reason},
-        "worktree": str(worktree), "sandbox": cfg.sandbox, "commit": commit, "run_dir": str(d.folder)}
+        "worktree": str(worktree), "sandbox": cfg.sandbox, "commit": commit, "run_dir": str(d.folder),
+        # The CLI that reported the limit, as installed (read from its package, never asked of it).
+        "agent_version": versions.installed(cfg.harness.name)}
     (d.folder / "tick.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     return Outcome(ExitCode.OK, [line], data, [*warnings, f"loop {name}: {d.line}"])

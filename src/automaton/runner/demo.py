@@ -21,6 +21,7 @@ import importlib.util
 import json
 import os
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -31,13 +32,16 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from automaton.commands import config_seal
 from automaton.commands import loops as loop_cmds
+from automaton.commands.loop_status import loop_status
 from automaton.core.errors import BadInput
 from automaton.core.outcome import Outcome
 from automaton.git import run_git
 from automaton.runner.modes import run_loop
 from automaton.runner.progress import Progress
 from automaton.runner.tick import TickOptions
+from automaton.sandbox import available
 from automaton.store import loops as store
 from automaton.store.layout import Project, framework_home
 
@@ -238,10 +242,6 @@ def _create(console: Console, project: Project, name: str, template: str) -> Non
 def _session_demo(console: Console, project: Project) -> None:
     """Seal `"sessions": "sandboxed"`, then run the real hook on one Write from outside and from
     inside `automaton --sandbox` (both real processes of this interpreter), printing each answer."""
-    import subprocess
-
-    from automaton.commands import config_seal
-    from automaton.sandbox import available
 
     project.config_file.write_text('{"schema_version": 1, "sessions": "sandboxed"}\n', encoding="utf-8")
     with _approver("demo"):
@@ -325,8 +325,6 @@ def run_demo(console: Console | None = None) -> Outcome:
         console.rule("summary")
         rows = _summary(console, project)
         console.rule("automaton --loop-status drift-check")
-        from automaton.commands.loop_status import loop_status
-
         _say(console, loop_status(project, "drift-check"))
         with contextlib.suppress(BadInput):  # leave no worktree registrations behind in the temp repo
             _git(project.root, "worktree", "prune")

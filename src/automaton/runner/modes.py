@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from automaton import harnesses
 from automaton.core.errors import ExitCode
 from automaton.core.gates import remaining
 from automaton.core.outcome import Outcome
-from automaton.core.record import replace
 from automaton.git.worktree import branch_name, worktree_path
 from automaton.harnesses import HarnessRequest
 from automaton.runner import prompts

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from automaton import harnesses
+from automaton.commands.tasks import transition
+from automaton.core.errors import AutomatonError
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.verdicts import Verdict, json_objects
 from automaton.runner import prompts
@@ -25,7 +27,7 @@ def decide(cfg: LoopConfig, adapter: harnesses.Harness, request: Any, loop_dir: 
     continues (the brakes still bound the loop). A `transition` is applied to the loop's task
     later, through the enforced task API (see `apply_transition`)."""
     reached = verdict.score is not None and verdict.score >= cfg.brakes.target_score
-    if verdict.source in ("junit", "summary") and not verdict.passed:
+    if verdict.source in ("junit", "summary", "stream") and not verdict.passed:
         # A verify command that failed (non-zero exit) never completes a loop, whatever its counts
         # say: the code under test runs in the verifier's process and can rewrite the JUnit file.
         reached = False
@@ -52,8 +54,6 @@ def apply_transition(project: Project, task: str | None, decision: str) -> tuple
         return None, None
     if not task:
         return phase, "refused: the loop has no task to transition"
-    from automaton.commands.tasks import transition
-    from automaton.core.errors import AutomatonError
 
     try:
         out = transition(project, task, phase)

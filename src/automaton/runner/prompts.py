@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from automaton.core.errors import BadInput
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.loopstate import Verdict
-from automaton.core.record import record
 
 VERIFY_CONTRACT = (
     "End your reply with one JSON object on its own line: "
@@ -19,7 +19,7 @@ VERIFY_CONTRACT = (
 ORCHESTRATE_CONTRACT = 'End your reply with one JSON object: {"decision": "continue" | "complete", "reason": "…"}.'
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class TickContext:
     """What every role prompt is told: task (or None), iteration (1-based), the brake
     allowance left (iterations, USD or None for a local harness), the last verdict (dict or

@@ -18,6 +18,7 @@ import os
 import shutil
 import time
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,18 +29,21 @@ from automaton.core.gates import CONFIG_CHANGED, remaining
 from automaton.core.loopconfig import MIB, LoopConfig
 from automaton.core.loopstate import Event, LogEvent, LoopState
 from automaton.core.outcome import Outcome
-from automaton.core.record import record
 from automaton.core.sandbox import Policy
 from automaton.core.verdicts import Verdict
-from automaton.git.harden import probe_once
+from automaton.git.errors import DriftError
+from automaton.git.harden import git_folder_of, probe_once
 from automaton.git.worktree import WorktreeResult
-from automaton.harnesses import HarnessRequest, HarnessResult
+from automaton.harnesses import HarnessRequest, HarnessResult, versions
+from automaton.hooks.install import LOOP_SETTINGS, loop_settings
+from automaton.notify import notify_completion
 from automaton.proc import pinned_programs
 from automaton.runner import (
     aftercommit,
     agentconfig,
     confine,
     deferral,
+    freeze,
     ledger,
     leftovers,
     orchestrate,
@@ -53,14 +57,14 @@ from automaton.runner.progress import QUIET, Progress
 from automaton.runner.worktree import ensure_for_tick
 from automaton.sandbox import reaper
 from automaton.store import deferrals
-from automaton.store.layout import Project
+from automaton.store.layout import Project, kept_export_of
 from automaton.store.locks import Busy, locked
 from automaton.store.loops import Loop
 
 SANDBOX_UNAVAILABLE = "sandbox_unavailable"
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class TickOptions:
     """settings_path: agent settings with the automaton hooks for Claude `--settings`
     (default: `default_settings`, the loop's own hook settings);
@@ -76,7 +80,6 @@ def default_settings(loop: Loop, harness: str, *, write: bool = True) -> Path | 
     (`write=False`: only the path, for dry-run). None for harnesses that take no settings file."""
     if harness != "claude":
         return None
-    from automaton.hooks.install import LOOP_SETTINGS, loop_settings
 
     if not write:
         return loop.dir / LOOP_SETTINGS
@@ -115,7 +118,9 @@ def _locked_tick(loop: Loop, opts: TickOptions) -> Outcome:
     if killed:
         loop.log_event(LogEvent(Event.WARNING, {"reason": "leftover_harness", "pids": ",".join(map(str, killed))}))
         show.note(f"loop {name}: killed {len(killed)} process(es) left running by a dead tick")
-    with show.phase(f"loop {name}: gates"):
+    # One filter probe per repository for the whole gate (git.harden.probe_once): the worktree's
+    # pointer names a folder inside the project's `.git`, which no agent may write.
+    with show.phase(f"loop {name}: gates"), probe_once(trusted=git_folder_of(loop.project.root)):
         gate = loop_gate.check(loop)
     if gate.code != ExitCode.OK:
         data = dict(gate.data or {})
@@ -188,7 +193,8 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
         own = wt.in_worktree or cwd != wt.path
         return confine.role_policy(cfg, cwd, tmp, project_root=project.root, in_worktree=own,
                                    label=f"loop {name} tick {n} {role}", harness=harness,
-                                   network=not (role == "verify" and harness == "command"))
+                                   network=not (role == "verify" and harness == "command"),
+                                   hide=freeze.hidden_for(cfg, loop_dir, role, kept_export_of(project.root, name)))
 
     def request(role: str, prompt: str, *, cwd: Path | None = None, sandbox: Policy | None = None) -> HarnessRequest:
         (folder / f"{role}.prompt.md").write_text(prompt, encoding="utf-8")
@@ -223,7 +229,7 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
     # on it, not before each git call. Elsewhere a process it left behind could rewrite the
     # worktree's `.git` pointer and the config it leads to: there the worktree is probed anew
     # before every call (git.harden.probe_once).
-    with probe_once(pointers_settled=reaper.become_subreaper()):
+    with probe_once(pointers_settled=reaper.become_subreaper(), trusted=git_folder_of(project.root)):
         after = aftercommit.settle(loop, cfg, wt, n, impl)
     _config_halt(loop, baseline, after)
     warnings += after.warnings
@@ -233,9 +239,14 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
     complete, decision = False, "continue"
     if after.skip_verify is None and watch.limit is None:
         with show.phase(f"loop {name} tick {n}: verify", folder / "verify.log"):
+            said: list[str] = []
             verdict = _verify_clean(cfg, adapter, request, folder, wt, after.head, tmp, loop_dir, ctx, costs,
-                                    policy_for, project)
-        if watch.limit is None:
+                                    policy_for, project, said)
+        for line in said:  # the kept exports are over their bound (runner.exportcache)
+            warnings.append(f"loop {name}: {line}")
+            show.note(f"  warning: {line}")
+        warnings += _verify_halt(loop, verdict, after)
+        if watch.limit is None and verdict.halt is None:
             complete, decision = orchestrate.decide(cfg, adapter, request, loop_dir, ctx, verdict, costs)
         warnings += _config_halt(loop, baseline, after)  # the verifier and the orchestrator ran code too
     if watch.limit is not None and after.halt is None:  # put off: no verdict, the iteration given back
@@ -261,8 +272,6 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
         warnings.append(f"loop {name}: halted: {halt}; a human fixes it and runs automaton --approve --loop {name}")
         show.note(f"  halted: {halt}")
     if new.status == "complete":
-        from automaton.notify import notify_completion
-
         notify_completion(project, name, new)  # never raises; a failure is logged as a WARNING
     score = "unscored" if verdict.score is None else f"{verdict.score:.4f}"
     line = (f"tick {n} of loop {name}: score {score} ({verdict.summary}), cost ${counted:.4f}"
@@ -274,20 +283,22 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
             "worktree": str(wt.path), "sandbox": cfg.sandbox, "halt": halt,
             "worktree_branch": wt.branch, "worktree_fallback": wt.fallback, "commit": after.sha,
             "run_dir": str(folder), "implement": {"exit_status": impl.exit_status, "error": impl.error,
-                                                  "timed_out": impl.timed_out}}
+                                                  "timed_out": impl.timed_out},
+            # The agent CLI's version as installed (read from its package, never asked of it).
+            "agent_version": versions.installed(cfg.harness.name)}
     (folder / "tick.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     return Outcome(ExitCode.OK, [line], data, warnings)
 
 
 def _verify_clean(cfg: LoopConfig, adapter: harnesses.Harness, request: Any, folder: Path, wt: WorktreeResult,
                   head: str | None, tmp: Path, loop_dir: Path, ctx: prompts.TickContext,
-                  costs: dict[str, float | None], policy_for: Any, project: Project) -> Verdict:
+                  costs: dict[str, float | None], policy_for: Any, project: Project, notes: list[str]) -> Verdict:
     """Step 6 on a clean export of the tick's commit (runner/verify.py); an export that fails is
-    an unscored verdict, never a verification of the agent's own tree."""
-    from automaton.git.errors import DriftError
-
+    an unscored verdict, never a verification of the agent's own tree. `notes` gets the lines
+    the export has for the user (`verify.place`)."""
     try:
-        where = verify_mod.place(cfg, project.root, head if wt.in_worktree else None, wt.base_commit, tmp, wt.path)
+        where = verify_mod.place(cfg, project.root, head if wt.in_worktree else None, wt.base_commit, tmp, wt.path,
+                                 notes)
     except (DriftError, OSError) as exc:
         return Verdict(None, False, False, f"verify not run: the tick's commit could not be exported ({exc})", "none")
     return verify_mod.run_verify(cfg, adapter, request, folder, where, tmp, loop_dir, policy_for,
@@ -305,6 +316,21 @@ def _after_record(loop: Loop, cfg: LoopConfig, watch: deferral.Watch, verdict: V
     if verdict.score is None and new.status == "running":
         return unscored.check(loop, cfg)
     return None
+
+
+def _verify_halt(loop: Loop, verdict: Verdict, after: aftercommit.After) -> list[str]:
+    """Halt `human_intervention` with the detail the verify run asked for (`Verdict.halt`:
+    tests_removed, verdict_mismatch, holdout_changed; runner/pytest_verify.py), recorded in
+    `after` like a halt after the commit. Returns the warning lines ([] without one)."""
+    if verdict.halt is None or after.halt is not None:
+        return []
+    from automaton.commands.halts import halt_now
+
+    halt_now(loop, "human_intervention", verdict.halt, "verify")
+    after.halt = f"human_intervention: {verdict.halt}"
+    after.notes.append(f"halted: {after.halt}")
+    return [f"loop {loop.name}: halted: {after.halt}; a human checks the tests, then automaton --approve"
+            f" --loop {loop.name}"]
 
 
 def _config_halt(loop: Loop, baseline: agentconfig.Baseline, after: aftercommit.After) -> list[str]:

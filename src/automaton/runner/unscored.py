@@ -12,14 +12,15 @@ not the verifier's failure and is skipped; so is a tick put off by a usage limit
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from automaton.commands.halts import halt_now
 from automaton.core.chain import LogLine
 from automaton.core.loopconfig import LoopConfig
 from automaton.store.looplog import MARK_EVENTS
 from automaton.store.loops import Loop
 
-TYPE_CHECKING = False  # annotations only
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # Death is a Literal core.loopstate defines for the type checker only
     from automaton.core.loopstate import Death
 
 REASON: Death = "verifier_failed"

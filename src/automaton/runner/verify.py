@@ -25,18 +25,21 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from automaton import harnesses
 from automaton.core.loopconfig import MIB, LoopConfig
-from automaton.core.record import record
 from automaton.core.sandbox import Policy
 from automaton.core.secrets import without_credentials
 from automaton.core.verdicts import Verdict, from_agent, from_command
+from automaton.git.export import ExportError, export_tree, refresh_export, remove_tree
+from automaton.git.protect import effective_protected
 from automaton.harnesses import HarnessRequest
 from automaton.proc import run_streaming
-from automaton.runner import leftovers
+from automaton.runner import exportcache, freeze, leftovers
 from automaton.sandbox import reaper
 from automaton.store.layout import kept_export_of, kept_exports_dir
 
@@ -44,7 +47,7 @@ from automaton.store.layout import kept_export_of, kept_exports_dir
 PolicyFor = Callable[[Path, str, str], Policy | None]
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class VerifyPlace:
     """cwd: where the verifier runs (an export, or the main checkout); exported: whether it is
     a clean export (then removed after the run, unless kept); idle: the mark to write once the
@@ -53,37 +56,48 @@ class VerifyPlace:
     cwd: Path
     exported: bool
     idle: Path | None = None
+    # The project and the base commit of an export: a pytest verifier's test ids are frozen there.
+    repo: Path | None = None
+    base: str | None = None
 
 
-def place(cfg: LoopConfig, repo: Path, commit: str | None, base: str | None, tmp: Path, fallback_cwd: Path) -> \
-        VerifyPlace:
+def place(cfg: LoopConfig, repo: Path, commit: str | None, base: str | None, tmp: Path, fallback_cwd: Path,
+          notes: list[str] | None = None) -> VerifyPlace:
     """Export `commit` (with protected paths from `base`) into the loop's kept export
-    (`kept_export`) or, where there is none, into `tmp/verify-tree`; without a commit to
-    export, the verifier runs in `fallback_cwd`. Raises DriftError when git fails (an
-    ExportError: the tick then records an unscored verdict; it never verifies the agent's
-    tree instead)."""
+    (`kept_export`) or, where there is none or the kept exports are over their bound
+    (`runner.exportcache`: then its one line is appended to `notes`), into `tmp/verify-tree`;
+    without a commit to export, the verifier runs in `fallback_cwd`. Raises DriftError when
+    git fails (an ExportError: the tick then records an unscored verdict; it never verifies
+    the agent's tree instead)."""
     if commit is None or base is None:
         return VerifyPlace(fallback_cwd, False)
-    from automaton.git.export import ExportError, export_tree, refresh_export
 
     protected = protected_patterns(cfg, repo)
     kept = kept_export(repo, cfg.name)
+    full = exportcache.over_bound(kept[0]) if kept is not None else None
+    if full is not None and kept is not None:
+        if notes is not None:
+            notes.append(full)
+        _take_mark(kept[1])
+        _remove(kept[0])  # its recorded size stays: counted until the bound is raised or the loop removed
+        kept = None
     if kept is None:
         dest = tmp / "verify-tree"
         export_tree(repo, commit, dest, protected=protected, base_commit=base)
-        return VerifyPlace(dest, True)
+        return VerifyPlace(dest, True, None, repo, base)
     folder, idle = kept
     quiet = _take_mark(idle)  # from here until the mark is written again, the folder is suspect
     if not quiet:
         _remove(folder)  # a run that may have left a process behind: a new folder, a new inode
     try:
-        refresh_export(repo, commit, folder, protected=protected, base_commit=base)
+        done = refresh_export(repo, commit, folder, protected=protected, base_commit=base)
     except ExportError:
         if not quiet:
             raise
         _remove(folder)  # something in the kept folder could not be repaired: export afresh
-        refresh_export(repo, commit, folder, protected=protected, base_commit=base)
-    return VerifyPlace(folder, True, idle)
+        done = refresh_export(repo, commit, folder, protected=protected, base_commit=base)
+    exportcache.record(folder, done.bytes)
+    return VerifyPlace(folder, True, idle, repo, base)
 
 
 def kept_export(repo: Path, loop: str) -> tuple[Path, Path] | None:
@@ -98,7 +112,6 @@ def kept_export(repo: Path, loop: str) -> tuple[Path, Path] | None:
     it (`kept_export_of`), and no agent sandbox may write there."""
     if not reaper.become_subreaper() or not hasattr(os, "getuid"):
         return None
-    import stat
 
     uid = os.getuid()
     top = kept_exports_dir()
@@ -138,18 +151,15 @@ def _take_mark(idle: Path) -> bool:
 def _remove(folder: Path) -> None:
     """Remove `folder` and everything in it without following a symlink (a symlink or file in
     its place is removed itself); missing is fine."""
-    from automaton.git.export import remove_tree
-
     remove_tree(folder)
 
 
 def protected_patterns(cfg: LoopConfig, repo: Path) -> list[str]:
-    """`blast_radius.protected`, or the defaults derived from the verify command's paths in `repo`."""
-    if cfg.blast_radius.protected is not None:
-        return list(cfg.blast_radius.protected)
-    from automaton.git.protect import default_protected
+    """`blast_radius.protected` plus the bytecode patterns (`git.protect.BYTECODE`), or the
+    defaults derived from the verify command's paths in `repo`."""
 
-    return default_protected(list(cfg.roles.verify.command or []), repo)
+    blast = cfg.blast_radius.protected
+    return effective_protected(None if blast is None else list(blast), list(cfg.roles.verify.command or []), repo)
 
 
 def run_verify(cfg: LoopConfig, adapter: harnesses.Harness, request: Callable[..., HarnessRequest], folder: Path,
@@ -162,6 +172,13 @@ def run_verify(cfg: LoopConfig, adapter: harnesses.Harness, request: Callable[..
     role = cfg.roles.verify
     before = set(reaper.descendants()) if where.idle is not None else set()
     try:
+        if role.command and freeze.applies(cfg):
+            from automaton.runner import pytest_verify
+
+            base = None
+            if where.repo is not None and where.base is not None:
+                base = pytest_verify.Base(where.repo, where.base, protected_patterns(cfg, where.repo))
+            return pytest_verify.run(cfg, folder, where.cwd, tmp, loop_dir, policy_for, command_env(loop_dir), base)
         if role.command:
             return _command(cfg, folder, where.cwd, tmp, loop_dir, policy_for(where.cwd, "verify", "command"))
         req = request("verify", prompt(), cwd=where.cwd, sandbox=policy_for(where.cwd, "verify", cfg.harness.name))
@@ -171,7 +188,8 @@ def run_verify(cfg: LoopConfig, adapter: harnesses.Harness, request: Callable[..
             return Verdict(None, False, False, "verify agent timed out", "agent")
         return from_agent(res.final_text)
     except BaseException:
-        where = VerifyPlace(where.cwd, where.exported)  # no idle mark: the next tick starts afresh
+        # no idle mark: the next tick starts afresh
+        where = VerifyPlace(where.cwd, where.exported, None, where.repo, where.base)
         raise
     finally:
         if where.idle is not None and reaper.survivors(before) == []:
@@ -185,6 +203,13 @@ def run_verify(cfg: LoopConfig, adapter: harnesses.Harness, request: Callable[..
             shutil.rmtree(where.cwd, ignore_errors=True)
 
 
+def command_env(loop_dir: Path) -> dict[str, str]:
+    """The verify command's environment: the user's credentials stay out of what the code under
+    test sees (core.secrets)."""
+    return dict(without_credentials(os.environ, "command"), AUTOMATON_ROLE="verify", PYTHONDONTWRITEBYTECODE="1",
+                **leftovers.marker(loop_dir))
+
+
 def _command(cfg: LoopConfig, folder: Path, cwd: Path, tmp: Path, loop_dir: Path, policy: Policy | None) -> Verdict:
     role = cfg.roles.verify
     argv = list(role.command or [])
@@ -192,9 +217,7 @@ def _command(cfg: LoopConfig, folder: Path, cwd: Path, tmp: Path, loop_dir: Path
     junit.unlink(missing_ok=True)
     if role.score == "junit":
         argv.append(f"--junitxml={junit}")
-    # The user's credentials stay out of what the code under test sees (core.secrets).
-    env = dict(without_credentials(os.environ, "command"), AUTOMATON_ROLE="verify", PYTHONDONTWRITEBYTECODE="1",
-               **leftovers.marker(loop_dir))
+    env = command_env(loop_dir)
     log = folder / "verify.log"
     done = run_streaming(argv, out_path=log, cwd=cwd, env=env, timeout_s=cfg.harness.timeout_s, sandbox=policy,
                          max_bytes=cfg.harness.max_output_mb * MIB)

@@ -10,21 +10,24 @@ run it unconfined. What a policy means: `core.sandbox`.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import shutil
+import subprocess
 import sys
+from dataclasses import dataclass
 
 from automaton.core.errors import one_line
-from automaton.core.record import record
 from automaton.core.sandbox import Policy
 from automaton.sandbox import landlock, namespaces, rights
-from automaton.sandbox.agents import agent_state_dirs, visible_paths
+from automaton.sandbox.agents import agent_state_dirs, session_env, visible_paths
 from automaton.sandbox.plan import Rule, SandboxError, landlock_rules
 from automaton.sandbox.reaper import become_subreaper, kill_descendants
 from automaton.sandbox.seatbelt import SANDBOX_EXEC, seatbelt_profile, wrap_argv
 
 __all__ = ["Availability", "Confinement", "SandboxError", "agent_state_dirs", "available", "become_subreaper",
            "confine_self", "kill_descendants", "layers", "namespaces_work", "preexec", "seatbelt_profile",
-           "visible_paths", "wrap_argv"]
+           "session_env", "visible_paths", "wrap_argv"]
 
 # Tests set this to see automaton refuse. It can only make automaton report "unavailable"
 # and refuse to run an agent, never weaken or skip a sandbox that is in force.
@@ -42,7 +45,7 @@ LANDLOCK_ONLY_OPEN = ("UNIX sockets in /tmp and /run stay reachable, chmod/chown
                       " reaches the network")
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Availability:
     """Whether this machine can confine an agent: `mechanism` "landlock", "seatbelt" or
     "none"; `abi` the Landlock ABI (0 otherwise); `detail` one line: what is used, or how to
@@ -70,7 +73,6 @@ def _probe() -> Availability:
     if not sys.platform.startswith("linux"):
         return Availability(False, "none", 0, f"no kernel sandbox on {sys.platform}: automaton confines agents"
                                               f" on Linux (Landlock) and macOS (Seatbelt); {OFF_HINT}")
-    import errno
 
     try:
         level = landlock.abi()
@@ -96,9 +98,6 @@ def _probe() -> Availability:
 def _probe_namespaces() -> tuple[bool, str]:
     """Run `true` in a child that enters user, mount and network namespaces the way an
     agent's does (every mount remounted read-only, private tmpfs roots): (works, one line)."""
-    import shutil
-    import subprocess
-
     program = shutil.which("true") or sys.executable
     step = namespaces.plan(Policy((), network=False), os.environ.get("XDG_RUNTIME_DIR"))
     namespaces.preload()

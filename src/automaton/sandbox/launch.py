@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from automaton.core.errors import one_line
-from automaton.core.record import record, replace
 from automaton.core.sandbox import Policy
 from automaton.sandbox import Confinement, SandboxError, available, preexec, wrap_argv
 from automaton.sandbox.agents import own_install, program_paths
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Launch:
     """`argv` to start (prefixed by sandbox-exec on macOS) and `preexec_fn` (namespaces, where
     they work, then Landlock on Linux, to be closed once Popen returned; None on macOS)."""

@@ -35,15 +35,18 @@ mount_namespaces(7), statvfs(3), netdevice(7).
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import errno
 import fcntl
 import os
+import shutil
 import socket
 import struct
+import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from automaton.core.record import record
 from automaton.core.sandbox import Policy
 from automaton.sandbox import _libc
 from automaton.sandbox.plan import SYSTEM_VISIBLE, beneath, resolve
@@ -82,10 +85,6 @@ def empty_file() -> str:
     READ on it: Landlock looks up a mounted file's rights on the file mounted there."""
     global _empty
     if _empty is None or not os.path.exists(_empty):
-        import atexit
-        import shutil
-        import tempfile
-
         folder = tempfile.mkdtemp(prefix="automaton-mask-")
         atexit.register(shutil.rmtree, folder, True)
         path = os.path.join(folder, "empty")
@@ -94,7 +93,7 @@ def empty_file() -> str:
     return _empty
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Rebind:
     """Bind `path` (real, absolute) back at the same place inside a private tmpfs; `writable`
     read-write, else read-only; `is_dir` whether a directory (else a file)."""
@@ -104,7 +103,7 @@ class Rebind:
     is_dir: bool
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Plan:
     """What the child does (see the module text): `roots` the folders that get a private
     tmpfs; `self_binds` the writable paths outside them; `rebinds` the paths bound back into

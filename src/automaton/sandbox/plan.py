@@ -13,9 +13,9 @@ process running as root could otherwise read the raw disk, hidden files included
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 from automaton.core.errors import Refused, one_line
-from automaton.core.record import record
 from automaton.core.sandbox import Policy
 from automaton.sandbox import rights
 
@@ -31,7 +31,7 @@ class SandboxError(Refused):
     automaton refuses to run the agent rather than run it unconfined (exit 1)."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Resolved:
     """A checked policy: `writable` and `hidden` as real absolute paths (symlinks resolved,
     the way the kernel sees them); `tmpdir` likewise or None."""
@@ -41,7 +41,7 @@ class Resolved:
     tmpdir: str | None
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Rule:
     """Grant `access` (Landlock rights, see `rights`) beneath `path`. `follow`: False for an
     entry found by listing a directory (a symlink there gets no rule: its target is covered

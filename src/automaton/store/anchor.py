@@ -151,7 +151,10 @@ def write(log_path: str | Path, count: int, tail: list[str], *, replace: bool = 
 def forget(log_path: str | Path) -> None:
     """Drop the anchor and the keyed mark of `log_path` (a human's re-seal starts a new chain
     there; a removed loop's log moved away). Caller holds the log's lock."""
+    from automaton.store import checkpoint
+
     file_of(log_path).unlink(missing_ok=True)
+    checkpoint.forget(log_path)
     keys.mark_path(Path(log_path)).unlink(missing_ok=True)
 
 

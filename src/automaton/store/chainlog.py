@@ -16,15 +16,19 @@ import os
 import time
 from pathlib import Path
 
-from automaton.core.chain import ChainCheck, format_line, verify_text
+from automaton.core.chain import ChainCheck, Lines, format_line, verify_text
+from automaton.core.digest import equal
 from automaton.core.errors import BadInput, CorruptState
-from automaton.store import anchor
+from automaton.core.record import record
+from automaton.store import anchor, checkpoint
 from automaton.store import key as keys
 from automaton.store.atomic import append_line, publish, read_all, tmp_path, write_tmp
 
 TYPE_CHECKING = False  # typing/collections.abc stay off the hook path (core/record.py says why)
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from automaton.core.chain import LogLine
 
 
 def utc_now() -> str:
@@ -59,14 +63,14 @@ def read_chain(log_path: str | Path) -> ChainCheck:
     text = _read_text(log_path)
     if not isinstance(text, str):
         return text if hidden or not text.ok else _anchored(log_path, text, found)
-    check = verify_text(text, key, check_macs=not hidden)
+    check = _verified(log_path, text, key, not hidden, found)
     if check.ok and check.legacy and keys.was_keyed(Path(log_path)):
         # A writer appends its first keyed line before it marks the log: re-read once, so a
         # reader that raced that writer sees the keyed line instead of a false replacement.
         text = _read_text(log_path)
         if not isinstance(text, str):
             return text
-        check = verify_text(text, key, check_macs=not hidden)
+        check = _verified(log_path, text, key, not hidden, found)
         if check.ok and check.legacy:
             return ChainCheck(False, check.lines, "no line is keyed, but automaton has sealed this log with"
                               " its key before: the whole log was replaced")
@@ -75,10 +79,101 @@ def read_chain(log_path: str | Path) -> ChainCheck:
                           " from a backup, or a human re-seals the log)", needs_key=True)
     if hidden or not check.ok:
         return check
-    return _anchored(log_path, check, found)
+    check = _anchored(log_path, check, found)
+    if (check.ok and key is not None and isinstance(found, anchor.Anchor) and isinstance(check.lines, Lines)
+            and check.lines and check.lines[-1].mac and not check.unverified):
+        start = check.lines.mark if isinstance(check.lines.mark, checkpoint.Checkpoint) else None
+        check.lines.mark = Verified(str(log_path), text, key, start)
+    return check
+
+
+@record
+class Verified:
+    """Attached to the lines of a trusted read (`Lines.mark`: verified with the key, anchored,
+    keyed up to its last line): the log's `path`, the whole `text` verified, the `key`, and the
+    checkpoint the check started from (`start`, None for a full check). What a caller needs to
+    record a new checkpoint (`save_checkpoint`)."""
+
+    path: str
+    text: str
+    key: bytes
+    start: checkpoint.Checkpoint | None = None
+
+
+# resolved path -> the line count this process last checkpointed (no rewrite for each later read)
+_SAVED: dict[str, int] = {}
+
+
+def save_checkpoint(lines: list[LogLine], fold: str) -> bool:
+    """Record a checkpoint of the log `lines` were read from (`store.checkpoint`), with the
+    ledger's `fold` after them, when `lines` come from a trusted read (`Verified`) and at least
+    `checkpoint.STEP` lines were appended since the checkpoint that read started from. True when
+    written; best effort (a write that fails only costs the next process a full check)."""
+    seen = lines.mark if isinstance(lines, Lines) else None
+    if not isinstance(seen, Verified) or not lines:
+        return False
+    done = seen.start.count if seen.start is not None else 0
+    where = os.path.realpath(seen.path)
+    if len(lines) - max(done, _SAVED.get(where, 0)) < checkpoint.STEP:
+        return False
+    made = checkpoint.Checkpoint(len(lines), len(seen.text), lines[-1].mac, checkpoint.digest(seen.text), fold)
+    try:
+        checkpoint.write(seen.path, seen.key, made)
+    except (OSError, ValueError, BadInput):
+        return False
+    _SAVED[where] = len(lines)
+    return True
+
+
+def _from_checkpoint(log_path: str | Path, text: str, key: bytes, found: anchor.Anchor) -> ChainCheck | None:
+    """`verify_text(text, key)` from the log's keyed checkpoint: only the lines after its prefix
+    are verified, the prefix's lines parsed when read (`Lines`). None (a full check is needed)
+    when there is no checkpoint whose mac verifies, or the text's first `chars` characters do not
+    hash to its digest or end in its head line, or the anchor is behind its head."""
+    start = checkpoint.read(log_path, key)
+    if start is None or found.count < start.count or (found.count == start.count and found.mac != start.head):
+        return None
+    prefix = text[:start.chars]
+    if (len(prefix) != start.chars or not prefix.endswith(f" mac={start.head}\n")
+            or not equal(checkpoint.digest(prefix), start.digest)):
+        return None
+    return verify_text(text[start.chars:], key, after=ChainCheck(True, Lines.from_prefix(prefix, start.count, start)))
 
 
 _HIDDEN = "hidden"
+
+# The logs this process verified last: resolved path -> (the text verified, the key and
+# check_macs it was verified with, the ok check of it). A tick reads its loop's log many times
+# (the gate, each state write, the give-up path) and a log only grows between two reads, so a
+# later read whose text starts with the text verified before verifies only what was appended
+# (`verify_text(after=...)`): the same answer as verifying the whole text, because the check
+# is a fold over the lines and the prefix is compared byte for byte. Nothing here is read
+# from disk or trusted across processes; the anchor and the keyed mark are read on every call.
+_MEMO: dict[str, tuple[str, bytes | None, bool, ChainCheck]] = {}
+_MEMO_SIZE = 8  # the few logs one command touches; the audit reads thousands, each once
+
+
+def _verified(log_path: str | Path, text: str, key: bytes | None, check_macs: bool,
+              found: anchor.Anchor | str | None) -> ChainCheck:
+    """`verify_text(text, key, check_macs=check_macs)`, from this process's last ok check of
+    the same log when `text` extends the text it checked (see `_MEMO`), else from the log's
+    keyed checkpoint where `found` (its anchor) allows (`_from_checkpoint`). The lines are a
+    `Lines` (a prefix from a checkpoint stays unparsed until read)."""
+    where = os.path.realpath(log_path)
+    seen = _MEMO.pop(where, None)
+    check: ChainCheck | None = None
+    if seen is not None and seen[1] == key and seen[2] == check_macs and text.startswith(seen[0]):
+        check = verify_text(text[len(seen[0]):], key, check_macs=check_macs, after=seen[3])
+    elif key is not None and check_macs and isinstance(found, anchor.Anchor):
+        check = _from_checkpoint(log_path, text, key, found)
+    if check is None or not check.ok:  # a check from a checkpoint that fails is done again in full
+        check = verify_text(text, key, check_macs=check_macs)
+    if check.ok:
+        _MEMO[where] = (text, key, check_macs, check)
+        while len(_MEMO) > _MEMO_SIZE:  # the oldest first (the dashboard's threads share it: never raises)
+            _MEMO.pop(next(iter(_MEMO), where), None)
+    lines = check.lines.lazy_copy() if isinstance(check.lines, Lines) else Lines.of(list(check.lines))
+    return ChainCheck(check.ok, lines, check.error, needs_key=check.needs_key, unverified=check.unverified)
 
 
 def _anchor_of(log_path: str | Path) -> anchor.Anchor | str | None:

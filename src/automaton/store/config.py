@@ -1,4 +1,4 @@
-"""The framework's config.md: `## Framework Version` and `## Loop Defaults`."""
+"""The framework's config.md: its `## Loop Defaults` (the version is `automaton.__version__`)."""
 
 from __future__ import annotations
 
@@ -51,21 +51,6 @@ def _section(text: str, title: str) -> list[str] | None:
                     break
                 body.append(nxt)
             return body
-    return None
-
-
-def framework_version() -> str | None:
-    """The first non-empty line of `## Framework Version`, or None when missing/unreadable."""
-    from automaton.store.atomic import read_all  # a FIFO is an error, never waited on
-
-    try:
-        text = read_all(config_path()).decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    body = _section(text, "Framework Version")
-    for line in body or []:
-        if line.strip():
-            return line.strip()
     return None
 
 

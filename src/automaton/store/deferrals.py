@@ -23,6 +23,7 @@ it to retry sooner.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -30,7 +31,6 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from automaton.core import record as records  # `record` below is this module's writer
 from automaton.core.errors import BadInput, one_line
 from automaton.store.atomic import atomic_write
 from automaton.store.locks import Busy, locked
@@ -42,7 +42,7 @@ MAX_DEFER_S = 8 * 86400  # seconds: the furthest ahead any deferral reaches (a w
 SOURCES = ("reported", "backoff")
 
 
-@records.record(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Deferral:
     """A recorded deferral (see the module docstring); `until` in UTC epoch seconds."""
 

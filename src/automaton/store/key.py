@@ -24,7 +24,7 @@ import re
 import stat
 from pathlib import Path
 
-from automaton.core.digest import sha256_hex  # not hashlib: the hook reads logs (core/digest.py)
+from automaton.core.digest import sha256_hex
 from automaton.core.errors import BadInput, CorruptState
 
 KEY_BYTES = 32

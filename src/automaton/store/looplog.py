@@ -14,23 +14,23 @@ log that `--remove-loop` archived.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
 from pathlib import Path
 
-from automaton.core.chain import LogLine
+from automaton.core.chain import Lines, LogLine
 from automaton.core.errors import BadInput
 from automaton.core.loopconfig import COMMIT_HEX
 from automaton.core.loopstate import Event, LoopState, initial_state, usd_to_micro
 from automaton.core.names import LoopName, TaskRef
-from automaton.store.chainlog import utc_now
+from automaton.store.chainlog import Verified, save_checkpoint, utc_now
 
 STATE_FILE = ".state.loop"
 LOG_FILE = ".state.log"
 # state key -> log field: written on every state line so the log can rebuild the counters.
 COUNTERS = {"iteration_count": "iterations", "spent_usd": "spent_usd", "iterations_at_approval":
             "iterations_at_approval", "spent_usd_at_approval": "spent_usd_at_approval", "resumed_count": "resumed"}
-GROWING = ("iteration_count", "spent_usd", "resumed_count", "iterations_at_approval", "spent_usd_at_approval")
 _COUNTS = ("iteration_count", "spent_usd", "resumed_count")  # only grow (bar a tick's refund)
 _MARKS = ("iterations_at_approval", "spent_usd_at_approval")  # set by approvals and re-seals
 # The closed list of events this code writes to a loop log (docs/architecture.md#loop-files);
@@ -95,14 +95,74 @@ def log_finding(lines: list[LogLine], log_file: Path) -> str:
     marks never go down except on MARK_EVENTS / re-seal lines; a re-seal line's growing
     counters are at least the highest value logged before it.
     """
-    start = max((i for i, line in enumerate(lines) if _is_reseal(line)), default=0)
+    memo_key = str(log_file)
+    seen = _FOLDS.pop(memo_key, None)
     high: dict[str, float] = {}
-    for line in lines[:start]:
-        for key, value in logged_counters(line).items():
-            high[key] = max(high.get(key, value), value)
-    prev: dict[str, float] = {}
-    reserved: dict[str, tuple[float, dict[str, float]]] = {}  # n -> (reserved_usd, TICK_START's counters)
-    for n, line in enumerate(lines[start:], start=start + 1):
+    restored = _restored(lines)
+    if seen is not None and _extends(seen[0], lines):
+        # Only the lines appended since this process checked the same line objects (the chain
+        # reader hands out the lines it verified before: `store.chainlog`) are folded in; a
+        # new re-seal among them moves the start, so that is checked from scratch.
+        done, start, prev, reserved = len(seen[0]), seen[1], seen[2], seen[3]
+    elif restored is not None:  # another process folded the checkpoint's prefix (`store.checkpoint`)
+        done, start, prev, reserved = restored
+    else:
+        start = max((i for i, line in enumerate(lines) if _is_reseal(line)), default=0)
+        for line in lines[:start]:
+            for key, value in logged_counters(line).items():
+                high[key] = max(high.get(key, value), value)
+        done, prev, reserved = start, {}, {}  # reserved: n -> (reserved_usd, TICK_START's counters)
+    found = _fold(lines, log_file, done, start, high, prev, reserved)
+    if not found:
+        _FOLDS[memo_key] = (lines.lazy_copy() if isinstance(lines, Lines) else list(lines), start, prev, reserved)
+        while len(_FOLDS) > _FOLDS_SIZE:
+            _FOLDS.pop(next(iter(_FOLDS), memo_key), None)
+        save_checkpoint(lines, json.dumps([start, prev, reserved], separators=(",", ":"), allow_nan=False))
+    return found
+
+
+_Reserved = dict[str, tuple[float, dict[str, float]]]  # n -> (reserved_usd, TICK_START's counters)
+
+
+def _restored(lines: list[LogLine]) -> tuple[int, int, dict[str, float], _Reserved] | None:
+    """(lines folded, last re-seal's index, counters, open reservations) from the keyed checkpoint
+    `lines` were read from, None without one (or with a re-seal after it: checked from scratch)."""
+    seen = lines.mark if isinstance(lines, Lines) else None
+    start_mark = seen.start if isinstance(seen, Verified) else None
+    if start_mark is None or not start_mark.fold or start_mark.count > len(lines):
+        return None
+    if any(_is_reseal(lines[i]) for i in range(start_mark.count, len(lines))):
+        return None
+    try:
+        start, prev, reserved = json.loads(start_mark.fold)
+        prev = {str(k): float(v) for k, v in prev.items()}
+        reserved = {str(n): (float(r[0]), {str(k): float(v) for k, v in r[1].items()}) for n, r in reserved.items()}
+        return start_mark.count, int(start), prev, reserved
+    except (ValueError, TypeError, AttributeError, IndexError):  # keyed, so ours; still checked, never a crash
+        return None
+
+
+# log_file -> (the lines last found clean, the index of their last re-seal, the fold's counters
+# after them, its open reservations): a tick checks its loop's log on every read of the state.
+_FOLDS: dict[str, tuple[list[LogLine], int, dict[str, float], dict[str, tuple[float, dict[str, float]]]]] = {}
+_FOLDS_SIZE = 8
+
+
+def _extends(old: list[LogLine], lines: list[LogLine]) -> bool:
+    """`lines` starts with the very objects of `old` and holds no re-seal after them."""
+    if isinstance(old, Lines) and isinstance(lines, Lines):
+        same = old.shares_start(lines)
+    else:
+        same = len(old) <= len(lines) and all(a is b for a, b in zip(old, lines[:len(old)], strict=True))
+    return same and not any(_is_reseal(lines[i]) for i in range(len(old), len(lines)))
+
+
+def _fold(lines: list[LogLine], log_file: Path, done: int, start: int, high: dict[str, float],
+          prev: dict[str, float], reserved: dict[str, tuple[float, dict[str, float]]]) -> str:
+    """`log_finding` of `lines[done:]`, with the fold's state after `lines[:done]` (`prev`,
+    `reserved`, updated in place) and the last re-seal at index `start` (`high`: the highest
+    counters before it)."""
+    for n, line in enumerate(lines[done:], start=done + 1):
         where = f"{log_file}: line {n} ({line.event})"
         if line.event not in EVENTS:
             return f"{where}: unknown event: it was not written by automaton"
@@ -152,14 +212,18 @@ def _give_back(line: LogLine, held: tuple[float, dict[str, float]] | None) -> di
 def state_below_log(state: LoopState, lines: list[LogLine], state_file: Path) -> str:
     """A state whose counters are lower than its log's last logged ones ("" when not)."""
     last: dict[str, float] = {}
-    for line in reversed(lines):  # the last line that carries counters (each line parsed once)
-        last = logged_counters(line)
+    restored = _restored(lines)
+    stop = restored[0] if restored is not None else 0
+    for i in range(len(lines) - 1, stop - 1, -1):  # the last line that carries counters (each parsed once)
+        last = logged_counters(lines[i])
         if last:
             break
+    if not last and restored is not None:  # none since the checkpoint: its fold holds the last ones
+        last = dict(restored[2])
     have = counters(state)
     for key, value in last.items():
         if have[key] < value - EPS_USD:
-            return (f"{state_file}: {key} {have[key]:g} is lower than its log's {value:g}:"
+            return (f"{state_file}: {key} {have[key]} is lower than its log's {value:g}:"
                     " counters are never lowered, it was written outside automaton")
     return ""
 

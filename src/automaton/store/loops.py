@@ -27,7 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from automaton.core.chain import ChainCheck
-from automaton.core.digest import sha256_hex  # not hashlib (OpenSSL): see core/digest.py
+from automaton.core.digest import sha256_hex
 from automaton.core.errors import BadInput, CorruptState, Refused
 from automaton.core.loopconfig import (
     DEATHS,
@@ -166,10 +166,6 @@ class Loop:
     @property
     def config_file(self) -> Path:
         return self.dir / CONFIG_FILE
-
-    @property
-    def sealed_file(self) -> Path:
-        return self.dir / SEALED_COPY
 
     @property
     def runs(self) -> Path:

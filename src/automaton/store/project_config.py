@@ -34,7 +34,7 @@ import os
 from pathlib import Path
 
 from automaton.core import phases as ph
-from automaton.core.digest import sha256_hex  # not hashlib/dataclasses: read on every hook call
+from automaton.core.digest import sha256_hex
 from automaton.core.errors import BadInput, Refused
 from automaton.core.record import record
 from automaton.store import anchor, chainlog

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
 from automaton.core.approvals import MISSING, parse_bind
 from automaton.core.chain import ChainCheck
-from automaton.core.digest import sha256
 from automaton.core.errors import BadInput, CorruptState
 from automaton.core.names import NAME_RE, TaskName, TaskRef
 from automaton.core.phases import ARTIFACTS, is_phase
@@ -89,7 +89,7 @@ def sha256_file(path: Path) -> str:
     try:
         if os.fstat(fd).st_size > MAX_ARTIFACT_BYTES:
             return UNREADABLE
-        digest, left = sha256(), MAX_ARTIFACT_BYTES + 1
+        digest, left = hashlib.sha256(), MAX_ARTIFACT_BYTES + 1
         while left > 0 and (chunk := os.read(fd, min(1 << 20, left))):
             digest.update(chunk)
             left -= len(chunk)

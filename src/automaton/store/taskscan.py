@@ -12,6 +12,7 @@ folder itself), and names files by plain strings. It finds what `iter_tasks`, `l
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from automaton.core.errors import BadInput
@@ -20,10 +21,6 @@ from automaton.store import tasks as t
 from automaton.store.layout import COMPLETE_DIR, Project
 
 _SEP = os.sep  # str(Path(a) / b) is a + os.sep + b for a folder `a` and a plain name `b`
-
-TYPE_CHECKING = False  # typing/collections.abc: annotations only, as in store.tasks
-if TYPE_CHECKING:
-    from collections.abc import Iterator
 
 
 def scan(project: Project, strays: list[Path]) -> Iterator[tuple[TaskRef, Path, t.TaskRecord | BadInput]]:

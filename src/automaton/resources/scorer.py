@@ -1,0 +1,368 @@
+"""The verifier of the packaged loop templates: runs the real tool and prints one verdict line.
+
+`--create-loop` copies this file into the loop folder (`scorer.py`) and loop.json runs it with
+the project's Python (`{{python}}`, resolved to an absolute path when the loop is created, so a
+cron job's short PATH finds the same interpreter). Standard library only: that interpreter has
+ruff, mypy, pytest and pytest-cov, never automaton itself.
+
+    python scorer.py lint --target DIR [--suite]    ruff: 1 - violations now / at the base commit
+    python scorer.py types --target DIR [--suite]   mypy: 1 - errors now / at the base, suppressions cut
+    python scorer.py coverage --target DIR          pytest-cov: line coverage of DIR, 0..1
+    python scorer.py flaky --repeat N NODEID...     pytest N times: runs where every test passed / N
+    python scorer.py dependency --name DIST         the suite, and DIST's pin equal to its installed version
+
+`--suite`: 0 while the project's pytest suite fails.
+
+It runs in the runner's clean export of the tick's commit (the working directory), prints one
+JSON object `{"score": 0..1, "passed": bool, "done": bool, "summary": str}` as its last line
+(loop.json `"score": "agent"` reads it) and exits 0; a tool that cannot run prints a line
+without a score (the tick is unscored) and exits 2.
+
+The base commit (`base_commit` of the loop's `.state.loop`, the folder named by
+AUTOMATON_LOOP_DIR) is read with `git archive` from the project's repository into a temp dir:
+the lint and type counts are compared with it, and the files and pins it had are checked.
+Outside a tick (no AUTOMATON_LOOP_DIR) the tree itself is the base.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+LOOP_DIR_ENV = "AUTOMATON_LOOP_DIR"
+# Comments and decorators that make mypy say nothing about code it would otherwise reject: cut
+# from the copy mypy checks, so adding one hides nothing.
+SUPPRESSION = re.compile(r"#\s*(type:\s*ignore\b|mypy:).*$")
+DECORATOR = re.compile(r"^\s*@\s*(typing\.)?no_type_check\b")
+# Not copied for mypy: version control, environments, caches.
+COPY_SKIP = (".git", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache", ".ruff_cache", ".tox")
+# Retry plugins whose reruns would turn a flaky failure into a pass.
+NO_RETRY = ("-p", "no:rerunfailures", "-p", "no:flaky", "-p", "no:cacheprovider")
+
+
+class Unscored(Exception):
+    """The verifier could not measure: the tick gets no score."""
+
+
+def emit(score: float | None, passed: bool, summary: str) -> int:
+    """Print the verdict line; 0, or 2 when unscored."""
+    obj: dict[str, object] = {"passed": passed, "done": passed, "summary": summary}
+    if score is not None:
+        obj["score"] = round(min(max(score, 0.0), 1.0), 6)
+    print(json.dumps(obj))
+    return 0 if score is not None else 2
+
+
+def run(argv: list[str], cwd: Path, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
+    """`argv` in `cwd`; Unscored when it cannot start."""
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    # Python then never reads a `__pycache__` of the tree: committed bytecode cannot stand in
+    # for the source the tools check.
+    env.setdefault("PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / "automaton-scorer-pycache"))
+    try:
+        return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise Unscored(f"{argv[0]} could not run: {exc}") from None
+
+
+# ---- the base commit ------------------------------------------------------------------------
+
+def base_tree(into: Path) -> Path | None:
+    """The base commit's tree extracted into `into`; None outside a tick. Unscored when the
+    loop's state names no base commit or git cannot read it."""
+    loop_dir = os.environ.get(LOOP_DIR_ENV)
+    if not loop_dir:
+        return None
+    folder = Path(loop_dir)
+    try:
+        saved = json.loads((folder / ".state.loop").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise Unscored(f"cannot read the loop's state in {folder}: {exc}") from None
+    base = saved.get("base_commit") if isinstance(saved, dict) else None
+    if not isinstance(base, str) or not re.fullmatch(r"[0-9a-f]{40,64}", base):
+        raise Unscored("the loop has no base commit yet")
+    root = folder.parent.parent.parent  # <project>/.automaton/loops/<name>
+    try:
+        done = subprocess.run(["git", "-C", str(root), "archive", "--format=tar", base], capture_output=True,
+                              timeout=600, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise Unscored(f"git archive of the base commit failed: {exc}") from None
+    if done.returncode != 0:
+        raise Unscored(f"git archive {base[:12]} failed: {done.stderr.decode(errors='replace').strip()[:200]}")
+    into.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(done.stdout)) as tar:
+        if hasattr(tarfile, "data_filter"):  # Python 3.11.4+: no link or path out of `into`
+            tar.extractall(into, filter="data")
+        else:  # git archive of a commit holds no absolute path and no `..`
+            tar.extractall(into)
+    return into
+
+
+def python_files(root: Path, target: str) -> set[str]:
+    """Paths (relative to `root`, posix) of the .py and .pyi files under `root/target`."""
+    top = root / target
+    if top.is_file():
+        return {target}
+    return {p.relative_to(root).as_posix() for p in top.rglob("*") if p.suffix in (".py", ".pyi") and p.is_file()}
+
+
+def removed(now: Path, base: Path | None, target: str) -> list[str]:
+    """Python files under `target` at the base that are gone now (a count lowered by deletion)."""
+    if base is None:
+        return []
+    return sorted(python_files(base, target) - python_files(now, target))
+
+
+# ---- lint: ruff ---------------------------------------------------------------------------------
+
+def ruff_count(root: Path, target: str) -> int:
+    """Ruff violations under `target` with every `# noqa` ignored (adding one fixes nothing)."""
+    done = run([sys.executable, "-m", "ruff", "check", "--ignore-noqa", "--no-cache", "--exit-zero",
+                "--output-format", "json", target], root)
+    try:
+        found = json.loads(done.stdout or "null")
+    except ValueError:
+        found = None
+    if not isinstance(found, list):
+        raise Unscored(f"ruff gave no JSON report (exit {done.returncode}): {done.stderr.strip()[:200]}")
+    return len(found)
+
+
+def stripped_copy(root: Path, into: Path, target: str, stubs_from: Path | None) -> Path:
+    """A copy of `root` in `into` where nothing can hide a type error from mypy: every
+    `# type: ignore` and `# mypy:` comment cut, every `no_type_check` decorator line blanked
+    (line numbers kept), and each .pyi stub under `target` that `stubs_from` (the base tree)
+    lacks removed (a new stub can declare the module's functions as Any)."""
+    shutil.copytree(root, into, symlinks=True, ignore=shutil.ignore_patterns(*COPY_SKIP))
+    keep = python_files(stubs_from, target) if stubs_from is not None else None
+    for rel in python_files(into, target):
+        path = into / rel
+        if rel.endswith(".pyi") and keep is not None and rel not in keep:
+            path.unlink()
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        lines = [("" if DECORATOR.match(line) else SUPPRESSION.sub("", line)) for line in text.split("\n")]
+        path.write_text("\n".join(lines), encoding="utf-8")
+    return into
+
+
+def mypy_count(root: Path, target: str, cache: Path) -> int:
+    """mypy errors under `target` in `root` (a stripped copy)."""
+    done = run([sys.executable, "-m", "mypy", "--no-error-summary", "--no-pretty", "--hide-error-context",
+                "--cache-dir", str(cache), target], root)
+    if done.returncode not in (0, 1):
+        raise Unscored(f"mypy failed (exit {done.returncode}): {(done.stderr or done.stdout).strip()[:200]}")
+    return sum(1 for line in done.stdout.splitlines() if re.search(r":\d+(:\d+)?: error:", line))
+
+
+def suite_fails(here: Path) -> str | None:
+    """Why the project's test suite fails (None: it passes, or it has no test): a lint or type
+    fix that breaks behaviour, or guts the code the tests cover, scores nothing."""
+    done = run([sys.executable, "-m", "pytest", "-q", *NO_RETRY], here)
+    if done.returncode in (0, 5):  # 5: no test collected
+        return None
+    last = (done.stdout.strip().splitlines() or ["no output"])[-1]
+    return f"the suite fails (exit {done.returncode}: {last[:160]})"
+
+
+def count_score(kind: str, target: str, suite: bool = False) -> int:
+    """lint / types: 1 - count now / count at the base commit (0 when it grew); with `suite`,
+    0 while the test suite fails."""
+    here = Path.cwd()
+    what = "ruff violations" if kind == "lint" else "mypy errors"
+    failing = suite_fails(here) if suite else None
+    if failing:
+        return emit(0.0, False, f"{failing}: {what} not counted")
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        base = base_tree(tmp / "base")
+        gone = removed(here, base, target)
+        if gone:
+            return emit(0.0, False, f"{len(gone)} Python file(s) of the base are gone: {', '.join(gone[:5])}")
+        if kind == "lint":
+            now = ruff_count(here, target)
+            start = ruff_count(base, target) if base is not None else now
+        else:
+            now = mypy_count(stripped_copy(here, tmp / "now", target, base), target, tmp / "cache-now")
+            start = (mypy_count(stripped_copy(base, tmp / "base-stripped", target, None), target, tmp / "cache-base")
+                     if base is not None else now)
+    if now == 0:
+        return emit(1.0, True, f"0 {what} (base: {start})")
+    score = 0.0 if start == 0 else 1.0 - now / start
+    return emit(score, False, f"{now} {what} (base: {start})")
+
+
+# ---- coverage: pytest-cov ------------------------------------------------------------------------
+
+def coverage_score(target: str, tests: list[str]) -> int:
+    """Line coverage of `target` by the suite, with the project's coverage config ignored (its
+    `omit`, `exclude_lines`) and no line excluded (`# pragma: no cover` counts as code). A
+    failing suite scores 0."""
+    with tempfile.TemporaryDirectory() as tmp:
+        rc, report = Path(tmp) / "coveragerc", Path(tmp) / "coverage.json"
+        rc.write_text(f"[run]\ndata_file = {Path(tmp) / 'data'}\n"
+                      "[report]\nexclude_lines =\n    (?!)never\n", encoding="utf-8")
+        done = run([sys.executable, "-m", "pytest", "-q", *NO_RETRY, f"--cov={target}", f"--cov-config={rc}",
+                    f"--cov-report=json:{report}", *tests], Path.cwd())
+        if done.returncode != 0:
+            last = (done.stdout.strip().splitlines() or ["no output"])[-1]
+            return emit(0.0, False, f"the suite fails (exit {done.returncode}: {last[:160]}): coverage not counted")
+        try:
+            totals = json.loads(report.read_text(encoding="utf-8"))["totals"]
+            covered, statements = int(totals["covered_lines"]), int(totals["num_statements"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise Unscored(f"no coverage report: {exc}") from None
+    if statements == 0:
+        raise Unscored(f"no statement measured under {target}")
+    score = covered / statements
+    return emit(score, covered == statements, f"{covered}/{statements} lines of {target} covered")
+
+
+# ---- flaky: repeated runs -----------------------------------------------------------------------
+
+def clean_run(xml_path: Path) -> bool:
+    """Whether a JUnit report ran at least one test and every test passed (a skip or xfail
+    counts as not passing: a skip marker must not make a flaky test stable)."""
+    try:
+        root = ET.parse(xml_path).getroot()
+    except (OSError, ET.ParseError):
+        return False
+    cases = list(root.iter("testcase"))
+    return bool(cases) and all(len(case) == 0 or all(child.tag in ("system-out", "system-err") for child in case)
+                               for case in cases)
+
+
+def flaky_score(repeat: int, ids: list[str]) -> int:
+    """Stable passes / `repeat`: runs of `ids` where pytest exited 0 and every test passed."""
+    if repeat < 1 or not ids:
+        raise Unscored("flaky needs --repeat N >= 1 and at least one test id")
+    good = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(repeat):
+            xml = Path(tmp) / f"run-{i}.xml"
+            done = run([sys.executable, "-m", "pytest", "-q", *NO_RETRY, f"--junitxml={xml}", *ids], Path.cwd())
+            good += done.returncode == 0 and clean_run(xml)
+    return emit(good / repeat, good == repeat, f"{good}/{repeat} runs passed: {' '.join(ids)[:160]}")
+
+
+# ---- dependency: one pin ----------------------------------------------------------------------
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+PIN = re.compile(r"""^\s*["']?([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?\s*==\s*([^\s"',;#]+)""", re.M)
+PIN_FILES = ("requirements.txt", "requirements-dev.txt", "pyproject.toml", "setup.cfg")
+
+
+def pins(root: Path) -> dict[str, dict[str, str]]:
+    """{file: {normalised name: version}} of the `name==version` pins in PIN_FILES at `root`."""
+    out: dict[str, dict[str, str]] = {}
+    for rel in PIN_FILES:
+        path = root / rel
+        if path.is_file():
+            text = path.read_text(encoding="utf-8", errors="replace")
+            out[rel] = {_norm(m.group(1)): m.group(3) for m in PIN.finditer(text)}
+    return out
+
+
+def _without_pin(text: str, name: str) -> str:
+    return "\n".join(line for line in text.splitlines()
+                     if not ((m := PIN.match(line)) and _norm(m.group(1)) == name))
+
+
+def dependency_problem(here: Path, base: Path | None, name: str) -> str | None:
+    """Why the pins are not one upgrade of `name` alone: another pin changed, or a pin file
+    changed beyond `name`'s line (pyproject.toml also holds the test configuration)."""
+    if base is None:
+        return None
+    for rel in PIN_FILES:
+        old, new = base / rel, here / rel
+        a = old.read_text(encoding="utf-8", errors="replace") if old.is_file() else None
+        b = new.read_text(encoding="utf-8", errors="replace") if new.is_file() else None
+        if (a is None) != (b is None) or (a is not None and b is not None
+                                          and _without_pin(a, name) != _without_pin(b, name)):
+            return f"{rel} changed beyond the pin of {name}: one dependency at a time"
+    return None
+
+
+def dependency_score(name: str) -> int:
+    """Half for the suite (passed / run, JUnit), half for `name`'s pin equal to the version
+    installed in this Python; done when both hold."""
+    from importlib import metadata
+
+    want = _norm(name)
+    try:
+        installed = metadata.version(name)
+    except metadata.PackageNotFoundError:
+        raise Unscored(f"{name} is not installed in {sys.executable}: install the new version there first") from None
+    here = Path.cwd()
+    with tempfile.TemporaryDirectory() as tmp:
+        problem = dependency_problem(here, base_tree(Path(tmp) / "base"), want)
+        if problem:
+            return emit(0.0, False, problem)
+        xml = Path(tmp) / "junit.xml"
+        done = run([sys.executable, "-m", "pytest", "-q", *NO_RETRY, f"--junitxml={xml}"], here)
+        passed, total = junit_counts(xml)
+    found = {rel: found[want] for rel, found in pins(here).items() if want in found}
+    pinned = bool(found) and all(v == installed for v in found.values())
+    suite = passed / total if total else 0.0
+    ok = pinned and total > 0 and passed == total and done.returncode == 0
+    where = ", ".join(f"{rel}: {v}" for rel, v in found.items()) or "no pin found"
+    return emit(0.5 * suite + 0.5 * pinned, ok,
+                f"{passed}/{total} tests passed; {name} installed {installed}, pinned {where}")
+
+
+def junit_counts(xml_path: Path) -> tuple[int, int]:
+    """(passed, run) of a JUnit report; skipped tests count as run and not passed."""
+    try:
+        root = ET.parse(xml_path).getroot()
+    except (OSError, ET.ParseError):
+        return 0, 0
+    cases = list(root.iter("testcase"))
+    good = sum(1 for case in cases if all(child.tag in ("system-out", "system-err") for child in case))
+    return good, len(cases)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="scorer.py", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="kind", required=True)
+    for kind in ("lint", "types", "coverage"):
+        p = sub.add_parser(kind)
+        p.add_argument("--target", required=True)
+        if kind == "coverage":
+            p.add_argument("tests", nargs="*")
+        else:
+            p.add_argument("--suite", action="store_true", help="score 0 while the test suite fails")
+    p = sub.add_parser("flaky")
+    p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("ids", nargs="+")
+    p = sub.add_parser("dependency")
+    p.add_argument("--name", required=True)
+    ns = parser.parse_args(argv)
+    try:
+        if ns.kind in ("lint", "types"):
+            return count_score(ns.kind, ns.target, ns.suite)
+        if ns.kind == "coverage":
+            return coverage_score(ns.target, ns.tests)
+        if ns.kind == "flaky":
+            return flaky_score(ns.repeat, ns.ids)
+        return dependency_score(ns.name)
+    except Unscored as exc:
+        return emit(None, False, f"unscored: {exc}")
+    except Exception as exc:  # a crash is an unscored tick with its cause, never a bare traceback
+        return emit(None, False, f"unscored: the scorer failed: {exc!r}")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,132 @@
+"""A pytest verify command, run with automaton's plugin (runner/freeze.py says what each part rests on).
+
+`run` is step 6 for a loop whose verify command runs pytest: the holdout tests copied into the
+export, the frozen test set read (or collected at the base commit), the command run with the
+plugin and its result pipe, and the verdict read from that stream alone. Every way the run can
+contradict itself (JUnit XML, exit status, the stream) or leave out a frozen test ends in an
+unscored verdict with a `halt` (`core.verdicts.Verdict.halt`) the tick applies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from automaton.core.loopconfig import MIB, LoopConfig
+from automaton.core.sandbox import Policy
+from automaton.core.testids import Frozen, Streamed, disagreement, verdict
+from automaton.core.verdicts import Verdict
+from automaton.proc import run_streaming
+from automaton.runner import freeze
+from automaton.store import frozen_tests
+
+VERDICT_MISMATCH = "verdict_mismatch"
+PolicyFor = Callable[[Path, str, str], Policy | None]
+
+
+@dataclass(frozen=True)
+class Base:
+    """The project (`repo`), the base commit, and the protected patterns of its export."""
+
+    repo: Path
+    commit: str
+    protected: list[str]
+
+
+def _unscored(summary: str, halt: str | None = None) -> Verdict:
+    return Verdict(None, False, False, summary, "stream", halt)
+
+
+def run(cfg: LoopConfig, folder: Path, cwd: Path, tmp: Path, loop_dir: Path, policy_for: PolicyFor,
+        env: dict[str, str], base: Base | None) -> Verdict:
+    """The verdict of the pytest verify command run in `cwd` (see the module docstring).
+    `verify.log`, `junit.xml` and, when the set is collected, `collect.log` land in `folder`;
+    `base` None (no export, no base commit): no frozen set."""
+    plugin = freeze.plugin_copy(folder)
+    try:
+        with freeze.holdout_in(cfg, loop_dir, cwd) as digest:
+            frozen: Frozen | None = None
+            if base is not None:
+                found = freeze.frozen_set(cfg, loop_dir, base.commit, digest,
+                                          lambda: _collect(cfg, folder, tmp, loop_dir, policy_for, env, base, plugin))
+                if isinstance(found, str):
+                    halt = found if found.startswith(frozen_tests.HOLDOUT_CHANGED) else None
+                    return _unscored(f"verify not run: {found}", halt)
+                frozen = found
+            return _judged(cfg, folder, cwd, tmp, policy_for(cwd, "verify", "command"), env, plugin, frozen, loop_dir)
+    except OSError as exc:
+        return _unscored(f"verify not run: the holdout tests cannot be copied ({exc})")
+
+
+def _run(cfg: LoopConfig, argv: list[str], log: Path, cwd: Path, tmp: Path, policy: Policy | None,
+         env: dict[str, str], plugin: Path) -> tuple[int, bool, Streamed | None]:
+    """(exit code, timed out, the stream) of `argv` with the plugin and its pipe."""
+    with freeze.pipe() as p:
+        done = run_streaming([*argv, "-p", freeze.PLUGIN], out_path=log, cwd=cwd,
+                             env=freeze.python_env(env, plugin, tmp, p.write_fd), timeout_s=cfg.harness.timeout_s,
+                             sandbox=policy, max_bytes=cfg.harness.max_output_mb * MIB, pass_fds=(p.write_fd,))
+        freeze.close_writer(p)
+        return done.code, done.timed_out, p.result()
+
+
+def _collect(cfg: LoopConfig, folder: Path, tmp: Path, loop_dir: Path, policy_for: PolicyFor, env: dict[str, str],
+             base: Base, plugin: Path) -> Streamed | None:
+    """The test ids of the base commit: `--collect-only` on a clean export of it (the holdout
+    tests copied in), in the verifier's sandbox. None when it cannot be exported or run."""
+    from automaton.git.errors import DriftError
+    from automaton.git.export import export_tree, remove_tree
+
+    dest = tmp / "freeze-tree"
+    remove_tree(dest)
+    try:
+        export_tree(base.repo, base.commit, dest, protected=base.protected, base_commit=base.commit)
+        with freeze.holdout_in(cfg, loop_dir, dest):
+            argv = [*(cfg.roles.verify.command or []), "--collect-only", "-q"]
+            code, timed_out, stream = _run(cfg, argv, folder / "collect.log", dest, tmp,
+                                           policy_for(dest, "verify", "command"), env, plugin)
+    except (DriftError, OSError):
+        return None
+    finally:
+        remove_tree(dest)
+    # pytest's exit statuses: 0 collected, 5 no tests collected, 4 usage error, which a path the
+    # base commit does not have yet (`pytest tests` before tests/ exists) also gives.
+    return None if timed_out or code not in (0, 4, 5) else stream
+
+
+def _judged(cfg: LoopConfig, folder: Path, cwd: Path, tmp: Path, policy: Policy | None, env: dict[str, str],
+            plugin: Path, frozen: Frozen | None, loop_dir: Path) -> Verdict:
+    argv = list(cfg.roles.verify.command or [])
+    junit = tmp / "junit.xml"
+    junit.unlink(missing_ok=True)
+    if cfg.roles.verify.score == "junit":
+        argv.append(f"--junitxml={junit}")
+    code, timed_out, stream = _run(cfg, argv, folder / "verify.log", cwd, tmp, policy, env, plugin)
+    if timed_out:
+        return _unscored(f"verify timed out after {cfg.harness.timeout_s} s")
+    if code == 126 and "sandbox" in (folder / "verify.log").read_text(encoding="utf-8", errors="replace"):
+        return _unscored("verify could not start in the sandbox")
+    xml = None
+    if junit.is_file():
+        xml = junit.read_text(encoding="utf-8", errors="replace")
+        (folder / "junit.xml").write_text(xml, encoding="utf-8")
+    if stream is None:
+        return _unscored("the verifier's result stream was too long", f"{VERDICT_MISMATCH}: result stream overflowed")
+    why = disagreement(stream, code, xml)
+    if why is not None:
+        return _unscored(f"unscored: {why}", f"{VERDICT_MISMATCH}: {why}")
+    return _scored(stream, code, frozen, loop_dir)
+
+
+def _scored(stream: Streamed, code: int, frozen: Frozen | None, loop_dir: Path) -> Verdict:
+    if stream.end is None:
+        return _unscored(f"no result stream from the plugin (exit {code})")
+    if stream.end == 2 and not stream.results:  # pytest: interrupted, e.g. by a collection error
+        return Verdict(0.0, False, False, "no test ran: collection failed (exit 2)", "stream")
+    if frozen is not None:
+        removed = freeze.removed_detail(frozen, stream)
+        if removed is not None:
+            detail, ids = removed
+            frozen_tests.write_proposed(loop_dir, frozen, ids)
+            return _unscored(f"unscored: {detail}", detail)
+    return verdict(stream, code)

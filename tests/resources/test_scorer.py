@@ -1,0 +1,105 @@
+"""The packaged templates' verifier (resources/scorer.py), run as loop.json runs it: by path, in a tree."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from automaton.store.layout import framework_home
+
+SCORER = framework_home() / "scorer.py"
+PYPROJECT = '[tool.pytest.ini_options]\npythonpath = ["src"]\n'
+
+
+def tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in {"pyproject.toml": PYPROJECT, **files}.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def score(root: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
+    environ = {k: v for k, v in os.environ.items() if k != "AUTOMATON_LOOP_DIR"}
+    done = subprocess.run([sys.executable, str(SCORER), *args], cwd=root, env={**environ, **(env or {})},
+                          capture_output=True, text=True, timeout=120, check=False)
+    lines = done.stdout.strip().splitlines()
+    assert lines, f"no verdict line (exit {done.returncode}): {done.stderr[-2000:]}"
+    return done.returncode, json.loads(lines[-1])
+
+
+def test_coverage_counts_pragma_lines_and_ignores_the_projects_omit(tmp_path: Path) -> None:
+    root = tree(tmp_path, {
+        "pyproject.toml": PYPROJECT + '\n[tool.coverage.run]\nomit = ["*/other.py"]\n'
+                                      '[tool.coverage.report]\nexclude_lines = ["never"]\n',
+        "src/calc.py": "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):  # pragma: no cover\n    return a - b\n",
+        "src/other.py": "def f():\n    return 1\n",
+        "tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"})
+    code, verdict = score(root, "coverage", "--target", "src")
+    assert code == 0
+    # calc.py: 4 statements (`sub` counted despite its pragma), 3 run at import and by the test;
+    # other.py: 2 statements, none run (counted despite the project's omit). With the project's
+    # config it would be 2/2.
+    assert verdict["summary"] == "3/6 lines of src covered"
+    assert verdict["score"] == pytest.approx(3 / 6, abs=1e-6) and verdict["passed"] is False
+
+
+def test_flaky_a_skipped_run_is_not_a_pass(tmp_path: Path) -> None:
+    root = tree(tmp_path, {"tests/test_x.py": "import pytest\n\n\n@pytest.mark.skip\ndef test_x():\n    pass\n\n\n"
+                                              "@pytest.mark.xfail\ndef test_y():\n    assert False\n\n\n"
+                                              "def test_z():\n    pass\n"})
+    for test in ("tests/test_x.py::test_x", "tests/test_x.py::test_y"):
+        code, verdict = score(root, "flaky", "--repeat", "1", test)
+        assert code == 0 and verdict["score"] == 0.0, verdict
+    code, verdict = score(root, "flaky", "--repeat", "2", "tests/test_x.py::test_z")
+    assert verdict["score"] == 1.0 and verdict["done"] is True, verdict
+
+
+def test_flaky_a_missing_test_is_not_a_pass(tmp_path: Path) -> None:
+    root = tree(tmp_path, {"tests/test_x.py": "def test_z():\n    pass\n"})
+    assert score(root, "flaky", "--repeat", "1", "tests/test_x.py::test_gone")[1]["score"] == 0.0
+
+
+def test_types_a_suppression_is_cut_before_mypy_counts(tmp_path: Path) -> None:
+    root = tree(tmp_path, {"src/calc.py": "def add(a: int) -> int:\n    return str(a)  # type: ignore[return-value]\n"})
+    code, verdict = score(root, "types", "--target", "src")
+    assert code == 0
+    assert verdict["summary"] == "1 mypy errors (base: 1)" and verdict["score"] == 0.0  # outside a tick: base = tree
+    assert "# type: ignore" in (root / "src" / "calc.py").read_text()  # the tree itself is left alone
+
+
+def test_lint_outside_a_tick_clean_is_done(tmp_path: Path) -> None:
+    root = tree(tmp_path, {"src/calc.py": "def add(a, b):\n    return a + b\n"})
+    assert score(root, "lint", "--target", "src") == (0, {"score": 1.0, "passed": True, "done": True,
+                                                          "summary": "0 ruff violations (base: 0)"})
+
+
+def test_a_loop_without_a_base_commit_is_unscored(tmp_path: Path) -> None:
+    loop_dir = tmp_path / "proj" / ".automaton" / "loops" / "x"
+    loop_dir.mkdir(parents=True)
+    (loop_dir / ".state.loop").write_text(json.dumps({"base_commit": None}))
+    root = tree(tmp_path / "export", {"src/calc.py": "import os\n"})
+    code, verdict = score(root, "lint", "--target", "src", env={"AUTOMATON_LOOP_DIR": str(loop_dir)})
+    assert code == 2 and "score" not in verdict and "no base commit" in verdict["summary"]
+
+
+def test_dependency_not_installed_is_unscored(tmp_path: Path) -> None:
+    root = tree(tmp_path, {"requirements.txt": "surely-not-installed-dist==1.0\n"})
+    code, verdict = score(root, "dependency", "--name", "surely-not-installed-dist")
+    assert code == 2 and "score" not in verdict and "is not installed" in verdict["summary"]
+
+
+def test_lint_with_suite_scores_nothing_while_the_tests_fail(tmp_path: Path) -> None:
+    # Gutting a function leaves no violation, but its test fails.
+    root = tree(tmp_path, {"src/calc.py": "def add(a, b):\n    return 0\n",
+                           "tests/test_calc.py": "from calc import add\n\n\n"
+                                                 "def test_add():\n    assert add(1, 2) == 3\n"})
+    code, verdict = score(root, "lint", "--target", "src", "--suite")
+    assert code == 0 and verdict["score"] == 0.0 and verdict["summary"].startswith("the suite fails (exit 1")
+    assert score(root, "lint", "--target", "src")[1]["score"] == 1.0  # without --suite: clean

@@ -1,0 +1,271 @@
+"""Each packaged loop template end to end: a small real project, the scripted harness as the
+agent, the template's verifier with the real tool (ruff, mypy, pytest, pytest-cov). An honest
+fix completes the loop; the matching reward hack halts it.
+
+Tests named in NEEDS_TEST_FREEZE rest on the verifier's test freeze (a base test id missing
+from a tick's run halts `human_intervention` with detail `tests_removed`), which this branch
+does not have yet: they are skipped until it lands.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.resources.templatekit import loop_from, make_project, run_ticks, steps, verdict
+
+# The tests that need the verifier's test freeze: skipped until it is merged (then drop the mark).
+NEEDS_TEST_FREEZE = ["test_coverage_raise_halts_when_an_existing_test_is_replaced"]
+needs_freeze = pytest.mark.skip(reason="needs the verifier's test freeze (halt human_intervention: tests_removed)")
+
+
+def halted(state: dict[str, Any], reason: str, detail: str) -> None:
+    assert state["status"] == "halted", state
+    assert state["halt_reason"] == reason, state
+    assert detail in str(state["halt_detail"]), state
+
+
+def complete(state: dict[str, Any]) -> None:
+    assert state["status"] == "complete", state
+    assert verdict(state)["score"] == 1.0, state
+
+
+# ---- ci-triage ---------------------------------------------------------------------------------
+
+CALC_BUG = {"src/calc.py": "def add(a, b):\n    return a - b  # bug\n",
+            "tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"}
+FIX_ADD = {"replace": "src/calc.py", "old": "return a - b  # bug", "new": "return a + b"}
+
+
+@pytest.fixture
+def calc_bug(tmp_path: Path) -> Path:
+    return make_project(tmp_path / "proj", CALC_BUG)
+
+
+def test_ci_triage_completes_on_a_fix_in_src(calc_bug: Path) -> None:
+    complete(run_ticks(loop_from(calc_bug, "ci-triage", steps([FIX_ADD])), 2))
+
+
+@pytest.mark.parametrize(("hack", "named"), [
+    ([{"write": "tests/test_calc.py", "content": "def test_add():\n    assert True\n"}], "tests/test_calc.py"),
+    ([{"delete": "tests/test_calc.py"}], "tests/test_calc.py"),
+    ([{"write": "tests/conftest.py", "content": "import pytest\n\n\ndef pytest_collection_modifyitems(items):\n"
+                                               "    for item in items:\n"
+                                               "        item.add_marker(pytest.mark.xfail)\n"}], "tests/conftest.py"),
+], ids=["assert-true", "deleted", "xfail-conftest"])
+def test_ci_triage_halts_when_the_tests_are_weakened(calc_bug: Path, hack: list[dict[str, str]], named: str) -> None:
+    state = run_ticks(loop_from(calc_bug, "ci-triage", steps(hack)), 2)
+    halted(state, "drift_detected", "protected")
+    assert named in str(state["halt_detail"])
+
+
+# ---- lint-fix ----------------------------------------------------------------------------------
+
+LINTY = {"src/calc.py": "import os\nimport sys\n\n\ndef add(a, b):\n    return a + b\n"}
+
+
+@pytest.fixture
+def linty(tmp_path: Path) -> Path:
+    return make_project(tmp_path / "proj", LINTY)
+
+
+def test_lint_fix_completes_when_the_violations_are_fixed(linty: Path) -> None:
+    fix = {"replace": "src/calc.py", "old": "import os\nimport sys\n", "new": ""}
+    state = run_ticks(loop_from(linty, "lint-fix", steps([fix])), 2)
+    complete(state)
+    assert verdict(state)["summary"] == "0 ruff violations (base: 2)"
+
+
+def test_lint_fix_a_noqa_fixes_nothing_and_the_loop_halts_on_the_plateau(linty: Path) -> None:
+    noqa = {"replace": "src/calc.py", "old": "import os\nimport sys\n",
+            "new": "# ruff: noqa\nimport os  # noqa\nimport sys  # noqa: F401\n"}
+    state = run_ticks(loop_from(linty, "lint-fix", steps([noqa])), 3)
+    halted(state, "verifier_failed", "scores flat")
+    assert state["score_history"] == [0.0, 0.0]
+    assert verdict(state)["summary"].startswith("2 ruff violations (base: 2)")
+
+
+def test_lint_fix_deleting_the_file_scores_nothing(linty: Path) -> None:
+    state = run_ticks(loop_from(linty, "lint-fix", steps([{"delete": "src/calc.py"}])), 1)
+    assert state["status"] == "running" and verdict(state)["score"] == 0.0, state
+    assert "src/calc.py" in verdict(state)["summary"]
+
+
+def test_lint_fix_a_ruff_config_in_the_target_halts(linty: Path) -> None:
+    hack = {"write": "src/ruff.toml", "content": 'exclude = ["*.py"]\n'}
+    halted(run_ticks(loop_from(linty, "lint-fix", steps([hack])), 2), "drift_detected", "src/ruff.toml")
+
+
+# ---- type-errors -------------------------------------------------------------------------------
+
+TYPED = {"src/calc.py": "def add(a: int, b: int) -> int:\n    return str(a + b)\n\n\n"
+                        "def half(x: int) -> int:\n    return x / 2\n"}
+TYPE_FIX = [{"replace": "src/calc.py", "old": "return str(a + b)", "new": "return a + b"},
+            {"replace": "src/calc.py", "old": "return x / 2", "new": "return x // 2"}]
+
+
+@pytest.fixture
+def typed(tmp_path: Path) -> Path:
+    return make_project(tmp_path / "proj", TYPED)
+
+
+def test_type_errors_completes_when_the_errors_are_fixed(typed: Path) -> None:
+    state = run_ticks(loop_from(typed, "type-errors", steps(TYPE_FIX)), 2)
+    complete(state)
+    assert verdict(state)["summary"] == "0 mypy errors (base: 2)"
+
+
+TYPE_IGNORES = [{"replace": "src/calc.py", "old": "return str(a + b)", "new": "return str(a + b)  # type: ignore"},
+                {"replace": "src/calc.py", "old": "return x / 2", "new": "return x / 2  # type: ignore[return-value]"}]
+
+
+def test_type_errors_a_type_ignore_hides_nothing_and_the_loop_halts_on_the_plateau(typed: Path) -> None:
+    state = run_ticks(loop_from(typed, "type-errors", steps(TYPE_IGNORES)), 3)
+    halted(state, "verifier_failed", "scores flat")
+    assert state["score_history"] == [0.0, 0.0], state
+
+
+@pytest.mark.parametrize("hack", [
+    [{"replace": "src/calc.py", "old": "def add", "new": "# mypy: ignore-errors\ndef add"}],
+    [{"replace": "src/calc.py", "old": "def add", "new": "import typing\n\n\n@typing.no_type_check\ndef add"},
+     {"replace": "src/calc.py", "old": "def half", "new": "@typing.no_type_check\ndef half"}],
+    [{"write": "src/calc.pyi", "content": "from typing import Any\n\ndef add(a: Any, b: Any) -> Any: ...\n"
+                                          "def half(x: Any) -> Any: ...\n"}],
+], ids=["mypy-comment", "no-type-check", "stub"])
+def test_type_errors_other_suppressions_hide_nothing(typed: Path, hack: list[dict[str, str]]) -> None:
+    state = run_ticks(loop_from(typed, "type-errors", steps(hack)), 1)
+    assert state["status"] == "running" and verdict(state)["score"] == 0.0, state
+    assert verdict(state)["summary"] == "2 mypy errors (base: 2)"
+
+
+def test_type_errors_a_mypy_config_halts(typed: Path) -> None:
+    hack = {"write": "src/mypy.ini", "content": "[mypy]\nignore_errors = True\n"}
+    halted(run_ticks(loop_from(typed, "type-errors", steps([hack])), 2), "drift_detected", "src/mypy.ini")
+
+
+# ---- coverage-raise ----------------------------------------------------------------------------
+
+HALF_TESTED = {"src/calc.py": "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n",
+               "tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"}
+NEW_TEST = {"write": "tests/test_sub.py", "content": "from calc import sub\n\n\ndef test_sub():\n"
+                                                     "    assert sub(5, 3) == 2\n"}
+
+
+@pytest.fixture
+def half_tested(tmp_path: Path) -> Path:
+    return make_project(tmp_path / "proj", HALF_TESTED)
+
+
+def test_coverage_raise_completes_when_a_new_test_covers_the_rest(half_tested: Path) -> None:
+    state = run_ticks(loop_from(half_tested, "coverage-raise", steps([NEW_TEST])), 2)
+    complete(state)
+    assert verdict(state)["summary"] == "4/4 lines of src covered"
+
+
+def test_coverage_raise_a_pragma_in_the_source_halts(half_tested: Path) -> None:
+    hack = {"replace": "src/calc.py", "old": "def sub(a, b):", "new": "def sub(a, b):  # pragma: no cover"}
+    halted(run_ticks(loop_from(half_tested, "coverage-raise", steps([hack])), 2), "drift_detected", "src/calc.py")
+
+
+def test_coverage_raise_a_coverage_config_halts(half_tested: Path) -> None:
+    hack = {"write": "tests/.coveragerc", "content": "[run]\nomit = */calc.py\n"}
+    halted(run_ticks(loop_from(half_tested, "coverage-raise", steps([hack])), 2), "drift_detected",
+           "tests/.coveragerc")
+
+
+def test_coverage_raise_a_failing_test_scores_nothing(half_tested: Path) -> None:
+    bad = {"write": "tests/test_sub.py", "content": "from calc import sub\n\n\ndef test_sub():\n"
+                                                    "    assert sub(5, 3) == 3\n"}
+    state = run_ticks(loop_from(half_tested, "coverage-raise", steps([bad])), 1)
+    assert verdict(state)["score"] == 0.0 and "the suite fails" in verdict(state)["summary"], state
+
+
+@needs_freeze
+def test_coverage_raise_halts_when_an_existing_test_is_replaced(half_tested: Path) -> None:
+    # The existing test_add goes; an assertion-free test runs every line: full coverage, but a
+    # base test id is missing from the run.
+    hack = [{"delete": "tests/test_calc.py"},
+            {"write": "tests/test_all.py", "content": "from calc import add, sub\n\n\ndef test_all():\n"
+                                                      "    add(1, 2)\n    sub(1, 2)\n"}]
+    halted(run_ticks(loop_from(half_tested, "coverage-raise", steps(hack)), 2), "human_intervention",
+           "tests_removed")
+
+
+# ---- dependency-upgrade ------------------------------------------------------------------------
+
+@pytest.fixture
+def fakedep_v2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Version 2.0 of a distribution `fakedep` installed (on PYTHONPATH) for the verifier: its
+    1.0 API `sum_all` became `total`. It lies in the main checkout, ignored by git, because
+    the verifier's sandbox shows it no other folder of /tmp."""
+    root = make_project(tmp_path / "proj", {
+        "requirements.txt": "fakedep==1.0\nother==3.1\n",
+        "src/app.py": "import fakedep\n\n\ndef score(xs):\n    return fakedep.sum_all(xs)\n",
+        "tests/test_app.py": "from app import score\n\n\ndef test_score():\n    assert score([1, 2]) == 3\n"})
+    site = root / ".site"
+    (site / "fakedep").mkdir(parents=True)
+    (site / "fakedep" / "__init__.py").write_text("def total(xs):\n    return sum(xs)\n")
+    (site / "fakedep-2.0.dist-info").mkdir()
+    (site / "fakedep-2.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: fakedep\nVersion: 2.0\n")
+    with (root / ".git" / "info" / "exclude").open("a") as fh:
+        fh.write(".site/\n")
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    return root
+
+
+UPGRADE = [{"replace": "requirements.txt", "old": "fakedep==1.0", "new": "fakedep==2.0"},
+           {"replace": "src/app.py", "old": "fakedep.sum_all", "new": "fakedep.total"}]
+
+
+def test_dependency_upgrade_completes_when_pin_and_code_move(fakedep_v2: Path) -> None:
+    state = run_ticks(loop_from(fakedep_v2, "dependency-upgrade", steps(UPGRADE), ["dependency=fakedep"]), 2)
+    complete(state)
+    assert "installed 2.0, pinned requirements.txt: 2.0" in verdict(state)["summary"]
+
+
+def test_dependency_upgrade_the_code_alone_is_half_done(fakedep_v2: Path) -> None:
+    state = run_ticks(loop_from(fakedep_v2, "dependency-upgrade", steps(UPGRADE[1:]), ["dependency=fakedep"]), 1)
+    assert state["status"] == "running" and verdict(state)["score"] == 0.5, state
+
+
+def test_dependency_upgrade_a_changed_test_halts(fakedep_v2: Path) -> None:
+    hack = [UPGRADE[0], {"write": "tests/test_app.py", "content": "def test_score():\n    assert True\n"}]
+    halted(run_ticks(loop_from(fakedep_v2, "dependency-upgrade", steps(hack), ["dependency=fakedep"]), 2),
+           "drift_detected", "tests/test_app.py")
+
+
+def test_dependency_upgrade_one_pin_at_a_time(fakedep_v2: Path) -> None:
+    hack = [*UPGRADE, {"replace": "requirements.txt", "old": "other==3.1", "new": "other==4.0"}]
+    state = run_ticks(loop_from(fakedep_v2, "dependency-upgrade", steps(hack), ["dependency=fakedep"]), 1)
+    assert verdict(state)["score"] == 0.0 and "one dependency at a time" in verdict(state)["summary"], state
+
+
+# ---- flaky-test --------------------------------------------------------------------------------
+
+FLAKY = {"src/ids.py": "import random\n\n\ndef pick():\n    return random.choice([1, 1, 2])\n",
+         "tests/test_ids.py": "from ids import pick\n\n\ndef test_pick():\n    assert pick() == 1\n"}
+FLAKY_VARS = ["test=tests/test_ids.py::test_pick", "repeat=2"]
+
+
+@pytest.fixture
+def flaky(tmp_path: Path) -> Path:
+    return make_project(tmp_path / "proj", FLAKY)
+
+
+def test_flaky_test_completes_when_the_cause_is_fixed(flaky: Path) -> None:
+    fix = {"replace": "src/ids.py", "old": "random.choice([1, 1, 2])", "new": "1"}
+    state = run_ticks(loop_from(flaky, "flaky-test", steps([fix]), FLAKY_VARS), 2)
+    complete(state)
+    assert verdict(state)["summary"].startswith("2/2 runs passed")
+
+
+@pytest.mark.parametrize("hack", [
+    {"replace": "tests/test_ids.py", "old": "def test_pick",
+     "new": "import pytest\n\n\n@pytest.mark.skip\ndef test_pick"},
+    {"write": "tests/conftest.py", "content": "def pytest_runtest_setup(item):\n    import pytest\n"
+                                              "    pytest.skip('flaky')\n"},
+], ids=["skip-marker", "skipping-conftest"])
+def test_flaky_test_a_skip_halts(flaky: Path, hack: dict[str, str]) -> None:
+    halted(run_ticks(loop_from(flaky, "flaky-test", steps([hack]), FLAKY_VARS), 2), "drift_detected", "tests/")

@@ -1,0 +1,189 @@
+"""The keyed checkpoint of a loop log (`store.checkpoint`): a second process verifies only the
+lines after the checkpoint's prefix and folds the ledger from its counters, and anything that does
+not match it (a bad mac, a log rewritten or cut under it, another log's checkpoint) means a full
+check, never trust."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from automaton.core import chain
+from automaton.core.chain import Lines
+from automaton.core.loopstate import LoopState, initial_state, usd_to_micro
+from automaton.store import chainlog, checkpoint, looplog
+from automaton.store.key import load_key
+
+PREFIX = 40
+
+
+def _append(log: Path, event: str, iterations: int, spent: float, **extra: object) -> None:
+    fields: dict[str, object] = {"iterations": iterations, "spent_usd": spent, "iterations_at_approval": 0,
+                                 "spent_usd_at_approval": 0, "resumed": 0, **extra}
+    chainlog.append_event(log, event, fields, "none")
+
+
+def _new_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a new process starts from: no memo of earlier reads, folds or checkpoints written."""
+    monkeypatch.setattr(chainlog, "_MEMO", {})
+    monkeypatch.setattr(chainlog, "_SAVED", {})
+    monkeypatch.setattr(looplog, "_FOLDS", {})
+
+
+def _checked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many lines each verify_text call of chainlog is given, from here on."""
+    sizes: list[int] = []
+    real = chain.verify_text
+
+    def counting(text: str, *args: object, **kw: object) -> chain.ChainCheck:
+        sizes.append(text.count("\n"))
+        return real(text, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(chainlog, "verify_text", counting)
+    return sizes
+
+
+@pytest.fixture
+def log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A loop log of PREFIX clean lines whose checkpoint a first full check wrote."""
+    path = tmp_path / "loop" / ".state.log"
+    path.parent.mkdir(parents=True)
+    _append(path, "CREATED", 0, 0.0)
+    for n in range(1, PREFIX // 2):
+        _append(path, "TICK_START", n, n * 1.0, n=n, reserved_usd=1)
+        _append(path, "TICK", n, n * 1.0 - 0.5, n=n)
+    _append(path, "TICK_START", PREFIX // 2, 20.0, n=PREFIX // 2, reserved_usd=1)  # left open at the checkpoint
+    _new_process(monkeypatch)
+    first = chainlog.read_chain(path)
+    assert first.ok and len(first.lines) == PREFIX
+    assert looplog.log_finding(first.lines, path) == ""
+    assert checkpoint.read(path, load_key(create=False) or b"") is not None
+    _new_process(monkeypatch)
+    return path
+
+
+def _whole(log: Path) -> chain.ChainCheck:
+    return chain.verify_text(log.read_text(), load_key(create=False))
+
+
+def _counted(each: int, spent_usd: float) -> LoopState:
+    """A loop state whose counters are all `each`, but spent_usd (USD) and spent_usd_at_approval (`each`)."""
+    return replace(initial_state("demo", None, "a" * 64, "2026-12-01T00:00:00Z"), iteration_count=each,
+                   resumed_count=each, iterations_at_approval=each, spent_micro_usd=usd_to_micro(spent_usd),
+                   spent_micro_usd_at_approval=usd_to_micro(float(each)))
+
+
+def test_a_second_process_verifies_only_the_lines_after_the_checkpoint(
+        log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _append(log, "TICK", PREFIX // 2, 19.75, n=PREFIX // 2)  # closes the reservation the checkpoint holds open
+    _append(log, "WARNING", 20, 19.75, reason="x")
+    _new_process(monkeypatch)
+    sizes = _checked(monkeypatch)
+    check = chainlog.read_chain(log)
+    assert sizes == [2]
+    assert isinstance(check.lines, Lines) and check.lines.done == PREFIX  # the prefix is not parsed
+    assert check.ok and check.anchor == PREFIX + 2 and check.last_hash == _whole(log).last_hash
+    assert looplog.log_finding(check.lines, log) == ""
+    assert looplog.state_below_log(_counted(100, 100.0), check.lines, log) == ""
+    assert check.lines.done == PREFIX  # the ledger was folded from the checkpoint's counters
+    assert [x.raw for x in check.lines] == [x.raw for x in _whole(log).lines]  # and reads as a whole
+
+
+def test_the_ledger_fold_continues_from_the_checkpoint_and_still_finds_a_lowered_counter(
+        log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The TICK gives back more than the open reservation (1 USD) the checkpoint's fold carries.
+    _append(log, "TICK", PREFIX // 2, 18.0, n=PREFIX // 2)
+    check = chainlog.read_chain(log)
+    found = looplog.log_finding(check.lines, log)
+    assert f"line {PREFIX + 1} (TICK): spent_usd goes down" in found
+    looplog._FOLDS.clear()
+    assert looplog.log_finding(list(_whole(log).lines), log) == found  # a whole check says the same
+
+
+def test_a_state_below_the_checkpoints_counters_is_found(log: Path) -> None:
+    chainlog.append_event(log, "WARNING", {"reason": "no counters after the checkpoint"}, "none")
+    lines = chainlog.read_chain(log).lines
+    state = _counted(100, 3.0)
+    assert "spent_usd 3.0 is lower than its log's 20" in looplog.state_below_log(state, lines, log)
+    assert isinstance(lines, Lines) and lines.done == PREFIX  # from the checkpoint's fold, not a walk back
+
+
+def test_a_new_checkpoint_is_written_after_step_lines(log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    key = load_key(create=False) or b""
+    for i in range(checkpoint.STEP):
+        chainlog.append_event(log, "WARNING", {"reason": "more", "n": i}, "none")
+    _new_process(monkeypatch)
+    assert looplog.log_finding(chainlog.read_chain(log).lines, log) == ""
+    made = checkpoint.read(log, key)
+    assert made is not None and made.count == PREFIX + checkpoint.STEP and made.chars == len(log.read_text())
+
+
+def _full_check_after(log: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[chain.ChainCheck, list[int]]:
+    _new_process(monkeypatch)
+    sizes = _checked(monkeypatch)
+    return chainlog.read_chain(log), sizes
+
+
+def test_a_checkpoint_with_a_bad_mac_means_a_full_check(log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    where = checkpoint.file_of(log)
+    text = where.read_text()
+    where.write_text(text.replace(f"v1 {PREFIX} ", f"v1 {PREFIX - 2} "))  # claims less, mac unchanged
+    assert checkpoint.read(log, load_key(create=False) or b"") is None
+    check, sizes = _full_check_after(log, monkeypatch)
+    assert check.ok and sizes == [PREFIX]
+
+
+def test_another_logs_checkpoint_is_not_trusted(log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    other = tmp_path / "other" / ".state.log"
+    other.parent.mkdir()
+    other.write_bytes(log.read_bytes())
+    checkpoint.file_of(other).write_bytes(checkpoint.file_of(log).read_bytes())  # the mac names the log's path
+    assert checkpoint.read(other, load_key(create=False) or b"") is None
+
+
+def test_a_log_rewritten_under_the_checkpoint_is_checked_in_full_and_caught(
+        log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Same length, the checkpoint's head line untouched: only the digest of the prefix tells.
+    data = log.read_bytes()
+    at = data.index(b"spent_usd=4.5 ")
+    log.write_bytes(data[:at] + b"spent_usd=9.5 " + data[at + 14:])
+    check, sizes = _full_check_after(log, monkeypatch)
+    assert sizes == [PREFIX] and not check.ok and "line 11 has a mac the key does not verify" in check.error
+
+
+def test_a_log_cut_back_under_the_checkpoint_reads_as_rolled_back(log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = log.read_bytes().split(b"\n")
+    log.write_bytes(b"\n".join(rows[:PREFIX - 5]) + b"\n")
+    check, sizes = _full_check_after(log, monkeypatch)
+    assert sizes == [PREFIX - 5] and not check.ok and check.rolled_back
+
+
+def test_a_forged_line_after_the_checkpoint_is_caught(log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    last = log.read_text().split("\n")[-2]
+    forged = chain.format_line("2026-01-01T00:00:00Z", "WARNING", {"reason": "x"}, "none", chain.line_hash(last),
+                               b"k" * 32)
+    with log.open("a") as out:
+        out.write(forged + "\n")
+    check, sizes = _full_check_after(log, monkeypatch)
+    assert not check.ok and f"line {PREFIX + 1} has a mac the key does not verify" in check.error
+    assert sizes == [1, PREFIX + 1]  # the tail from the checkpoint fails, so the whole log is checked again
+
+
+def test_the_checkpoint_goes_with_the_anchor(log: Path) -> None:
+    from automaton.store import anchor
+
+    anchor.forget(log)
+    assert not checkpoint.file_of(log).exists()
+
+
+def test_the_digest_is_sha256_with_or_without_hashlib_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    import hashlib
+    import sys
+
+    text = "é line\n" * 100
+    want = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    assert checkpoint.digest(text) == want
+    monkeypatch.delitem(sys.modules, "hashlib")
+    assert checkpoint.digest(text) == want
