@@ -30,6 +30,17 @@ def test_micro_usd_takes_the_nearest_micro_dollar() -> None:
     assert usd_to_micro(0.1) + usd_to_micro(0.2) == usd_to_micro(0.3)  # no float drift in a sum
 
 
+def test_a_verdicts_halt_request_is_not_kept_in_the_state() -> None:
+    """`Verdict.halt` (a verify run asking for a human_intervention halt) is the tick's to act on:
+    the state keeps the verdict as `.state.loop` holds it, so a state read back equals the one written."""
+    s, _ = loopstate.reserve(fresh(), 1.0, "t1")
+    asked = Verdict(0.5, False, False, "1/2 passed", "stream", halt="tests_removed: tests/test_a.py::test_a")
+    s2, _ = loopstate.settle(s, counted_usd=0.5, reserved_usd=1.0, verdict=asked, window=2, complete=False,
+                             now="t2", fields={"n": 1})
+    assert s2.last_verdict == replace(asked, halt=None) and "halt" not in asked.to_dict()
+    assert validate_state(state_json(s2), "test") == s2
+
+
 def test_a_state_is_immutable_and_its_invariants_are_named() -> None:
     s = fresh()
     with pytest.raises(FrozenInstanceError):
