@@ -44,3 +44,11 @@ REGULAR
 MAKE_CHAR
 MAKE_BLOCK
 NON_ARTIFACTS
+
+ROLLBACK_ACCEPTED  # core/loopstate.py Event: a log's event, read by value (Event(line.event)) and written by commands/rollback.py
+# resources/pytest_plugin/automaton_verdicts.py: pytest calls its hooks by name
+pytest_configure
+pytest_deselected
+pytest_collection_finish
+pytest_runtest_logreport
+pytest_sessionfinish

@@ -28,6 +28,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 import _common as c
@@ -87,6 +88,8 @@ def first_response(project: Path) -> float:
 def add_ticks(project: Path, loops_n: int, ticks: int) -> None:
     """`ticks` settled ticks on each loop, as runner/ledger.py writes them (fsync skipped while
     generating only)."""
+    from automaton.core import loopstate
+    from automaton.core.loopstate import Verdict
     from automaton.store import loops
     from automaton.store.layout import Project
 
@@ -97,16 +100,14 @@ def add_ticks(project: Path, loops_n: int, ticks: int) -> None:
         for i in range(loops_n):
             name = f"loop-{i:05d}"
             for n in range(1, ticks + 1):
-                loops.update_state(proj, name, "TICK_START", {"n": n, "reserved_usd": "1.0"},
-                                   lambda s: s.update(iteration_count=s["iteration_count"] + 1,
-                                                      spent_usd=round(s["spent_usd"] + 1.0, 6),
-                                                      last_tick_at="2026-12-01T00:00:00Z"))
+                loops.update_state(proj, name, partial(loopstate.reserve, reserved_usd=1.0,
+                                                       now="2026-12-01T00:00:00Z"))
                 score = round(0.1 * (n % 10), 4)
-                verdict = {"score": score, "passed": False, "done": False, "summary": f"tick {n}", "source": "junit"}
-                loops.update_state(proj, name, "TICK", {"n": n, "score": f"{score:.4f}", "cost": "0.1000",
-                                                        "cost_known": True, "complete": False},
-                                   lambda s, v=verdict: s.update(spent_usd=round(s["spent_usd"] - 0.9, 6),
-                                                                 last_verdict=v), refund_usd=0.9)
+                fields = {"n": n, "score": f"{score:.4f}", "cost": "0.1000", "cost_known": True, "complete": False}
+                loops.update_state(proj, name, partial(
+                    loopstate.settle, counted_usd=0.1, reserved_usd=1.0, window=5, complete=False,
+                    now="2026-12-01T00:00:00Z", fields=fields,
+                    verdict=Verdict(score, False, False, f"tick {n}", "junit")))
     finally:
         os.fsync = real_fsync
 

@@ -34,6 +34,7 @@ import json
 import shutil
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -174,14 +175,15 @@ def gate_in_process(project: Path) -> Any:
 
 def record(project: Path, wt: Path, base: str) -> None:
     """Record the worktree in `.state.loop` the way the runner does (a WORKTREE event)."""
+    from automaton.core import loopstate
+    from automaton.core.loopstate import Event, LogEvent
     from automaton.store import loops
     from automaton.store.layout import Project
 
-    def mutate(state: dict[str, Any]) -> None:
-        state.update(worktree_path=str(wt), worktree_branch=f"loop/{LOOP}", base_commit=base)
-
-    loops.update_state(Project(project), LOOP, "WORKTREE",
-                       {"path": str(wt), "branch": f"loop/{LOOP}", "base": base, "created": True}, mutate)
+    event = LogEvent(Event.WORKTREE, {"path": str(wt), "branch": f"loop/{LOOP}", "base": base, "created": True})
+    loops.update_state(Project(project), LOOP, partial(loopstate.record_worktree, path=str(wt),
+                                                       branch=f"loop/{LOOP}", base_commit=base, fallback=None,
+                                                       event=event))
 
 
 if __name__ == "__main__":

@@ -86,9 +86,9 @@ def check_loop(project: Path, name: str) -> int:
         raise c.BenchError(f"loop {name} reads as tampered after the race: {rec.tamper}")
     log = (project / ".automaton" / "loops" / name / loops.LOG_FILE).read_text()
     skipped = sum(1 for line in log.splitlines() if " SKIPPED " in line)
-    if skipped != PROCS - rec.state["iteration_count"]:
-        raise c.BenchError(f"loop {name}: {skipped} SKIPPED lines for {rec.state['iteration_count']} ticks")
-    return int(rec.state["iteration_count"])
+    if skipped != PROCS - rec.state.iteration_count:
+        raise c.BenchError(f"loop {name}: {skipped} SKIPPED lines for {rec.state.iteration_count} ticks")
+    return rec.state.iteration_count
 
 
 def uncontended(project: Path, runner: str, reps: int) -> dict[str, list[c.Sample]]:

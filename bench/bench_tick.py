@@ -65,23 +65,23 @@ def exporter(project: Path, name: str, tmp: Path, kept: bool) -> Callable[[], c.
     proj = Project(project)
     state = loops.read_state(proj, name)
     cfg = loops.read_config(proj, name)
-    wt = Path(state["worktree_path"])
+    wt = Path(str(state.worktree_path))
     counter = itertools.count()
     folder = tmp / "kept-export"
 
     def work() -> None:
         protected = protected_patterns(cfg, wt)
         if kept:
-            done = refresh_export(wt, "HEAD", folder, protected=protected, base_commit=state["base_commit"])
+            done = refresh_export(wt, "HEAD", folder, protected=protected, base_commit=state.base_commit)
             if done.kept != done.files:
                 raise c.BenchError(f"the kept export rewrote {done.files - done.kept} of {done.files} files")
             return
         dest = tmp / f"export-{next(counter)}"
-        export_tree(wt, "HEAD", dest, protected=protected, base_commit=state["base_commit"])
+        export_tree(wt, "HEAD", dest, protected=protected, base_commit=state.base_commit)
         shutil.rmtree(dest)
 
     if kept:  # the first call writes every file: untimed, as a loop's first tick
-        refresh_export(wt, "HEAD", folder, protected=protected_patterns(cfg, wt), base_commit=state["base_commit"])
+        refresh_export(wt, "HEAD", folder, protected=protected_patterns(cfg, wt), base_commit=state.base_commit)
     return lambda: c.measure(work)
 
 

@@ -9,10 +9,13 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from automaton.core.loopstate import LogEvent, LoopState
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Test Author",
@@ -203,7 +206,7 @@ def approve_first(root: Path, name: str) -> None:
 
     project = Project(root.resolve())
     state = loops.read_state(project, name)
-    if state["status"] != "halted" or not str(state["halt_detail"] or "").startswith(FIRST_APPROVAL):
+    if state.status != "halted" or not str(state.halt_detail or "").startswith(FIRST_APPROVAL):
         return
     human = Human("tests", "tests")
     loop_cmds.approve_loop(project, name, loop_cmds.review_loop(project, name, human=human), human=human)
@@ -241,3 +244,29 @@ def socket_in_tmp(prefix: str) -> Iterator[tuple[Path, list[bytes]]]:
         server.close()
         shutil.rmtree(folder, ignore_errors=True)
 
+
+
+def via_json(event: str, fields: dict[str, object], mutate: Callable[[dict[str, Any]], object], *,
+             refund_usd: float = 0.0, refund_iterations: int = 0) -> Callable[[LoopState], tuple[LoopState, LogEvent]]:
+    """A loop-state transition for tests that set up a state by editing its JSON object:
+    `mutate` edits `.state.loop`'s object (file keys, USD as floats), which is parsed back
+    (CorruptState for an invalid one, as a hand-edited file would be), logged as `event` (a
+    name of core.loopstate.Event) with `fields` and the given refunds."""
+    from automaton.core.loopconfig import state_json, validate_state
+    from automaton.core.loopstate import Event, LogEvent, usd_to_micro
+
+    def step(state: LoopState) -> tuple[LoopState, LogEvent]:
+        data = state_json(state)
+        mutate(data)
+        return (validate_state(data, "a test's state"),
+                LogEvent(Event[event], fields, usd_to_micro(refund_usd), refund_iterations))
+
+    return step
+
+
+def patched(state: LoopState, **changes: object) -> LoopState:
+    """`state` with `changes` (file keys, USD as floats) applied, parsed as `.state.loop` is
+    (CorruptState for a result no file may hold)."""
+    from automaton.core.loopconfig import state_json, validate_state
+
+    return validate_state({**state_json(state), **changes}, "a test's state")

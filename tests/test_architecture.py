@@ -155,7 +155,7 @@ def test_each_loop_command_looks_its_loop_up_once(project: Path, approver: str,
         names.clear()
         call()
         assert names == ["demo"], what
-    assert store.read_state(p, "demo")["accepted_drift"]  # the approval did read the drift
+    assert store.read_state(p, "demo").accepted_drift  # the approval did read the drift
 
 
 def test_a_tick_looks_its_loop_up_once(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,7 +16,7 @@ from automaton.runner.tick import tick
 from automaton.runner.worktree import ensure_for_tick
 from automaton.store import loops as store
 from automaton.store.layout import Project
-from tests.helpers import calls, git, run_cli
+from tests.helpers import calls, git, run_cli, via_json
 from tests.runner.loopkit import make_loop
 
 REAL_GIT = shutil.which("git") or "/usr/bin/git"
@@ -149,7 +149,7 @@ def test_failed_worktree_add_in_a_repository_refuses_the_tick(project: Path, fak
     out = run_cli("--mode", "tick", "--loop", "demo", "--project", str(proj.root), entry="automaton-loop")
     assert out.code == 2 and "the tick did not run" in out.err and "Traceback" not in out.err
     s = state(proj)
-    assert (s["iteration_count"], s["spent_usd"], s["worktree_fallback"]) == (0, 0.0, None)
+    assert (s.iteration_count, s.spent_usd, s.worktree_fallback) == (0, 0.0, None)
     assert not (project / "src" / "one.py").exists()
 
 
@@ -161,20 +161,20 @@ def test_tick_creates_worktree_on_first_tick(project: Path) -> None:
     assert out.code == 0 and out.data is not None and out.data["ran"]
     s = state(proj)
     wt = loop_dir(proj) / "worktree"
-    assert s["worktree_path"] == str(wt) and s["worktree_branch"] == "loop/demo"
-    assert s["base_commit"] == git(project, "rev-parse", "HEAD").strip()
+    assert s.worktree_path == str(wt) and s.worktree_branch == "loop/demo"
+    assert s.base_commit == git(project, "rev-parse", "HEAD").strip()
     assert (wt / "src" / "one.py").is_file() and not (project / "src" / "one.py").exists()
     assert git(wt, "log", "-1", "--format=%s").strip() == "automaton: tick 1"
-    assert s["iteration_count"] == 1
+    assert s.iteration_count == 1
 
 
 def test_tick_reuses_worktree_on_second_tick(project: Path) -> None:
     proj = make_loop(project, script=WRITE_SRC, **VERIFY)
     assert tick(proj, "demo").code == 0
-    first = state(proj)["worktree_path"]
+    first = state(proj).worktree_path
     assert tick(proj, "demo").code == 0
     s = state(proj)
-    assert s["worktree_path"] == first and s["iteration_count"] == 2
+    assert s.worktree_path == first and s.iteration_count == 2
     assert log_events(proj).count("WORKTREE") == 1
     wt = Path(first)
     assert (wt / "src" / "one.py").is_file() and (wt / "src" / "two.py").is_file()
@@ -189,8 +189,8 @@ def test_tick_falls_back_to_project_root_when_no_git(tmp_path: Path, monkeypatch
     assert out.code == 0 and out.data is not None and out.data["worktree_fallback"]
     assert (plain / "src" / "one.py").is_file()  # the agent worked in the project root
     s = state(proj)
-    assert s["worktree_path"] is None and "not a git repository" in s["worktree_fallback"]
-    assert s["iteration_count"] == 1 and "WARNING" in log_events(proj)
+    assert s.worktree_path is None and "not a git repository" in s.worktree_fallback
+    assert s.iteration_count == 1 and "WARNING" in log_events(proj)
 
 
 # ---- the branch already exists -------------------------------------------------------------
@@ -225,34 +225,34 @@ def test_ensure_worktree_clears_stale_worktree_path(project: Path) -> None:
     foreign folder blocks the re-creation the loop halts instead of lifting its blast radius
     into the main checkout (the folder is never deleted)."""
     proj = make_loop(project, script=WRITE_SRC, **VERIFY)
-    store.update_state(proj, "demo", "WORKTREE", {"path": "gone"},
-                       lambda s: s.update(worktree_path=str(project / "gone"), worktree_branch="loop/demo"))
+    store.update_state(proj, "demo", via_json("WORKTREE", {"path": "gone"},
+                       lambda s: s.update(worktree_path=str(project / "gone"), worktree_branch="loop/demo")))
     blocker = loop_dir(proj) / "worktree"
     blocker.mkdir()
     (blocker / "keep.txt").write_text("not automaton's")
     with pytest.raises(Refused, match="not a git worktree"):
         ensure_for_tick(store.Loop.resolve(proj, "demo"), store.read_config(proj, "demo"), state(proj))
     s = state(proj)
-    assert s["status"] == "halted" and s["halt_reason"] == "drift_detected"
-    assert s["halt_detail"].startswith("worktree_lost: ")
+    assert s.status == "halted" and s.halt_reason == "drift_detected"
+    assert s.halt_detail.startswith("worktree_lost: ")
     assert (blocker / "keep.txt").read_text() == "not automaton's"  # never deleted
     shutil.rmtree(blocker)  # truly gone: re-created, no fallback
-    store.update_state(proj, "demo", "APPROVED", {}, lambda s: s.update(status="running", halt_reason=None,
-                                                                         halt_detail=None))
+    store.update_state(proj, "demo", via_json("APPROVED", {}, lambda s: s.update(status="running", halt_reason=None,
+                                                                         halt_detail=None)))
     res = ensure_for_tick(store.Loop.resolve(proj, "demo"), store.read_config(proj, "demo"), state(proj))
     assert res.cleared_stale and res.created and res.fallback is None
-    assert state(proj)["worktree_path"] == str(blocker)
+    assert state(proj).worktree_path == str(blocker)
 
 
 def test_ensure_worktree_recreates_after_deletion(project: Path) -> None:
     proj = make_loop(project, script=WRITE_SRC, **VERIFY)
     assert tick(proj, "demo").code == 0
-    wt = Path(state(proj)["worktree_path"])
+    wt = Path(state(proj).worktree_path)
     shutil.rmtree(wt)  # registered with git but missing on disk
     res = ensure_for_tick(store.Loop.resolve(proj, "demo"), store.read_config(proj, "demo"), state(proj))
     assert res.path == wt and res.created and res.cleared_stale and res.fallback is None
     assert (wt / "src" / "one.py").is_file()  # tick 1's commit on loop/demo came back
-    assert state(proj)["worktree_path"] == str(wt)
+    assert state(proj).worktree_path == str(wt)
 
 
 # ---- paths ---------------------------------------------------------------------------------
@@ -280,8 +280,8 @@ def test_existing_loop_with_worktree_path_ticks_unchanged(project: Path, fake_bi
     after = state(proj)
     assert add_calls(fake_bin) == []
     for key in ("worktree_path", "worktree_branch", "base_commit", "worktree_fallback"):
-        assert after[key] == before[key]
-    assert after["iteration_count"] == 2
+        assert getattr(after, key) == getattr(before, key)
+    assert after.iteration_count == 2
 
 
 
@@ -295,7 +295,7 @@ def test_a_loop_that_had_a_worktree_halts_when_the_repository_disappears(project
     # the worktree step alone refuses to fall back ...
     with pytest.raises(Refused, match="the tick did not run in the main checkout"):
         ensure_for_tick(store.Loop.resolve(proj, "demo"), store.read_config(proj, "demo"), state(proj))
-    assert state(proj)["halt_detail"].startswith("worktree_lost")
+    assert state(proj).halt_detail.startswith("worktree_lost")
 
 
 def test_the_gate_halts_when_worktree_and_branch_are_both_gone(project: Path) -> None:
@@ -310,4 +310,4 @@ def test_the_gate_halts_when_worktree_and_branch_are_both_gone(project: Path) ->
     out = check_gate(proj, "demo")
     assert out.code == 1 and out.data is not None
     assert out.data["halt_reason"] == "drift_detected"
-    assert "cannot be read" in state(proj)["halt_detail"]
+    assert "cannot be read" in state(proj).halt_detail

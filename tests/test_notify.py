@@ -20,7 +20,7 @@ from automaton.store import loops
 from automaton.store.layout import Project
 from tests.commands.loopkit import human_seal, log_lines, loop_with
 from tests.core.test_loopconfig import DEFAULTS, cfg
-from tests.helpers import Result, bring_task, run_cli
+from tests.helpers import Result, bring_task, patched, run_cli, via_json
 
 # A notifier that records its stdin and its AUTOMATON_EVENT / AUTOMATON_MESSAGE, one JSON line a call.
 RECORDER = """\
@@ -52,7 +52,7 @@ def gate(p: Project, name: str = "demo") -> Result:
 
 
 def exhaust(p: Project, name: str = "demo") -> None:
-    loops.update_state(p, name, "TICK", {}, lambda s: s.update(iteration_count=25))
+    loops.update_state(p, name, via_json("TICK", {}, lambda s: s.update(iteration_count=25)))
 
 
 @pytest.fixture
@@ -153,7 +153,7 @@ def test_a_failing_command_is_logged_and_never_stops_the_halt(project: Path, not
     warning = [line for line in log_lines(p) if " WARNING " in line]
     assert len(warning) == 1 and "reason=notify_failed" in warning[0] and "event=halt" in warning[0]
     assert loops.inspect(p, "demo").tamper == ""  # the WARNING line is a chained, keyed line
-    assert loops.read_state(p, "demo")["status"] == "halted"
+    assert loops.read_state(p, "demo").status == "halted"
 
 
 def test_a_missing_or_hanging_command_fails_within_the_timeout(project: Path, fake_bin: Callable[[str, str], Path],
@@ -180,7 +180,7 @@ def test_events_not_listed_are_not_sent(project: Path, notifier: Path) -> None:
     assert gate(p).json["halted_now"] is True
     assert received(notifier) == []
     state = loops.read_state(p, "demo")
-    assert notify.notify_completion(p, "demo", {**state, "status": "complete"}) is None
+    assert notify.notify_completion(p, "demo", patched(state, status="complete", halt_reason=None)) is None
     [call] = received(notifier)
     assert call["event"] == "complete" and call["body"]["status"] == "complete"
 
@@ -269,8 +269,8 @@ def test_command_and_webhook_both_run(project: Path, notifier: Path, webhook: tu
     url, hook = webhook
     p = approved_loop(project, notify={"command": ["notifier"], "webhook": url})
     state = loops.read_state(p, "demo")
-    assert notify.notify_completion(p, "demo", {**state, "status": "complete",
-                                                "last_verdict": {"score": 1.0}}) is None
+    assert notify.notify_completion(p, "demo", patched(state, status="complete",
+                                                       last_verdict={"score": 1.0})) is None
     assert len(received(notifier)) == 1 and len(hook.got) == 1
     assert hook.got[0]["body"]["message"] == "automaton: loop demo is complete (score 1.0)"
 
@@ -291,7 +291,7 @@ def test_a_tick_put_off_without_a_halt_notifies_deferred_once(project: Path, not
     [call] = received(notifier)
     assert call["event"] == "deferred" and call["body"]["reason"] == "budget_unknown"
     assert "nvidia-smi not found" in call["body"]["detail"]
-    assert loops.read_state(p, "demo")["status"] == "running"
+    assert loops.read_state(p, "demo").status == "running"
 
 
 # ---- only a loop.json a human sealed notifies -------------------------------------------------
@@ -303,7 +303,7 @@ def test_a_loop_json_no_human_approved_runs_no_command_and_posts_nothing(
     url, hook = webhook
     p = loop_with(project, first_approval=False, notify={"command": ["notifier"], "webhook": url})
     state = loops.read_state(p, "demo")
-    assert state["status"] == "halted" and str(state["halt_detail"]).startswith("first_approval")
+    assert state.status == "halted" and str(state.halt_detail).startswith("first_approval")
     r = gate(p)
     assert r.code == 1 and r.json["halted_now"] is False
     failed = notify.notify(p, "demo", "halt", {"event": "halt"})

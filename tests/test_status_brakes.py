@@ -65,13 +65,13 @@ def test_approve_loop_clears_halt_and_increments_resumed_count(project: Path, ap
     r = cli(p, "--approve", "--loop", "demo")
     assert r.code == 0, r.err
     s = state(p)
-    assert (s["status"], s["halt_reason"], s["resumed_count"]) == ("running", None, 1)
+    assert (s.status, s.halt_reason, s.resumed_count) == ("running", None, 1)
 
 
 def test_approve_loop_refuses_running_loop(project: Path, approver: str) -> None:
     p = make_loop(project)
     r = cli(p, "--approve", "--loop", "demo")
-    assert r.code == 1 and state(p)["resumed_count"] == 0
+    assert r.code == 1 and state(p).resumed_count == 0
 
 
 def test_approve_loop_refuses_untracked_loop(project: Path, approver: str) -> None:
@@ -84,8 +84,8 @@ def test_approve_loop_refuses_untracked_loop(project: Path, approver: str) -> No
 
 def test_resume_loop_clears_paused(project: Path, approver: str) -> None:  # resuming is a human act
     p = make_loop(project)
-    assert cli(p, "--pause-loop", "demo").code == 0 and state(p)["status"] == "paused"
-    assert cli(p, "--resume-loop", "demo").code == 0 and state(p)["status"] == "running"
+    assert cli(p, "--pause-loop", "demo").code == 0 and state(p).status == "paused"
+    assert cli(p, "--resume-loop", "demo").code == 0 and state(p).status == "running"
 
 
 def test_resume_loop_refuses_halted(project: Path, approver: str) -> None:
@@ -94,7 +94,7 @@ def test_resume_loop_refuses_halted(project: Path, approver: str) -> None:
     gate(p)
     r = cli(p, "--resume-loop", "demo")
     assert r.code == 1 and r.err.strip() == "automaton: loop is halted, use --approve --loop to clear halt"
-    assert state(p)["status"] == "halted"
+    assert state(p).status == "halted"
 
 
 def test_pause_loop_invalidates_can_continue(project: Path) -> None:

@@ -30,6 +30,7 @@ from typing import Any
 from automaton.core.digest import sha256_hex
 from automaton.core.errors import AutomatonError, one_line
 from automaton.core.loopconfig import Notify
+from automaton.core.loopstate import Event, LogEvent, LoopState
 from automaton.core.names import LoopName
 from automaton.proc import run_capture
 from automaton.store import loops
@@ -66,7 +67,7 @@ def sealed_settings(project: Project, name: str) -> tuple[Notify | None, str | N
     loop, CorruptState for an unreadable state)."""
     loop = Loop.resolve(project, name)
     rec = loop.inspect()
-    seal = rec.state.get("config_sha256") if not rec.tamper else None
+    seal = rec.state.config_sha256 if not rec.tamper else None
     block = None
     for data in (loop.sealed_copy(), loop.config_bytes()):
         if data is None or seal is None or sha256_hex(data) != seal:
@@ -86,23 +87,26 @@ def sealed_settings(project: Project, name: str) -> tuple[Notify | None, str | N
     return block, None
 
 
-def payload(project: Project, name: str, event: str, state: dict[str, Any] | None, **extra: Any) -> dict[str, Any]:
+def payload(project: Project, name: str, event: str, state: LoopState | None, **extra: Any) -> dict[str, Any]:
     """The JSON body: {event, loop, project (absolute path), at (ISO-8601 UTC), status,
     halt_reason, halt_detail, iteration_count, spent_usd (USD, all ticks), last_score (0..1 or
     null), message (one line for a desktop notification), next_step (the command a human runs,
     or null)} plus `extra` (e.g. reason, task, task_phase)."""
-    state = state or {}
-    verdict = state.get("last_verdict") or {}
-    body: dict[str, Any] = {
-        "event": event, "loop": name, "project": str(project.root), "at": utc_now(),
-        "status": state.get("status"), "halt_reason": state.get("halt_reason"),
-        "halt_detail": state.get("halt_detail"), "iteration_count": state.get("iteration_count"),
-        "spent_usd": state.get("spent_usd"), "last_score": verdict.get("score"),
-    }
+    body: dict[str, Any] = {"event": event, "loop": name, "project": str(project.root), "at": utc_now()}
+    body.update(_state_fields(state))
     body.update(extra)
     body.setdefault("next_step", _next_step(name, event))
     body.setdefault("message", _message(body))
     return body
+
+
+def _state_fields(state: LoopState | None) -> dict[str, Any]:
+    """The payload's keys taken from the loop state (each null without a state)."""
+    if state is None:
+        return dict.fromkeys(("status", "halt_reason", "halt_detail", "iteration_count", "spent_usd", "last_score"))
+    return {"status": state.status, "halt_reason": state.halt_reason, "halt_detail": state.halt_detail,
+            "iteration_count": state.iteration_count, "spent_usd": state.spent_usd,
+            "last_score": state.last_verdict.score if state.last_verdict is not None else None}
 
 
 def _next_step(name: str, event: str) -> str | None:
@@ -223,11 +227,12 @@ def notify_logged(project: Project, name: str, event: str, body: dict[str, Any],
         reason = "notify_not_approved" if failed.startswith(NOT_APPROVED) else "notify_failed"
         # a log that cannot be written now is the next gate's finding, not the notifier's
         with contextlib.suppress(Exception):
-            loops.log_event(project, name, "WARNING", {"reason": reason, "event": event, "detail": failed})
+            loops.log_event(project, name, LogEvent(Event.WARNING, {"reason": reason, "event": event,
+                                                                     "detail": failed}))
     return failed
 
 
-def notify_completion(project: Project, name: str, state: dict[str, Any]) -> str | None:
+def notify_completion(project: Project, name: str, state: LoopState) -> str | None:
     """The runner calls this once, right after the tick whose state it wrote says `complete`
     (`state`: that new state). Returns the failure line (already logged) or None; never raises."""
     return notify_logged(project, name, "complete", payload(project, name, "complete", state))
@@ -237,7 +242,7 @@ def notify_completion(project: Project, name: str, state: dict[str, Any]) -> str
 DEFERRED_REASONS = ("budget_unknown", "task_untracked", "task_tampered")
 
 
-def after_gate(project: Project, name: str, data: dict[str, Any] | None, state: dict[str, Any], *,
+def after_gate(project: Project, name: str, data: dict[str, Any] | None, state: LoopState, *,
                detail: str | None = None) -> str | None:
     """What `--check-gate` notifies, from its result `data` (the gate object plus halted_now) and
     the gate's `detail` (one line, or None):

@@ -13,7 +13,7 @@ from automaton.core.names import LoopName
 from automaton.store import loops
 from automaton.store.layout import Project
 from tests.core.test_loopconfig import DESIGN_EXAMPLE
-from tests.helpers import approve_first, git
+from tests.helpers import approve_first, git, via_json
 
 
 def loop_with(root: Path, name: str = "demo", *, first_approval: bool = True, **top: Any) -> Project:
@@ -41,14 +41,14 @@ def tick(p: Project, score: float | None, by_role: dict[str, float | None], *, n
          cap: float = 2.0, complete: bool = False) -> dict[str, Any]:
     """One tick as runner/tick.py records it: reserve `cap` USD (TICK_START), write
     runs/<n>/cost.json, settle with a TICK line (unknown costs counted at `cap`)."""
-    n = loops.read_state(p, name)["iteration_count"] + 1
+    n = loops.read_state(p, name).iteration_count + 1
 
     def reserve(s: dict[str, Any]) -> None:
         s["iteration_count"] += 1
         s["spent_usd"] = round(float(s["spent_usd"]) + cap, 6)
         s["last_tick_at"] = "2026-12-01T00:00:00Z"
 
-    loops.update_state(p, name, "TICK_START", {"n": n, "reserved_usd": repr(cap)}, reserve)
+    loops.update_state(p, name, via_json("TICK_START", {"n": n, "reserved_usd": repr(cap)}, reserve))
     readable = [c for c in by_role.values() if c is not None]
     counted = round(sum(readable) + (len(by_role) - len(readable)) * cap, 6)
     known = len(readable) == len(by_role)
@@ -67,7 +67,7 @@ def tick(p: Project, score: float | None, by_role: dict[str, float | None], *, n
 
     fields = {"n": n, "score": "null" if score is None else f"{score:.4f}", "cost": f"{counted:.4f}",
               "cost_known": known, "complete": complete}
-    return loops.update_state(p, name, "TICK", fields, settle, refund_usd=max(0.0, cap - counted))
+    return loops.update_state(p, name, via_json("TICK", fields, settle, refund_usd=max(0.0, cap - counted)))
 
 
 def add_worktree(p: Project, name: str = "demo") -> Path:
@@ -75,8 +75,8 @@ def add_worktree(p: Project, name: str = "demo") -> Path:
     wt = p.worktree_dir(LoopName(name))
     base = git(p.root, "rev-parse", "HEAD").strip()
     git(p.root, "worktree", "add", "-q", "-b", f"loop/{name}", str(wt), base)
-    loops.update_state(p, name, "WORKTREE", {"path": str(wt), "branch": f"loop/{name}", "base": base},
-                       lambda s: s.update(worktree_path=str(wt), base_commit=base, worktree_branch=f"loop/{name}"))
+    loops.update_state(p, name, via_json("WORKTREE", {"path": str(wt), "branch": f"loop/{name}", "base": base},
+                       lambda s: s.update(worktree_path=str(wt), base_commit=base, worktree_branch=f"loop/{name}")))
     return wt
 
 
@@ -91,6 +91,6 @@ def human_seal(p: Project, name: str = "demo") -> None:
 
     loop = Loop.resolve(p, name)
     sha = loop.config_sha256()
-    loops.update_state(p, name, "RESEALED", {"loop": name, "by": "tester", "config": sha[:12]},
-                       lambda s: s.update(config_sha256=sha))
+    loops.update_state(p, name, via_json("RESEALED", {"loop": name, "by": "tester", "config": sha[:12]},
+                       lambda s: s.update(config_sha256=sha)))
     assert loop.keep_sealed_copy(sha)

@@ -38,7 +38,7 @@ def widen_scope(p: Project) -> str:
     data = json.loads(path.read_text())
     data["blast_radius"]["file_scope"] = ["**"]
     path.write_text(json.dumps(data, indent=2) + "\n")
-    return str(state(p)["config_sha256"])
+    return str(state(p).config_sha256)
 
 
 @pytest.fixture
@@ -64,8 +64,8 @@ def test_the_diff_of_a_widened_file_scope_is_shown_and_y_approves_it(widened: tu
     assert changed == ['-      "src/**",', '-      "tests/**"', '+      "**"']
     assert out.index("+++ .automaton/loops/demo/loop.json") < next(
         i for i, line in enumerate(out) if line.startswith(QUESTION))
-    assert state(p)["status"] == "running"
-    assert state(p)["config_sha256"] == loops.config_sha256(p, loops.LoopName("demo"))
+    assert state(p).status == "running"
+    assert state(p).config_sha256 == loops.config_sha256(p, loops.LoopName("demo"))
     assert (loop_json(p).parent / loops.SEALED_COPY).read_bytes() == loop_json(p).read_bytes()
     # the next approval of that loop.json has nothing new to show
     widen_scope(p)  # the same content again: nothing changed
@@ -80,7 +80,7 @@ def test_any_answer_but_y_refuses_and_changes_nothing(widened: tuple[Project, st
     assert r.code == 1
     assert r.err.strip() == "automaton: not approved: loop.json was not sealed and nothing was changed"
     assert QUESTION in r.out
-    assert (state(p)["status"], state(p)["config_sha256"]) == ("halted", old)
+    assert (state(p).status, state(p).config_sha256) == ("halted", old)
     assert log_text(p) == before
 
 
@@ -88,7 +88,7 @@ def test_any_answer_but_y_refuses_and_changes_nothing(widened: tuple[Project, st
 def test_y_or_yes_in_any_case_approves(widened: tuple[Project, str], answer: str) -> None:
     p, _ = widened
     assert cli(p, "--approve", "--loop", "demo", tty=True, stdin=answer).code == 0
-    assert state(p)["status"] == "running"
+    assert state(p).status == "running"
 
 
 def test_no_terminal_and_no_yes_refuses_with_one_line_naming_yes(widened: tuple[Project, str]) -> None:
@@ -99,7 +99,7 @@ def test_no_terminal_and_no_yes_refuses_with_one_line_naming_yes(widened: tuple[
     assert "--yes" in line and "no terminal" in line
     assert '+      "**"' in r.out  # the diff is still shown: a CI log records what was refused
     assert QUESTION not in r.out
-    assert (state(p)["status"], state(p)["config_sha256"]) == ("halted", old)
+    assert (state(p).status, state(p).config_sha256) == ("halted", old)
 
 
 def test_yes_approves_without_the_question(widened: tuple[Project, str]) -> None:
@@ -107,7 +107,7 @@ def test_yes_approves_without_the_question(widened: tuple[Project, str]) -> None
     r = cli(p, "--approve", "--loop", "demo", "--yes")
     assert r.code == 0, r.err
     assert QUESTION not in r.out and '+      "**"' in r.out
-    assert state(p)["status"] == "running" and "APPROVED loop=demo by=tester" in log_text(p)
+    assert state(p).status == "running" and "APPROVED loop=demo by=tester" in log_text(p)
 
 
 def test_json_keeps_stdout_one_object_and_carries_the_diff(widened: tuple[Project, str]) -> None:
@@ -180,7 +180,7 @@ def test_the_approval_is_bound_to_the_loop_json_that_was_shown(widened: tuple[Pr
         uc.approve_loop(p, "demo", reviewed=review)
     with pytest.raises(Refused, match="nobody reviewed the diff"):
         uc.approve_loop(p, "demo")  # the Python API without a review never seals a changed file
-    assert (state(p)["status"], state(p)["config_sha256"]) == ("halted", old)
+    assert (state(p).status, state(p).config_sha256) == ("halted", old)
     assert uc.approve_loop(p, "demo", reviewed=uc.review_loop(p, "demo")).code == 0
 
 
@@ -199,7 +199,7 @@ def test_a_loop_json_written_between_the_review_and_the_seal_is_never_sealed(
     monkeypatch.setattr(loops.Loop, "read_config", racing)
     with pytest.raises(Refused, match="changed while it was being approved"):
         uc.approve_loop(p, "demo", reviewed=review)
-    assert (state(p)["status"], state(p)["config_sha256"]) == ("halted", old)
+    assert (state(p).status, state(p).config_sha256) == ("halted", old)
 
 
 def test_an_invalid_new_loop_json_is_refused_before_any_question(widened: tuple[Project, str]) -> None:
@@ -207,7 +207,7 @@ def test_an_invalid_new_loop_json_is_refused_before_any_question(widened: tuple[
     loop_json(p).write_text(loop_json(p).read_text().replace('"max_iterations"', '"max_iteration"'))
     r = cli(p, "--approve", "--loop", "demo", tty=True, stdin="y\n")
     assert r.code == 2 and "brakes.max_iteration" in r.err and QUESTION not in r.out
-    assert state(p)["status"] == "halted"
+    assert state(p).status == "halted"
 
 
 # ---- .automaton/config.json: sealed by a human ----------------------------------------------

@@ -21,7 +21,7 @@ from automaton.store import loops
 from automaton.store.key import key_path
 from automaton.store.layout import Project
 from tests.commands.loopkit import loop_with
-from tests.helpers import Result, git, init_repo, run_cli
+from tests.helpers import Result, git, init_repo, run_cli, via_json
 from tests.schedulers.fakes import install_crontab
 
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
@@ -246,7 +246,7 @@ def test_every_loop_without_loop_and_one_with_it(project: Path, agent: Path, app
 
 def test_halted_tampered_and_changed_config_are_problems(project: Path, agent: Path) -> None:
     p = healthy(project, brakes={"max_iterations": 1})
-    loops.update_state(p, "demo", "TICK", {}, lambda s: s.update(iteration_count=1))
+    loops.update_state(p, "demo", via_json("TICK", {}, lambda s: s.update(iteration_count=1)))
     assert run_cli("--check-gate", "demo", "--project", str(p.root)).code == 1
     [st] = checks(p)["status"]
     assert st["level"] == "problem" and st["fix"] == "a human reviews it, then automaton --approve --loop demo"

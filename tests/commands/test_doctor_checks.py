@@ -119,7 +119,9 @@ def test_doctor_warns_when_file_scope_opens_collected_tests_that_are_not_protect
     (project / "src" / "a.py").write_text("")
     git(project, "add", "-A")
     git(project, "commit", "-q", "-m", "tests")
-    state = {"base_commit": None}
+    from automaton.core.loopstate import initial_state
+
+    state = initial_state("demo", None, "a" * 64, "2026-12-01T00:00:00Z")  # no base_commit yet
     pytest_verify = {"command": ["python", "-m", "pytest", "-q"], "score": "junit"}
 
     def finding(**blast: object) -> str | None:

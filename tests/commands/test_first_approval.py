@@ -43,7 +43,7 @@ def test_a_packaged_template_as_shipped_runs_at_once(project: Path) -> None:
     r = cli(project, "--create-loop", "nightly", "--from-template", "ci-triage")
     assert r.code == 0 and "starts halted" not in r.out, r.err
     s = state(project, "nightly")
-    assert (s["status"], s["halt_reason"], s["halt_detail"]) == ("running", None, None)
+    assert (s.status, s.halt_reason, s.halt_detail) == ("running", None, None)
 
 
 def _sandbox_off(d: dict[str, Any]) -> None:
@@ -86,8 +86,8 @@ def test_a_shadowing_project_template_starts_halted_and_says_why(project: Path, 
     r = cli(project, "--create-loop", "nightly", "--from-template", "ci-triage")
     assert r.code == 0, r.err
     s = state(project, "nightly")
-    assert (s["status"], s["halt_reason"]) == ("halted", "human_intervention")
-    assert s["halt_detail"].startswith("first_approval: ") and why in s["halt_detail"]
+    assert (s.status, s.halt_reason) == ("halted", "human_intervention")
+    assert s.halt_detail.startswith("first_approval: ") and why in s.halt_detail
     assert "starts halted" in r.out and "automaton --approve --loop nightly" in r.out
     status = cli(project, "--loop-status", "nightly")
     assert "first_approval" in status.out and why in status.out
@@ -99,7 +99,7 @@ def test_a_shadowing_project_template_starts_halted_and_says_why(project: Path, 
 def test_a_project_only_template_starts_halted(project: Path) -> None:
     project_template(project, "mine", packaged_json())
     assert cli(project, "--create-loop", "mine", "--from-template", "mine").code == 0
-    assert state(project, "mine")["halt_detail"].startswith("first_approval: made from the project's template")
+    assert state(project, "mine").halt_detail.startswith("first_approval: made from the project's template")
 
 
 def test_a_project_template_linked_to_a_folder_elsewhere_starts_halted(project: Path, tmp_path: Path) -> None:
@@ -109,7 +109,7 @@ def test_a_project_template_linked_to_a_folder_elsewhere_starts_halted(project: 
     folder.mkdir(parents=True)
     (folder / "linked").symlink_to(elsewhere)
     assert cli(project, "--create-loop", "linked", "--from-template", "linked").code == 0
-    assert state(project, "linked")["halt_detail"].startswith("first_approval: made from the project's template")
+    assert state(project, "linked").halt_detail.startswith("first_approval: made from the project's template")
 
 
 def _parsed(data: dict[str, Any]) -> Any:
@@ -163,16 +163,16 @@ def test_the_first_approval_shows_the_whole_loop_json_and_asks(project: Path, ap
     sealed = (project / ".automaton" / "loops" / "nightly" / "loop.json").read_text()
     no = cli(project, "--approve", "--loop", "nightly")  # no terminal, no --yes
     assert no.code == 1 and "never-approved loop.json" in no.err and "whole file" in no.err
-    assert state(project, "nightly")["status"] == "halted"
+    assert state(project, "nightly").status == "halted"
     refused = cli(project, "--approve", "--loop", "nightly", tty=True, stdin="n\n")
-    assert refused.code == 1 and state(project, "nightly")["status"] == "halted"
+    assert refused.code == 1 and state(project, "nightly").status == "halted"
     r = cli(project, "--approve", "--loop", "nightly", tty=True, stdin="y\n")
     assert r.code == 0, r.err
     shown = [line.removeprefix("  | ") for line in r.out.splitlines() if line.startswith("  | ")]
     assert shown == sealed.removesuffix("\n").split("\n")  # every line, not a diff
     assert "Approve this loop.json? [y/N]" in r.out
     s = state(project, "nightly")
-    assert (s["status"], s["halt_reason"], s["resumed_count"]) == ("running", None, 0)
+    assert (s.status, s.halt_reason, s.resumed_count) == ("running", None, 0)
     log = (project / ".automaton" / "loops" / "nightly" / loops.LOG_FILE).read_text()
     assert " APPROVED " in log and "first_approval=True" in log
 
@@ -188,4 +188,4 @@ def test_an_edit_after_creation_is_shown_whole_and_as_a_diff(project: Path, appr
     assert r.code == 0, r.err
     assert '  |     "max_iterations": 999,' in r.out.splitlines()
     assert any(line.startswith("+") and "999" in line for line in r.out.splitlines())
-    assert state(project, "nightly")["config_sha256"] == loops.sha256_hex(path.read_bytes())
+    assert state(project, "nightly").config_sha256 == loops.sha256_hex(path.read_bytes())

@@ -12,6 +12,7 @@ from automaton.commands.halts import halt_now
 from automaton.store.layout import Project
 from automaton.store.loops import Loop
 from tests.commands.test_loops import DEATHS, _cause, cli
+from tests.helpers import via_json
 from tests.store.test_loops import make_loop, state_file
 
 
@@ -34,7 +35,7 @@ def test_complete(project: Path) -> None:
     from automaton.store import loops
 
     p = make_loop(project)
-    loops.update_state(p, "demo", "TICK", {}, lambda s: s.update(status="complete"))
+    loops.update_state(p, "demo", via_json("TICK", {}, lambda s: s.update(status="complete")))
     assert step(p) == "automaton --rearm-loop demo (more work) or automaton --remove-loop demo (done)"
 
 

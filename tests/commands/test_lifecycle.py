@@ -29,7 +29,7 @@ def completed(project: Path, **top: Any) -> Project:
     p = loop_with(project, **top)
     tick(p, 0.5, {"implement": 0.5})
     tick(p, 1.0, {"implement": 0.25}, complete=True)
-    assert loops.read_state(p, "demo")["status"] == "complete"
+    assert loops.read_state(p, "demo").status == "complete"
     return p
 
 
@@ -52,8 +52,8 @@ def test_rearm_gives_a_complete_loop_a_fresh_allowance(project: Path, approver: 
     assert r.json == {"loop": "demo", "status": "running", "by": "tester", "iterations_at_approval": 2,
                       "spent_usd_at_approval": 0.75}
     s = loops.read_state(p, "demo")
-    assert (s["status"], s["iteration_count"], s["iterations_at_approval"], s["spent_usd"],
-            s["spent_usd_at_approval"], s["score_history"]) == ("running", 2, 2, 0.75, 0.75, [])
+    assert (s.status, s.iteration_count, s.iterations_at_approval, s.spent_usd,
+            s.spent_usd_at_approval, s.score_history) == ("running", 2, 2, 0.75, 0.75, ())
     last = parse_line(log_lines(p)[-1])
     assert last is not None and (last.event, last.fields["by"], last.fields["iterations_at_approval"]) == (
         "REARMED", "tester", "2")
@@ -101,7 +101,7 @@ def test_rearm_needs_a_human_and_no_running_tick(project: Path, monkeypatch: pyt
     with locked(loops.tick_lock_path(p, "demo"), timeout_s=0):
         r = cli(p, "--rearm-loop", "demo")
     assert r.code == 1 and "a tick of loop demo is running" in r.err
-    assert loops.read_state(p, "demo")["status"] == "complete"
+    assert loops.read_state(p, "demo").status == "complete"
     assert cli(p, "--rearm-loop", "nope").code == 2
 
 
@@ -172,7 +172,7 @@ def test_remove_with_delete_branch_lets_the_name_start_clean(project: Path, appr
     assert git(project, "branch", "--list", "loop/demo").strip() == ""
     assert cli(p, "--create-loop", "demo", "--from-template", "t-demo").code == 0
     s = loops.read_state(p, "demo")
-    assert (s["iteration_count"], s["spent_usd"]) == (0, 0.0)
+    assert (s.iteration_count, s.spent_usd) == (0, 0.0)
     assert len(list((p.loops_dir / ".archive").iterdir())) == 1
     assert cli(p, "--remove-loop", "demo").code == 0  # a second archive of the same name
     assert len(list((p.loops_dir / ".archive").iterdir())) == 2
@@ -202,7 +202,7 @@ def test_remove_refuses_while_a_tick_runs_and_without_a_human(project: Path, mon
     with locked(loops.tick_lock_path(p, "demo"), timeout_s=0):
         r = cli(p, "--remove-loop", "demo")
     assert r.code == 1 and "a tick of loop demo is running: --remove-loop only between ticks" in r.err
-    assert loops.read_state(p, "demo")["status"] == "running" and not (p.loops_dir / ".archive").exists()
+    assert loops.read_state(p, "demo").status == "running" and not (p.loops_dir / ".archive").exists()
     assert cli(p, "--remove-loop", "nope").code == 2
     assert cli(p, "--delete-branch", "--project", str(p.root)).code == 2  # a modifier alone is no action
 

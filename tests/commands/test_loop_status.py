@@ -15,7 +15,7 @@ from automaton.core.names import LoopName
 from automaton.store import loops
 from automaton.store.layout import Project
 from tests.commands.loopkit import add_worktree, loop_with, tick
-from tests.helpers import Result, git, run_cli
+from tests.helpers import Result, git, run_cli, via_json
 from tests.schedulers.fakes import install_crontab
 
 
@@ -98,7 +98,7 @@ def test_scores_span_every_tick_not_the_plateau_window_and_spend_restarts_at_app
     tick(p, 0.4, {"implement": None})
     d = cli(p, "--loop-status", "demo", "--json").json
     assert [s["score"] for s in d["scores"]] == [0.1, 0.2, 0.3, 0.4]  # the state keeps only the last 2
-    assert loops.read_state(p, "demo")["score_history"] == [0.4]
+    assert loops.read_state(p, "demo").score_history == (0.4,)
     assert d["iterations"] == {"used": 1, "max": 3, "left": 2, "total": 4}
     sp = d["spend_usd"]
     assert (sp["used"], sp["known"], sp["counted_at_cap"], sp["total"]) == (2.0, 0.0, 2.0, 5.0)
@@ -107,8 +107,8 @@ def test_scores_span_every_tick_not_the_plateau_window_and_spend_restarts_at_app
 def test_a_tick_that_died_is_shown_as_held_at_the_cap(project: Path) -> None:
     p = loop_with(project)
     tick(p, 0.5, {"implement": 0.1})
-    loops.update_state(p, "demo", "TICK_START", {"n": 2, "reserved_usd": "2.0"},
-                       lambda s: s.update(iteration_count=2, spent_usd=round(s["spent_usd"] + 2.0, 6)))
+    loops.update_state(p, "demo", via_json("TICK_START", {"n": 2, "reserved_usd": "2.0"},
+                       lambda s: s.update(iteration_count=2, spent_usd=round(s["spent_usd"] + 2.0, 6))))
     d = cli(p, "--loop-status", "demo", "--json").json
     assert d["spend_usd"]["reserved"] == 2.0 and d["spend_usd"]["used"] == pytest.approx(2.1)
     assert "held by an unsettled tick $2.0000" in status(p).out

@@ -14,7 +14,7 @@ from automaton.core.names import TaskRef
 from automaton.store import loops
 from automaton.store.key import load_key
 from automaton.store.layout import Project
-from tests.helpers import Result, git, init_repo, run_cli
+from tests.helpers import Result, git, init_repo, run_cli, via_json
 from tests.store.test_loops import log_text, make_loop, state_file
 
 DEATHS = ("iterations_exhausted", "budget_exhausted", "human_intervention", "drift_detected", "verifier_failed")
@@ -30,7 +30,7 @@ def gate(p: Project, name: str = "demo", *extra: str) -> Result:
 
 
 def set_state(p: Project, name: str = "demo", **fields: Any) -> None:
-    loops.update_state(p, name, "TICK", {}, lambda s: s.update(**fields))
+    loops.update_state(p, name, via_json("TICK", {}, lambda s: s.update(**fields)))
 
 
 def state(p: Project, name: str = "demo") -> dict[str, Any]:
@@ -105,10 +105,10 @@ def test_each_death_halts_blocks_survives_resume_and_only_approve_clears(
         human.setenv("AUTOMATON_APPROVER", "alice")
         resumed = cli(p, "--resume-loop", "demo")
     assert resumed.code == 1 and "loop is halted, use --approve --loop to clear halt" in resumed.err
-    assert state(p)["status"] == "halted"
+    assert state(p).status == "halted"
 
     assert cli(p, "--approve", "--loop", "demo").code == 1  # no terminal, no approver: not a human
-    assert state(p)["status"] == "halted"
+    assert state(p).status == "halted"
 
     if death == "human_intervention":  # the human also moves the task on
         monkeypatch.setenv("AUTOMATON_APPROVER", "alice")
@@ -117,12 +117,12 @@ def test_each_death_halts_blocks_survives_resume_and_only_approve_clears(
     approved = cli(p, "--approve", "--loop", "demo", "--json")
     assert approved.code == 0, approved.err
     s = state(p)
-    assert (s["status"], s["halt_reason"], s["halt_detail"], s["resumed_count"]) == ("running", None, None, 1)
-    assert s["iterations_at_approval"] == s["iteration_count"] and s["spent_usd_at_approval"] == s["spent_usd"]
-    assert s["score_history"] == []
+    assert (s.status, s.halt_reason, s.halt_detail, s.resumed_count) == ("running", None, None, 1)
+    assert s.iterations_at_approval == s.iteration_count and s.spent_usd_at_approval == s.spent_usd
+    assert s.score_history == ()
     if death == "drift_detected":
         blob = git(p.root, "hash-object", str(p.worktree_dir(loops.LoopName("demo")) / "README.md")).strip()
-        assert s["accepted_drift"] == [f"README.md@{blob}"]
+        assert s.accepted_drift == (f"README.md@{blob}",)
         assert approved.json["accepted_drift"] == [f"README.md@{blob}"]
     assert "APPROVED" in log_text(p) and "by=alice" in log_text(p)
 
@@ -142,7 +142,7 @@ def test_approve_refuses_running_paused_complete_and_untracked(project: Path, ap
     (p.loops_dir / "bare").mkdir()
     r = cli(p, "--approve", "--loop", "bare")
     assert r.code == 2 and "Run --upgrade-loops to bootstrap" in r.err
-    assert state(p)["resumed_count"] == 0
+    assert state(p).resumed_count == 0
 
 
 def test_complete_is_terminal(project: Path) -> None:
@@ -151,7 +151,7 @@ def test_complete_is_terminal(project: Path) -> None:
     assert gate(p).json["reason"] == "complete"
     assert cli(p, "--resume-loop", "demo").code == 1
     assert cli(p, "--pause-loop", "demo").code == 1
-    assert state(p)["status"] == "complete"
+    assert state(p).status == "complete"
 
 
 # ---- the seal on loop.json ------------------------------------------------------------------
@@ -167,11 +167,11 @@ def test_changed_loop_json_halts_and_approve_reseals(project: Path, approver: st
     assert r.code == 1 and r.json["halt_reason"] == "human_intervention" and r.json["halt_detail"] == "config_changed"
     assert "HALT reason=human_intervention detail=config_changed" in log_text(p)
     assert cli(p, "--approve", "--loop", "demo").code == 1  # a changed loop.json: no terminal, no --yes
-    assert state(p)["status"] == "halted"
+    assert state(p).status == "halted"
     r = cli(p, "--approve", "--loop", "demo", "--yes")
     assert r.code == 0, r.err
     assert '-    "max_iterations": 2,' in r.out and '+{"schema_version": 1' in r.out
-    assert state(p)["config_sha256"] == loops.config_sha256(p, loops.LoopName("demo"))
+    assert state(p).config_sha256 == loops.config_sha256(p, loops.LoopName("demo"))
     sealed = p.loop_dir(loops.LoopName("demo")) / loops.SEALED_COPY
     assert sealed.read_bytes() == path.read_bytes()  # the copy follows the seal
     assert gate(p).json["remaining_iterations"] == 500
@@ -185,7 +185,7 @@ def test_human_reseals_an_edited_config_of_a_running_loop_without_a_halt(project
     path.write_text(json.dumps(data))
     r = cli(p, "--approve", "--loop", "demo", "--yes")
     assert r.code == 0 and "re-sealed" in r.out
-    assert state(p)["status"] == "running" and state(p)["resumed_count"] == 0
+    assert state(p).status == "running" and state(p).resumed_count == 0
     assert "RESEALED loop=demo by=tester" in log_text(p)
     assert gate(p).json["remaining_iterations"] == 7
     # nothing changed since: a second approve on a running loop is refused again
@@ -211,7 +211,7 @@ def test_approve_refuses_an_invalid_new_config_and_stays_halted(project: Path, a
     assert g.json["halt_detail"].startswith(f"config_changed: {path}: unknown key 'brakes.max_iteration'")
     r = cli(p, "--approve", "--loop", "demo")
     assert r.code == 2 and "brakes.max_iteration" in r.err
-    assert state(p)["status"] == "halted"
+    assert state(p).status == "halted"
 
 
 # ---- tamper ---------------------------------------------------------------------------------
@@ -226,10 +226,10 @@ def test_tampered_state_halts_without_trusting_its_counters(project: Path, appro
     assert r.code == 1 and r.json["reason"] == "state_tampered" and r.json["halt_reason"] == "human_intervention"
     assert r.json["halt_detail"].startswith("state_tampered")
     s = state(p)  # re-sealed: readable again, counters from the log
-    assert (s["status"], s["iteration_count"], s["spent_usd"], s["accepted_drift"]) == ("halted", 5, 3.0, [])
+    assert (s.status, s.iteration_count, s.spent_usd, s.accepted_drift) == ("halted", 5, 3.0, ())
     assert cli(p, "--resume-loop", "demo").code == 1
     assert cli(p, "--approve", "--loop", "demo").code == 0
-    assert state(p)["iteration_count"] == 5 and gate(p).code == 0
+    assert state(p).iteration_count == 5 and gate(p).code == 0
 
 
 def test_tamper_blocks_every_mutation_until_a_human_approves(project: Path, approver: str) -> None:
@@ -240,7 +240,7 @@ def test_tamper_blocks_every_mutation_until_a_human_approves(project: Path, appr
     assert cli(p, "--can-continue", "demo", "--json").json["ok"] is False
     assert cli(p, "--resume-loop", "demo").code == 1
     assert cli(p, "--approve", "--loop", "demo").code == 0  # approve re-seals a tampered state
-    assert state(p)["status"] == "running" and loops.inspect(p, "demo").tamper == ""
+    assert state(p).status == "running" and loops.inspect(p, "demo").tamper == ""
 
 
 def test_broken_log_chain_is_moved_aside_and_a_new_chain_starts(project: Path) -> None:
@@ -252,7 +252,7 @@ def test_broken_log_chain_is_moved_aside_and_a_new_chain_starts(project: Path) -
     r = gate(p)
     assert r.code == 1 and r.json["reason"] == "state_tampered"
     assert (log.parent / ".state.log.broken").exists() and verify_text(log.read_text(), load_key(create=False)).ok
-    assert state(p)["status"] == "halted"
+    assert state(p).status == "halted"
 
 
 def test_corrupt_state_is_exit_2_naming_the_file(project: Path) -> None:
@@ -275,7 +275,7 @@ def test_waiting_approval_is_not_ok_without_halt(project: Path) -> None:
     r = gate(p)
     assert r.code == 1 and r.json["reason"] == "waiting:approval" and r.json["halt_reason"] is None
     assert r.json["task_phase"] == "research:awaiting_approval" and r.json["task_in_halt_loop"] is False
-    assert state(p)["status"] == "running" and "HALT" not in log_text(p)
+    assert state(p).status == "running" and "HALT" not in log_text(p)
 
 
 def test_check_gate_task_flag_names_the_task(project: Path) -> None:
@@ -434,7 +434,7 @@ def test_project_template_wins_and_task_is_patched(project: Path) -> None:
     p = make_loop(project, "mine", task="fix-ci", brakes={"max_iterations": 3})
     cfg = json.loads((p.loop_dir(loops.LoopName("mine")) / "loop.json").read_text())
     assert cfg["task"] == "fix-ci" and cfg["brakes"]["max_iterations"] == 3 and cfg["template"] == "t-mine"
-    assert state(p, "mine")["current_task"] == "fix-ci"
+    assert state(p, "mine").current_task == "fix-ci"
 
 
 @pytest.mark.parametrize(("setup", "args", "word"), [
@@ -669,7 +669,7 @@ def test_gate_4_uses_the_task_set_in_loop_json(project: Path, approver: str) -> 
     assert cli(project, "--create-task", "fix-ci").code == 0
     p = make_loop(project)
     _bind_in_config(p, "fix-ci")
-    assert state(p)["current_task"] is None
+    assert state(p).current_task is None
     assert cli(project, "--transition", "human_intervention", "--task", "fix-ci").code == 0
     r = gate(p)
     assert r.code == 1 and r.json["halt_reason"] == "human_intervention"
@@ -713,7 +713,7 @@ def test_an_invalid_loop_json_halts_with_exit_2_naming_file_and_error(project: P
     assert r.json["ok"] is False and r.json["halt_reason"] == "human_intervention" and r.json["exit_code"] == 2
     assert r.json["halt_detail"].startswith(f"config_changed: {path}: ") and needle in r.json["halt_detail"]
     assert str(path) in r.json["error"] and needle in r.json["error"]
-    assert state(p)["status"] == "halted" and needle in state(p)["halt_detail"]
+    assert state(p).status == "halted" and needle in state(p).halt_detail
     text = cli(p, "--check-gate", "demo")
     assert text.code == 2 and needle in text.out and str(path) in text.out
 
@@ -732,7 +732,7 @@ def test_accepted_drift_binds_the_content_the_human_saw(project: Path, monkeypat
     assert r.code == 1 and r.json["halt_reason"] == "drift_detected" and r.json["out_of_scope_files"] == ["README.md"]
     approved = cli(p, "--approve", "--loop", "demo")  # re-accepting replaces the old entry
     blob = git(p.root, "hash-object", str(wt / "README.md")).strip()
-    assert state(p)["accepted_drift"] == [f"README.md@{blob}"]
+    assert state(p).accepted_drift == (f"README.md@{blob}",)
     assert f"accepted drift: README.md at {blob[:12]}" in approved.out
     (wt / "README.md").unlink()
     assert gate(p).json["out_of_scope_files"] == ["README.md"]  # a deletion is other content too
@@ -781,7 +781,7 @@ def test_recreating_a_deleted_loop_folder_is_refused_while_its_branch_exists(pro
     assert r.code == 2 and "rolled back to line 0 of" in r.err and "the log was deleted" in r.err
     assert cli(p, "--accept-rollback", "--loop", "demo", "--yes").code == 0  # a human accepts the deletion
     assert cli(p, "--create-loop", "demo", "--from-template", "t-demo").code == 0
-    assert state(p)["iteration_count"] == 0 and not wt.exists()
+    assert state(p).iteration_count == 0 and not wt.exists()
 
 
 def test_untracked_hint_names_a_step_that_works(project: Path, approver: str) -> None:
@@ -856,7 +856,7 @@ def test_approve_is_refused_while_a_tick_holds_the_loop(project: Path, approver:
     with locked(loops.tick_lock_path(p, "demo"), timeout_s=0):  # a tick in progress
         r = cli(p, "--approve", "--loop", "demo")
     assert r.code == 1 and "a tick of loop demo is running" in r.err
-    assert state(p)["status"] == "halted"
+    assert state(p).status == "halted"
     assert cli(p, "--approve", "--loop", "demo").code == 0  # between ticks: fine
 
 
@@ -878,8 +878,8 @@ def test_resume_is_a_human_act(project: Path, monkeypatch: pytest.MonkeyPatch) -
     assert cli(p, "--pause-loop", "demo").code == 0
     monkeypatch.setenv("CLAUDECODE", "1")
     res = cli(p, "--resume-loop", "demo")
-    assert res.code == 1 and "--resume-loop" in res.err and state(p)["status"] == "paused"
+    assert res.code == 1 and "--resume-loop" in res.err and state(p).status == "paused"
     monkeypatch.delenv("CLAUDECODE")
     assert cli(p, "--resume-loop", "demo").code == 1  # no terminal, no approver: not a human either
     monkeypatch.setenv("AUTOMATON_APPROVER", "alice")
-    assert cli(p, "--resume-loop", "demo").code == 0 and state(p)["status"] == "running"
+    assert cli(p, "--resume-loop", "demo").code == 0 and state(p).status == "running"

@@ -75,7 +75,7 @@ def test_placeholders_are_filled_and_the_scorer_copied(project: Path) -> None:
     prompt = (folder / "implement.md").read_text()
     assert "{{" not in prompt and f"{venv_python} -m ruff check lib" in prompt
     state = store.read_state(Project(project), "lint")
-    assert state["status"] == "running", state  # packaged: no first approval
+    assert state.status == "running", state  # packaged: no first approval
 
 
 def test_python_defaults_to_python3_on_path_as_an_absolute_path(project: Path) -> None:
@@ -126,9 +126,9 @@ def test_each_packaged_template_protects_its_verifier_and_declares_its_placehold
 def test_a_filled_file_scope_is_compared_with_the_packaged_one(project: Path, target: str, halted: bool) -> None:
     out = create_loop(Project(project), "lint", "lint-fix", variables=[f"target={target}"])
     state = store.read_state(Project(project), "lint")
-    assert (state["status"] == "halted") is halted, out.lines
+    assert (state.status == "halted") is halted, out.lines
     if halted:
-        assert "blast_radius.file_scope adds" in state["halt_detail"]
+        assert "blast_radius.file_scope adds" in str(state.halt_detail)
 
 
 def test_a_target_out_of_the_project_is_bad_input(project: Path) -> None:

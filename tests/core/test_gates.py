@@ -16,7 +16,8 @@ from automaton.core.gates import (
     remaining,
     run_gates,
 )
-from automaton.core.loopconfig import Brakes, LoopConfig, initial_state, parse_config
+from automaton.core.loopconfig import Brakes, LoopConfig, initial_state, parse_config, state_json, validate_state
+from automaton.core.loopstate import LoopState
 from tests.core.test_loopconfig import DEFAULTS, cfg
 
 SEAL = "ab" * 32
@@ -58,8 +59,9 @@ class Facts:
         return self.drift_facts
 
 
-def state(**patch: Any) -> dict[str, Any]:
-    return {**initial_state("demo", None, SEAL, "t"), **patch}
+def state(**patch: Any) -> LoopState:
+    """A new loop's state with `patch` (file keys, USD as floats) applied, parsed as a file is."""
+    return validate_state({**state_json(initial_state("demo", None, SEAL, "t")), **patch}, "test")
 
 
 def test_clean_loop_passes_every_gate_and_asks_every_fact() -> None:

@@ -14,7 +14,7 @@ from automaton.store.key import load_key
 from automaton.store.layout import Project
 from tests.commands.loopkit import loop_with
 from tests.dashboard.kit import USER, client, halted, hidden, last_line, login, site, state
-from tests.helpers import init_repo, run_cli
+from tests.helpers import init_repo, run_cli, via_json
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ def test_approving_clears_the_halt_and_logs_who_and_via(root: Path) -> None:
     assert '<span id="loop-status" class="status status-running">running</span>' in after
     assert 'id="approve-link"' not in after
     st = state(p)
-    assert (st["status"], st["halt_reason"], st["resumed_count"]) == ("running", None, 1)
+    assert (st.status, st.halt_reason, st.resumed_count) == ("running", None, 1)
     line = last_line(p)
     assert " APPROVED " in line and f"by={USER}" in line and "via=dashboard" in line
     assert verify_text((root / ".automaton/loops/demo/.state.log").read_text(), load_key(create=False)).ok
@@ -76,12 +76,12 @@ def test_a_config_change_shows_the_diff_and_a_change_after_viewing_is_refused(ro
     config.write_text(json.dumps(data, indent=2) + "\n")
     refused = c.post("/p/0/loop/demo/approve", data=fields)
     assert refused.status_code == 409 and "changed while you reviewed it" in refused.text
-    assert state(p)["status"] == "halted"
+    assert state(p).status == "halted"
     page = c.get("/p/0/loop/demo/approve").text
     assert "max_iterations&#34;: 1000" in page
     assert c.post("/p/0/loop/demo/approve", data=hidden(page, "approve-form")).status_code == 303
     st = state(p)
-    assert st["status"] == "running" and "resealed=" in last_line(p) and "via=dashboard" in last_line(p)
+    assert st.status == "running" and "resealed=" in last_line(p) and "via=dashboard" in last_line(p)
 
 
 def test_a_halt_that_changed_after_viewing_is_refused(root: Path) -> None:
@@ -92,10 +92,10 @@ def test_a_halt_that_changed_after_viewing_is_refused(root: Path) -> None:
     fields = hidden(c.get("/p/0/loop/demo/approve").text, "approve-form")
     from automaton.store import loops
 
-    loops.update_state(p, "demo", "HALT", {"reason": "drift_detected", "detail": "other"},
-                       lambda st: st.update(halt_reason="drift_detected", halt_detail="other"))
+    loops.update_state(p, "demo", via_json("HALT", {"reason": "drift_detected", "detail": "other"},
+                       lambda st: st.update(halt_reason="drift_detected", halt_detail="other")))
     got = c.post("/p/0/loop/demo/approve", data=fields)
-    assert got.status_code == 409 and state(p)["halt_reason"] == "drift_detected"
+    assert got.status_code == 409 and state(p).halt_reason == "drift_detected"
 
 
 def test_pause_and_resume(root: Path) -> None:
@@ -106,14 +106,14 @@ def test_pause_and_resume(root: Path) -> None:
     page = c.get("/p/0/loop/demo").text
     assert '<button type="submit" id="pause">' in page and 'id="resume" disabled' in page
     assert c.post("/p/0/loop/demo/pause", data=hidden(page, "pause-form")).status_code == 303
-    assert state(p)["status"] == "paused"
+    assert state(p).status == "paused"
     assert " PAUSED " in last_line(p) and f"by={USER}" in last_line(p) and "via=dashboard" in last_line(p)
     page = c.get("/p/0/loop/demo").text
     assert 'id="pause" disabled' in page and '<button type="submit" id="resume">' in page
     assert c.post("/p/0/loop/demo/resume", data=hidden(page, "resume-form")).status_code == 303
-    assert state(p)["status"] == "running" and " RESUMED " in last_line(p) and "via=dashboard" in last_line(p)
+    assert state(p).status == "running" and " RESUMED " in last_line(p) and "via=dashboard" in last_line(p)
     again = c.post("/p/0/loop/demo/resume", data=hidden(page, "resume-form"))
-    assert again.status_code == 303 and state(p)["status"] == "running"  # already running: said, not refused
+    assert again.status_code == 303 and state(p).status == "running"  # already running: said, not refused
 
 
 def test_resume_never_clears_a_halt(root: Path) -> None:
@@ -123,7 +123,7 @@ def test_resume_never_clears_a_halt(root: Path) -> None:
     login(s, c)
     got = c.post("/p/0/loop/demo/resume", data=hidden(c.get("/p/0/loop/demo").text, "resume-form"))
     assert got.status_code == 409 and "use --approve --loop to clear halt" in got.text
-    assert state(p)["status"] == "halted"
+    assert state(p).status == "halted"
 
 
 def _awaiting(root: Path, task: str = "fix-login") -> Path:
@@ -181,7 +181,7 @@ def test_a_read_only_dashboard_refuses_every_act(root: Path) -> None:
     p = loop_with(root, "demo")
     c = client(site(p, human=False))
     assert c.post("/p/0/loop/demo/pause", data={"csrf": "x"}).status_code == 403
-    assert state(p)["status"] == "running"
+    assert state(p).status == "running"
 
 
 def test_a_first_approval_shows_the_whole_loop_json(root: Path) -> None:
@@ -198,7 +198,7 @@ def test_a_first_approval_shows_the_whole_loop_json(root: Path) -> None:
     (tdir / "implement.md").write_text("work\n")
     p = Project(root.resolve())
     create_loop(p, "demo", "mine")
-    assert state(p)["halt_detail"].startswith("first_approval: ")
+    assert state(p).halt_detail.startswith("first_approval: ")
     s = site(p)
     c = client(s)
     login(s, c)
@@ -207,4 +207,4 @@ def test_a_first_approval_shows_the_whole_loop_json(root: Path) -> None:
     assert "hooks.example/x" in page and "max_iterations&#34;: 25" in page
     done = c.post("/p/0/loop/demo/approve", data=hidden(page, "approve-form"))
     assert done.status_code in (200, 303), done.text
-    assert (state(p)["status"], state(p)["resumed_count"]) == ("running", 0)
+    assert (state(p).status, state(p).resumed_count) == ("running", 0)

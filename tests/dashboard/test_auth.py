@@ -137,9 +137,9 @@ def test_a_post_from_another_origin_is_refused_even_with_a_session(proj: Project
     for origin in ("http://evil.example", f"http://127.0.0.1:{PORT + 1}", "null"):
         got = c.post("/p/0/loop/demo/approve", data=fields, headers={"Origin": origin})
         assert got.status_code == 403, origin
-    assert state(proj)["status"] == "halted"
+    assert state(proj).status == "halted"
     ok = c.post("/p/0/loop/demo/approve", data=fields, headers={"Origin": f"http://127.0.0.1:{PORT}"})
-    assert ok.status_code == 303 and state(proj)["status"] == "running"
+    assert ok.status_code == 303 and state(proj).status == "running"
 
 
 @pytest.mark.parametrize("csrf", [None, "", "0" * 64, "wrong"])
@@ -167,7 +167,7 @@ def test_a_csrf_token_of_another_session_is_refused(proj: Project) -> None:
     assert mine.post("/p/0/loop/demo/pause", data={"csrf": fields["csrf"]}).status_code == 403
     nobody = client(s)  # the right token, but no session cookie at all
     assert nobody.post("/p/0/loop/demo/approve", data=fields).status_code == 403
-    assert state(proj)["status"] == "halted"
+    assert state(proj).status == "halted"
 
 
 def test_a_review_binding_the_page_did_not_issue_is_refused(proj: Project) -> None:
@@ -178,7 +178,7 @@ def test_a_review_binding_the_page_did_not_issue_is_refused(proj: Project) -> No
     fields["seen_mac"] = "0" * 64
     got = c.post("/p/0/loop/demo/approve", data=fields)
     assert got.status_code == 403 and "not bound to a review" in got.text
-    assert state(proj)["status"] == "halted"
+    assert state(proj).status == "halted"
 
 
 def test_a_gate_without_a_secret_never_accepts_a_session() -> None:
@@ -205,9 +205,9 @@ def test_a_cookie_alone_cannot_act_even_with_every_field_of_the_page(proj: Proje
     loop = hidden(thief.get("/p/0/loop/demo").text, "pause-form")
     assert thief.post("/p/0/loop/demo/pause", data=loop).status_code == 403
     assert thief.post("/logout", data=hidden(thief.get("/").text, "logout-form")).status_code == 403
-    assert state(proj)["status"] == "halted"
+    assert state(proj).status == "halted"
     assert mine.post("/p/0/loop/demo/approve", data=fields).status_code == 303  # the key holder can
-    assert state(proj)["status"] == "running"
+    assert state(proj).status == "running"
 
 
 def test_a_cookie_and_the_secret_file_together_cannot_act(proj: Project) -> None:
@@ -226,7 +226,7 @@ def test_a_cookie_and_the_secret_file_together_cannot_act(proj: Project) -> None
     thief = client(s)
     thief.cookies.set(s.cookie, mine.cookies[s.cookie])
     got = thief.post("/p/0/loop/demo/pause", data={"csrf": mac("csrf:" + sid), "key": mac("key:" + sid)})
-    assert got.status_code == 403 and state(proj)["status"] == "halted"
+    assert got.status_code == 403 and state(proj).status == "halted"
 
 
 def test_the_form_key_is_on_the_login_page_only(proj: Project) -> None:
@@ -259,7 +259,7 @@ def test_a_post_body_that_is_not_a_small_form_is_refused_unread(proj: Project, h
     got = c.post("/p/0/loop/demo/pause", content=body, headers=headers)
     assert got.status_code == status
     assert client(s).post("/p/0/loop/demo/pause", content=body, headers=headers).status_code == status
-    assert state(proj)["status"] == "halted"
+    assert state(proj).status == "halted"
 
 
 def test_no_body_is_read_before_the_host_and_the_session_are_checked(proj: Project) -> None:

@@ -30,7 +30,7 @@ from automaton.store import loops
 from automaton.store.layout import Project
 from tests.commands.loopkit import loop_with, tick
 from tests.dashboard.browserkit import KEY_STORE, browser_missing, chrome, dashboard, free_port, log_in
-from tests.helpers import init_repo
+from tests.helpers import init_repo, via_json
 
 _missing = browser_missing()
 if _missing and os.environ.get("AUTOMATON_REQUIRE_BROWSER") == "1":
@@ -101,7 +101,7 @@ def test_approving_with_the_token_clears_the_halt_and_logs_who_and_how(tmp_path:
         driver.find_element(By.ID, "confirm-approve").click()
         wait_for(driver, lambda drv: drv.find_element(By.ID, "loop-status").text.strip().startswith("running"))
     state = json.loads((p.root / ".automaton" / "loops" / "demo" / ".state.loop").read_text())
-    assert state["status"] == "running" and state["halt_reason"] is None
+    assert state["status"] == "running" and state["halt_reason"] is None  # the file as written
     assert state["resumed_count"] == 1
     last = _last_log_line(p)
     assert "APPROVED" in last and f"by={getpass.getuser()}" in last and "via=dashboard" in last
@@ -173,8 +173,8 @@ def test_the_loops_view_refreshes_while_loops_change(tmp_path: Path) -> None:
         assert row(driver, "other").get_attribute("data-status") == "running"  # type: ignore[attr-defined]
         for score in (0.1, 0.2):  # the way a tick records itself, seen by the open page
             tick(p, score, {"implement": 0.1}, name="other")
-        loops.update_state(p, "other", "HALT", {"reason": "verifier_failed", "detail": "x"},
-                           lambda s: s.update(status="halted", halt_reason="verifier_failed", halt_detail="x"))
+        loops.update_state(p, "other", via_json("HALT", {"reason": "verifier_failed", "detail": "x"},
+                           lambda s: s.update(status="halted", halt_reason="verifier_failed", halt_detail="x")))
         wait_for(driver, lambda drv: row(drv, "other").get_attribute("data-status") == "halted",  # type: ignore[attr-defined]
                  timeout=8)
         assert "verifier_failed" in row(driver, "other").text  # type: ignore[attr-defined]

@@ -13,7 +13,7 @@ from automaton.store import loops
 from automaton.store.layout import Project
 from tests.commands.loopkit import add_worktree, loop_with
 from tests.dashboard.kit import SCORES, client, halted, login, site
-from tests.helpers import git, init_repo, seed_task
+from tests.helpers import git, init_repo, seed_task, via_json
 
 HOSTILE = '<script>alert(1)</script>"><img src=x onerror=alert(2)>\u202e'
 
@@ -49,8 +49,8 @@ def test_the_fragment_is_the_rows_alone_and_follows_changes(root: Path) -> None:
     c = client(site(p, human=False))
     first = c.get("/fragment/loops").text
     assert first.lstrip().startswith('<tr class="loop"') and "<html" not in first and 'data-status="running"' in first
-    loops.update_state(p, "demo", "HALT", {"reason": "verifier_failed", "detail": "x"},
-                       lambda s: s.update(status="halted", halt_reason="verifier_failed", halt_detail="x"))
+    loops.update_state(p, "demo", via_json("HALT", {"reason": "verifier_failed", "detail": "x"},
+                       lambda s: s.update(status="halted", halt_reason="verifier_failed", halt_detail="x")))
     assert 'data-status="halted"' in c.get("/fragment/loops").text
     assert c.get("/fragment/p/0/loop/demo").text.lstrip().startswith("<h1>demo")
 
@@ -113,8 +113,8 @@ def test_a_plot_without_scores_has_no_point(root: Path) -> None:
 
 def test_hostile_text_is_escaped_everywhere(root: Path) -> None:
     p = loop_with(root, "demo")
-    loops.update_state(p, "demo", "HALT", {"reason": "human_intervention", "detail": HOSTILE},
-                       lambda s: s.update(status="halted", halt_reason="human_intervention", halt_detail=HOSTILE))
+    loops.update_state(p, "demo", via_json("HALT", {"reason": "human_intervention", "detail": HOSTILE},
+                       lambda s: s.update(status="halted", halt_reason="human_intervention", halt_detail=HOSTILE)))
     seed_task(root, "evil-task", "research:awaiting_approval", {"SPEC.md": HOSTILE})
     s = site(p)
     c = client(s)
@@ -129,12 +129,12 @@ def test_hostile_text_is_escaped_everywhere(root: Path) -> None:
 def _tick_with_commit(p: Project, sha: str) -> Path:
     """One tick closed by a TICK line naming commit `sha` (as the runner's ledger writes it);
     returns its runs/<n>/ folder."""
-    n = loops.read_state(p, "demo")["iteration_count"] + 1
-    loops.update_state(p, "demo", "TICK_START", {"n": n, "reserved_usd": "2.0"},
-                       lambda s: s.update(iteration_count=s["iteration_count"] + 1, spent_usd=s["spent_usd"] + 2.0))
-    loops.update_state(p, "demo", "TICK", {"n": n, "score": "0.5000", "cost": "0.1000", "cost_known": True,
+    n = loops.read_state(p, "demo").iteration_count + 1
+    loops.update_state(p, "demo", via_json("TICK_START", {"n": n, "reserved_usd": "2.0"},
+                       lambda s: s.update(iteration_count=s["iteration_count"] + 1, spent_usd=s["spent_usd"] + 2.0)))
+    loops.update_state(p, "demo", via_json("TICK", {"n": n, "score": "0.5000", "cost": "0.1000", "cost_known": True,
                                            "complete": False, "commit": sha[:12]},
-                       lambda s: s.update(spent_usd=round(s["spent_usd"] - 1.9, 6)), refund_usd=1.9)
+                       lambda s: s.update(spent_usd=round(s["spent_usd"] - 1.9, 6)), refund_usd=1.9))
     folder = p.root / ".automaton" / "loops" / "demo" / "runs" / str(n)
     folder.mkdir(parents=True)
     return folder
@@ -262,8 +262,8 @@ def test_every_value_of_every_template_is_neutralised(root: Path) -> None:
     assert env.from_string("{{ x }}|{{ x | shown }}").render(x="\u202e\n") == "\\u202e\n|\\u202e\\n"
     p = loop_with(root, "demo")
     hostile = "".join(c for c in UNSAFE if c != "\x00") + "\ndetail"  # the state takes no NUL
-    loops.update_state(p, "demo", "HALT", {"reason": "human_intervention", "detail": hostile},
-                       lambda s: s.update(status="halted", halt_reason="human_intervention", halt_detail=hostile))
+    loops.update_state(p, "demo", via_json("HALT", {"reason": "human_intervention", "detail": hostile},
+                       lambda s: s.update(status="halted", halt_reason="human_intervention", halt_detail=hostile)))
     seed_task(root, "evil-task", "research:awaiting_approval", {"SPEC.md": hostile})
     s = site(p)
     c = client(s)

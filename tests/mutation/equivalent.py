@@ -29,8 +29,6 @@ _GIVEN = "a given max_tick_usd is read from loop.json whatever default the cap c
 _LOOPLOG = "src/automaton/store/looplog.py"
 _N = "automaton writes n on every TICK_START, TICK and TICK_DEFERRED line: the default is never read"
 _LEDGER = "src/automaton/runner/ledger.py"
-_REFUND = ("refund_usd only bounds how far this update may lower spent_usd; its own change lowers it by exactly"
-           " max(0, reserved - counted), within either bound")
 _MOVED = "raised only when the iteration moved under the tick lock, which the lock rules out"
 _POLICY = "src/automaton/hooks/policy.py"
 _CAN_EDIT = "src/automaton/commands/can_edit.py"
@@ -177,15 +175,7 @@ EQUIVALENT: tuple[Equivalent, ...] = (
                'verdict = check(project, cwd, [os.path.join(root, p) for p in INLINE_PROBES], None)', _MEMO),
     Equivalent(_POLICY, 'wrapped_reason',
                'verdict = check(project, cwd, [os.path.join(root, p) for p in INLINE_PROBES], )', _MEMO),
-    Equivalent(_LEDGER, "record",
-               'return loop.update_state("TICK", fields, mutate, refund_usd=max(1.0, reserved - counted))', _REFUND),
-    Equivalent(_LEDGER, "record",
-               'return loop.update_state("TICK", fields, mutate, refund_usd=max(0.0, reserved + counted))', _REFUND),
     Equivalent(_LEDGER, "reserve", "raise RuntimeError(None)", _MOVED),
-    Equivalent(_LEDGER, "reserve", "raise RuntimeError(f\"loop {loop.name}: iteration moved under the tick lock ({n} ->"
-               " {new['XXiteration_countXX']})\")", _MOVED),
-    Equivalent(_LEDGER, "reserve", "raise RuntimeError(f\"loop {loop.name}: iteration moved under the tick lock ({n} ->"
-               " {new['ITERATION_COUNT']})\")", _MOVED),
     Equivalent(_LOOPLOG, "log_finding", "floor = high if n == start + 1 or _is_reseal(line) else prev",
                "lines[start] is the last re-seal, so no later line is one; with none, high and prev are both empty"
                " on line 1"),

@@ -37,11 +37,16 @@ GROUPS: tuple[Group, ...] = (
           # the bounds of the brakes, not the rest of loop.json's parsing
           (("src/automaton/core/loopconfig.py", ("_brakes", "_Reader.number", "_Reader.integer")),)),
     Group("ledger",
-          ("src/automaton/runner/ledger.py", "src/automaton/store/looplog.py"),
-          ("tests/store/test_loops.py", "tests/runner/test_ledger_edges.py", "tests/store/test_looplog_edges.py"),
-          # the counters and the checks on them, not the folder listing
-          (("src/automaton/store/looplog.py", ("_number", "logged_counters", "_is_reseal", "log_finding", "_give_back",
-                                               "state_below_log", "rebuilt_state", "untampered_counters")),)),
+          ("src/automaton/runner/ledger.py", "src/automaton/store/looplog.py", "src/automaton/core/loopstate.py"),
+          ("tests/store/test_loops.py", "tests/runner/test_ledger_edges.py", "tests/store/test_looplog_edges.py",
+           "tests/core/test_loopstate.py"),
+          # the counters and the checks on them (the fold continued from a checkpoint included), not the
+          # folder listing; the typed state's money and the transitions that move its counters
+          (("src/automaton/store/looplog.py", ("_number", "counters", "with_counters", "logged_counters", "_is_reseal",
+                                               "log_finding", "_restored", "_fold", "_give_back", "state_below_log",
+                                               "rebuilt_state", "untampered_counters")),
+           ("src/automaton/core/loopstate.py", ("usd_to_micro", "micro_to_usd", "reserve", "settle", "defer", "halt",
+                                                "approve", "rearm", "reseal")))),
     Group("keyed-log",
           ("src/automaton/core/chain.py", "src/automaton/store/chainlog.py", "src/automaton/core/digest.py"),
           ("tests/core/test_chain.py", "tests/core/test_chain_edges.py", "tests/core/test_digest.py",

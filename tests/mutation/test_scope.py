@@ -14,7 +14,8 @@ from tests.mutation.scope import GROUPS
 
 BRAKES = {"src/automaton/core/gates.py", "src/automaton/core/loopconfig.py", "src/automaton/runner/ledger.py",
           "src/automaton/store/looplog.py", "src/automaton/core/chain.py", "src/automaton/store/chainlog.py",
-          "src/automaton/core/digest.py", "src/automaton/hooks/policy.py", "src/automaton/commands/can_edit.py"}
+          "src/automaton/core/digest.py", "src/automaton/hooks/policy.py", "src/automaton/commands/can_edit.py",
+          "src/automaton/core/loopstate.py"}
 
 
 def test_every_brake_module_is_mutated_once() -> None:

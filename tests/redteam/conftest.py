@@ -97,7 +97,7 @@ def looped(project: Path) -> Looped:
         proj = make_loop(project, **over)
         out = tick(proj, "demo")
         assert out.code == 0 and out.data is not None and out.data["ran"], out.lines
-        return proj, Path(store.read_state(proj, "demo")["worktree_path"])
+        return proj, Path(store.read_state(proj, "demo").worktree_path)
 
     return make
 

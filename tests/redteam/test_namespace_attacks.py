@@ -85,7 +85,7 @@ def test_s20_no_namespaces_no_tick_unless_landlock_only(looped: Looped, monkeypa
     out = tick(proj, "demo")
     assert out.code == 1 and out.data is not None and out.data["reason"] == "sandbox_unavailable"
     assert "UNIX sockets in /tmp and /run" in out.lines[0] and '"isolation": "landlock-only"' in out.lines[0]
-    assert store.read_state(proj, "demo")["iteration_count"] == before["iteration_count"]
+    assert store.read_state(proj, "demo").iteration_count == before.iteration_count
 
     doc = json.loads((loop_dir(proj) / "loop.json").read_text())
     doc["isolation"] = "landlock-only"

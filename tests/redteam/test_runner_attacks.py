@@ -63,9 +63,9 @@ def assert_drift_halt(proj: Project, *files: str) -> None:
     """The tick that made the drift halted the loop itself (the check right after its commit),
     naming every out-of-scope file; the next tick does not run."""
     s = state(proj)
-    assert (s["status"], s["halt_reason"]) == ("halted", "drift_detected"), s
+    assert (s.status, s.halt_reason) == ("halted", "drift_detected"), s
     for f in files:
-        assert f in s["halt_detail"], (f, s["halt_detail"])
+        assert f in s.halt_detail, (f, s.halt_detail)
     assert gate(proj).code == 1
 
 
@@ -115,7 +115,7 @@ def test_r02_files_touched_after_the_tick_commit(project: Path) -> None:
     out = tick(proj, "demo")
     assert out.code == 0 and out.data is not None and out.data["ran"]
     assert out.data["verdict"]["score"] == 0.5
-    wt = Path(state(proj)["worktree_path"])
+    wt = Path(state(proj).worktree_path)
     assert (wt / "src" / "a.py").is_file() and not (wt / "secrets.env").exists()
     assert "secrets.env" not in git(proj.root, "ls-tree", "-r", "--name-only", "loop/demo")
     assert gate(proj).code == 0
@@ -133,9 +133,9 @@ def test_r03_checking_out_another_branch(looped: Looped, tmp_path: Path) -> None
     res = run_tick(proj)
     assert res.code == 1 and res.json.get("ran") is not True
     s = state(proj)
-    assert s["status"] == "halted" and s["halt_reason"] == "drift_detected"
-    assert "escape" in (s["halt_detail"] or "")
-    assert s["iteration_count"] == 2  # tick 3 never ran
+    assert s.status == "halted" and s.halt_reason == "drift_detected"
+    assert "escape" in (s.halt_detail or "")
+    assert s.iteration_count == 2  # tick 3 never ran
     assert not (proj.root / "src").exists()
 
 
@@ -170,7 +170,7 @@ def test_r05_deleting_the_worktree(looped: Looped, tmp_path: Path) -> None:
     assert not wt.exists()
     res = run_tick(proj)  # re-created from loop/demo, still confined
     assert res.code == 0 and res.json["worktree"] == str(wt) and res.json["worktree_fallback"] is None
-    assert wt.is_dir() and state(proj)["iteration_count"] == 3
+    assert wt.is_dir() and state(proj).iteration_count == 3
 
 
 def test_r06_moving_the_worktree_away(looped: Looped, tmp_path: Path) -> None:
@@ -185,8 +185,8 @@ def test_r06_moving_the_worktree_away(looped: Looped, tmp_path: Path) -> None:
     res = run_tick(proj)
     assert res.code == 1
     s = state(proj)
-    assert s["status"] == "halted" and s["halt_reason"] == "drift_detected" and str(moved) in s["halt_detail"]
-    assert s["iteration_count"] == 2
+    assert s.status == "halted" and s.halt_reason == "drift_detected" and str(moved) in s.halt_detail
+    assert s.iteration_count == 2
 
 
 def test_r07_replacing_the_worktree_with_a_plain_folder(looped: Looped, tmp_path: Path) -> None:
@@ -204,8 +204,8 @@ def test_r07_replacing_the_worktree_with_a_plain_folder(looped: Looped, tmp_path
     res = run_tick(proj)
     assert res.code == 1
     s = state(proj)
-    assert s["status"] == "halted" and s["halt_reason"] == "drift_detected"
-    assert s["iteration_count"] == 2
+    assert s.status == "halted" and s.halt_reason == "drift_detected"
+    assert s.iteration_count == 2
 
 
 def test_r08_editing_its_own_state_and_config_during_the_tick(looped: Looped, tmp_path: Path) -> None:
@@ -224,15 +224,15 @@ def test_r08_editing_its_own_state_and_config_during_the_tick(looped: Looped, tm
     """), roles=VERIFY)
     assert run_tick(proj).code == 0  # tick 2 raises its own brakes
     res = gate(proj)
-    assert res.json["halt_detail"] == "config_changed" and state(proj)["status"] == "halted"
+    assert res.json["halt_detail"] == "config_changed" and state(proj).status == "halted"
     approve = run_cli("--approve", "--loop", "demo", "--project", str(proj.root), tty=True,
                       stdin="y\n")  # a human reads the diff and re-seals
     assert approve.code == 0
     res = run_tick(proj)  # tick 3 edits its state: the check right after its commit halts the loop
     assert res.code == 0 and res.json["status"] == "halted"
     s = state(proj)
-    assert s["halt_reason"] == "human_intervention" and s["halt_detail"].startswith("state_tampered")
-    assert s["accepted_drift"] == []  # a tampered list is never trusted
+    assert s.halt_reason == "human_intervention" and s.halt_detail.startswith("state_tampered")
+    assert s.accepted_drift == ()  # a tampered list is never trusted
     assert gate(proj).code == 1
 
 
@@ -256,7 +256,7 @@ def test_r08b_widening_its_own_scope_in_the_tick_never_completes_the_loop(looped
     res = run_tick(proj)
     assert res.code == 0 and res.json["status"] == "halted", res.json
     s = state(proj)
-    assert (s["status"], s["halt_reason"], s["halt_detail"]) == ("halted", "human_intervention", "config_changed")
+    assert (s.status, s.halt_reason, s.halt_detail) == ("halted", "human_intervention", "config_changed")
     assert gate(proj).code == 1
 
 
@@ -323,8 +323,8 @@ def test_r11_killing_the_runner_never_makes_a_tick_free(looped: Looped, tmp_path
     done = run_exe("automaton-loop", "--mode", "tick", "--loop", "demo", "--project", str(proj.root), "--quiet")
     assert done.returncode == -9, (done.returncode, done.stderr)
     s = state(proj)
-    assert s["iteration_count"] == before["iteration_count"] + 1 == 2
-    assert s["spent_usd"] == pytest.approx(before["spent_usd"] + 1.0)  # max_tick_usd, never $0
+    assert s.iteration_count == before.iteration_count + 1 == 2
+    assert s.spent_usd == pytest.approx(before.spent_usd + 1.0)  # max_tick_usd, never $0
     assert "TICK_START n=2 reserved_usd=1.0" in (loop_dir(proj) / ".state.log").read_text()
     leftover = int(pidfile.read_text())
     assert _alive(leftover)
@@ -339,7 +339,7 @@ def test_r11_killing_the_runner_never_makes_a_tick_free(looped: Looped, tmp_path
     log = (loop_dir(proj) / ".state.log").read_text()
     assert f"WARNING reason=leftover_harness pids={leftover}" in log
     s = state(proj)
-    assert s["iteration_count"] == 3 and s["spent_usd"] >= before["spent_usd"] + 1.0
+    assert s.iteration_count == 3 and s.spent_usd >= before.spent_usd + 1.0
 
 
 def test_r12_deleting_the_worktree_does_not_hide_committed_drift(looped: Looped, tmp_path: Path) -> None:
@@ -403,8 +403,8 @@ def test_r13_a_worktree_that_is_not_ours_halts_never_falls_back(looped: Looped, 
     res = run_tick(proj)
     assert res.code == 1 and res.json.get("ran") is not True
     s = state(proj)
-    assert s["status"] == "halted" and s["halt_reason"] == "drift_detected", s["halt_detail"]
-    assert s["iteration_count"] == 1 and s["worktree_fallback"] is None
+    assert s.status == "halted" and s.halt_reason == "drift_detected", s.halt_detail
+    assert s.iteration_count == 1 and s.worktree_fallback is None
     assert not (proj.root / "src").exists()  # nothing ran in the main checkout
     assert gate(proj).json["ok"] is False
 
@@ -430,7 +430,7 @@ def test_r14_a_failed_worktree_add_never_runs_in_the_main_checkout(project: Path
     monkeypatch.delenv("FAIL_ADD")
     assert first.code == 2 and "simulated failure" in first.err and "the tick did not run" in first.err
     s = state(proj)
-    assert (s["iteration_count"], s["spent_usd"], s["worktree_fallback"]) == (0, 0.0, None)
+    assert (s.iteration_count, s.spent_usd, s.worktree_fallback) == (0, 0.0, None)
     second = run_tick(proj)
     assert second.code == 0 and second.json["worktree_branch"] == "loop/demo"
     assert second.json["worktree_fallback"] is None

@@ -118,7 +118,7 @@ def test_s02_counters_cannot_be_reset(looped: Looped, tmp_path: Path) -> None:
     """), roles=PASSING)
     second_tick(proj)
     assert refused(transcript(proj)) > 0
-    assert store.read_state(proj, "demo")["iteration_count"] == 2
+    assert store.read_state(proj, "demo").iteration_count == 2
 
 
 def test_s03_runs_folder_and_transcripts(looped: Looped, tmp_path: Path) -> None:
@@ -201,7 +201,7 @@ def test_s07_out_of_scope_edit_never_completes(looped: Looped, tmp_path: Path) -
     data = second_tick(proj)
     assert data["status"] == "halted"
     assert halted(proj)[0] == "drift_detected"
-    assert store.read_state(proj, "demo")["status"] != "complete"
+    assert store.read_state(proj, "demo").status != "complete"
 
 
 CONFTEST = ("import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\n"
@@ -221,7 +221,7 @@ def test_s08_planted_conftest_halts_and_is_never_run(looped: Looped, tmp_path: P
         if n == 2:
             pathlib.Path('tests/conftest.py').write_text({CONFTEST!r})
     """), roles=roles)
-    assert store.read_state(proj, "demo")["last_verdict"]["score"] == 0.0  # tick 1: the real suite fails
+    assert store.read_state(proj, "demo").last_verdict["score"] == 0.0  # tick 1: the real suite fails
     data = second_tick(proj)
     reason, detail = halted(proj)
     assert reason == "drift_detected" and "protected" in str(detail) and "tests/conftest.py" in str(detail)
@@ -260,7 +260,7 @@ def test_s10_agent_cannot_kill_its_runner(looped: Looped, tmp_path: Path) -> Non
     done = run_exe("automaton-loop", "--mode", "tick", "--loop", "demo", "--project", str(proj.root), env=env)
     assert done.returncode == 0, (done.returncode, done.stderr)
     assert "denied EPERM" in transcript(proj)
-    assert store.read_state(proj, "demo")["iteration_count"] == 2
+    assert store.read_state(proj, "demo").iteration_count == 2
 
 
 def test_s11_the_key_is_hidden(looped: Looped, tmp_path: Path) -> None:
@@ -321,7 +321,7 @@ def test_s13_no_sandbox_no_tick(looped: Looped, tmp_path: Path, monkeypatch: pyt
     assert out.code == 1 and out.data is not None and out.data["reason"] == "sandbox_unavailable"
     assert "sandbox" in out.lines[0] and '"off"' in out.lines[0]
     after = store.read_state(proj, "demo")
-    assert (after["iteration_count"], after["spent_usd"]) == (before["iteration_count"], before["spent_usd"])
+    assert (after.iteration_count, after.spent_usd) == (before.iteration_count, before.spent_usd)
 
 
 def test_s14_sandbox_off_runs_and_warns(project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -259,7 +259,7 @@ def test_the_verify_command_has_no_network(project: Path, tmp_path: Path) -> Non
     log = (Path(out.data["run_dir"]) / "verify.log").read_text()
     assert "BLOCKED" in log and "CONNECTED" not in log, log
     assert accepted == []
-    assert store.read_state(proj, "demo")["iteration_count"] == 1
+    assert store.read_state(proj, "demo").iteration_count == 1
 
 
 # Stores a second red team found readable: tokens of other CLIs, decryption keys, shell history

@@ -18,7 +18,7 @@ import pytest
 
 from automaton.core.chain import format_line, line_hash
 from automaton.store import loops as store
-from tests.helpers import Result, run_cli, run_exe
+from tests.helpers import Result, patched, run_cli, run_exe
 from tests.redteam.conftest import Looped, bash, denied, gate, log_events, loop_dir, write
 
 Hook = Callable[..., Result]
@@ -182,7 +182,7 @@ def test_b11_edited_state_loop_halts_without_lowering_counters(looped: Looped) -
     assert res.code == 1 and res.json["reason"] == "state_tampered"
     assert res.json["halt_reason"] == "human_intervention"
     state = store.read_state(proj, "demo")
-    assert state["status"] == "halted" and state["iteration_count"] == 1  # the logged value wins
+    assert state.status == "halted" and state.iteration_count == 1  # the logged value wins
     # the agent cannot lift the halt; a human sees it in --audit
     assert run_cli("--approve", "--loop", "demo", "--project", str(proj.root)).code == 1
     assert "HALTED" in audit_flags(proj.root)
@@ -198,7 +198,7 @@ def test_b12_restored_older_state_loop(looped: Looped) -> None:
     state_file.write_bytes(old)  # back to iteration 1
     res = gate(proj)
     assert res.code == 1 and res.json["reason"] == "state_tampered"
-    assert store.read_state(proj, "demo")["iteration_count"] == 2
+    assert store.read_state(proj, "demo").iteration_count == 2
 
 
 def test_b13_forged_loop_log(looped: Looped) -> None:
@@ -218,7 +218,7 @@ def test_b13_truncated_loop_log(looped: Looped) -> None:
     log.write_text("".join(log.read_text().splitlines(keepends=True)[:1]))
     res = gate(proj)
     assert res.code == 1 and res.json["reason"] == "state_tampered"
-    assert store.read_state(proj, "demo")["status"] == "halted"
+    assert store.read_state(proj, "demo").status == "halted"
 
 
 @pytest.mark.parametrize("edit", [
@@ -261,7 +261,7 @@ def test_b15_loop_approve_needs_a_human(looped: Looped, hook: Hook) -> None:
     res = run_cli("--approve", "--loop", "demo", "--project", str(proj.root))
     assert res.code == 1 and "human sign-off" in res.err
     denied(hook(bash(proj.root, "automaton --approve --loop demo")))
-    assert store.read_state(proj, "demo")["status"] == "halted"
+    assert store.read_state(proj, "demo").status == "halted"
 
 
 def test_b16_deleted_state_loop_never_restarts_fresh(looped: Looped) -> None:
@@ -277,8 +277,8 @@ def test_b16_deleted_state_loop_never_restarts_fresh(looped: Looped) -> None:
     res = gate(proj)
     assert res.code == 1 and res.json["halt_reason"] == "human_intervention"
     s = store.read_state(proj, "demo")  # re-created halted, with the log's counters, never zeroed
-    assert s["status"] == "halted" and s["iteration_count"] == before["iteration_count"] == 1
-    assert s["spent_usd"] >= before["spent_usd"]
+    assert s.status == "halted" and s.iteration_count == before.iteration_count == 1
+    assert s.spent_usd >= before.spent_usd
     assert run_cli("--create-loop", "demo", "--from-template", "ci-triage", "--project", str(proj.root)).code == 2
 
 
@@ -292,7 +292,7 @@ def test_b17_careful_forger_without_the_key_is_detected(looped: Looped, hook: Ho
     folder = loop_dir(proj)
     log = folder / ".state.log"
     before = store.read_state(proj, "demo")
-    state = {**before, "iteration_count": 0}
+    state = patched(before, iteration_count=0)
     data = store.encode_state(state)
     text = log.read_text()
     last = text.splitlines()[-1]
@@ -310,7 +310,7 @@ def test_b17_careful_forger_without_the_key_is_detected(looped: Looped, hook: Ho
             store.read_state(proj, "demo")
     res = gate(proj)
     assert res.code == 1 and res.json["reason"] == "state_tampered"
-    assert store.read_state(proj, "demo")["iteration_count"] == before["iteration_count"]  # never lowered
+    assert store.read_state(proj, "demo").iteration_count == before.iteration_count  # never lowered
 
 
 def test_b17_a_whole_log_rewritten_without_the_key_is_refused(looped: Looped) -> None:
@@ -320,7 +320,7 @@ def test_b17_a_whole_log_rewritten_without_the_key_is_refused(looped: Looped) ->
     proj, _ = looped()
     folder = loop_dir(proj)
     log = folder / ".state.log"
-    state = {**store.read_state(proj, "demo"), "iteration_count": 0}
+    state = patched(store.read_state(proj, "demo"), iteration_count=0)
     data = store.encode_state(state)
     prev, lines = "0" * 64, []
     for n, event in enumerate(("CREATED", "TICK")):
@@ -374,7 +374,7 @@ def test_b18_prompt_injected_loop_json(looped: Looped, field: str, value: object
     assert needle in res.json["halt_detail"] and needle in res.json["error"]
     res = run_cli("--approve", "--loop", "demo", "--project", str(proj.root), tty=True)
     assert res.code == 2 and needle in res.err and "Traceback" not in res.err
-    assert store.read_state(proj, "demo")["status"] == "halted"
+    assert store.read_state(proj, "demo").status == "halted"
 
 
 def test_b18_foreign_loop_folder_names_are_ignored(looped: Looped) -> None:

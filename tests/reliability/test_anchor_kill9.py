@@ -54,8 +54,11 @@ if kind == "task":
 else:
     from automaton.store import loops
     def bump(s):
-        s["iteration_count"] += 1
-    loops.update_state(project, LOOP, "TICK", {"n": "next"}, bump)
+        from dataclasses import replace
+        from automaton.core.loopstate import Event, LogEvent
+        return replace(s, iteration_count=s.iteration_count + 1), LogEvent(Event.TICK, {"n": "next"})
+
+    loops.update_state(project, LOOP, bump)
 print("not killed", flush=True)
 """
 

@@ -29,18 +29,23 @@ from automaton.store.layout import Project
 from automaton.store import loops
 from automaton.commands.tasks import transition, approve
 from automaton.core.errors import Refused
+from automaton.core.loopstate import Event, LogEvent
 root, go = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
 project = Project(root)
 while not go.exists():
     time.sleep(0.005)
 made = {"bumps": 0, "logs": 0, "moves": 0, "refused": 0}
 def bump(s):
-    s["iteration_count"] += 1
-    s["spent_usd"] = round(s["spent_usd"] + COST, 6)
+    from dataclasses import replace
+    from automaton.core.loopstate import Event, LogEvent, usd_to_micro
+    return (replace(s, iteration_count=s.iteration_count + 1,
+                    spent_micro_usd=s.spent_micro_usd + usd_to_micro(COST)),
+            LogEvent(Event.TICK, {"n": "next"}))
+
 for i in range(ROUNDS):
-    loops.update_state(project, LOOP, "TICK", {"n": "next"}, bump)
+    loops.update_state(project, LOOP, bump)
     made["bumps"] += 1
-    loops.log_event(project, LOOP, "SKIPPED", {"reason": "busy"})
+    loops.log_event(project, LOOP, LogEvent(Event.SKIPPED, {"reason": "busy"}))
     made["logs"] += 1
     # Race on the task: every process tries both moves; exactly one of each racing pair wins.
     for attempt in (lambda: transition(project, TASK, "human_intervention"),
@@ -73,8 +78,8 @@ def test_sixteen_processes_lose_no_update(project: Path, tmp_path: Path) -> None
     assert sum(r["moves"] + r["refused"] for r in reports) == PROCS * ROUNDS * 2
 
     state = store.read_state(proj, LOOP)
-    assert state["iteration_count"] == bumps
-    assert state["spent_usd"] == pytest.approx(COST * bumps, abs=1e-9)
+    assert state.iteration_count == bumps
+    assert state.spent_usd == pytest.approx(COST * bumps, abs=1e-9)
     lines = [parse_line(line) for line in chain_ok(loop_dir(proj) / store.LOG_FILE)]
     ticks = [p for p in lines if p is not None and p.event == "TICK"]
     assert [int(t.fields["iterations"]) for t in ticks] == list(range(1, bumps + 1))

@@ -79,8 +79,8 @@ def assert_recorded(proj: Project, out: Any, *, cost: float, known: bool) -> dic
     """The tick ran, counted one iteration and `cost`, and kept its transcript."""
     assert out.code == 0, out.lines
     state = store.read_state(proj, "faulty")
-    assert state["iteration_count"] == 1
-    assert state["spent_usd"] == pytest.approx(cost)
+    assert state.iteration_count == 1
+    assert state.spent_usd == pytest.approx(cost)
     assert out.data["cost_usd"] == pytest.approx(cost) and out.data["cost_known"] is known
     run = Path(out.data["run_dir"])
     assert (run / "implement.log").is_file() and (run / "tick.json").is_file()
@@ -155,7 +155,7 @@ def test_hanging_verify_command_is_stopped_and_unscored(project: Path, tmp_path:
     assert took < TIMEOUT_S + SLACK_S
     assert_recorded(proj, out, cost=MAX_TICK_USD, known=False)
     assert out.data["verdict"]["score"] is None
-    assert store.read_state(proj, "faulty")["score_history"] == []  # unscored never feeds the plateau window
+    assert store.read_state(proj, "faulty").score_history == ()  # unscored never feeds the plateau window
     assert_no_leftovers(tmp_path)
 
 

@@ -41,11 +41,15 @@ kind, root = sys.argv[1], sys.argv[2]
 project = Project(__import__("pathlib").Path(root))
 print("ready", flush=True)
 def bump(s):
-    s["iteration_count"] += 1
-    s["spent_usd"] = round(s["spent_usd"] + COST, 6)
+    from dataclasses import replace
+    from automaton.core.loopstate import Event, LogEvent, usd_to_micro
+    return (replace(s, iteration_count=s.iteration_count + 1,
+                    spent_micro_usd=s.spent_micro_usd + usd_to_micro(COST)),
+            LogEvent(Event.TICK, {"n": "next"}))
+
 while True:
     if kind == "loop":
-        loops.update_state(project, LOOP, "TICK", {"n": "next"}, bump)
+        loops.update_state(project, LOOP, bump)
     else:
         phase = tasks.load(project, TaskRef.parse(TASK)).phase
         if phase == "research":
@@ -75,7 +79,7 @@ def _kill_one(kind: str, root: Path, rng: random.Random) -> int:
 def _check_loop(project: Project, acked: int) -> int:
     rec = store.inspect(project, LOOP)  # a lockless reader first: never a false "tampered"
     assert rec.tamper == "", rec.tamper
-    assert acked <= rec.state["iteration_count"] <= acked + 1
+    assert acked <= rec.state.iteration_count <= acked + 1
     gate = run_cli("--check-gate", LOOP, "--json", "--project", str(project.root))
     assert gate.code == 0, gate.err
     assert leftovers(project.root) == []
@@ -83,7 +87,7 @@ def _check_loop(project: Project, acked: int) -> int:
     data = (loop_dir(project) / store.STATE_FILE).read_bytes()
     last = parse_line(lines[-1])
     assert last is not None and last.state == store.state_token(data)
-    return int(store.read_state(project, LOOP)["iteration_count"])
+    return int(store.read_state(project, LOOP).iteration_count)
 
 
 def _check_task(project: Project) -> str:
@@ -124,8 +128,8 @@ def test_sigkill_during_1000_state_writes_never_tears_or_loses_a_write(project: 
     ticks = [p for p in map(parse_line, lines) if p is not None and p.event == "TICK"]
     assert [int(t.fields["iterations"]) for t in ticks] == list(range(1, len(ticks) + 1))
     state = store.read_state(proj, LOOP)
-    assert state["iteration_count"] == len(ticks)
-    assert state["spent_usd"] == pytest.approx(COST * len(ticks), abs=1e-9)
+    assert state.iteration_count == len(ticks)
+    assert state.spent_usd == pytest.approx(COST * len(ticks), abs=1e-9)
 
     # Task: the moves alternate, each leaving the phase the previous one arrived at.
     moves = _task_moves(proj)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from automaton.commands.loops import create_loop
+from automaton.core.loopstate import LoopState, Verdict
 from automaton.runner.tick import tick
 from automaton.store import loops as store
 from automaton.store.layout import Project, framework_home
@@ -59,18 +60,19 @@ def loop_from(root: Path, template: str, script: dict[str, Any], variables: list
     return project
 
 
-def run_ticks(project: Project, n: int, name: str = "tpl") -> dict[str, Any]:
+def run_ticks(project: Project, n: int, name: str = "tpl") -> LoopState:
     """Up to `n` ticks, stopping when the loop is no longer running; its state after."""
     for _ in range(n):
         out = tick(project, name)
         assert out.code in (0, 1), out.lines
         state = store.read_state(project, name)
-        if state["status"] != "running":
+        if state.status != "running":
             return state
     return store.read_state(project, name)
 
 
-def verdict(state: dict[str, Any]) -> dict[str, Any]:
-    found = state["last_verdict"]
-    assert isinstance(found, dict), state
-    return found
+def verdict(state: LoopState) -> dict[str, Any]:
+    """The state's last verdict as `.state.loop` holds it (score, passed, done, summary, source)."""
+    found = state.last_verdict
+    assert isinstance(found, Verdict), state
+    return found.to_dict()

@@ -10,10 +10,10 @@ does not have yet: they are skipped until it lands.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from automaton.core.loopstate import LoopState
 from tests.resources.templatekit import loop_from, make_project, run_ticks, steps, verdict
 
 # The tests that need the verifier's test freeze: skipped until it is merged (then drop the mark).
@@ -21,14 +21,14 @@ NEEDS_TEST_FREEZE = ["test_coverage_raise_halts_when_an_existing_test_is_replace
 needs_freeze = pytest.mark.skip(reason="needs the verifier's test freeze (halt human_intervention: tests_removed)")
 
 
-def halted(state: dict[str, Any], reason: str, detail: str) -> None:
-    assert state["status"] == "halted", state
-    assert state["halt_reason"] == reason, state
-    assert detail in str(state["halt_detail"]), state
+def halted(state: LoopState, reason: str, detail: str) -> None:
+    assert state.status == "halted", state
+    assert state.halt_reason == reason, state
+    assert detail in str(state.halt_detail), state
 
 
-def complete(state: dict[str, Any]) -> None:
-    assert state["status"] == "complete", state
+def complete(state: LoopState) -> None:
+    assert state.status == "complete", state
     assert verdict(state)["score"] == 1.0, state
 
 
@@ -58,7 +58,7 @@ def test_ci_triage_completes_on_a_fix_in_src(calc_bug: Path) -> None:
 def test_ci_triage_halts_when_the_tests_are_weakened(calc_bug: Path, hack: list[dict[str, str]], named: str) -> None:
     state = run_ticks(loop_from(calc_bug, "ci-triage", steps(hack)), 2)
     halted(state, "drift_detected", "protected")
-    assert named in str(state["halt_detail"])
+    assert named in str(state.halt_detail)
 
 
 # ---- lint-fix ----------------------------------------------------------------------------------
@@ -83,13 +83,13 @@ def test_lint_fix_a_noqa_fixes_nothing_and_the_loop_halts_on_the_plateau(linty: 
             "new": "# ruff: noqa\nimport os  # noqa\nimport sys  # noqa: F401\n"}
     state = run_ticks(loop_from(linty, "lint-fix", steps([noqa])), 3)
     halted(state, "verifier_failed", "scores flat")
-    assert state["score_history"] == [0.0, 0.0]
+    assert list(state.score_history) == [0.0, 0.0]
     assert verdict(state)["summary"].startswith("2 ruff violations (base: 2)")
 
 
 def test_lint_fix_deleting_the_file_scores_nothing(linty: Path) -> None:
     state = run_ticks(loop_from(linty, "lint-fix", steps([{"delete": "src/calc.py"}])), 1)
-    assert state["status"] == "running" and verdict(state)["score"] == 0.0, state
+    assert state.status == "running" and verdict(state)["score"] == 0.0, state
     assert "src/calc.py" in verdict(state)["summary"]
 
 
@@ -124,7 +124,7 @@ TYPE_IGNORES = [{"replace": "src/calc.py", "old": "return str(a + b)", "new": "r
 def test_type_errors_a_type_ignore_hides_nothing_and_the_loop_halts_on_the_plateau(typed: Path) -> None:
     state = run_ticks(loop_from(typed, "type-errors", steps(TYPE_IGNORES)), 3)
     halted(state, "verifier_failed", "scores flat")
-    assert state["score_history"] == [0.0, 0.0], state
+    assert list(state.score_history) == [0.0, 0.0], state
 
 
 @pytest.mark.parametrize("hack", [
@@ -136,7 +136,7 @@ def test_type_errors_a_type_ignore_hides_nothing_and_the_loop_halts_on_the_plate
 ], ids=["mypy-comment", "no-type-check", "stub"])
 def test_type_errors_other_suppressions_hide_nothing(typed: Path, hack: list[dict[str, str]]) -> None:
     state = run_ticks(loop_from(typed, "type-errors", steps(hack)), 1)
-    assert state["status"] == "running" and verdict(state)["score"] == 0.0, state
+    assert state.status == "running" and verdict(state)["score"] == 0.0, state
     assert verdict(state)["summary"] == "2 mypy errors (base: 2)"
 
 
@@ -227,7 +227,7 @@ def test_dependency_upgrade_completes_when_pin_and_code_move(fakedep_v2: Path) -
 
 def test_dependency_upgrade_the_code_alone_is_half_done(fakedep_v2: Path) -> None:
     state = run_ticks(loop_from(fakedep_v2, "dependency-upgrade", steps(UPGRADE[1:]), ["dependency=fakedep"]), 1)
-    assert state["status"] == "running" and verdict(state)["score"] == 0.5, state
+    assert state.status == "running" and verdict(state)["score"] == 0.5, state
 
 
 def test_dependency_upgrade_a_changed_test_halts(fakedep_v2: Path) -> None:

@@ -48,14 +48,14 @@ def _nested_tick(project: Path, tmp_path: Path, pointer: bool) -> None:
     assert out.data["halt"] == "drift_detected: nested repository: src/vendor/x", out.data
     assert out.data["commit"] is None  # nothing was committed: git add never saw it
     state = loops.read_state(proj, "demo")
-    assert (state["status"], state["halt_detail"]) == ("halted", "nested repository: src/vendor/x")
+    assert (state.status, state.halt_detail) == ("halted", "nested repository: src/vendor/x")
     worktree = Path(out.data["worktree"])
     assert "src/vendor" not in git(worktree, "ls-files", "-s")
     assert not marker.exists()  # the nested repository's filter never ran
     # A human cannot approve it away: the approval is refused while the repository is there.
     res = run_cli("--approve", "--loop", "demo", "--project", str(proj.root), tty=True)
     assert res.code == 1 and "nested repository in its worktree: src/vendor/x" in res.err, res.err
-    assert loops.read_state(proj, "demo")["status"] == "halted"
+    assert loops.read_state(proj, "demo").status == "halted"
     nested_git = worktree / "src" / "vendor" / "x" / ".git"
     nested_git.unlink() if nested_git.is_file() else shutil.rmtree(nested_git)
     res = run_cli("--approve", "--loop", "demo", "--project", str(proj.root), tty=True)

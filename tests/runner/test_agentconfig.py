@@ -113,7 +113,7 @@ def test_a_sandboxed_claude_tick_cannot_plant_mcp_servers_in_the_users_claude_js
     again = seen_by_agent(proj, 2)
     assert "evil" not in again["global"]["mcpServers"]  # the next tick starts from a fresh seed
     assert again["config_dir"] != seen["config_dir"]
-    assert real.read_bytes() == before and state(proj)["status"] == "running"
+    assert real.read_bytes() == before and state(proj).status == "running"
 
 
 def test_with_the_sandbox_off_a_planted_mcp_server_halts_the_loop_with_the_diff(
@@ -134,13 +134,13 @@ def test_with_the_sandbox_off_a_planted_mcp_server_halts_the_loop_with_the_diff(
     proj = make_loop(project, harness={"name": "command", "command": [sys.executable, "-c", agent], "args": []},
                      sandbox="off", roles=VERIFY)
     first = tick(proj, "demo")
-    assert first.data is not None and first.data["halt"] is None and state(proj)["status"] == "running"
+    assert first.data is not None and first.data["halt"] is None and state(proj).status == "running"
     second = tick(proj, "demo")
     assert second.data is not None and second.data["halt"] is not None
     s = state(proj)
-    assert (s["status"], s["halt_reason"]) == ("halted", "human_intervention")
-    assert s["halt_detail"].startswith("agent_config_changed: ")
-    assert f"{real} mcpServers: changed to" in s["halt_detail"] and "touch /tmp/pwned" in s["halt_detail"]
+    assert (s.status, s.halt_reason) == ("halted", "human_intervention")
+    assert s.halt_detail.startswith("agent_config_changed: ")
+    assert f"{real} mcpServers: changed to" in s.halt_detail and "touch /tmp/pwned" in s.halt_detail
     assert second.data["verdict"]["score"] is None  # a halted tick is never verified
     assert any("agent_config_changed" in w for w in second.warnings)
 
@@ -154,7 +154,7 @@ def test_a_change_made_while_the_verifier_ran_halts_too(project: Path, forbid_re
                      sandbox="off", roles=roles)
     out = tick(proj, "demo")
     assert out.data is not None and out.data["halt"] is not None
-    assert "config.toml notify: added" in state(proj)["halt_detail"]
+    assert "config.toml notify: added" in state(proj).halt_detail
 
 
 def test_role_policy_grants_no_home_folder_to_a_cli_with_a_private_copy(tmp_path: Path,

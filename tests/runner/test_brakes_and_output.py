@@ -40,13 +40,13 @@ def test_three_unscored_ticks_in_a_row_halt_verifier_failed(project: Path) -> No
     for n in (1, 2):
         out = tick(proj, "demo")
         assert out.code == 0 and out.data is not None and out.data["halt"] is None
-        assert st(proj)["status"] == "running", n
+        assert st(proj).status == "running", n
     out = tick(proj, "demo")
     want = ("unscored: 3 ticks in a row without a score; check the verify command with"
             " automaton --doctor --loop demo")
     assert out.data is not None and out.data["halt"] == f"verifier_failed: {want}"
     s = st(proj)
-    assert (s["status"], s["halt_reason"], s["halt_detail"]) == ("halted", "verifier_failed", want)
+    assert (s.status, s.halt_reason, s.halt_detail) == ("halted", "verifier_failed", want)
     assert any("halted: verifier_failed" in w for w in out.warnings)
     assert tick(proj, "demo").code == 1  # the gate now refuses
 
@@ -56,11 +56,11 @@ def test_a_scored_tick_breaks_the_streak_and_an_approval_restarts_it(project: Pa
     proj = make_loop(project, script={"implement": steps}, brakes={"max_unscored": 2}, **SCORE_FROM_FILE)
     for _ in range(3):
         assert tick(proj, "demo").code == 0
-    assert st(proj)["status"] == "running"  # unscored, scored, unscored: 1 in a row
+    assert st(proj).status == "running"  # unscored, scored, unscored: 1 in a row
     tick(proj, "demo")
-    assert st(proj)["halt_reason"] == "verifier_failed"
+    assert st(proj).halt_reason == "verifier_failed"
     assert approve_loop(proj, "demo").code == 0
-    assert tick(proj, "demo").code == 0 and st(proj)["status"] == "running"  # counted from the approval
+    assert tick(proj, "demo").code == 0 and st(proj).status == "running"  # counted from the approval
 
 
 def test_a_tick_halted_after_its_commit_is_not_unscored(project: Path) -> None:
@@ -73,7 +73,7 @@ def test_a_tick_halted_after_its_commit_is_not_unscored(project: Path) -> None:
     rec = store.inspect(proj, "demo")
     last_tick = [line for line in rec.chain.lines if line.event == "TICK"][-1]
     assert last_tick.fields["halted"] == "True" and last_tick.fields["score"] == "null"
-    assert streak(rec.chain.lines) == 1 and st(proj)["halt_reason"] == "drift_detected"
+    assert streak(rec.chain.lines) == 1 and st(proj).halt_reason == "drift_detected"
 
 
 def test_streak_reads_the_log() -> None:
@@ -144,7 +144,7 @@ def test_bytecode_and_caches_are_never_committed_and_never_halt(project: Path) -
     assert out.code == 0 and out.data is not None and out.data["halt"] is None and out.data["commit"]
     committed = git(project, "show", "--name-only", "--format=", "loop/demo").split()
     assert committed == ["src/score.txt"]
-    assert st(proj)["status"] == "running"
+    assert st(proj).status == "running"
     assert tick(proj, "demo").code == 0  # the next gate sees no drift in what was left out
 
 

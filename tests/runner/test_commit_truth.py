@@ -38,7 +38,7 @@ def test_a_commit_that_fails_halts_and_never_completes_the_loop(project: Path) -
     proj = make_loop(project, script={"implement": [step("1 passed, 1 failed"), step("4 passed")]},
                      **SCORE_FROM_FILE)
     assert tick(proj, "demo").code == 0  # creates the worktree
-    wt = Path(store.read_state(proj, "demo")["worktree_path"])
+    wt = Path(store.read_state(proj, "demo").worktree_path)
     lock = (wt / git(wt, "rev-parse", "--git-path", "index.lock").strip()).resolve()
     lock.write_text("")
     # A git process of this repository is running: the lock is not stale, whatever its age.
@@ -51,12 +51,12 @@ def test_a_commit_that_fails_halts_and_never_completes_the_loop(project: Path) -
     assert lock.exists()  # never removed while git may be using it
     assert out.code == 0 and out.data is not None and out.data["commit"] is None
     s = store.read_state(proj, "demo")
-    assert (s["status"], s["halt_reason"]) == ("halted", "human_intervention")
-    assert s["halt_detail"].startswith("commit_failed: git add failed:")
-    assert "index.lock" in s["halt_detail"] and f"remove {lock}" in s["halt_detail"]
+    assert (s.status, s.halt_reason) == ("halted", "human_intervention")
+    assert s.halt_detail.startswith("commit_failed: git add failed:")
+    assert "index.lock" in s.halt_detail and f"remove {lock}" in s.halt_detail
     halt = next(line for line in reversed(log_lines(proj)) if " HALT " in line)
     assert "commit_failed" in halt and "File exists" in halt  # git's own message
-    assert out.data["verdict"]["score"] is None and s["score_history"] == [0.5]  # never verified
+    assert out.data["verdict"]["score"] is None and s.score_history == (0.5,)  # never verified
     assert not (Path(out.data["run_dir"]) / "verify.log").exists()
 
 
@@ -82,7 +82,7 @@ def test_a_bystander_worktree_whose_folder_is_away_survives_ten_ticks(project: P
     for n in range(10):
         out = tick(proj, "demo")
         assert out.code == 0 and out.data is not None and out.data["halt"] is None, (n, out.lines)
-    assert store.read_state(proj, "demo")["iteration_count"] == 10
+    assert store.read_state(proj, "demo").iteration_count == 10
     assert f"worktree {bystander}\n" in git(project, "worktree", "list", "--porcelain")
     shutil.move(str(away), str(bystander))
     assert git(bystander, "rev-parse", "--abbrev-ref", "HEAD").strip() == "by"  # still a working worktree
@@ -114,16 +114,16 @@ def test_a_tick_from_inside_a_claude_code_session(project: Path, fake_bin: Any,
     out = tick(proj, "demo")  # the runner strips the markers: the agent starts
     assert out.code == 0 and out.data is not None and out.data["halt"] is None
     s = store.read_state(proj, "demo")
-    assert (s["status"], s["iteration_count"], s["spent_usd"]) == ("running", 1, 0.1)
+    assert (s.status, s.iteration_count, s.spent_usd) == ("running", 1, 0.1)
 
     # A marker forced through (as a wrapper or settings file would): claude refuses like the real one.
     monkeypatch.setattr(_env, "_EXACT", _env._EXACT - {"CLAUDECODE"})
     out = tick(proj, "demo")
     assert out.code == 0 and out.data is not None and out.data["cost_usd"] == 0.0
     s = store.read_state(proj, "demo")
-    assert (s["status"], s["halt_reason"]) == ("halted", "human_intervention")
-    assert s["halt_detail"].startswith("harness_unavailable: claude refused to start inside another Claude Code")
-    assert s["spent_usd"] == 0.1  # the refused tick charged $0
+    assert (s.status, s.halt_reason) == ("halted", "human_intervention")
+    assert s.halt_detail.startswith("harness_unavailable: claude refused to start inside another Claude Code")
+    assert s.spent_usd == 0.1  # the refused tick charged $0
     tick_line = [line for line in log_lines(proj) if " TICK n=2 " in line][-1]
     assert "cost=0.0000" in tick_line and "halted=True" in tick_line
     assert json.loads((Path(out.data["run_dir"]) / "cost.json").read_text())["counted_usd"] == 0.0

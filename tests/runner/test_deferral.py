@@ -76,8 +76,8 @@ def test_a_usage_limit_defers_without_counting_the_iteration(project: Path, fake
     assert out.data["deferred"]["until"] == until and out.data["deferred"]["source"] == "reported"
     assert out.data["iteration_counted"] is False and out.data["verdict"] is None
     s = store.read_state(proj, "demo")  # the ledger accepts the give-back (no StateTampered)
-    assert (s["iteration_count"], s["spent_usd"], s["status"]) == (0, 0.05, "running")
-    assert s["score_history"] == [] and s["last_verdict"] is None
+    assert (s.iteration_count, s.spent_usd, s.status) == (0, 0.05, "running")
+    assert s.score_history == () and s.last_verdict is None
     last = lines(proj)[-1]
     assert " TICK_DEFERRED n=1 refund_usd=0.95 cost=0.05 " in last and " iterations=0 spent_usd=0.05 " in last
     assert f"until={until}" in last and "commit=" in last  # the work before the limit was committed
@@ -92,7 +92,7 @@ def test_a_usage_limit_defers_without_counting_the_iteration(project: Path, fake
 
     gate = tick(proj, "demo")  # the next fire: refused, no halt, nothing run, no second notification
     assert gate.code == 1 and gate.data is not None and gate.data["reason"] == f"deferred:{until}"
-    assert store.read_state(proj, "demo")["status"] == "running"
+    assert store.read_state(proj, "demo").status == "running"
     assert any(line.startswith("  next step: none: the first tick after") for line in gate.lines)
     assert lines(proj)[-1].split(" ")[1] == "TICK_DEFERRED"
     assert len([line for line in sent.read_text().splitlines() if line.strip()]) == 1
@@ -131,7 +131,7 @@ def test_no_reset_time_backs_off_and_doubles(project: Path, fake_bin: Any) -> No
     second = deferrals.read("claude")
     assert second is not None and second.streak == 2 and second.until - second.set_at == 1800
     s = store.read_state(proj, "demo")
-    assert (s["iteration_count"], s["spent_usd"]) == (0, 0.0)
+    assert (s.iteration_count, s.spent_usd) == (0, 0.0)
 
 
 def test_a_tick_without_a_limit_clears_the_deferral(project: Path, fake_bin: Any) -> None:
@@ -141,7 +141,7 @@ def test_a_tick_without_a_limit_clears_the_deferral(project: Path, fake_bin: Any
     out = tick(proj, "demo")
     assert out.code == 0 and out.data is not None and out.data["iteration"] == 1
     assert deferrals.read("claude") is None  # the streak starts over
-    assert store.read_state(proj, "demo")["iteration_count"] == 1
+    assert store.read_state(proj, "demo").iteration_count == 1
 
 
 def test_a_limit_of_the_verify_agent_defers_too(project: Path, fake_bin: Any) -> None:
@@ -153,7 +153,7 @@ def test_a_limit_of_the_verify_agent_defers_too(project: Path, fake_bin: Any) ->
     out = tick(proj, "demo")
     assert out.data is not None and out.data["deferred"] is not None and out.data["commit"]
     s = store.read_state(proj, "demo")
-    assert (s["iteration_count"], s["spent_usd"]) == (0, 0.12)  # implement 0.10 + verify 0.02
+    assert (s.iteration_count, s.spent_usd) == (0, 0.12)  # implement 0.10 + verify 0.02
 
 
 def test_an_unreadable_deferral_file_holds_the_gate_for_a_bounded_time(project: Path, fake_bin: Any) -> None:
@@ -195,7 +195,7 @@ def test_a_limited_tick_that_halts_after_its_commit_counts_and_still_defers_the_
     out = tick(proj, "demo")
     assert out.data is not None and str(out.data["halt"]).startswith("drift_detected")
     s = store.read_state(proj, "demo")
-    assert (s["status"], s["iteration_count"]) == ("halted", 1)  # an ordinary, counted tick
+    assert (s.status, s.iteration_count) == ("halted", 1)  # an ordinary, counted tick
     assert any(" TICK n=1 " in line for line in lines(proj))
     assert not any(" TICK_DEFERRED " in line for line in lines(proj))
     found = deferrals.read("claude")

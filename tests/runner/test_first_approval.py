@@ -23,12 +23,12 @@ def test_the_first_tick_of_an_unapproved_unconfined_loop_does_not_run(project: P
                      harness={"name": "command", "command": [PY, "-c", agent], "args": []},
                      notify={"command": [PY, "-c", notify]})
     state = store.read_state(proj, "demo")
-    assert (state["status"], state["halt_reason"]) == ("halted", "human_intervention")
-    assert state["halt_detail"].startswith("first_approval: ") and '"sandbox": "off"' in state["halt_detail"]
+    assert (state.status, state.halt_reason) == ("halted", "human_intervention")
+    assert state.halt_detail.startswith("first_approval: ") and '"sandbox": "off"' in state.halt_detail
     out = tick(proj, "demo")
     assert out.code == 1 and out.data["ran"] is False
     assert not ran.exists() and not told.exists()
-    assert store.read_state(proj, "demo")["iteration_count"] == 0
+    assert store.read_state(proj, "demo").iteration_count == 0
 
     approve_first(project, "demo")  # a human read the whole loop.json and said yes
     assert tick(proj, "demo").code == 0 and ran.exists()

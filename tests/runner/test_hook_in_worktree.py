@@ -58,10 +58,10 @@ def test_agent_hook_inside_worktree_denies_out_of_scope_write(project: Path, fak
     assert "automaton denied this tool call" in seen["NOTES.md"]["stderr"]
     assert "NOTES.md" in seen["NOTES.md"]["stderr"]
     assert seen["src/fix.py"] == {"codes": [0], "stdout": "", "stderr": ""}  # allowed: silent
-    worktree = Path(store.read_state(proj, "demo")["worktree_path"])
+    worktree = Path(store.read_state(proj, "demo").worktree_path)
     assert not (worktree / "NOTES.md").exists()
     assert "src/fix.py" in git(worktree, "show", "--name-only", "--format=", "HEAD").split()
-    assert store.read_state(proj, "demo")["status"] == "complete"  # no drift: nothing out of scope landed
+    assert store.read_state(proj, "demo").status == "complete"  # no drift: nothing out of scope landed
 
 
 # The same fake, for a sandboxed tick: it records what the hook said in its worktree (the one
@@ -110,7 +110,7 @@ def test_a_sandboxed_tick_passes_the_sessions_probe(project: Path, tmp_path: Pat
                             "orchestrate": {"builtin": True}})
     out = tick(proj, "demo")
     assert out.code == 0, out.lines
-    worktree = Path(store.read_state(proj, "demo")["worktree_path"])
+    worktree = Path(store.read_state(proj, "demo").worktree_path)
     seen = json.loads((worktree / "src" / "hook.json").read_text())
     assert seen == {"codes": [0], "stderr": ""}, seen
     assert (worktree / "src" / "fix.py").read_text() == "x = 1\n"

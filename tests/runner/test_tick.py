@@ -77,7 +77,7 @@ def test_two_ticks_at_once_exactly_one_runs(project: Path, tmp_path: Path) -> No
     assert events(proj).count("TICK") == 1
     skipped = [line for line in log_lines(proj) if " SKIPPED " in line]
     assert len(skipped) == 1 and "reason=busy" in skipped[0]
-    assert st(proj)["iteration_count"] == 1
+    assert st(proj).iteration_count == 1
 
 
 def test_gate_refusal_exits_1_and_runs_nothing(project: Path) -> None:
@@ -86,7 +86,7 @@ def test_gate_refusal_exits_1_and_runs_nothing(project: Path) -> None:
     res = run_cli("--mode", "tick", "--loop", "demo", "--project", str(project), "--json", entry="automaton-loop")
     assert res.code == 1
     assert res.json["ok"] is False and res.json["ran"] is False and res.json["reason"] == "paused"
-    assert "TICK" not in events(proj) and st(proj)["iteration_count"] == 0
+    assert "TICK" not in events(proj) and st(proj).iteration_count == 0
 
 
 def test_a_loop_json_rewritten_after_its_gate_never_runs_a_tick(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -108,7 +108,7 @@ def test_a_loop_json_rewritten_after_its_gate_never_runs_a_tick(project: Path, m
     monkeypatch.setattr(loop_gate, "check", then_rewrite)
     out = tick(proj, "demo")
     assert out.code == 1 and out.data["ran"] is False and out.data["reason"] == "config_changed"
-    assert "TICK_START" not in events(proj) and st(proj)["iteration_count"] == 0
+    assert "TICK_START" not in events(proj) and st(proj).iteration_count == 0
 
 
 def test_bad_input_exits_2_with_one_line(project: Path) -> None:
@@ -127,7 +127,7 @@ def test_unknown_cost_counts_at_max_tick_usd(project: Path) -> None:
     proj = make_loop(project, script={"implement": [score_step("1 passed, 1 failed", cost=None)]}, **SCORE_FROM_FILE)
     out = tick(proj, "demo")
     assert out.data is not None and out.data["cost_known"] is False
-    assert st(proj)["spent_usd"] == 1.0  # max_tick_usd, never $0
+    assert st(proj).spent_usd == 1.0  # max_tick_usd, never $0
     assert "cost=1.0000" in log_lines(proj)[-1] and "cost_known=False" in log_lines(proj)[-1]
 
 
@@ -137,7 +137,7 @@ def test_timed_out_iteration_counts(project: Path) -> None:
     out = tick(proj, "demo")
     assert out.code == 0 and out.data is not None and out.data["implement"]["timed_out"]
     s = st(proj)
-    assert s["iteration_count"] == 1 and s["spent_usd"] == 1.0
+    assert s.iteration_count == 1 and s.spent_usd == 1.0
     assert "timed_out=True" in log_lines(proj)[-1]
 
 
@@ -148,9 +148,9 @@ def test_score_window_is_capped_and_unscored_is_not_appended(project: Path) -> N
     histories = []
     for _ in steps:
         assert tick(proj, "demo").code == 0
-        histories.append(st(proj)["score_history"])
+        histories.append(list(st(proj).score_history))
     assert histories[0] == [0.25]
-    assert histories[1] == [0.25] and st(proj)["iteration_count"] == 5
+    assert histories[1] == [0.25] and st(proj).iteration_count == 5
     assert histories[2] == [0.25, 0.5]
     assert histories[4] == [0.5, 0.75, 0.4]  # FIFO capped at score_plateau_window = 3
     run = proj.loop_dir(store.require_tracked(proj, "demo")) / "runs" / "2"
@@ -164,7 +164,7 @@ def test_target_reached_completes_and_the_next_gate_refuses(project: Path) -> No
     proj = make_loop(project, script={"implement": [score_step("4 passed")]}, **SCORE_FROM_FILE)
     out = tick(proj, "demo")
     assert out.code == 0 and out.data is not None and out.data["status"] == "complete"
-    assert st(proj)["status"] == "complete"
+    assert st(proj).status == "complete"
     assert tick(proj, "demo").code == 1
 
 
@@ -176,7 +176,7 @@ def test_agent_verdict_from_verify_prompt(project: Path) -> None:
                             "verify": {"prompt": "verify.md", "score": "agent"}, "orchestrate": {"builtin": True}})
     out = tick(proj, "demo")
     assert out.data is not None and out.data["verdict"]["score"] == 0.8 and out.data["verdict"]["source"] == "agent"
-    assert st(proj)["spent_usd"] == 0.3  # implement 0.1 + verify 0.2
+    assert st(proj).spent_usd == 0.3  # implement 0.1 + verify 0.2
     prompt = (proj.loop_dir(store.require_tracked(proj, "demo")) / "runs/1/verify.prompt.md").read_text()
     assert prompt.startswith("Check the work.") and '"score"' in prompt
 
@@ -203,7 +203,7 @@ def test_claude_gets_the_budget_cap_and_the_hook_settings(project: Path, fake_bi
     doc = json.loads(passed.read_text())
     assert doc["env"] == {"USER_SETTING": "kept"}  # the project's own settings travel along
     assert "--hook claude" in doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
-    assert st(proj)["spent_usd"] == 9.6
+    assert st(proj).spent_usd == 9.6
     assert tick(proj, "demo").code == 1  # budget gate
 
 
@@ -240,7 +240,7 @@ def test_the_reservation_is_taken_before_the_harness_and_settled_after(project: 
     lines = log_lines(proj)
     start = next(line for line in lines if " TICK_START " in line)
     assert " n=1 reserved_usd=1.0 " in start and " iterations=1 spent_usd=1.0 " in start
-    assert st(proj)["spent_usd"] == 0.25 and st(proj)["iteration_count"] == 1
+    assert st(proj).spent_usd == 0.25 and st(proj).iteration_count == 1
     assert events(proj)[-2:] == ["TICK_START", "TICK"]
 
     real = harnesses.get
@@ -256,13 +256,13 @@ def test_the_reservation_is_taken_before_the_harness_and_settled_after(project: 
     with pytest.raises(RuntimeError):
         tick(proj, "demo")
     s = st(proj)
-    assert (s["iteration_count"], s["spent_usd"]) == (2, 1.25)  # counted, charged max_tick_usd
+    assert (s.iteration_count, s.spent_usd) == (2, 1.25)  # counted, charged max_tick_usd
     assert events(proj)[-1] == "TICK_START"
     monkeypatch.setattr(harnesses, "get", real)
     out = tick(proj, "demo")
     assert out.code == 0 and out.data is not None and out.data["iteration"] == 3
     assert out.data["run_dir"].endswith("runs/3")
-    assert (st(proj)["iteration_count"], st(proj)["spent_usd"]) == (3, 1.5)
+    assert (st(proj).iteration_count, st(proj).spent_usd) == (3, 1.5)
 
 
 def test_tick_cost_never_counts_an_unknown_role_below_its_cap() -> None:
@@ -289,7 +289,7 @@ def test_the_tick_cap_is_shared_by_its_roles(project: Path, fake_bin: Any) -> No
     implement, verify = calls(fake_bin.dir, "claude")
     assert implement[implement.index("--max-budget-usd") + 1] == "1.0000"  # max_tick_usd 1.0
     assert verify[verify.index("--max-budget-usd") + 1] == "0.2000"  # what implement left of it
-    assert st(proj)["spent_usd"] == 1.6
+    assert st(proj).spent_usd == 1.6
 
 
 @pytest.mark.parametrize("bad", [-5.0, float("nan"), float("inf"), float("-inf")])

@@ -91,7 +91,7 @@ def test_a_restored_loop_clears_no_exhausted_halt(project: Path) -> None:
     tick(p, 0.5, {"implementer": 0.5})
     tick(p, 0.6, {"implementer": 0.5})
     assert run_cli("--check-gate", "demo", cwd=project).code == 1
-    assert loops.read_state(p, "demo")["halt_reason"] == "iterations_exhausted"
+    assert loops.read_state(p, "demo").halt_reason == "iterations_exhausted"
     _restore(saved)  # iterations 0, spent 0, running
     assert f"rolled back to line {head} of" in loops.inspect(p, "demo").tamper
     assert run_cli("--audit", cwd=project).code == 1
@@ -104,10 +104,10 @@ def test_a_restored_loop_clears_no_exhausted_halt(project: Path) -> None:
     gate = run_cli("--check-gate", "demo", "--json", cwd=project)
     assert gate.code == 1
     state = loops.read_state(p, "demo")
-    assert state["status"] == "halted" and state["halt_reason"] == "human_intervention"
-    assert "state_tampered" in state["halt_detail"] and "rolled back" in state["halt_detail"]
+    assert state.status == "halted" and state.halt_reason == "human_intervention"
+    assert "state_tampered" in state.halt_detail and "rolled back" in state.halt_detail
     # the counters the restore lowered come back from what the anchor remembers of the lost lines
-    assert state["iteration_count"] == 2 and state["spent_usd"] >= 1.0  # (the highest logged, as on any re-seal)
+    assert state.iteration_count == 2 and state.spent_usd >= 1.0  # (the highest logged, as on any re-seal)
     assert loops.inspect(p, "demo").tamper == ""  # re-sealed as halted: the brake holds
 
 

@@ -5,12 +5,14 @@ check, never trust."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from automaton.core import chain
 from automaton.core.chain import Lines
+from automaton.core.loopstate import LoopState, initial_state, usd_to_micro
 from automaton.store import chainlog, checkpoint, looplog
 from automaton.store.key import load_key
 
@@ -66,6 +68,13 @@ def _whole(log: Path) -> chain.ChainCheck:
     return chain.verify_text(log.read_text(), load_key(create=False))
 
 
+def _counted(each: int, spent_usd: float) -> LoopState:
+    """A loop state whose counters are all `each`, but spent_usd (USD) and spent_usd_at_approval (`each`)."""
+    return replace(initial_state("demo", None, "a" * 64, "2026-12-01T00:00:00Z"), iteration_count=each,
+                   resumed_count=each, iterations_at_approval=each, spent_micro_usd=usd_to_micro(spent_usd),
+                   spent_micro_usd_at_approval=usd_to_micro(float(each)))
+
+
 def test_a_second_process_verifies_only_the_lines_after_the_checkpoint(
         log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _append(log, "TICK", PREFIX // 2, 19.75, n=PREFIX // 2)  # closes the reservation the checkpoint holds open
@@ -77,7 +86,7 @@ def test_a_second_process_verifies_only_the_lines_after_the_checkpoint(
     assert isinstance(check.lines, Lines) and check.lines.done == PREFIX  # the prefix is not parsed
     assert check.ok and check.anchor == PREFIX + 2 and check.last_hash == _whole(log).last_hash
     assert looplog.log_finding(check.lines, log) == ""
-    assert looplog.state_below_log({k: 100 for k in looplog.COUNTERS}, check.lines, log) == ""
+    assert looplog.state_below_log(_counted(100, 100.0), check.lines, log) == ""
     assert check.lines.done == PREFIX  # the ledger was folded from the checkpoint's counters
     assert [x.raw for x in check.lines] == [x.raw for x in _whole(log).lines]  # and reads as a whole
 
@@ -96,7 +105,7 @@ def test_the_ledger_fold_continues_from_the_checkpoint_and_still_finds_a_lowered
 def test_a_state_below_the_checkpoints_counters_is_found(log: Path) -> None:
     chainlog.append_event(log, "WARNING", {"reason": "no counters after the checkpoint"}, "none")
     lines = chainlog.read_chain(log).lines
-    state = {k: 100 for k in looplog.COUNTERS} | {"spent_usd": 3.0}
+    state = _counted(100, 3.0)
     assert "spent_usd 3.0 is lower than its log's 20" in looplog.state_below_log(state, lines, log)
     assert isinstance(lines, Lines) and lines.done == PREFIX  # from the checkpoint's fold, not a walk back
 

@@ -6,16 +6,34 @@ of what a real tick may write."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from automaton.core.chain import GENESIS, LogLine, format_line, parse_line
+from automaton.core.loopstate import LoopState, initial_state, usd_to_micro
 from automaton.core.names import LoopName
-from automaton.store.looplog import log_finding, logged_counters, rebuilt_state, state_below_log, untampered_counters
+from automaton.store.looplog import (
+    counters,
+    log_finding,
+    logged_counters,
+    rebuilt_state,
+    state_below_log,
+    untampered_counters,
+)
 
 LOG = Path("/p/.automaton/loops/demo/.state.log")
 TS = "2026-12-01T00:00:00Z"
+
+
+def counted(*, iteration_count: int, spent_usd: float, iterations_at_approval: int, spent_usd_at_approval: float,
+            resumed_count: int) -> LoopState:
+    """A loop state holding these counters (USD as the file keeps them), as a state file may
+    claim them: built directly, so a tampered file's marks above its counters are expressible."""
+    return replace(initial_state("demo", None, "a" * 64, TS), iteration_count=iteration_count,
+                   spent_micro_usd=usd_to_micro(spent_usd), iterations_at_approval=iterations_at_approval,
+                   spent_micro_usd_at_approval=usd_to_micro(spent_usd_at_approval), resumed_count=resumed_count)
 
 
 def line(event: str, *, it: int = 0, usd: float = 0.0, it_ok: int = 0, usd_ok: float = 0.0, resumed: int = 0,
@@ -151,8 +169,8 @@ def test_what_came_before_the_last_reseal_is_vouched_for() -> None:
 @pytest.mark.parametrize(("spent", "below"), [(3.0, False), (3.0 - 0.0000005, False), (2.99999, True)])
 def test_a_state_below_its_logs_last_counters_was_written_outside_automaton(spent: float, below: bool) -> None:
     lines = [line("CREATED", it=2, usd=3.5), line("TICK", it=2, usd=3.0, n=2)]  # the last line counts
-    state = {"iteration_count": 2, "spent_usd": spent, "iterations_at_approval": 0, "spent_usd_at_approval": 0.0,
-             "resumed_count": 0}
+    state = counted(iteration_count=2, spent_usd=spent, iterations_at_approval=0, spent_usd_at_approval=0.0,
+             resumed_count=0)
     found = state_below_log(state, lines, Path("/p/.state.loop"))
     assert bool(found) == below, found
     if below:
@@ -161,14 +179,14 @@ def test_a_state_below_its_logs_last_counters_was_written_outside_automaton(spen
 
 
 def test_untampered_counters_take_the_highest_growing_and_the_lowest_marks() -> None:
-    state = {"iteration_count": 1, "spent_usd": 0.5, "resumed_count": 0, "iterations_at_approval": 9,
-             "spent_usd_at_approval": 9.0}
+    state = counted(iteration_count=1, spent_usd=0.5, resumed_count=0, iterations_at_approval=9,
+             spent_usd_at_approval=9.0)
     lines = [line("CREATED", it=3, usd=2.5, resumed=1, it_ok=0, usd_ok=0.0),
              line("APPROVED", it=3, usd=2.5, resumed=1, it_ok=2, usd_ok=1.5)]
     got = untampered_counters(state, lines)
-    assert got == {"iteration_count": 3, "spent_usd": 2.5, "resumed_count": 1, "iterations_at_approval": 2,
-                   "spent_usd_at_approval": 1.5}
-    assert isinstance(got["iteration_count"], int) and isinstance(got["iterations_at_approval"], int)
+    assert counters(got) == {"iteration_count": 3, "spent_usd": 2.5, "resumed_count": 1, "iterations_at_approval": 2,
+                             "spent_usd_at_approval": 1.5}
+    assert isinstance(got.iteration_count, int) and isinstance(got.iterations_at_approval, int)
 
 
 def test_a_rebuilt_state_is_halted_with_the_logs_counters_and_runs(tmp_path: Path) -> None:
@@ -177,11 +195,11 @@ def test_a_rebuilt_state_is_halted_with_the_logs_counters_and_runs(tmp_path: Pat
     lines = [line("CREATED", task="t1"), *tick(1, 0.0, 1.25),
              line("WORKTREE", it=1, usd=1.25, path="/w", branch="loop/demo", base="a" * 40)]
     state = rebuilt_state(LoopName("demo"), lines, tmp_path)
-    assert (state["status"], state["halt_reason"]) == ("halted", "human_intervention")
-    assert state["halt_detail"] == "state_tampered: .state.loop rebuilt from .state.log"
-    assert state["spent_usd"] == 1.25 and state["iteration_count"] == 7  # runs/7 exists
-    assert (state["worktree_path"], state["worktree_branch"], state["base_commit"]) == ("/w", "loop/demo", "a" * 40)
-    assert state["current_task"] == "t1" and state["started_at"] == TS
+    assert (state.status, state.halt_reason) == ("halted", "human_intervention")
+    assert state.halt_detail == "state_tampered: .state.loop rebuilt from .state.log"
+    assert state.spent_usd == 1.25 and state.iteration_count == 7  # runs/7 exists
+    assert (state.worktree_path, state.worktree_branch, state.base_commit) == ("/w", "loop/demo", "a" * 40)
+    assert state.current_task == "t1" and state.started_at == TS
 
 
 def bare(event: str, **fields: object) -> LogLine:
@@ -211,25 +229,25 @@ def test_a_reservation_without_an_amount_gives_nothing_back() -> None:
 
 def test_a_state_exactly_at_the_rounding_slack_is_not_below() -> None:
     lines = [line("CREATED", it=2, usd=3.0)]
-    state = {"iteration_count": 2, "spent_usd": 3.0 - 0.000001, "iterations_at_approval": 0,
-             "spent_usd_at_approval": 0.0, "resumed_count": 0}
+    state = counted(iteration_count=2, spent_usd=3.0 - 0.000001, iterations_at_approval=0,
+             spent_usd_at_approval=0.0, resumed_count=0)
     assert state_below_log(state, lines, Path("/p/.state.loop")) == ""
     assert state_below_log(state, [], Path("/p/.state.loop")) == ""  # an empty log says nothing
 
 
 def test_the_last_line_with_counters_is_the_one_a_state_answers_to() -> None:
     lines = [line("CREATED", it=2, usd=3.0), bare("WARNING", reason="x")]
-    state = {"iteration_count": 2, "spent_usd": 1.0, "iterations_at_approval": 0, "spent_usd_at_approval": 0.0,
-             "resumed_count": 0}
+    state = counted(iteration_count=2, spent_usd=1.0, iterations_at_approval=0, spent_usd_at_approval=0.0,
+             resumed_count=0)
     assert "spent_usd 1.0 is lower than its log's 3" in state_below_log(state, lines, Path("/p/.state.loop"))
 
 
 def test_untampered_counters_read_past_lines_without_counters() -> None:
-    state = {"iteration_count": 0, "spent_usd": 0.0, "resumed_count": 0, "iterations_at_approval": 9,
-             "spent_usd_at_approval": 9.0}
+    state = counted(iteration_count=0, spent_usd=0.0, resumed_count=0, iterations_at_approval=9,
+             spent_usd_at_approval=9.0)
     lines = [line("CREATED", it=1), bare("WARNING", reason="x"), line("APPROVED", it=3, usd=1.0, it_ok=3, usd_ok=1.0)]
     got = untampered_counters(state, lines)
-    assert (got["iteration_count"], got["spent_usd"], got["iterations_at_approval"]) == (3, 1.0, 3)
+    assert (got.iteration_count, got.spent_usd, got.iterations_at_approval) == (3, 1.0, 3)
 
 
 def test_a_reseal_answers_to_the_highest_value_not_the_last() -> None:
@@ -243,9 +261,9 @@ def test_a_reseal_answers_to_the_highest_value_not_the_last() -> None:
 def test_a_line_missing_one_counter_is_still_checked_on_the_others() -> None:
     lines = [line("CREATED", usd=3.0), bare("PAUSED", spent_usd="1.000000")]
     assert "line 2 (PAUSED): spent_usd goes down (3 -> 1)" in log_finding(lines, LOG)
-    state = {"iteration_count": 0, "spent_usd": 0.0, "resumed_count": 0, "iterations_at_approval": 0,
-             "spent_usd_at_approval": 0.0}
-    assert untampered_counters(state, [line("CREATED", usd=1.0), bare("PAUSED", spent_usd="5.0")])["spent_usd"] == 5.0
+    state = counted(iteration_count=0, spent_usd=0.0, resumed_count=0, iterations_at_approval=0,
+             spent_usd_at_approval=0.0)
+    assert untampered_counters(state, [line("CREATED", usd=1.0), bare("PAUSED", spent_usd="5.0")]).spent_usd == 5.0
 
 
 def test_a_deferred_refund_exactly_at_its_bound_is_allowed() -> None:
@@ -258,13 +276,13 @@ def test_a_rebuilt_state_reads_its_task_and_worktree_only_from_the_lines_that_ca
     other = bare("WARNING", reason="disk", detail="full")
     wt = bare("WORKTREE", path="/w", branch="loop/demo", base="not-a-commit")
     state = rebuilt_state(LoopName("demo"), [created, wt, other], tmp_path)
-    assert state["current_task"] is None and state["worktree_path"] == "/w" and state["base_commit"] is None
-    assert state["config_sha256"] == ""  # no seal: the config gate halts it until a human re-seals
+    assert state.current_task is None and state.worktree_path == "/w" and state.base_commit is None
+    assert state.config_sha256 == ""  # no seal: the config gate halts it until a human re-seals
     state = rebuilt_state(LoopName("demo"), [created, wt, fallback], tmp_path)
-    assert (state["worktree_path"], state["worktree_branch"], state["worktree_fallback"]) == (None, None, "no git")
+    assert (state.worktree_path, state.worktree_branch, state.worktree_fallback) == (None, None, "no git")
     state = rebuilt_state(LoopName("demo"), [line("PAUSED", task="t1"), line("CREATED", task="t2")], tmp_path)
-    assert state["current_task"] is None  # the task is read from a first CREATED line only
+    assert state.current_task is None  # the task is read from a first CREATED line only
     state = rebuilt_state(LoopName("demo"), [line("CREATED", task="../x")], tmp_path)
-    assert state["current_task"] is None  # not a task name
+    assert state.current_task is None  # not a task name
     empty = rebuilt_state(LoopName("demo"), [], tmp_path)
-    assert (empty["iteration_count"], empty["status"]) == (0, "halted") and empty["started_at"].endswith("Z")
+    assert (empty.iteration_count, empty.status) == (0, "halted") and empty.started_at.endswith("Z")

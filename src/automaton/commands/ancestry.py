@@ -91,28 +91,9 @@ def reason(markers: Iterable[str], read: Callable[[], Reader | None]) -> str | N
     me = reader.proc(os.getpid())
     if me is None:
         return "this process cannot read its own entry in the process table"
-    chain: list[Proc] = []
-    seen = {me.pid}
-    pid, boundary = me.ppid, False
-    while pid >= 1 and pid not in seen:
-        seen.add(pid)
-        proc = reader.proc(pid)
-        if proc is None:
-            return f"ancestor process {pid} cannot be seen, so an agent above it cannot be ruled out"
-        chain.append(proc)
-        if proc.env is None:
-            named = _agent_sign(proc, wanted)
-            if named:
-                return named
-            if _boundary(proc, reader):
-                boundary = proc.pid != 1  # init is the top: nothing above it was hidden
-                break
-            return (f"the environment of ancestor process {pid} ({proc.comm}) cannot be read, so an agent"
-                    " above it cannot be ruled out")
-        why = _agent_sign(proc, wanted) or _scheduler(proc)
-        if why:
-            return why
-        pid = proc.ppid
+    why, chain, boundary = _walk(me, reader, wanted)
+    if why:
+        return why
     parent = chain[0] if chain else None
     if parent is not None and (parent.pid == 1 or parent.comm in INIT_LIKE | SCHEDULERS):
         return (f"its parent is {parent.comm} (process {parent.pid}): it was detached from the shell that"
@@ -129,6 +110,34 @@ def reason(markers: Iterable[str], read: Callable[[], Reader | None]) -> str | N
         return (f"the leader of its session (process {me.sid}) is gone and was not among its ancestors: it was"
                 " detached from the shell that started it (double fork, nohup, setsid)")
     return _session(me, reader, wanted, {p.pid for p in chain})
+
+
+def _walk(me: Proc, reader: Reader, wanted: frozenset[str]) -> tuple[str | None, list[Proc], bool]:
+    """Walk up from `me`'s parent: (why an ancestor is an agent's or cannot be ruled out, or
+    None; the ancestors seen, nearest first; whether the walk stopped at a login boundary
+    below init)."""
+    chain: list[Proc] = []
+    seen = {me.pid}
+    pid = me.ppid
+    while pid >= 1 and pid not in seen:
+        seen.add(pid)
+        proc = reader.proc(pid)
+        if proc is None:
+            return f"ancestor process {pid} cannot be seen, so an agent above it cannot be ruled out", chain, False
+        chain.append(proc)
+        if proc.env is None:
+            named = _agent_sign(proc, wanted)
+            if named:
+                return named, chain, False
+            if _boundary(proc, reader):
+                return None, chain, proc.pid != 1  # init is the top: nothing above it was hidden
+            return (f"the environment of ancestor process {pid} ({proc.comm}) cannot be read, so an agent"
+                    " above it cannot be ruled out"), chain, False
+        why = _agent_sign(proc, wanted) or _scheduler(proc)
+        if why:
+            return why, chain, False
+        pid = proc.ppid
+    return None, chain, False
 
 
 def _detached_above(chain: list[Proc]) -> str | None:

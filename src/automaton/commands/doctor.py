@@ -24,6 +24,7 @@ from automaton.commands.writable import secret_stores
 from automaton.core.errors import AutomatonError, ExitCode
 from automaton.core.gates import FIRST_APPROVAL
 from automaton.core.loopconfig import LoopConfig
+from automaton.core.loopstate import LoopState
 from automaton.core.names import LoopName
 from automaton.core.outcome import Outcome
 from automaton.git import run_git
@@ -126,14 +127,14 @@ def _key_check() -> Finding:
     return Finding(None, "key", "ok", f"key file {path} is private ({mode:04o})")
 
 
-def _not_approved(config: LoopConfig, state: dict[str, Any], tamper: str | None) -> str | None:
+def _not_approved(config: LoopConfig, state: LoopState, tamper: str | None) -> str | None:
     """Why the loop's loop.json is not one a human approved (changed since its seal, a state
     that is tampered, or a first approval still pending), or None."""
     if tamper:
         return "the loop's state is tampered"
-    if config.sha256 != state["config_sha256"]:
+    if config.sha256 != state.config_sha256:
         return "loop.json differs from the sealed one"
-    if state["status"] == "halted" and str(state["halt_detail"] or "").startswith(FIRST_APPROVAL):
+    if state.status == "halted" and str(state.halt_detail or "").startswith(FIRST_APPROVAL):
         return "no human has approved this loop.json yet (first_approval)"
     return None
 
@@ -160,22 +161,22 @@ def _loop_checks(loop: Loop) -> list[Finding]:
     if rec.tamper:
         out.append(Finding(name, "state", "problem", f"state tampered: {rec.tamper}",
                            f"a human reviews it, then automaton --approve --loop {name}"))
-    elif state["status"] == "halted":
-        detail = f": {state['halt_detail']}" if state["halt_detail"] else ""
-        out.append(Finding(name, "status", "problem", f"halted ({state['halt_reason']}{detail})",
+    elif state.status == "halted":
+        detail = f": {state.halt_detail}" if state.halt_detail else ""
+        out.append(Finding(name, "status", "problem", f"halted ({state.halt_reason}{detail})",
                            f"a human reviews it, then automaton --approve --loop {name}"))
-    elif state["status"] == "paused":
+    elif state.status == "paused":
         out.append(Finding(name, "status", "warning", "paused: no tick runs", f"automaton --resume-loop {name}"))
     else:
-        out.append(Finding(name, "status", "ok" if state["status"] == "running" else "note", state["status"]))
+        out.append(Finding(name, "status", "ok" if state.status == "running" else "note", state.status))
     try:
         config = loop.read_config()
     except AutomatonError as exc:
         return [*out, Finding(name, "config", "problem", exc.message)]
-    if config.sha256 != state["config_sha256"] and not rec.tamper:
+    if config.sha256 != state.config_sha256 and not rec.tamper:
         out.append(Finding(name, "config", "problem", "loop.json differs from the sealed one: the next gate halts"
                            " (config_changed)", f"review it, then automaton --approve --loop {name}"))
-    info = schedule_info(project, name, last_tick_at=state["last_tick_at"])
+    info = schedule_info(project, name, last_tick_at=state.last_tick_at)
     out += harness_checks(name, config, info["path"])
     unseen = _not_approved(config, state, rec.tamper)
     if unseen is None:
@@ -188,7 +189,7 @@ def _loop_checks(loop: Loop) -> list[Finding]:
     if tests is not None:
         out.append(tests)
     out += _provider_notes(project, name, config)
-    out += _schedule_checks(name, config, state["status"], info)
+    out += _schedule_checks(name, config, state.status, info)
     note = hook_notes(config.harness.name)
     if note:
         out.append(Finding(name, "hooks", "note", f"harness {config.harness.name}: {note}"))

@@ -22,6 +22,7 @@ from typing import Any
 from automaton.commands.loop_status import score_text
 from automaton.commands.writable import agent_policy
 from automaton.core.loopconfig import LoopConfig
+from automaton.core.loopstate import LoopState
 from automaton.core.sandbox import Policy
 from automaton.core.secrets import without_credentials
 from automaton.core.verdicts import from_agent, from_command
@@ -133,11 +134,11 @@ def _login(name: str, harness: str, *, scheduled: bool) -> Finding:
                    f" {' or '.join(variables)}", login)
 
 
-def base_commit(project: Project, config: LoopConfig, state: dict[str, Any]) -> str | None:
+def base_commit(project: Project, config: LoopConfig, state: LoopState) -> str | None:
     """The commit the loop's work starts from: the recorded base_commit, else the tip of
     `blast_radius.base_branch`, else HEAD (what the first tick would take)."""
-    if state["base_commit"]:
-        return str(state["base_commit"])
+    if state.base_commit:
+        return str(state.base_commit)
     ref = config.blast_radius.base_branch or "HEAD"
     got = run_git(project.root, ["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"])
     return got.out.strip() if got.code == 0 and got.out.strip() else None
@@ -154,7 +155,7 @@ def verify_policy(project: Project, config: LoopConfig, tree: Path, tmp: Path) -
                         argv=config.roles.verify.command or (), isolation=config.isolation, network=False)
 
 
-def verify_check(project: Project, name: str, config: LoopConfig, state: dict[str, Any],
+def verify_check(project: Project, name: str, config: LoopConfig, state: LoopState,
                  path_env: str | None = None) -> Finding:
     """Run the verify command on a clean export of the base commit (the tick's PATH when
     scheduled, at most VERIFY_TIMEOUT_S seconds), inside the verifier's sandbox
@@ -248,7 +249,7 @@ class Unreadable(Exception):
     """A settings file automaton cannot read as the agent would."""
 
 
-def collection_check(project: Project, name: str, config: LoopConfig, state: dict[str, Any]) -> Finding | None:
+def collection_check(project: Project, name: str, config: LoopConfig, state: LoopState) -> Finding | None:
     """A warning when `blast_radius.file_scope` lets the agent change test files the pytest
     verifier collects (`git.protect.collected_patterns`, read from the base commit's tree) that
     `blast_radius.protected` leaves unprotected: only the frozen test ids and the holdout then

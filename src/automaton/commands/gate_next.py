@@ -8,10 +8,9 @@ refusal of `--check-gate` ends with: what a human does next (or that nothing nee
 
 from __future__ import annotations
 
-from typing import Any
-
 from automaton.core.gates import DEFERRED, FIRST_APPROVAL, WAITING, GateResult, gate_deferred
 from automaton.core.loopconfig import LoopConfig
+from automaton.core.loopstate import LoopState
 from automaton.core.record import replace  # GateResult (core.gates) is a record
 from automaton.store import deferrals
 
@@ -26,7 +25,7 @@ def deferral_gate(harness: str, passed: GateResult) -> GateResult:
     return replace(refused, warnings=passed.warnings) if refused is not None else passed
 
 
-def next_step(loop: str, reason: str, state: dict[str, Any], task: str | None, config: LoopConfig | None) -> str:
+def next_step(loop: str, reason: str, state: LoopState, task: str | None, config: LoopConfig | None) -> str:
     """The one thing a human (or nobody) does next after a refusal with `reason`."""
     if reason == "paused":
         return f"automaton --resume-loop {loop}"
@@ -45,11 +44,11 @@ def next_step(loop: str, reason: str, state: dict[str, Any], task: str | None, c
         until, where = reason.partition(":")[2], deferrals.path(config.harness.name) if config else None
         sooner = f" (to retry sooner, remove {where})" if where is not None else ""
         return f"none: the first tick after {until} runs{sooner}"
-    death = str(state["halt_reason"] or reason.removeprefix("halted:"))
+    death = str(state.halt_reason or reason.removeprefix("halted:"))
     if death == "verifier_failed":
         return (f"check the verify command with automaton --doctor --loop {loop}, then a human runs"
                 f" automaton --approve --loop {loop}")
-    if str(state["halt_detail"] or "").startswith(FIRST_APPROVAL):
+    if str(state.halt_detail or "").startswith(FIRST_APPROVAL):
         return (f"a human reads the whole loop.json and approves it: automaton --approve --loop {loop}"
                 " (no tick runs before)")
     if death in ("iterations_exhausted", "budget_exhausted"):

@@ -9,12 +9,17 @@ never overwrites what a human or the gate recorded meanwhile.
 
 from __future__ import annotations
 
-import copy
+from typing import TYPE_CHECKING
 
+from automaton.core import loopstate
+from automaton.core.loopstate import Event, LogEvent
 from automaton.store.loops import Loop
 
+if TYPE_CHECKING:  # Death is a Literal core.loopstate defines for the type checker only
+    from automaton.core.loopstate import Death
 
-def halt_now(loop: Loop, reason: str, detail: str, gate: str, fields: dict[str, object] | None = None) -> None:
+
+def halt_now(loop: Loop, reason: Death, detail: str, gate: str, fields: dict[str, object] | None = None) -> None:
     """Halt a running loop at once (`reason`: one of the five deaths) with `detail`, logged
     `HALT reason=… detail=… gate=…` plus `fields`; the schedule is disabled best-effort. A loop
     that is no longer running (halted meanwhile, paused, complete) keeps its status, and the
@@ -23,12 +28,10 @@ def halt_now(loop: Loop, reason: str, detail: str, gate: str, fields: dict[str, 
     halted = False
     with loop.session() as s:
         extra = {"reason": reason, "detail": detail, "gate": gate, **(fields or {})}
-        if s.rec.tamper or s.rec.state["status"] != "running":
-            s.log("WARNING", extra)
+        if s.rec.tamper or s.rec.state.status != "running":
+            s.log(LogEvent(Event.WARNING, extra))
         else:
-            new = copy.deepcopy(s.rec.state)
-            new.update(status="halted", halt_reason=reason, halt_detail=detail)
-            s.commit("HALT", extra, new)
+            new = s.commit(*loopstate.halt(s.rec.state, reason, detail, extra))
             halted = True
     if halted:
         stop_schedule(loop)

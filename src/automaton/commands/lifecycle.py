@@ -7,7 +7,6 @@ while a tick holds the loop's lock (`commands.loops.held_between_ticks`).
 from __future__ import annotations
 
 import contextlib
-import copy
 import os
 import shutil
 from pathlib import Path
@@ -18,6 +17,7 @@ from automaton.commands.human import require_human
 from automaton.commands.loops import held_between_ticks
 from automaton.commands.loops_common import optional
 from automaton.commands.schedule_info import TICK_FILES
+from automaton.core import loopstate
 from automaton.core.errors import BadInput, Refused
 from automaton.core.names import LoopName
 from automaton.core.outcome import Outcome
@@ -48,20 +48,17 @@ def rearm_loop(project: Project, name: str) -> Outcome:
         if s.rec.tamper:
             raise loops.StateTampered(f"{s.rec.tamper}; a human clears it with: automaton --approve --loop {loop}")
         old = s.rec.state
-        if old["status"] != "complete":
+        if old.status != "complete":
             fit = {"halted": f"automaton --approve --loop {loop} clears a halt",
                    "paused": f"automaton --resume-loop {loop} resumes a paused loop",
-                   "running": "it is running already"}[old["status"]]
-            raise Refused(f"loop {loop} is {old['status']}: --rearm-loop only re-arms a complete loop ({fit})")
-        new = copy.deepcopy(old)
-        new.update(status="running", iterations_at_approval=old["iteration_count"],
-                   spent_usd_at_approval=old["spent_usd"], score_history=[])
-        s.commit("REARMED", {"loop": loop, "by": who}, new)
+                   "running": "it is running already"}[old.status]
+            raise Refused(f"loop {loop} is {old.status}: --rearm-loop only re-arms a complete loop ({fit})")
+        new = s.commit(*loopstate.rearm(old, {"loop": loop, "by": who}))
     out = Outcome(lines=[f"{loop}: complete -> running (re-armed by {who}; a fresh allowance from iteration"
-                         f" {new['iteration_count']} and ${new['spent_usd']:.4f})"],
+                         f" {new.iteration_count} and ${new.spent_usd:.4f})"],
                   data={"loop": loop, "status": "running", "by": who,
-                        "iterations_at_approval": new["iterations_at_approval"],
-                        "spent_usd_at_approval": new["spent_usd_at_approval"]})
+                        "iterations_at_approval": new.iterations_at_approval,
+                        "spent_usd_at_approval": new.spent_usd_at_approval})
     out.lines.append(f"  a tick that reaches target_score completes it again; to move the goal, edit loop.json"
                      f" and run automaton --approve --loop {loop} (it shows the diff and re-seals)")
     warning = optional("automaton.commands.schedule", "enable_best_effort", project, loop)

@@ -8,9 +8,9 @@ loop's name (the CLI's entry); a tick, which resolved its loop already, calls `c
 
 from __future__ import annotations
 
-import copy
 import importlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +30,12 @@ from automaton.core.gates import (
     gate_config_seal,
     gate_drift,
     remaining,
-    run_gates,
 )
 from automaton.core.loopconfig import LoopConfig
+from automaton.core.loopgate import GateDecision, decide
+from automaton.core.loopstate import LoopState
 from automaton.core.names import TaskRef
 from automaton.core.outcome import Outcome
-from automaton.core.record import replace  # GateResult is a record
 from automaton.git import run_git
 from automaton.git.drift import (
     DriftError,
@@ -60,14 +60,14 @@ from automaton.store.loops import Loop
 class _Facts:
     """The I/O behind core.gates.GateFacts for one loop."""
 
-    def __init__(self, handle: Loop, state: dict[str, Any], task: str | None, drift_cwd: Path | None) -> None:
+    def __init__(self, handle: Loop, state: LoopState, task: str | None, drift_cwd: Path | None) -> None:
         self.handle, self.project, self.loop = handle, handle.project, handle.name
         self.state, self.task_arg, self.drift_cwd = state, task, drift_cwd
         self.task_seen: TaskFacts | None = None
         self._config: LoopConfig | None = None
 
     @classmethod
-    def of(cls, loop: Loop, state: dict[str, Any], task: str | None, drift_cwd: Path | None) -> _Facts:
+    def of(cls, loop: Loop, state: LoopState, task: str | None, drift_cwd: Path | None) -> _Facts:
         """The facts of a resolved loop, read through its handle."""
         return cls(loop, state, task, drift_cwd)
 
@@ -78,6 +78,18 @@ class _Facts:
         if self._config is None:
             self._config = self.handle.read_config()
         return self._config
+
+    def unsealed_project_config(self) -> str | None:
+        """`.automaton/config.json` (posix, relative to the project) when it is not the sealed one."""
+        if project_config_problem(self.project) is None:
+            return None
+        return self.project.config_file.relative_to(self.project.root).as_posix()
+
+    def deferral(self, harness: str, passed: GateResult) -> GateResult:
+        return deferral_gate(harness, passed)
+
+    def config_error(self) -> str | None:
+        return _config_error(self.handle)
 
     def vram(self, kv_kib_per_token: float | None) -> VramFacts:
         try:
@@ -90,7 +102,7 @@ class _Facts:
     def task(self) -> TaskFacts | None:
         """The loop's task: `--task`, else loop.json `task`, else the state's current_task. A
         corrupt `.state` raises CorruptState (exit 2 naming the file): never ignored."""
-        name = self.task_arg or self.config().task or self.state["current_task"]
+        name = self.task_arg or self.config().task or self.state.current_task
         if name is None:
             return None
         rec = tasks.load(self.project, TaskRef.parse(name))
@@ -103,23 +115,23 @@ class _Facts:
         and base_commit exist). A worktree path that is a symlink, or a worktree not on
         `loop/<name>`, is an error (the gate halts). `blobs` carries the current blob of each
         changed file that accepted_drift names (accepted only at that content)."""
-        return self.drift_of(accepted_paths(self.state["accepted_drift"]))
+        return self.drift_of(accepted_paths(self.state.accepted_drift))
 
     def drift_of(self, hash_paths: list[str] | None) -> DriftFacts:
         """`drift()` with blobs for the changed files among `hash_paths` (None: every changed file)."""
-        where = self.drift_cwd or self.state["worktree_path"]
+        where = self.drift_cwd or self.state.worktree_path
         if where is not None and self.drift_cwd is None and os.path.islink(where):
             return DriftFacts(error=f"{where} is a symlink, not the loop's worktree")
         worktree = real(where, self.project.root) if where is not None else None
         if worktree is not None and worktree.is_dir():
-            if self.state["base_commit"] is None:
+            if self.state.base_commit is None:
                 return DriftFacts(error="base_commit is unknown, so committed changes cannot be listed")
             try:
                 if self.drift_cwd is None:
                     self._check_branch(worktree)
                 # The drift check's own index lives in the loop folder (git/content.py says why).
                 index = PrivateIndex(self.project.loop_dir(self.loop) / "drift.index", seal_bytes)
-                files = changed_paths(worktree, self.state["base_commit"], index=index)
+                files = changed_paths(worktree, self.state.base_commit, index=index)
                 want = [f for f in files if hash_paths is None or f in hash_paths]
                 return DriftFacts(tuple(files), blobs=tuple(sorted(worktree_blobs(worktree, want).items())))
             except GitMissing as exc:
@@ -145,7 +157,7 @@ class _Facts:
     def _branch_drift(self, worktree: Path | None, hash_paths: list[str] | None) -> DriftFacts:
         gone = ("the loop has no worktree yet (worktree_path is null)" if worktree is None
                 else f"worktree {worktree} does not exist (the next tick re-creates it)")
-        base, branch = self.state["base_commit"], branch_name(self.loop)
+        base, branch = self.state.base_commit, branch_name(self.loop)
         if base is None:
             return DriftFacts(skipped=gone)
         probe = run_git(self.project.root, ["rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}"])
@@ -184,19 +196,6 @@ def _config_error(loop: Loop) -> str | None:
     return None
 
 
-def _project_config_gate(project: Project, state: dict[str, Any], facts: _Facts) -> GateResult | None:
-    """Right after the loop.json seal: `.automaton/config.json` must be the one a human sealed
-    (it decides what the agents' hooks let a task's phase write). A running loop whose project
-    config is not sealed (or is invalid) halts `human_intervention`, detail
-    `config_changed: .automaton/config.json`. None: pass on to the other gates."""
-    if state["status"] != "running" or facts.config_sha256() != state["config_sha256"]:
-        return None  # gate 1 and the loop.json seal come first (run_gates)
-    if project_config_problem(project) is None:
-        return None
-    return GateResult(False, "halted:human_intervention", "config", "human_intervention",
-                      f"{CONFIG_CHANGED}: {project.config_file.relative_to(project.root).as_posix()}")
-
-
 def check_gate(project: Project, name: str, task: str | None = None, *, drift_cwd: Path | None = None) -> Outcome:
     """`--check-gate NAME`: `check` of the loop named `name` (exit 2, BadInput, for an unknown
     or untracked loop)."""
@@ -227,112 +226,150 @@ def check(loop: Loop, task: str | None = None, *, drift_cwd: Path | None = None)
     carries deferred_until and harness). Every refusal's text ends with the next step.
     A new halt, a wait for a task sign-off and a tick put off are sent to loop.json `notify`
     (`automaton.notify.after_gate`); a failed notification is a warning, never an error.
+
+    Three steps: decide (`core.loopgate.decide`, pure), apply (`_apply`: the halt and its log
+    line, under the state lock), report (`_report`: the Outcome's data and text).
     """
-    project, name = loop.project, loop.name
     if task is not None:
         task = str(TaskRef.parse(task))
-    invalid: str | None = None
     with loop.session() as s:
         facts = _Facts.of(loop, s.rec.state, task, drift_cwd)
-        was_halted = not s.rec.tamper and s.rec.state["status"] == "halted"
+        was_halted = not s.rec.tamper and s.rec.state.status == "halted"
         # A loop created halted (waiting for its first approval) has its halt on the CREATED line.
         # Only for a halted loop (the walk back reads the log's lines: a running loop's last HALT may be its first line)
         since = next((line.ts for line in reversed(s.rec.chain.lines) if line.event in ("HALT", "CREATED")),
                      None) if was_halted else None
-        config: LoopConfig | None = None
-        if s.rec.tamper:
-            detail = f"{STATE_TAMPERED}: {s.rec.tamper}"
-            result = GateResult(False, STATE_TAMPERED, "tamper", "human_intervention", detail)
-            state = s.reseal_tampered("HALT", {"reason": "human_intervention", "detail": STATE_TAMPERED},
-                                      lambda new: new.update(status="halted", halt_reason="human_intervention",
-                                                             halt_detail=detail))
-        else:
-            project_halt = _project_config_gate(project, s.rec.state, facts)
-            result, config = (project_halt, None) if project_halt is not None else run_gates(s.rec.state, facts)
-            if result.ok and config is not None:  # every brake passed: is the agent's account deferred?
-                result = deferral_gate(config.harness.name, result)
-            state = s.rec.state
-            if result.halt is not None and result.detail == CONFIG_CHANGED:
-                invalid = _config_error(loop)
-                if invalid is not None:  # say which file and what is wrong, not only "changed"
-                    result = replace(result, detail=f"{CONFIG_CHANGED}: {invalid}")
-            if result.halt is not None:
-                new = copy.deepcopy(state)
-                new.update(status="halted", halt_reason=result.halt, halt_detail=result.detail)
-                state = s.commit("HALT", {"reason": result.halt, "detail": result.detail, "gate": result.gate}, new)
-    if invalid is None and not result.ok and config is None:
-        invalid = _config_error(loop)  # a halted loop whose loop.json is invalid now
+        seen = _Seen(s.rec.state, was_halted, since)
+        decision = decide(s.rec.state, s.rec.tamper, facts)
+        state = _apply(s, decision)
+    return _report(loop, decision, state, seen, facts)
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """What the gate found before it decided: the state, whether it was halted already, and when
+    (ISO UTC of its last HALT or CREATED line; None when unlogged)."""
+
+    state: LoopState
+    was_halted: bool
+    since: str | None
+
+
+def _apply(s: loops.Session, decision: GateDecision) -> LoopState:
+    """Write the decided halt (a tampered state re-sealed with it); returns the state as it is now."""
+    step = decision.halt_step()
+    if step is None:
+        return s.rec.state
+    return s.reseal_tampered(step) if decision.tamper else s.commit(*step(s.rec.state))
+
+
+def _report(loop: Loop, decision: GateDecision, state: LoopState, seen: _Seen, facts: _Facts) -> Outcome:
+    """The gate's Outcome (see `check`): exit code, data, text, warnings; notifications sent."""
+    result, invalid = decision.result, decision.invalid
     code = ExitCode.BAD_INPUT if invalid is not None else ExitCode.OK if result.ok else ExitCode.REFUSED
     out = Outcome(code=code, warnings=list(result.warnings))
     if result.halt is not None:
         warning = stop_schedule(loop)
         if warning:
             out.warnings.append(warning)
-    if config is None and invalid is None and loop.config_sha256() == state["config_sha256"]:
+    config = decision.config
+    if config is None and invalid is None and loop.config_sha256() == state.config_sha256:
         try:
             config = loop.read_config()
         except BadInput:  # changed under us since: no remaining counts, the next gate says why
             config = None
-    left_iter, left_usd = remaining(state, config.brakes) if config else (None, None)
-    task_name = task or (config.task if config else None) or state["current_task"]
-    phase = facts.task_seen.phase if facts.task_seen else _task_phase(project, task_name)
-    in_halt = False
-    if task_name:
-        try:
-            in_halt = bool(loops.halted_owners(project, TaskRef.parse(str(task_name))))
-        except (BadInput, loops.StateTampered):  # another loop's state is unreadable or tampered:
-            in_halt = True  # it may own the task (fail closed, as halted_owners says)
-    out.data = {
-        "ok": result.ok, "reason": result.reason, "halt_reason": state["halt_reason"],
-        "remaining_iterations": left_iter, "remaining_budget_usd": left_usd, "task_phase": phase,
-        "task_in_halt_loop": in_halt, "out_of_scope_files": list(result.out_of_scope_files),
-        "loop": name, "status": state["status"], "halt_detail": state["halt_detail"],
-        "halted_now": result.halt is not None, "worktree_fallback": state["worktree_fallback"],
-        "task": task_name,
-    }
-    if invalid is not None:
-        out.data.update(error=invalid, exit_code=int(ExitCode.BAD_INPUT))
-    if result.gate == "deferred" and config is not None:
-        out.data.update(deferred_until=result.reason.partition(":")[2], harness=config.harness.name)
-    if was_halted:
-        out.data["halted_since"] = since
-    head = f"{name}: gate ok" if result.ok else f"{name}: gate not ok: {result.reason}"
-    if was_halted and result.halt is None:  # the recorded halt, labelled: the facts below are current
-        recorded = state["halt_reason"] + (f": {state['halt_detail']}" if state["halt_detail"] else "")
-        out.lines += [head, f"  halted since {since or 'an unlogged time'}: {recorded}"
-                            " (as recorded at the halt; the lines below are current)"]
-    else:
-        out.lines.append(head + (f" ({result.detail})" if result.detail and not result.ok else ""))
-    stepped = True  # a line below already names the next step
-    if invalid is not None:
-        out.lines.append(f"  invalid loop.json: {invalid}; fix it, then a human runs automaton --approve --loop {name}")
-    elif (not result.ok and (state["halt_detail"] or "").startswith(CONFIG_CHANGED)
-          and loop.config_sha256() != state["config_sha256"]):
-        out.lines.append(f"  {loop.config_file} is not the sealed loop.json: review it,"
-                         f" then a human runs automaton --approve --loop {name}")
-    else:
-        stepped = False
-    if not result.ok:
-        unsealed = project_config_problem(project)
-        if unsealed is not None:
-            out.lines.append(f"  {unsealed}, then automaton --approve --loop {name}")
-        elif not stepped:
-            out.lines.append(f"  next step: {next_step(name, result.reason, state, task_name, config)}")
-    out.lines += [f"  out of scope: {f}" for f in result.out_of_scope_files]
-    out.lines.append(f"  remaining_iterations={left_iter} remaining_budget_usd={left_usd} task_phase={phase}")
-    if state["worktree_fallback"]:
-        out.lines.append(f"  note: ticks ran in the main checkout: {state['worktree_fallback']}")
+    task_name = facts.task_arg or (config.task if config else None) or state.current_task
+    out.data = _gate_data(loop, decision, state, seen, config, task_name,
+                          facts.task_seen.phase if facts.task_seen else _task_phase(loop.project, task_name))
+    out.lines = _gate_lines(loop, decision, state, seen, config, out.data)
 
-    failed = notify.after_gate(project, name, out.data, state, detail=result.detail)
+    failed = notify.after_gate(loop.project, loop.name, out.data, state, detail=result.detail)
     if failed is not None:
         out.warnings.append(failed)
     return out
 
 
+def _in_halt_loop(project: Project, task_name: str | None) -> bool:
+    """Whether a halted loop owns the task (fail closed: an unreadable or tampered loop may own it)."""
+    if not task_name:
+        return False
+    try:
+        return bool(loops.halted_owners(project, TaskRef.parse(str(task_name))))
+    except (BadInput, loops.StateTampered):  # another loop's state is unreadable or tampered:
+        return True  # it may own the task (fail closed, as halted_owners says)
+
+
+def _gate_data(loop: Loop, decision: GateDecision, state: LoopState, seen: _Seen, config: LoopConfig | None,
+               task_name: str | None, phase: str | None) -> dict[str, Any]:
+    """The gate object of `--check-gate --json` (keys: see `check`)."""
+    result = decision.result
+    left_iter, left_usd = remaining(state, config.brakes) if config else (None, None)
+    data: dict[str, Any] = {
+        "ok": result.ok, "reason": result.reason, "halt_reason": state.halt_reason,
+        "remaining_iterations": left_iter, "remaining_budget_usd": left_usd, "task_phase": phase,
+        "task_in_halt_loop": _in_halt_loop(loop.project, task_name),
+        "out_of_scope_files": list(result.out_of_scope_files),
+        "loop": loop.name, "status": state.status, "halt_detail": state.halt_detail,
+        "halted_now": result.halt is not None, "worktree_fallback": state.worktree_fallback,
+        "task": task_name,
+    }
+    if decision.invalid is not None:
+        data.update(error=decision.invalid, exit_code=int(ExitCode.BAD_INPUT))
+    if result.gate == "deferred" and config is not None:
+        data.update(deferred_until=result.reason.partition(":")[2], harness=config.harness.name)
+    if seen.was_halted:
+        data["halted_since"] = seen.since
+    return data
+
+
+def _gate_lines(loop: Loop, decision: GateDecision, state: LoopState, seen: _Seen, config: LoopConfig | None,
+                data: dict[str, Any]) -> list[str]:
+    """The text of `--check-gate`: the verdict, the next step, the facts read now."""
+    result, name = decision.result, loop.name
+    head = f"{name}: gate ok" if result.ok else f"{name}: gate not ok: {result.reason}"
+    lines: list[str] = []
+    if seen.was_halted and result.halt is None:  # the recorded halt, labelled: the facts below are current
+        recorded = str(state.halt_reason) + (f": {state.halt_detail}" if state.halt_detail else "")
+        lines += [head, f"  halted since {seen.since or 'an unlogged time'}: {recorded}"
+                        " (as recorded at the halt; the lines below are current)"]
+    else:
+        lines.append(head + (f" ({result.detail})" if result.detail and not result.ok else ""))
+    if not result.ok:
+        lines += _next_lines(loop, decision, state, config, data["task"])
+    lines += [f"  out of scope: {f}" for f in result.out_of_scope_files]
+    lines.append(f"  remaining_iterations={data['remaining_iterations']}"
+                 f" remaining_budget_usd={data['remaining_budget_usd']} task_phase={data['task_phase']}")
+    if state.worktree_fallback:
+        lines.append(f"  note: ticks ran in the main checkout: {state.worktree_fallback}")
+    return lines
+
+
+def _next_lines(loop: Loop, decision: GateDecision, state: LoopState, config: LoopConfig | None,
+                task_name: str | None) -> list[str]:
+    """The next step after a refusal: what is wrong with loop.json or the project config, else
+    the step `gate_next.next_step` names."""
+    name, lines = loop.name, []
+    stepped = True  # a line below already names the next step
+    if decision.invalid is not None:
+        lines.append(f"  invalid loop.json: {decision.invalid}; fix it, then a human runs"
+                     f" automaton --approve --loop {name}")
+    elif (state.halt_detail or "").startswith(CONFIG_CHANGED) and loop.config_sha256() != state.config_sha256:
+        lines.append(f"  {loop.config_file} is not the sealed loop.json: review it,"
+                     f" then a human runs automaton --approve --loop {name}")
+    else:
+        stepped = False
+    unsealed = project_config_problem(loop.project)
+    if unsealed is not None:
+        lines.append(f"  {unsealed}, then automaton --approve --loop {name}")
+    elif not stepped:
+        lines.append(f"  next step: {next_step(name, decision.result.reason, state, task_name, config)}")
+    return lines
+
+
 def can_continue(project: Project, name: str) -> Outcome:
     """Is the loop alive at all: data {ok, status} (+ tamper when tampered); exit 0 / 1."""
     rec = Loop.resolve(project, name).inspect()
-    status = rec.state["status"]
+    status = rec.state.status
     ok = status == "running" and not rec.tamper
     data: dict[str, Any] = {"ok": ok, "status": status}
     if rec.tamper:
@@ -359,7 +396,7 @@ def drift_after_commit(loop: Loop, cfg: LoopConfig) -> GateResult | None:
         if not tamper:
             facts = _Facts.of(loop, s.rec.state, None, None)
             result = (gate_config_seal(s.rec.state, loop.config_sha256())
-                      or gate_drift(facts.drift(), cfg, s.rec.state["accepted_drift"]))
+                      or gate_drift(facts.drift(), cfg, s.rec.state.accepted_drift))
     if tamper:  # a forged accepted_drift must not excuse anything: the full gate halts for the tamper
         check(loop)
         return GateResult(False, STATE_TAMPERED, "tamper", "human_intervention", f"{STATE_TAMPERED}: {tamper}")

@@ -17,8 +17,9 @@ from typing import Any
 from automaton.commands.schedule import read_record
 from automaton.commands.schedule_info import schedule_info
 from automaton.core.errors import AutomatonError
-from automaton.core.gates import remaining, used
+from automaton.core.gates import remaining
 from automaton.core.loopconfig import LoopConfig
+from automaton.core.loopstate import LoopState, micro_to_usd
 from automaton.core.outcome import Outcome
 from automaton.core.scores import score_text as score_text  # moved to core: --loop-list needs it alone
 from automaton.git import run_git
@@ -102,10 +103,10 @@ def _from_log(rec: loops.LoopRecord, costs: bool = True) -> dict[str, Any]:
             "reserved": round(float(sum(reserved.values())), 6)}
 
 
-def _worktree(loop: Loop, state: dict[str, Any], config: LoopConfig | None) -> dict[str, Any]:
+def _worktree(loop: Loop, state: LoopState, config: LoopConfig | None) -> dict[str, Any]:
     project = loop.project
-    path, branch = state["worktree_path"], state["worktree_branch"] or branch_name(loop.name)
-    out: dict[str, Any] = {"path": path, "branch": state["worktree_branch"], "exists": False, "base": None,
+    path, branch = state.worktree_path, state.worktree_branch or branch_name(loop.name)
+    out: dict[str, Any] = {"path": path, "branch": state.worktree_branch, "exists": False, "base": None,
                            "ahead": None, "behind": None, "error": None}
     if path is None:
         return out
@@ -142,7 +143,7 @@ def loop_summary(project: Project, name: str, *, costs: bool = True) -> dict[str
 
 
 def _summary(handle: Loop, costs: bool = True, rec: LoopRecord | None = None) -> \
-        tuple[dict[str, Any], dict[str, Any], LoopConfig | None]:
+        tuple[dict[str, Any], LoopState, LoopConfig | None]:
     """(loop_summary's dict, the loop's state, its loop.json or None when unreadable); `rec`:
     the loop as the caller read it (`Loop.inspect`), else read here."""
     if rec is None:
@@ -154,20 +155,21 @@ def _summary(handle: Loop, costs: bool = True, rec: LoopRecord | None = None) ->
         config = handle.read_config()
     except AutomatonError as exc:
         config_error = exc.message
-    iters, usd = used(state)
+    iters, micro = state.used()
     left_iter, left_usd = remaining(state, config.brakes) if config else (None, None)
     log = _from_log(rec, costs)
-    verdict = state["last_verdict"]
+    verdict = state.last_verdict
     data = {
-        "loop": loop, "status": state["status"], "halt_reason": state["halt_reason"],
-        "halt_detail": state["halt_detail"], "tamper": rec.tamper or None, "config_error": config_error,
+        "loop": loop, "status": state.status, "halt_reason": state.halt_reason,
+        "halt_detail": state.halt_detail, "tamper": rec.tamper or None, "config_error": config_error,
         "iterations": {"used": iters, "max": config.brakes.max_iterations if config else None, "left": left_iter,
-                       "total": state["iteration_count"]},
-        "spend_usd": {"used": round(usd, 6), "max": config.brakes.max_budget_usd if config else None,
-                      "left": left_usd, "total": state["spent_usd"], "known": log["known"],
+                       "total": state.iteration_count},
+        "spend_usd": {"used": micro_to_usd(micro), "max": config.brakes.max_budget_usd if config else None,
+                      "left": left_usd, "total": state.spent_usd, "known": log["known"],
                       "counted_at_cap": log["at_cap"], "reserved": log["reserved"]},
         "scores": log["scores"], "sparkline": sparkline([s["score"] for s in log["scores"]]),
-        "last_tick": {"n": state["iteration_count"] or None, "at": state["last_tick_at"], "verdict": verdict},
+        "last_tick": {"n": state.iteration_count or None, "at": state.last_tick_at,
+                      "verdict": verdict.to_dict() if verdict else None},
         "deferred": _deferred(config), "schedule_record": _schedule_record(handle),
     }
     return data, state, config
@@ -222,7 +224,7 @@ def _status_data(loop: Loop, rec: LoopRecord | None = None) -> dict[str, Any]:
     data, state, config = _summary(loop, rec=rec)
     data.pop("schedule_record")
     deferred = data.pop("deferred")
-    data["schedule"] = schedule_info(loop.project, loop.name, last_tick_at=state["last_tick_at"])
+    data["schedule"] = schedule_info(loop.project, loop.name, last_tick_at=state.last_tick_at)
     data["worktree"] = _worktree(loop, state, config)
     data["deferred"] = deferred
     data["next_step"] = _next_step(data)

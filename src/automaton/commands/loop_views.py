@@ -9,7 +9,8 @@ from pathlib import Path
 from automaton.commands.can_edit import Decision, own_install, protected, task_scope_allows
 from automaton.core.digest import sha256_hex
 from automaton.core.errors import BadInput, CorruptState, ExitCode
-from automaton.core.loopconfig import SANDBOX_MODES, SCHEMA_VERSION
+from automaton.core.loopconfig import SANDBOX_MODES
+from automaton.core.loopstate import SCHEMA_VERSION, LoopState
 from automaton.core.names import LoopName, TaskRef
 from automaton.core.outcome import Outcome
 from automaton.core.record import record  # not dataclasses: `--can-edit --loop` and the hook
@@ -34,7 +35,7 @@ class LoopFacts:
     not valid now (an edit is then denied; the loop's tasks are the state's alone)."""
 
     loop: loops.Loop
-    state: dict[str, Any]
+    state: LoopState
     config: LoopConfig | None
     error: BadInput | None
 
@@ -74,7 +75,7 @@ def can_edit_loop(project: Project, name: str, file: str, *, loop_worktree: bool
     config, state = facts.config, facts.state
     assert config is not None  # read without error
     root = real(project.root, project.root)
-    worktree = real(state["worktree_path"] or project.worktree_dir(LoopName(config.name)), root)
+    worktree = real(state.worktree_path or project.worktree_dir(LoopName(config.name)), root)
     path = real(file, worktree if loop_worktree else (cwd or root))
     parts = relative_parts(path, worktree)
     if parts is None:
@@ -114,19 +115,20 @@ def _rows(project: Project) -> list[dict[str, Any]]:
         except BadInput as exc:
             row["flag"] = f"UNTRACKED: {loops.untracked_hint(loop)}" if "UNTRACKED" in exc.message else exc.message
         else:
-            row.update({k: rec.state[k] for k in ("status", "halt_reason", "iteration_count", "started_at",
-                                                  "spent_usd")})
-            row["last_score"] = (rec.state["last_verdict"] or {}).get("score")
+            st = rec.state
+            row.update(status=st.status, halt_reason=st.halt_reason, iteration_count=st.iteration_count,
+                       started_at=st.started_at, spent_usd=st.spent_usd,
+                       last_score=st.last_verdict.score if st.last_verdict is not None else None)
             # loop.json read once for both (Loop.bound_tasks reads it for the task alone): the
             # task is loop.json's `task`, else the state's current_task, as bound_tasks orders them
             task, row["sandbox"] = _shown_config(handle, rec)
-            row["task"] = task or rec.state["current_task"]
+            row["task"] = task or rec.state.current_task
             if rec.tamper:
                 row["flag"] = f"TAMPERED: {rec.tamper}"
-            elif rec.state["status"] == "halted":
-                row["flag"] = f"HALTED: {rec.state['halt_reason']}; a human runs automaton --approve --loop {loop}"
-            elif rec.chain.legacy and rec.state["status"] != "complete":  # nothing runs a complete loop
-                fix = (f"automaton --resume-loop {loop} keys it" if rec.state["status"] == "paused"
+            elif rec.state.status == "halted":
+                row["flag"] = f"HALTED: {rec.state.halt_reason}; a human runs automaton --approve --loop {loop}"
+            elif rec.chain.legacy and rec.state.status != "complete":  # nothing runs a complete loop
+                fix = (f"automaton --resume-loop {loop} keys it" if rec.state.status == "paused"
                        else "the loop's next tick keys it")
                 row["flag"] = (f"UNKEYED (legacy): {rec.log_file} has no keyed line: written before automaton"
                                f" keyed its logs, or wholly replaced by someone without the key; {fix}")
@@ -166,7 +168,7 @@ def _shown_config(loop: loops.Loop, rec: loops.LoopRecord) -> tuple[str | None, 
     `--loop-list` (bench/bench_list.py). Any other bytes are validated in full; a brake never
     reads this."""
     data = loop.config_bytes()
-    if data is not None and not rec.tamper and sha256_hex(data) == rec.state["config_sha256"]:
+    if data is not None and not rec.tamper and sha256_hex(data) == rec.state.config_sha256:
         try:
             sealed = json.loads(data)
             loop_defaults()  # what validation reads besides the bytes: a broken config.md fails it

@@ -5,13 +5,14 @@ The gate (`loop_gate`) and the read-side views (`loop_views`) are re-exported he
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from automaton.commands import first_approval
 from automaton.commands.excludes import exclude
@@ -21,6 +22,7 @@ from automaton.commands.loop_views import audit_section, can_edit_loop, loop_lis
 from automaton.commands.loops_common import optional as _optional
 from automaton.commands.loops_common import require_sealed_project_config
 from automaton.commands.reviews import Review, diff_lines
+from automaton.core import loopstate
 from automaton.core.digest import sha256_hex
 from automaton.core.errors import BadInput, Refused
 from automaton.core.gates import (
@@ -28,7 +30,8 @@ from automaton.core.gates import (
     accepted_entry,
     out_of_scope,
 )
-from automaton.core.loopconfig import LoopConfig, initial_state, loads_strict
+from automaton.core.loopconfig import LoopConfig, initial_state, loads_strict, state_json
+from automaton.core.loopstate import LoopState
 from automaton.core.names import LoopName, TaskRef
 from automaton.core.outcome import Outcome
 from automaton.git import run_git
@@ -38,6 +41,9 @@ from automaton.store.chainlog import utc_now
 from automaton.store.layout import Project
 from automaton.store.locks import Busy, locked
 from automaton.store.loops import Loop
+
+if TYPE_CHECKING:
+    from automaton.core.loopstate import Status
 
 HALTED_MSG = "loop is halted, use --approve --loop to clear halt"  # a stable text: docs/architecture.md
 # Runtime files git must never see (docs/architecture.md#what-git-sees); the last three are what
@@ -107,14 +113,15 @@ def create_loop(project: Project, name: str, template: str, task: str | None = N
     state = initial_state(loop, config.task, config.sha256, utc_now())
     unseen = first_approval.reasons(project, config, obj, src)
     if unseen:  # nobody saw this loop.json: it starts halted until a human approves it
-        state.update(status="halted", halt_reason="human_intervention", halt_detail=first_approval.detail(unseen))
+        state = replace(state, status="halted", halt_reason="human_intervention",
+                        halt_detail=first_approval.detail(unseen))
     folder = loops.create(project, loop, files, state, {"loop": loop, "template": src.name,
-                                                         "task": config.task, "status": state["status"]})
+                                                         "task": config.task, "status": state.status})
     out = Outcome(lines=[f"created loop {loop} at {folder.relative_to(project.root)}/ from template {src.name}"],
-                  data={"loop": loop, "path": str(folder), "template": src.name, "state": state,
+                  data={"loop": loop, "path": str(folder), "template": src.name, "state": state_json(state),
                         "template_path": str(src), "shadows_packaged": shadows, "first_approval": unseen})
     if unseen:
-        out.lines.append(f"loop {loop} starts halted (human_intervention: {state['halt_detail']}): no tick runs"
+        out.lines.append(f"loop {loop} starts halted (human_intervention: {state.halt_detail}): no tick runs"
                          f" until a human runs automaton --approve --loop {loop}, which shows the whole loop.json")
     if shadows:  # the packaged template of that name may have changed; the human should know which one ran
         out.lines.append(f"template {src.name}: using the project's copy at {src.relative_to(project.root)},"
@@ -170,22 +177,20 @@ def _exclude_runtime(project: Project) -> list[str]:
 # Each public entry looks the name up once (`Loop.resolve`) and hands the `Loop` down: every step
 # below reads the loop's files through it, so none can see another folder than the one checked.
 
-def _status_change(loop: Loop, want: str, extra: dict[str, object] | None = None) -> Outcome:
+def _status_change(loop: Loop, want: Status, extra: dict[str, object] | None = None) -> Outcome:
     """pause (want "paused") or resume (want "running"); `extra`: more fields of the log line."""
     name = str(loop.name)
     with loop.session() as s:
         if s.rec.tamper:
             raise loops.StateTampered(f"{s.rec.tamper}; a human clears it with: automaton --approve --loop {name}")
-        status = s.rec.state["status"]
+        status = s.rec.state.status
         if status == "halted":
             raise Refused(HALTED_MSG if want == "running" else f"loop {name} is halted: nothing to pause")
         if status == "complete":
             raise Refused(f"loop {name} is complete: complete is terminal")
         if status == want:
             return Outcome(lines=[f"{name}: already {want}"], data={"loop": name, "status": want})
-        new = copy.deepcopy(s.rec.state)
-        new["status"] = want
-        s.commit("PAUSED" if want == "paused" else "RESUMED", {"loop": name, **(extra or {})}, new)
+        s.commit(*loopstate.set_status(s.rec.state, want, {"loop": name, **(extra or {})}))
     func = "disable_best_effort" if want == "paused" else "enable_best_effort"
     warning = _optional("automaton.commands.schedule", func, loop.project, loop.name)
     return Outcome(lines=[f"{name}: {status} -> {want}"], data={"loop": name, "status": want},
@@ -293,7 +298,7 @@ def _seal_of(loop: Loop, rec: loops.LoopRecord) -> str:
     for a tampered one (its recorded seal proves nothing) that of the kept sealed copy, which
     lies outside the agent's reach ("" without one)."""
     if not rec.tamper:
-        return str(rec.state["config_sha256"])
+        return str(rec.state.config_sha256)
     kept = loop.sealed_copy()
     return sha256_hex(kept) if kept is not None else ""
 
@@ -301,13 +306,13 @@ def _seal_of(loop: Loop, rec: loops.LoopRecord) -> str:
 def _review(loop: Loop, rec: loops.LoopRecord) -> Review:
     """The Review of approving `rec` now (see review_loop); the caller holds the loop's locks."""
     name = loop.name
-    state, tamper, status = rec.state, rec.tamper, rec.state["status"]
+    state, tamper, status = rec.state, rec.tamper, rec.state.status
     current = loop.config_bytes()
     sha = sha256_hex(current) if current is not None else ""
     seal = _seal_of(loop, rec)
     # Only an approval that goes on to seal asks: one that is refused anyway (complete, or a
     # running loop with nothing to re-seal) says why without a question.
-    first = not tamper and status == "halted" and first_approval.is_first_approval(state["halt_detail"])
+    first = not tamper and status == "halted" and first_approval.is_first_approval(state.halt_detail)
     ask = first or (sha != seal and (bool(tamper) or status in ("halted", "running", "paused")))
     if ask:
         loop.read_config()  # BadInput: an invalid loop.json is refused, never asked about
@@ -315,8 +320,8 @@ def _review(loop: Loop, rec: loops.LoopRecord) -> Review:
     if tamper:
         lines.append(f"{name}: state tampered: {tamper}")
     elif status == "halted":
-        detail = f": {state['halt_detail']}" if state["halt_detail"] else ""
-        lines.append(f"{name}: halted ({state['halt_reason']}{detail})")
+        detail = f": {state.halt_detail}" if state.halt_detail else ""
+        lines.append(f"{name}: halted ({state.halt_reason}{detail})")
     diff: list[str] = []
     whole = _whole(current) if first else []
     if first:
@@ -332,21 +337,22 @@ def _review(loop: Loop, rec: loops.LoopRecord) -> Review:
         diff = diff_lines(base, current, f"{folder}/{loops.SEALED_COPY}", f"{folder}/{loops.CONFIG_FILE}")
         lines.append(f"{name}: this approval seals a loop.json that differs from the sealed one:")
         lines += diff
-    tests, token = _tests_review(loop, state) if status == "halted" and not tamper else ([], "")
+    tests, token = _tests_review(loop, state, tamper)
     lines += tests
     ask = ask or bool(tests)  # a new test set is the human's to see and accept
-    seen = json.dumps([sha, status, state["halt_reason"], state["halt_detail"], tamper, *([token] if token else [])])
+    seen = json.dumps([sha, status, state.halt_reason, state.halt_detail, tamper, *([token] if token else [])])
     return Review("loop.json", seen, ask, lines, diff, unseen=first, whole=whole)
 
 
-def _tests_review(loop: Loop, state: dict[str, Any]) -> tuple[list[str], str]:
+def _tests_review(loop: Loop, state: LoopState, tamper: str) -> tuple[list[str], str]:
     """The verifier's test set an approval of a `human_intervention` halt changes
-    (`store.frozen_tests.review`): lines for the human and a token of what they saw."""
-    if state["halt_reason"] != "human_intervention":
+    (`store.frozen_tests.review`): lines for the human and a token of what they saw; nothing
+    for a tampered state or any other status or halt."""
+    if tamper or state.status != "halted" or state.halt_reason != "human_intervention":
         return [], ""
     from automaton.store import frozen_tests
 
-    lines, token = frozen_tests.review(loop.dir, state["halt_detail"])
+    lines, token = frozen_tests.review(loop.dir, state.halt_detail)
     return [f"{loop.name}: {line}" if not line.startswith("  ") else line for line in lines], token
 
 
@@ -383,63 +389,36 @@ def _approve(loop: Loop, who: str, reviewed: Review | None, via: dict[str, objec
         review = _review(loop, s.rec)
         _bind(loop, review, reviewed)
         old, tampered, tamper = s.rec.state, bool(s.rec.tamper), s.rec.tamper
-        if not tampered and old["status"] in ("running", "paused"):
+        if not tampered and old.status in ("running", "paused"):
             resealed = _reseal_config(loop, s, old, who, review, via)
             if resealed is not None:
                 return resealed
-        if not tampered and old["status"] != "halted":
-            raise Refused(f"loop {name} is {old['status']}: --approve --loop only clears a halt"
-                          + (" (use --resume-loop for a paused loop)" if old["status"] == "paused" else ""))
+        if not tampered and old.status != "halted":
+            raise Refused(f"loop {name} is {old.status}: --approve --loop only clears a halt"
+                          + (" (use --resume-loop for a paused loop)" if old.status == "paused" else ""))
         config = _config_as_reviewed(loop, review)
-        accepted: list[str] = []  # "path@blob": bound to the content the human saw (a later write is drift)
-        if old["halt_reason"] == "drift_detected" and not tampered:
-            drift = _Facts.of(loop, old, None, None).drift_of(None)
-            if drift.nested:  # never accepted: every tick would halt on it again (git.nested)
-                where = old["worktree_path"] or loop.worktree
-                raise Refused(f"loop {name}: nested repository in its worktree: {', '.join(drift.nested[:10])};"
-                              f" a human removes it (its .git under {where}), then runs automaton --approve"
-                              f" --loop {name} again")
-            blobs = dict(drift.blobs)
-            accepted = [accepted_entry(f, blobs.get(f, "unknown"))
-                        for f in out_of_scope(drift.files, config.blast_radius.file_scope, old["accepted_drift"],
-                                              drift.blobs)]
-        replaced = {e.rpartition("@")[0] for e in accepted}
-        # A first approval lets a loop start, it resumes nothing: resumed_count counts resumes.
-        resumed = 0 if review.unseen else 1
-
-        def fresh(new: dict[str, Any]) -> None:
-            new.update(status="running", halt_reason=None, halt_detail=None,
-                       resumed_count=new["resumed_count"] + resumed, iterations_at_approval=new["iteration_count"],
-                       spent_usd_at_approval=new["spent_usd"],
-                       score_history=[], config_sha256=config.sha256, worktree_fallback=None,
-                       current_task=config.task or new["current_task"],
-                       accepted_drift=sorted({*(e for e in new["accepted_drift"]
-                                                 if "@" in e and e.rpartition("@")[0] not in replaced), *accepted}))
-
+        # "path@blob": bound to the content the human saw (a later write is drift)
+        accepted = [] if tampered else _accepted_now(loop, old, config)
         fields: dict[str, object] = {"loop": name, "by": who, **via,
-                                     "cleared": STATE_TAMPERED if tampered else old["halt_reason"]}
+                                     "cleared": STATE_TAMPERED if tampered else old.halt_reason}
         if review.unseen:
             fields["first_approval"] = True
         if accepted:
             fields["accepted"] = ",".join(accepted)
-        if config.sha256 != old["config_sha256"]:
+        if config.sha256 != old.config_sha256:
             fields["resealed"] = config.sha256[:12]
-        if tampered:
-            state = s.reseal_tampered("APPROVED", fields, fresh)
-        else:
-            state = copy.deepcopy(old)
-            fresh(state)
-            if old["halt_reason"] == "human_intervention":
-                from automaton.store import frozen_tests
-
-                frozen_tests.approve(loop.dir, old["halt_detail"])  # the test set the human saw (_tests_review)
-            s.commit("APPROVED", fields, state)
+        # A first approval lets a loop start, it resumes nothing: resumed_count counts resumes.
+        step = partial(loopstate.approve, config_sha256=config.sha256, task=config.task, accepted=accepted,
+                       resumed=0 if review.unseen else 1, fields=fields)
+        if not tampered:
+            _approve_tests(loop, old)
+        state = s.reseal_tampered(step) if tampered else s.commit(*step(old))
         loop.keep_sealed_copy(config.sha256)
-    cleared = f"{STATE_TAMPERED}; the file said {old['status']}" if tampered else old["halt_reason"]
+    cleared = f"{STATE_TAMPERED}; the file said {old.status}" if tampered else old.halt_reason
     out = Outcome(lines=[f"{name}: halted ({cleared}) -> running (approved by {who};"
-                         f" resumed_count={state['resumed_count']})"],
+                         f" resumed_count={state.resumed_count})"],
                   data={"loop": name, "status": "running", "by": who, **via, "cleared": fields["cleared"],
-                        "resumed_count": state["resumed_count"], "accepted_drift": accepted,
+                        "resumed_count": state.resumed_count, "accepted_drift": accepted,
                         "diff": review.diff})
     out.lines += [f"  accepted drift: {path} at {blob[:12]}" for path, _, blob in (e.rpartition("@") for e in accepted)]
     if tampered:  # say what the human vouched for (a broken log is kept as .state.log.broken*)
@@ -450,21 +429,45 @@ def _approve(loop: Loop, who: str, reviewed: Review | None, via: dict[str, objec
     return out
 
 
-def _reseal_config(loop: Loop, s: loops.Session, old: dict[str, Any], who: str,
+def _approve_tests(loop: Loop, old: LoopState) -> None:
+    """Apply to the verifier's test set what the approval of a `human_intervention` halt showed
+    the human (`_tests_review`; `store.frozen_tests.approve`, raises OSError)."""
+    if old.halt_reason == "human_intervention":
+        from automaton.store import frozen_tests
+
+        frozen_tests.approve(loop.dir, old.halt_detail)
+
+
+def _accepted_now(loop: Loop, old: LoopState, config: LoopConfig) -> list[str]:
+    """The `path@blob` entries a drift halt's approval accepts: the loop's out-of-scope changes
+    as they are now ([] for any other halt). Refused for a nested repository (never accepted:
+    every tick would halt on it again, git.nested)."""
+    if old.halt_reason != "drift_detected":
+        return []
+    drift = _Facts.of(loop, old, None, None).drift_of(None)
+    if drift.nested:
+        where = old.worktree_path or loop.worktree
+        raise Refused(f"loop {loop.name}: nested repository in its worktree: {', '.join(drift.nested[:10])};"
+                      f" a human removes it (its .git under {where}), then runs automaton --approve"
+                      f" --loop {loop.name} again")
+    blobs = dict(drift.blobs)
+    return [accepted_entry(f, blobs.get(f, "unknown"))
+            for f in out_of_scope(drift.files, config.blast_radius.file_scope, old.accepted_drift, drift.blobs)]
+
+
+def _reseal_config(loop: Loop, s: loops.Session, old: LoopState, who: str,
                    review: Review, via: dict[str, object]) -> Outcome | None:
     """A human who edited loop.json of a running or paused loop seals the new config without
     waiting for the gate to halt on it (status and counters unchanged). None: nothing to seal."""
     name = loop.name
     config = _config_as_reviewed(loop, review)
     diff = review.diff
-    if config.sha256 == old["config_sha256"]:
+    if config.sha256 == old.config_sha256:
         return None
-    state = copy.deepcopy(old)
-    state["config_sha256"] = config.sha256
-    s.commit("RESEALED", {"loop": name, "by": who, **via, "config": config.sha256[:12]}, state)
+    s.commit(*loopstate.reseal(old, config.sha256, {"loop": name, "by": who, **via, "config": config.sha256[:12]}))
     loop.keep_sealed_copy(config.sha256)
-    return Outcome(lines=[f"{name}: loop.json re-sealed (approved by {who}); status stays {old['status']}"],
-                   data={"loop": name, "status": old["status"], "by": who, **via, "resealed": config.sha256,
+    return Outcome(lines=[f"{name}: loop.json re-sealed (approved by {who}); status stays {old.status}"],
+                   data={"loop": name, "status": old.status, "by": who, **via, "resealed": config.sha256,
                          "diff": diff})
 
 __all__ = ["HALTED_MSG", "approve_loop", "audit_section", "can_continue", "can_edit_loop", "check_gate",

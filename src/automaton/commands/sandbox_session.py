@@ -54,15 +54,7 @@ def plan(project: Project, task: str | None, argv: list[str], *, home: Path | No
     if not argv:
         raise BadInput("--sandbox needs a command after --, e.g. automaton --sandbox -- claude")
     ref: TaskRef | None = TaskRef.parse(task) if task else _focus(project)
-    phase: str | None = None
-    task_dir: Path | None = None
-    if ref is not None:
-        rec = tasks.load(project, ref)
-        if rec.tamper:
-            raise BadInput(f"task {ref} is tampered ({rec.tamper}): a human re-seals it before a session")
-        if rec.phase is None:
-            raise BadInput(f"task {ref} has no .state (created by hand): run automaton --phase --task {ref} first")
-        phase, task_dir = rec.phase, rec.dir
+    phase, task_dir = _task_of(project, ref)
 
     home = home or Path.home()
     agent = AGENTS.get(Path(argv[0]).name, "command")
@@ -91,11 +83,30 @@ def plan(project: Project, task: str | None, argv: list[str], *, home: Path | No
     if artifact is not None and task_dir is not None and unfit is None:
         lines.append(f"automaton --sandbox: {artifact} is granted as a file: save it in place (an editor's"
                      " write-to-temp-and-rename save is refused in the task folder)")
+    lines += _codex_note(agent, argv)
+    return SessionPlan(policy, str(ref) if ref else None, phase, lines, session_env(agent, home, os.environ))
+
+
+def _codex_note(agent: str, argv: list[str]) -> list[str]:
+    """The line for a codex session started without its own sandbox turned off (none otherwise)."""
     if agent == "codex" and not any(a in ("-s", "--sandbox", "--dangerously-bypass-approvals-and-sandbox")
                                     or a.startswith("--sandbox=") for a in argv[1:]):
-        lines.append("automaton --sandbox: codex's own sandbox cannot start inside this one (its bubblewrap"
-                     " cannot mount here): start it with --sandbox danger-full-access; the kernel sandbox holds")
-    return SessionPlan(policy, str(ref) if ref else None, phase, lines, session_env(agent, home, os.environ))
+        return ["automaton --sandbox: codex's own sandbox cannot start inside this one (its bubblewrap"
+                " cannot mount here): start it with --sandbox danger-full-access; the kernel sandbox holds"]
+    return []
+
+
+def _task_of(project: Project, ref: TaskRef | None) -> tuple[str | None, Path | None]:
+    """(phase, folder) of the session's task, (None, None) without one. BadInput for a tampered
+    task (its scope cannot be trusted) or one without `.state`."""
+    if ref is None:
+        return None, None
+    rec = tasks.load(project, ref)
+    if rec.tamper:
+        raise BadInput(f"task {ref} is tampered ({rec.tamper}): a human re-seals it before a session")
+    if rec.phase is None:
+        raise BadInput(f"task {ref} has no .state (created by hand): run automaton --phase --task {ref} first")
+    return rec.phase, rec.dir
 
 
 def isolation(project: Project) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 
 from automaton import install_paths
 from automaton.core.errors import AutomatonError, BadInput, CorruptState, Refused
+from automaton.core.loopstate import Event, LogEvent
 from automaton.core.names import LoopName
 from automaton.core.outcome import Outcome
 from automaton.harnesses import REGISTRY
@@ -118,11 +119,11 @@ def _default_interval(loop: Loop) -> int:
     return int(loop_defaults()["interval_seconds"])
 
 
-def _log(loop: Loop, event: str, fields: dict[str, object], out: Outcome) -> None:
+def _log(loop: Loop, event: LogEvent, out: Outcome) -> None:
     try:
-        loop.log_event(event, fields)
+        loop.log_event(event)
     except AutomatonError as exc:  # the unit changed already; say so rather than hide it
-        out.warnings.append(f"schedule changed but {event} was not logged: {exc.message}")
+        out.warnings.append(f"schedule changed but {event.event.value} was not logged: {exc.message}")
 
 
 def install_schedule(project: Project, name: str, interval_s: int | None = None, *,
@@ -151,7 +152,7 @@ def install(handle: Loop, interval_s: int | None = None, *, system: str | None =
         raise Refused(inside)
     scheduler = for_system(system)
     sys_name = system or _platform()
-    if handle.read_state()["status"] == "complete":
+    if handle.read_state().status == "complete":
         raise Refused(f"loop {loop} is complete (terminal): there is nothing to schedule")
     interval = parse_interval(interval_s) or _default_interval(handle)
     scheduler.check_interval(interval)
@@ -174,7 +175,7 @@ def install(handle: Loop, interval_s: int | None = None, *, system: str | None =
     _write_record(project, loop, job, sys_name, enabled=True)
     # Read the status after the record exists: a halt from now on finds the record and
     # disables the unit itself; a pause or halt before now is handled here.
-    status = handle.read_state()["status"]
+    status = handle.read_state().status
     enabled = status == "running"
     if not enabled:
         with locked(_lock_path(), timeout_s=LOCK_TIMEOUT_S):
@@ -182,7 +183,8 @@ def install(handle: Loop, interval_s: int | None = None, *, system: str | None =
         _write_record(project, loop, job, sys_name, enabled=False)
         out.lines.append(f"loop {loop} is {status}: the schedule stays disabled until"
                          " --resume-loop (paused) or --approve --loop (halted)")
-    _log(handle, "INSTALLED", {"scheduler": scheduler.kind, "interval_s": interval, "enabled": enabled}, out)
+    _log(handle, LogEvent(Event.INSTALLED, {"scheduler": scheduler.kind, "interval_s": interval, "enabled": enabled}),
+         out)
     out.data = {"ok": True, "loop": str(loop), "system": sys_name, "scheduler": scheduler.kind,
                 "interval_seconds": interval, "tick_script": str(tick), "enabled": enabled,
                 "harness_executable": harness_exe}
@@ -240,7 +242,7 @@ def uninstall(handle: Loop, *, system: str | None = None) -> Outcome:
             path.unlink()
             removed.append(str(path))
     out.lines += [f"removed {p}" for p in removed]
-    _log(handle, "UNINSTALLED", {"scheduler": scheduler.kind}, out)
+    _log(handle, LogEvent(Event.UNINSTALLED, {"scheduler": scheduler.kind}), out)
     out.data = {"ok": True, "loop": str(loop), "system": sys_name, "scheduler": scheduler.kind, "removed": removed}
     return out
 

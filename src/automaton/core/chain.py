@@ -167,10 +167,6 @@ class Lines(list[LogLine]):
         """How many lines the unparsed prefix holds (0 once loaded)."""
         return len(self._prefix.parsed) if self._prefix is not None else 0
 
-    def after_prefix(self) -> list[LogLine]:
-        """The lines after the checkpoint's prefix (all lines once loaded)."""
-        return list(self._tail) if self._prefix is not None else list.copy(self)
-
     @classmethod
     def of(cls, items: list[LogLine], mark: object = None) -> Lines:
         """A `Lines` holding `items` (parsed already)."""
@@ -312,6 +308,29 @@ class ChainCheck:
         return line_hash(self.lines[-1].raw) if self.lines else GENESIS
 
 
+def _resumed(after: ChainCheck | None) -> tuple[list[LogLine], str, int]:
+    """(the lines, the hash the next line links to, the number of the first keyed line or 0)
+    that `verify_text` starts from: nothing, or the ok check `after` of the text before."""
+    if after is None:
+        return [], GENESIS, 0
+    # a checkpoint's lazily parsed prefix stays unparsed (`Lines.lazy_copy`)
+    lines: list[LogLine] = after.lines.lazy_copy() if isinstance(after.lines, Lines) else list(after.lines)
+    # by index, not by iteration: a `Lines` then parses the prefix only up to its first keyed line
+    first_keyed = next((n for n in range(1, len(lines) + 1) if lines[n - 1].mac), 0) if lines and lines[-1].mac else 0
+    return lines, after.last_hash, first_keyed
+
+
+def _mac_refusal(raw: str, mac: str, n: int, key: bytes | None) -> str | None:
+    """Why keyed line `n` (`raw`, carrying `mac`) fails its check (no key: cannot be verified);
+    None when `key` verifies it."""
+    if key is None:
+        return f"line {n} is sealed with a key (mac=) but there is no key to verify it"
+    # `parsed.body`: a keyed line ends in exactly the _MAC_LEN characters of its mac
+    if not equal(mac, line_mac(key, raw[:-_MAC_LEN])):
+        return f"line {n} has a mac the key does not verify: it was forged (or written with another user's key)"
+    return None
+
+
 def verify_text(text: str, key: bytes | None = None, *, check_macs: bool = True,
                 after: ChainCheck | None = None) -> ChainCheck:
     """Check every line parses, links to the one before and, from the first keyed line on,
@@ -328,12 +347,7 @@ def verify_text(text: str, key: bytes | None = None, *, check_macs: bool = True,
     """
     if text and not text.endswith("\n"):
         return ChainCheck(False, [], "the last line is partial (no newline): the log was cut")
-    # a checkpoint's lazily parsed prefix stays unparsed (`Lines.lazy_copy`)
-    lines: list[LogLine] = ([] if after is None else after.lines.lazy_copy() if isinstance(after.lines, Lines)
-                            else list(after.lines))
-    prev = GENESIS if after is None else after.last_hash
-    # by index, not by iteration: a `Lines` then parses the prefix only up to its first keyed line
-    first_keyed = next((n for n in range(1, len(lines) + 1) if lines[n - 1].mac), 0) if lines and lines[-1].mac else 0
+    lines, prev, first_keyed = _resumed(after)
     # Split on "\n" only: str.splitlines() also splits on \r, \x1c, \u2028 ..., which a
     # line may legitimately hold, and would then mis-hash it.
     rows = text.split("\n")[:-1] if text else []
@@ -344,13 +358,9 @@ def verify_text(text: str, key: bytes | None = None, *, check_macs: bool = True,
         if parsed.prev != prev:
             return ChainCheck(False, lines, f"line {n} does not link to line {n - 1} (hash chain broken)")
         if parsed.mac and check_macs:
-            if key is None:
-                return ChainCheck(False, lines, f"line {n} is sealed with a key (mac=) but there is no key"
-                                  " to verify it", needs_key=True)
-            # `parsed.body`: a keyed line ends in exactly the _MAC_LEN characters of its mac
-            if not equal(parsed.mac, line_mac(key, raw[:-_MAC_LEN])):
-                return ChainCheck(False, lines, f"line {n} has a mac the key does not verify: it was"
-                                  " forged (or written with another user's key)")
+            refused = _mac_refusal(raw, parsed.mac, n, key)
+            if refused is not None:
+                return ChainCheck(False, lines, refused, needs_key=key is None)
         if parsed.mac:
             first_keyed = first_keyed or n
         elif first_keyed:

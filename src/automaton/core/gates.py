@@ -7,16 +7,18 @@ are asked for lazily through `GateFacts`, so a loop halted at gate 2 never runs 
 
 from __future__ import annotations
 
+from automaton.core.loopstate import micro_to_usd, usd_to_micro
 from automaton.core.record import record, replace
 
 # `--check-gate` and every tick import this module: `record` instead of `dataclasses`,
 # annotations only under TYPE_CHECKING, pathspec only for patterns that are not plain (core/scope.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
-    from typing import Any, Protocol
+    from collections.abc import Iterable, Sequence
+    from typing import Protocol
 
     from automaton.core.loopconfig import Brakes, LoopConfig
+    from automaton.core.loopstate import Death, LoopState
     from automaton.core.scope import Scope
 else:
     Protocol = object
@@ -42,7 +44,7 @@ class GateResult:
     ok: bool
     reason: str
     gate: str
-    halt: str | None = None
+    halt: Death | None = None
     detail: str | None = None
     out_of_scope_files: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
@@ -93,55 +95,51 @@ class GateFacts(Protocol):
     def drift(self) -> DriftFacts: ...
 
 
-def _halt(gate: str, death: str, detail: str, files: Iterable[str] = ()) -> GateResult:
+def _halt(gate: str, death: Death, detail: str, files: Iterable[str] = ()) -> GateResult:
     return GateResult(False, f"halted:{death}", gate, death, detail, tuple(files))
 
 
-def gate_status(state: dict[str, Any]) -> GateResult | None:
+def gate_status(state: LoopState) -> GateResult | None:
     """Gate 1: a loop that is not `running` is not ok; no new halt is written."""
-    status = state["status"]
+    status = state.status
     if status == "running":
         return None
     if status == "halted":
-        return GateResult(False, f"halted:{state['halt_reason']}", "status", detail=state.get("halt_detail"))
+        return GateResult(False, f"halted:{state.halt_reason}", "status", detail=state.halt_detail)
     return GateResult(False, str(status), "status")
 
 
-def gate_config_seal(state: dict[str, Any], current_sha256: str) -> GateResult | None:
+def gate_config_seal(state: LoopState, current_sha256: str) -> GateResult | None:
     """Right after gate 1: loop.json must still be the sealed one."""
-    if current_sha256 == state["config_sha256"]:
+    if current_sha256 == state.config_sha256:
         return None
     return _halt("config", "human_intervention", CONFIG_CHANGED)
 
 
-def used(state: dict[str, Any]) -> tuple[int, float]:
-    """(iterations, USD) spent since the last approval."""
-    return (state["iteration_count"] - state["iterations_at_approval"],
-            float(state["spent_usd"]) - float(state["spent_usd_at_approval"]))
-
-
-def remaining(state: dict[str, Any], brakes: Brakes) -> tuple[int, float | None]:
+def remaining(state: LoopState, brakes: Brakes) -> tuple[int, float | None]:
     """(iterations left, USD left or None when the budget is not in USD), floored at 0."""
-    iters, usd = used(state)
-    left_usd = None if brakes.max_budget_usd is None else round(max(0.0, brakes.max_budget_usd - usd), 6)
+    iters, micro = state.used()
+    left_usd = None if brakes.max_budget_usd is None else \
+        micro_to_usd(max(0, usd_to_micro(brakes.max_budget_usd) - micro))
     return max(0, brakes.max_iterations - iters), left_usd
 
 
-def gate_iterations(state: dict[str, Any], brakes: Brakes) -> GateResult | None:
+def gate_iterations(state: LoopState, brakes: Brakes) -> GateResult | None:
     """Gate 2: iteration_count - iterations_at_approval >= max_iterations -> iterations_exhausted."""
-    iters, _ = used(state)
+    iters, _ = state.used()
     if iters < brakes.max_iterations:
         return None
     return _halt("iterations", "iterations_exhausted", f"{iters} of {brakes.max_iterations} iterations used")
 
 
-def gate_budget(state: dict[str, Any], brakes: Brakes, vram: VramFacts | None) -> GateResult | None:
+def gate_budget(state: LoopState, brakes: Brakes, vram: VramFacts | None) -> GateResult | None:
     """Gate 3: USD spent since approval >= max_budget_usd -> budget_exhausted; for a local
     harness (`vram` given) a probe that says not loop-mode eligible -> budget_exhausted, and a
     probe that could not run -> not ok without a halt ("budget_unknown")."""
-    _, usd = used(state)
-    if brakes.max_budget_usd is not None and usd >= brakes.max_budget_usd:
-        return _halt("budget", "budget_exhausted", f"spent ${usd:.4f} of ${brakes.max_budget_usd:.2f}")
+    _, micro = state.used()
+    if brakes.max_budget_usd is not None and micro >= usd_to_micro(brakes.max_budget_usd):
+        return _halt("budget", "budget_exhausted",
+                     f"spent ${micro_to_usd(micro):.4f} of ${brakes.max_budget_usd:.2f}")
     if vram is None:
         return None
     if vram.error is not None:
@@ -214,7 +212,7 @@ def gate_drift(drift: DriftFacts, config: LoopConfig, accepted: Iterable[str]) -
     return _halt("drift", "drift_detected", f"out of scope: {shown}", bad)
 
 
-def gate_score_plateau(history: list[float], brakes: Brakes) -> GateResult | None:
+def gate_score_plateau(history: Sequence[float], brakes: Brakes) -> GateResult | None:
     """Gate 6: a full window whose max - min <= epsilon and whose last score < target -> verifier_failed."""
     window = history[-brakes.score_plateau_window:]
     if len(window) < brakes.score_plateau_window:
@@ -238,7 +236,7 @@ def gate_deferred(harness: str, until_iso: str | None, why: str = "") -> GateRes
                       detail=f"{harness} usage limit{said}: every loop using {harness} here waits until {until_iso}")
 
 
-def run_gates(state: dict[str, Any], facts: GateFacts) -> tuple[GateResult, LoopConfig | None]:
+def run_gates(state: LoopState, facts: GateFacts) -> tuple[GateResult, LoopConfig | None]:
     """Run every gate in order; returns (first failure or an ok result, the config if it was read).
 
     Warnings (a skipped drift gate) are carried on the result either way.
@@ -263,9 +261,9 @@ def run_gates(state: dict[str, Any], facts: GateFacts) -> tuple[GateResult, Loop
         drift = facts.drift()
         if drift.skipped is not None:
             warnings.append(f"drift gate skipped: {drift.skipped}")
-        result = gate_drift(drift, config, state["accepted_drift"])
+        result = gate_drift(drift, config, state.accepted_drift)
     if result is None:
-        result = gate_score_plateau([float(s) for s in state["score_history"]], brakes)
+        result = gate_score_plateau(state.score_history, brakes)
     if result is None:
         result = GateResult(True, "ok", "all")
     return replace(result, warnings=(*result.warnings, *warnings)), config

@@ -11,6 +11,8 @@ import math
 import re
 
 from automaton.core.errors import BadInput, CorruptState
+from automaton.core.loopstate import SCHEMA_VERSION, LoopState, Verdict, usd_to_micro
+from automaton.core.loopstate import initial_state as initial_state
 from automaton.core.names import LoopName, TaskRef
 from automaton.core.record import record
 
@@ -21,7 +23,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-SCHEMA_VERSION = 1
 STATUSES = ("running", "halted", "paused", "complete")
 DEATHS = ("iterations_exhausted", "budget_exhausted", "human_intervention", "drift_detected", "verifier_failed")
 SCORERS = ("junit", "summary", "agent")
@@ -443,23 +444,11 @@ STATE_KEYS = (
 COMMIT_HEX = re.compile(r"^[0-9a-f]{7,64}$")
 
 
-def initial_state(name: str, task: str | None, config_sha256: str, started_at: str) -> dict[str, Any]:
-    """A new loop's `.state.loop`: every key of STATE_KEYS, status `running`."""
-    return {
-        "schema_version": SCHEMA_VERSION, "name": name, "status": "running", "halt_reason": None,
-        "iteration_count": 0, "resumed_count": 0, "last_tick_at": None, "last_verdict": None,
-        "score_history": [], "current_task": task, "worktree_branch": None, "worktree_path": None,
-        "started_at": started_at, "spent_usd": 0.0, "iterations_at_approval": 0, "spent_usd_at_approval": 0.0,
-        "accepted_drift": [], "base_commit": None, "config_sha256": config_sha256, "worktree_fallback": None,
-        "halt_detail": None,
-    }
+def validate_state(data: object, source: str) -> LoopState:
+    """Parse a `.state.loop` JSON object into a LoopState (fail closed); CorruptState naming `source`.
 
-
-def validate_state(data: object, source: str) -> dict[str, Any]:
-    """Check a parsed `.state.loop` (fail closed); raises CorruptState naming `source`.
-
-    Invariants: every key of STATE_KEYS present and no other; status `halted` exactly when
-    halt_reason is one of DEATHS; counters are non-negative and the approval marks never exceed them.
+    Every key of STATE_KEYS present and no other; the types of the file format; the invariants
+    of `LoopState.problem`. USD amounts become integer micro-USD (`core.loopstate.usd_to_micro`).
     """
     if isinstance(data, dict) and isinstance(data.get("schema_version"), int) and not isinstance(
             data["schema_version"], bool) and data["schema_version"] > SCHEMA_VERSION:
@@ -471,38 +460,76 @@ def validate_state(data: object, source: str) -> dict[str, Any]:
         raise CorruptState(f"{source}: missing key {missing[0]!r}; it was not written by automaton")
     if r.integer("schema_version", None, minimum=SCHEMA_VERSION) != SCHEMA_VERSION:
         raise r.fail("schema_version", str(SCHEMA_VERSION))
-    if r.string("status") not in STATUSES:
+    status = r.string("status")
+    if status not in STATUSES:
         raise r.fail("status", " | ".join(STATUSES))
     reason = r.string("halt_reason", null=True)
     if reason is not None and reason not in DEATHS:
         raise r.fail("halt_reason", "null or one of " + ", ".join(DEATHS))
-    if (r.data["status"] == "halted") != (reason is not None):
-        raise r.fail("halt_reason", "set exactly when status is 'halted'")
-    for key in ("iteration_count", "resumed_count", "iterations_at_approval"):
-        r.integer(key, None, minimum=0)
-    for key in ("spent_usd", "spent_usd_at_approval"):
-        r.number(key, None, low=0)
-    if r.data["iterations_at_approval"] > r.data["iteration_count"]:
-        raise r.fail("iterations_at_approval", "at most iteration_count")
-    if r.data["spent_usd_at_approval"] > r.data["spent_usd"] + 1e-9:
-        raise r.fail("spent_usd_at_approval", "at most spent_usd")
-    for key in ("name", "started_at", "config_sha256"):
-        r.string(key)
-    for key in ("last_tick_at", "current_task", "worktree_branch", "worktree_path", "base_commit",
-                "worktree_fallback", "halt_detail"):
-        r.string(key, null=True)
-    if r.data["last_verdict"] is not None and not isinstance(r.data["last_verdict"], dict):
-        raise r.fail("last_verdict", "a verdict object or null")
+    state = LoopState(
+        SCHEMA_VERSION, r.string("name"), status, reason, r.integer("iteration_count", None, minimum=0),
+        r.integer("resumed_count", None, minimum=0), r.string("last_tick_at", null=True), _verdict(r),
+        _scores(r), _task(r), r.string("worktree_branch", null=True), r.string("worktree_path", null=True),
+        r.string("started_at"), usd_to_micro(r.number("spent_usd", None, low=0)),
+        r.integer("iterations_at_approval", None, minimum=0),
+        usd_to_micro(r.number("spent_usd_at_approval", None, low=0)), tuple(r.strings("accepted_drift")),
+        _commit(r), r.string("config_sha256"), r.string("worktree_fallback", null=True),
+        r.string("halt_detail", null=True))
+    problem = state.problem()
+    if problem is not None:
+        raise r.fail(*problem)
+    return state
+
+
+def _verdict(r: _Reader) -> Verdict | None:
+    """`last_verdict`: null or {score (0..1 or null), passed, done, summary, source}; a key left
+    out takes the unscored verdict's value, an unknown key is an error."""
+    if r.data["last_verdict"] is None:
+        return None
+    v = r.sub("last_verdict", ("score", "passed", "done", "summary", "source"))
+    return Verdict(v.number("score", None, low=0, high=1, null=True), v.boolean("passed", False),
+                   v.boolean("done", False), v.string("summary", ""), v.string("source", "none"))
+
+
+def _scores(r: _Reader) -> tuple[float, ...]:
     history = r.data["score_history"]
     if not isinstance(history, list) or not all(
             isinstance(s, int | float) and not isinstance(s, bool) and math.isfinite(s) for s in history):
         raise r.fail("score_history", "a list of numbers")
-    r.strings("accepted_drift")
-    if r.data["current_task"] is not None:
+    return tuple(float(s) for s in history)
+
+
+def _task(r: _Reader) -> str | None:
+    task = r.string("current_task", null=True)
+    if task is not None:
         try:
-            TaskRef.parse(r.data["current_task"])
+            TaskRef.parse(task)
         except BadInput:
             raise r.fail("current_task", "a task name or null") from None
-    if r.data["base_commit"] is not None and not COMMIT_HEX.match(r.data["base_commit"]):
+    return task  # type: ignore[no-any-return]
+
+
+def _commit(r: _Reader) -> str | None:
+    commit = r.string("base_commit", null=True)
+    if commit is not None and not COMMIT_HEX.match(commit):
         raise r.fail("base_commit", "a commit id (hex) or null")
-    return r.data
+    return commit  # type: ignore[no-any-return]
+
+
+def state_json(state: LoopState) -> dict[str, object]:
+    """The JSON object of `.state.loop` for `state`: the keys of STATE_KEYS in that order, USD as
+    numbers (the inverse of `validate_state`; the bytes a previous release wrote come back
+    unchanged)."""
+    return {
+        "schema_version": state.schema_version, "name": state.name, "status": state.status,
+        "halt_reason": state.halt_reason, "iteration_count": state.iteration_count,
+        "resumed_count": state.resumed_count, "last_tick_at": state.last_tick_at,
+        "last_verdict": None if state.last_verdict is None else state.last_verdict.to_dict(),
+        "score_history": list(state.score_history), "current_task": state.current_task,
+        "worktree_branch": state.worktree_branch, "worktree_path": state.worktree_path,
+        "started_at": state.started_at, "spent_usd": state.spent_usd,
+        "iterations_at_approval": state.iterations_at_approval, "spent_usd_at_approval": state.spent_usd_at_approval,
+        "accepted_drift": list(state.accepted_drift), "base_commit": state.base_commit,
+        "config_sha256": state.config_sha256, "worktree_fallback": state.worktree_fallback,
+        "halt_detail": state.halt_detail,
+    }

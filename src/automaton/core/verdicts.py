@@ -11,27 +11,9 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
 from typing import Any
 
-
-@dataclass(frozen=True)
-class Verdict:
-    """score: fraction 0..1 or None (unscored); passed: everything the verifier checked
-    passed; done: the verifier says the loop's goal is reached; summary: one line; halt: the
-    detail of the `human_intervention` halt this verify run calls for (`tests_removed: …`,
-    `verdict_mismatch: …`, `holdout_changed: …`), None for none; not part of `to_dict`."""
-
-    score: float | None
-    passed: bool
-    done: bool
-    summary: str
-    source: str = "none"
-    halt: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"score": self.score, "passed": self.passed, "done": self.done,
-                "summary": self.summary, "source": self.source}
+from automaton.core.loopstate import Verdict as Verdict  # a tick records it in `.state.loop`
 
 
 def from_junit(xml_text: str) -> Verdict | None:

@@ -101,10 +101,10 @@ def approve_page(site: Site, request: Request) -> Response:
         review, note = actions.review(project, loop, None), exc.message
     else:
         note = ""
-    state = views.summary(project, loop)
-    can = sid is not None and not note and (state["status"] == "halted" or bool(state["tamper"]) or review.ask)
+    summary = views.summary(project, loop)  # the `--loop-status --json` object, not the loop state
+    can = sid is not None and not note and (summary["status"] == "halted" or bool(summary["tamper"]) or review.ask)
     binding = site.gate.sign(sid, f"review:{i}:{loop}", review.seen) if sid is not None else ""
-    return site.render(request, "approve.html", i=i, loop=loop, project_name=project.root.name, s=state,
+    return site.render(request, "approve.html", i=i, loop=loop, project_name=project.root.name, s=summary,
                        review=review, can_approve=can, note=note, binding=binding)
 
 

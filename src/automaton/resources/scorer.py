@@ -85,10 +85,10 @@ def base_tree(into: Path) -> Path | None:
         return None
     folder = Path(loop_dir)
     try:
-        state = json.loads((folder / ".state.loop").read_text(encoding="utf-8"))
+        saved = json.loads((folder / ".state.loop").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise Unscored(f"cannot read the loop's state in {folder}: {exc}") from None
-    base = state.get("base_commit") if isinstance(state, dict) else None
+    base = saved.get("base_commit") if isinstance(saved, dict) else None
     if not isinstance(base, str) or not re.fullmatch(r"[0-9a-f]{40,64}", base):
         raise Unscored("the loop has no base commit yet")
     root = folder.parent.parent.parent  # <project>/.automaton/loops/<name>

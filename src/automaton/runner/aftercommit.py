@@ -9,6 +9,7 @@ the tree comparison against `base_commit`, and the protected paths of the base c
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from automaton.commands.halts import halt_now
 from automaton.commands.loop_gate import drift_after_commit
@@ -22,6 +23,9 @@ from automaton.harnesses import HarnessResult
 from automaton.runner.verify import protected_patterns
 from automaton.store.layout import Project
 from automaton.store.loops import Loop
+
+if TYPE_CHECKING:  # Death is a Literal core.loopstate defines for the type checker only
+    from automaton.core.loopstate import Death
 
 COMMIT_FAILED = "commit_failed"
 HARNESS_UNAVAILABLE = "harness_unavailable"
@@ -117,7 +121,7 @@ def _protected_changes(cfg: LoopConfig, project: Project, wt: WorktreeResult, he
     return protected_changes(project.root, wt.base_commit, head, protected_patterns(cfg, project.root))
 
 
-def _halt(out: After, loop: Loop, reason: str, detail: str) -> After:
+def _halt(out: After, loop: Loop, reason: Death, detail: str) -> After:
     halt_now(loop, reason, detail, "tick")
     out.halt = f"{reason}: {detail}"
     out.skip_verify = f"halted: {out.halt}"

@@ -59,13 +59,17 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from automaton.commands.halts import halt_now
 from automaton.store.atomic import read_all
 from automaton.store.loops import Loop
 
+if TYPE_CHECKING:  # Death is a Literal core.loopstate defines for the type checker only
+    from automaton.core.loopstate import Death
+
 AGENT_CONFIG_CHANGED = "agent_config_changed"
-HALT_REASON = "human_intervention"
+HALT_REASON: Death = "human_intervention"
 
 # Keys whose values are commands (or load code: plugins, env for the CLI's own process) in the
 # watched files, at any depth. Sources: Claude Code settings.md ("hooks", "statusLine",

@@ -21,12 +21,15 @@ import json
 import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from automaton import harnesses, notify
+from automaton.core import loopstate
 from automaton.core.errors import ExitCode
 from automaton.core.loopconfig import LoopConfig
+from automaton.core.loopstate import LoopState
 from automaton.core.outcome import Outcome
 from automaton.harnesses import HarnessRequest, HarnessResult, Invocation, UsageLimit, versions
 from automaton.runner.ledger import tick_cost
@@ -60,7 +63,7 @@ class Deferred:
     """What `settle` did: the new state, the account deferral, the tick's kept folder, and
     the USD counted (`counted`, `known`: whether every role's cost was reported)."""
 
-    state: dict[str, Any]
+    state: LoopState
     account: deferrals.Deferral
     folder: Path
     counted: float
@@ -92,19 +95,13 @@ def settle(loop: Loop, cfg: LoopConfig, n: int, folder: Path, limit: UsageLimit,
          "streak": account.streak, "message": limit.message, "reported_reset_epoch": limit.reset_epoch},
         indent=2) + "\n", encoding="utf-8")
 
-    def mutate(s: dict[str, Any]) -> None:
-        if s["iteration_count"] - 1 >= s["iterations_at_approval"]:
-            s["iteration_count"] -= 1
-        s["spent_usd"] = round(max(float(s["spent_usd_at_approval"]), float(s["spent_usd"]) - refund), 6)
-        s["last_tick_at"] = utc_now()
-
     # refund_usd and cost exactly as the floats (repr round-trips): the ledger check compares them.
     fields: dict[str, object] = {"n": n, "refund_usd": repr(refund), "cost": repr(counted), "cost_known": known,
                                  "harness": cfg.harness.name, "until": account.until_iso,
                                  "source": account.source}
     if commit_sha:
         fields["commit"] = commit_sha[:12]
-    new = loop.update_state(TICK_DEFERRED, fields, mutate, refund_usd=refund, refund_iterations=1)
+    new = loop.update_state(partial(loopstate.defer, refund_usd=refund, now=utc_now(), fields=fields))
 
     body = notify.payload(project, name, "deferred", new, reason="usage_limit", detail=limit.message,
                           until=account.until_iso, harness=cfg.harness.name)
@@ -135,10 +132,10 @@ def outcome(d: Deferred, name: str, n: int, cfg: LoopConfig, commit: str | None,
     a = d.account
     line = (f"tick {n} of loop {name}: deferred until {a.until_iso} ({cfg.harness.name} usage limit), cost"
             f" ${d.counted:.4f}{'' if d.known else ' (unknown costs counted at max_tick_usd)'}, iteration not"
-            f" counted, status {d.state['status']}")
+            f" counted, status {d.state.status}")
     data: dict[str, Any] = {
         "ran": True, "skipped": None, "iteration": n, "iteration_counted": False, "verdict": None,
-        "cost_usd": d.counted, "cost_known": d.known, "status": d.state["status"], "halt": None,
+        "cost_usd": d.counted, "cost_known": d.known, "status": d.state.status, "halt": None,
         "deferred": {"until": a.until_iso, "harness": cfg.harness.name, "source": a.source, "streak": a.streak,
                      "message": a.reason},
         "worktree": str(worktree), "sandbox": cfg.sandbox, "commit": commit, "run_dir": str(d.folder),

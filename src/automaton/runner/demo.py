@@ -144,10 +144,10 @@ def _say(console: Console, outcome: Outcome, *, warnings: bool = True) -> None:
 
 def _show_loop(console: Console, project: Project, name: str) -> None:
     s = store.read_state(project, name)
-    console.print(f"worktree: {s['worktree_path']} on {s['worktree_branch']} (base {str(s['base_commit'])[:10]})",
+    console.print(f"worktree: {s.worktree_path} on {s.worktree_branch} (base {str(s.base_commit)[:10]})",
                   markup=False, highlight=False)
-    if s["worktree_path"]:
-        log = _git(project.root, "log", "--oneline", "--no-decorate", f"{s['base_commit']}..{s['worktree_branch']}")
+    if s.worktree_path:
+        log = _git(project.root, "log", "--oneline", "--no-decorate", f"{s.base_commit}..{s.worktree_branch}")
         for line in log.splitlines():
             console.print(f"  commit {line}", markup=False, highlight=False)
     console.print("tick log (.state.log; hash-chain and approval fields hidden):", style="bold")
@@ -163,7 +163,7 @@ def _show_attempts(console: Console, project: Project, name: str) -> None:
                 console.print(f"  agent: {line}", markup=False, highlight=False)
     s = store.read_state(project, name)
     console.print(f"  loop.json still says max_iterations={store.read_config(project, name).brakes.max_iterations};"
-                  f" .state.loop still counts {s['iteration_count']} tick(s)", markup=False, highlight=False)
+                  f" .state.loop still counts {s.iteration_count} tick(s)", markup=False, highlight=False)
 
 
 def _refused(project: Project, name: str) -> int:
@@ -183,16 +183,16 @@ def _summary(console: Console, project: Project) -> list[dict[str, Any]]:
     rows = []
     for name, *_ in LOOPS:
         s = store.read_state(project, name)
-        last = s["last_verdict"] or {}
-        row = {"loop": name, "status": s["status"], "halt_reason": s["halt_reason"],
-               "iterations": s["iteration_count"], "spent_usd": s["spent_usd"],
-               "last_score": last.get("score"), "resumed_count": s["resumed_count"],
+        score = s.last_verdict.score if s.last_verdict is not None else None
+        row = {"loop": name, "status": s.status, "halt_reason": s.halt_reason,
+               "iterations": s.iteration_count, "spent_usd": s.spent_usd,
+               "last_score": score, "resumed_count": s.resumed_count,
                "refused_writes": _refused(project, name)}
         rows.append(row)
-        style = {"complete": "green", "halted": "red"}.get(s["status"], "")
-        table.add_row(name, f"[{style}]{s['status']}[/]" if style else s["status"], s["halt_reason"] or "-",
-                      str(s["iteration_count"]), f"${s['spent_usd']:.3f}",
-                      "-" if last.get("score") is None else f"{last['score']:.2f}", str(row["refused_writes"]))
+        style = {"complete": "green", "halted": "red"}.get(s.status, "")
+        table.add_row(name, f"[{style}]{s.status}[/]" if style else s.status, s.halt_reason or "-",
+                      str(s.iteration_count), f"${s.spent_usd:.3f}",
+                      "-" if score is None else f"{score:.2f}", str(row["refused_writes"]))
     console.print(table)
     return rows
 

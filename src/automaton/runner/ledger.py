@@ -9,30 +9,25 @@ agent's usage limit settles with `TICK_DEFERRED` instead (`runner.deferral`).
 from __future__ import annotations
 
 import math
-from typing import Any
+from functools import partial
 
+from automaton.core import loopstate
 from automaton.core.loopconfig import LoopConfig
+from automaton.core.loopstate import LoopState
 from automaton.core.verdicts import Verdict
 from automaton.harnesses import HarnessResult
 from automaton.store.chainlog import utc_now
 from automaton.store.loops import Loop
 
 
-def reserve(loop: Loop, cfg: LoopConfig) -> dict[str, Any]:
+def reserve(loop: Loop, cfg: LoopConfig) -> LoopState:
     """Before any harness: ONE locked update counts the iteration and charges max_tick_usd
-    (logged `TICK_START n=… reserved_usd=…`); returns the new state (its iteration_count is n)."""
-    reserved = cfg.brakes.max_tick_usd
-
-    def mutate(s: dict[str, Any]) -> None:
-        s["iteration_count"] += 1
-        s["spent_usd"] = round(float(s["spent_usd"]) + reserved, 6)
-        s["last_tick_at"] = utc_now()
-
-    n = loop.read_state()["iteration_count"] + 1
-    # reserved_usd exactly as the float (repr round-trips): the log check gives back no more.
-    new = loop.update_state("TICK_START", {"n": n, "reserved_usd": repr(reserved)}, mutate)
-    if new["iteration_count"] != n:  # impossible under the tick lock; never mis-number runs/<n>
-        raise RuntimeError(f"loop {loop.name}: iteration moved under the tick lock ({n} -> {new['iteration_count']})")
+    (logged `TICK_START n=… reserved_usd=…`, `core.loopstate.reserve`); returns the new state
+    (its iteration_count is n)."""
+    n = loop.read_state().iteration_count + 1
+    new = loop.update_state(partial(loopstate.reserve, reserved_usd=cfg.brakes.max_tick_usd, now=utc_now()))
+    if new.iteration_count != n:  # impossible under the tick lock; never mis-number runs/<n>
+        raise RuntimeError(f"loop {loop.name}: iteration moved under the tick lock ({n} -> {new.iteration_count})")
     return new
 
 
@@ -52,7 +47,7 @@ def tick_cost(costs: dict[str, float | None], max_tick_usd: float) -> tuple[floa
 
 
 def record(loop: Loop, cfg: LoopConfig, n: int, verdict: Verdict, counted: float, known: bool,
-           complete: bool, impl: HarnessResult, commit_sha: str | None, *, halted: bool = False) -> dict[str, Any]:
+           complete: bool, impl: HarnessResult, commit_sha: str | None, *, halted: bool = False) -> LoopState:
     """Tick step 13 (docs/architecture.md, "Settle"): ONE locked read-modify-write settling the
     reservation (spent_usd += counted − max_tick_usd; the iteration was counted by `reserve`),
     the verdict and the score window.
@@ -66,15 +61,6 @@ def record(loop: Loop, cfg: LoopConfig, n: int, verdict: Verdict, counted: float
     # would never be gated again.
     complete = complete and loop.config_sha256() == cfg.sha256
 
-    def mutate(s: dict[str, Any]) -> None:
-        s["spent_usd"] = round(max(0.0, float(s["spent_usd"]) + counted - reserved), 6)
-        s["last_tick_at"] = utc_now()
-        s["last_verdict"] = verdict.to_dict()
-        if verdict.score is not None:  # unscored iterations never feed the plateau window
-            s["score_history"] = [*s["score_history"], verdict.score][-window:]
-        if complete and s["status"] == "running":
-            s["status"] = "complete"
-
     score = "null" if verdict.score is None else f"{verdict.score:.4f}"
     fields: dict[str, object] = {"n": n, "score": score, "cost": f"{counted:.4f}",
                                  "cost_known": known, "complete": complete}
@@ -84,4 +70,5 @@ def record(loop: Loop, cfg: LoopConfig, n: int, verdict: Verdict, counted: float
         fields["commit"] = commit_sha[:12]
     if halted:
         fields["halted"] = True
-    return loop.update_state("TICK", fields, mutate, refund_usd=max(0.0, reserved - counted))
+    return loop.update_state(partial(loopstate.settle, counted_usd=counted, reserved_usd=reserved, verdict=verdict,
+                                     window=window, complete=complete, now=utc_now(), fields=fields))

@@ -56,14 +56,14 @@ def dry_run(project: Project, name: str, options: TickOptions | None = None) -> 
     loop_dir = loop.dir
     cfg = loop.read_config()
     state = loop.read_state()
-    n = state["iteration_count"] + 1
+    n = state.iteration_count + 1
     if not cfg.blast_radius.use_worktree:
         cwd, where = project.root, "the project root (blast_radius.use_worktree is false)"
     else:
         cwd = worktree_path(loop_dir)
         where = f"{cwd} on {branch_name(name)}" + ("" if cwd.is_dir() else " (created by the tick)")
     left_iter, left_usd = remaining(state, cfg.brakes)
-    ctx = prompts.TickContext(cfg.task or state["current_task"], n, left_iter, left_usd, state["last_verdict"],
+    ctx = prompts.TickContext(cfg.task or state.current_task, n, left_iter, left_usd, state.last_verdict,
                               cfg.blast_radius.file_scope, cwd)
     implement = prompts.implement_prompt(cfg, loop_dir, ctx)
     max_usd = cfg.brakes.max_tick_usd if left_usd is None else min(cfg.brakes.max_tick_usd, left_usd)
@@ -75,9 +75,9 @@ def dry_run(project: Project, name: str, options: TickOptions | None = None) -> 
                          command=tuple(cfg.harness.command) if cfg.harness.command else None,
                          loop_dir=loop_dir, iteration=n)
     inv = harnesses.get(cfg.harness.name).invocation(req)
-    data: dict[str, Any] = {"loop": loop.name, "status": state["status"], "iteration": n, "cwd": str(cwd),
+    data: dict[str, Any] = {"loop": loop.name, "status": state.status, "iteration": n, "cwd": str(cwd),
                             "implement_prompt": implement, "implement_argv": inv.argv}
-    lines = [f"dry run of loop {loop.name}: status {state['status']}, next iteration {n}; nothing is changed",
+    lines = [f"dry run of loop {loop.name}: status {state.status}, next iteration {n}; nothing is changed",
              f"cwd: {where}", f"implement ({cfg.harness.name}) argv: {json.dumps(inv.argv)}"]
     if cfg.roles.verify.command:
         argv = list(cfg.roles.verify.command)
@@ -91,6 +91,6 @@ def dry_run(project: Project, name: str, options: TickOptions | None = None) -> 
         vinv = harnesses.get(cfg.harness.name).invocation(replace(req, role="verify", prompt=vprompt))
         lines.append(f"verify ({cfg.harness.name}) argv: {json.dumps(vinv.argv)}")
     lines += ["--- implement prompt ---", *implement.rstrip().splitlines(), "--- end ---"]
-    if state["status"] != "running":
-        lines.append(f"note: the gate would refuse: status is {state['status']}")
+    if state.status != "running":
+        lines.append(f"note: the gate would refuse: status is {state.status}")
     return Outcome(ExitCode.OK, lines, data)

@@ -9,6 +9,7 @@ from typing import Any
 
 from automaton.core.errors import BadInput
 from automaton.core.loopconfig import LoopConfig
+from automaton.core.loopstate import Verdict
 
 VERIFY_CONTRACT = (
     "End your reply with one JSON object on its own line: "
@@ -28,7 +29,7 @@ class TickContext:
     iteration: int
     iterations_left: int
     budget_left_usd: float | None
-    last_verdict: dict[str, Any] | None
+    last_verdict: Verdict | None
     file_scope: list[str]
     workdir: Path
 
@@ -48,9 +49,9 @@ def context_block(ctx: TickContext) -> str:
     if ctx.last_verdict is None:
         last = "none yet (first iteration)"
     else:
-        score = ctx.last_verdict.get("score")
+        score = ctx.last_verdict.score
         shown = "unscored" if score is None else f"{score:.2f}"
-        last = f"score {shown}: {ctx.last_verdict.get('summary', '')}"
+        last = f"score {shown}: {ctx.last_verdict.summary}"
     budget = "local model (no USD budget)" if ctx.budget_left_usd is None else f"${ctx.budget_left_usd:.2f}"
     scope = ", ".join(ctx.file_scope) if ctx.file_scope else "(none)"
     lines = [

@@ -11,6 +11,7 @@ from __future__ import annotations
 from contextlib import ExitStack, contextmanager
 
 from automaton.core.errors import ExitCode
+from automaton.core.loopstate import Event, LogEvent
 from automaton.core.outcome import Outcome
 from automaton.runner.progress import Progress
 from automaton.store import loops as store
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 
 def skipped(project: Project, name: str, progress: Progress) -> Outcome:
     """Log `SKIPPED reason=busy` and say so: exit 0, data {ran: false, skipped: "busy"}."""
-    store.log_event(project, name, "SKIPPED", {"reason": "busy"})
+    store.log_event(project, name, LogEvent(Event.SKIPPED, {"reason": "busy"}))
     progress.note(f"loop {name}: another tick is running; skipped")
     return Outcome(ExitCode.OK, [f"tick skipped: another tick of loop {name} is running"],
                    {"ran": False, "skipped": "busy"})

@@ -27,6 +27,7 @@ from automaton.commands import loop_gate
 from automaton.core.errors import ExitCode
 from automaton.core.gates import CONFIG_CHANGED, remaining
 from automaton.core.loopconfig import MIB, LoopConfig
+from automaton.core.loopstate import Event, LogEvent, LoopState
 from automaton.core.outcome import Outcome
 from automaton.core.sandbox import Policy
 from automaton.core.verdicts import Verdict
@@ -115,7 +116,7 @@ def _locked_tick(loop: Loop, opts: TickOptions) -> Outcome:
     show, name, loop_dir = opts.progress, loop.name, loop.dir
     killed = leftovers.kill_leftovers(loop_dir)  # we hold the tick lock: no live tick owns them
     if killed:
-        loop.log_event("WARNING", {"reason": "leftover_harness", "pids": ",".join(map(str, killed))})
+        loop.log_event(LogEvent(Event.WARNING, {"reason": "leftover_harness", "pids": ",".join(map(str, killed))}))
         show.note(f"loop {name}: killed {len(killed)} process(es) left running by a dead tick")
     # One filter probe per repository for the whole gate (git.harden.probe_once): the worktree's
     # pointer names a folder inside the project's `.git`, which no agent may write.
@@ -130,14 +131,14 @@ def _locked_tick(loop: Loop, opts: TickOptions) -> Outcome:
         return Outcome(code, [*gate.lines, f"tick not run: gate says {reason}"], data, gate.warnings)
     cfg = loop.read_config()
     state = loop.read_state()
-    if cfg.sha256 != state["config_sha256"]:  # rewritten since its gate checked the seal: never run on it
+    if cfg.sha256 != state.config_sha256:  # rewritten since its gate checked the seal: never run on it
         line = (f"tick not run: {CONFIG_CHANGED}: {loop.config_file} changed after the gate checked its seal;"
                 " the next gate halts the loop")
         show.note(f"loop {name}: {line}")
         return Outcome(ExitCode.REFUSED, [line], {"ran": False, "reason": CONFIG_CHANGED})
     unavailable = confine.refusal(cfg)
     if unavailable is not None:  # before the reservation: a tick that cannot be confined costs nothing
-        loop.log_event("WARNING", {"reason": SANDBOX_UNAVAILABLE, "detail": unavailable})
+        loop.log_event(LogEvent(Event.WARNING, {"reason": SANDBOX_UNAVAILABLE, "detail": unavailable}))
         line = f"tick not run: {SANDBOX_UNAVAILABLE}: {unavailable}"
         show.note(f"loop {name}: {line}")
         return Outcome(ExitCode.REFUSED, [line], {"ran": False, "reason": SANDBOX_UNAVAILABLE, "detail": unavailable})
@@ -157,7 +158,7 @@ def _locked_tick(loop: Loop, opts: TickOptions) -> Outcome:
     before = loop.read_state()
     iters_left, usd_left = remaining(before, cfg.brakes)  # what the agent is told: before this tick
     state = ledger.reserve(loop, cfg)
-    n = state["iteration_count"]
+    n = state.iteration_count
     folder = loop.run_dir(n)
     if folder.exists():  # left by a tick of an older automaton that crashed before recording itself
         shutil.rmtree(folder)
@@ -171,7 +172,7 @@ def _locked_tick(loop: Loop, opts: TickOptions) -> Outcome:
 
 
 def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResult,
-               state: dict[str, Any], n: int, folder: Path, tmp: Path, iters_left: int, usd_left: float | None,
+               state: LoopState, n: int, folder: Path, tmp: Path, iters_left: int, usd_left: float | None,
                warnings: list[str]) -> Outcome:
     """Steps 4–8 with the reservation made: implement, commit, the checks on the commit,
     verify on a clean export, orchestrate, and the settling record. A usage limit reported by
@@ -179,8 +180,8 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
     unscored tick may halt the loop (`runner.unscored`)."""
     show, started = opts.progress, time.time()
     project, name, loop_dir = loop.project, loop.name, loop.dir
-    ctx = prompts.TickContext(cfg.task or state["current_task"], n, iters_left, usd_left,
-                              state["last_verdict"], cfg.blast_radius.file_scope, wt.path)
+    ctx = prompts.TickContext(cfg.task or state.current_task, n, iters_left, usd_left,
+                              state.last_verdict, cfg.blast_radius.file_scope, wt.path)
     settings = opts.settings_path or default_settings(loop, cfg.harness.name)
     max_usd = cfg.brakes.max_tick_usd if usd_left is None else min(cfg.brakes.max_tick_usd, usd_left)
     costs: dict[str, float | None] = {}
@@ -270,14 +271,14 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
     if later is not None:
         warnings.append(f"loop {name}: halted: {halt}; a human fixes it and runs automaton --approve --loop {name}")
         show.note(f"  halted: {halt}")
-    if new["status"] == "complete":
+    if new.status == "complete":
         notify_completion(project, name, new)  # never raises; a failure is logged as a WARNING
     score = "unscored" if verdict.score is None else f"{verdict.score:.4f}"
     line = (f"tick {n} of loop {name}: score {score} ({verdict.summary}), cost ${counted:.4f}"
-            f"{'' if known else ' (unknown costs counted at max_tick_usd)'}, status {new['status']}")
+            f"{'' if known else ' (unknown costs counted at max_tick_usd)'}, status {new.status}")
     show.note(line)
     data = {"ran": True, "skipped": None, "iteration": n, "verdict": verdict.to_dict(), "cost_usd": counted,
-            "cost_known": known, "status": new["status"], "decision": decision,
+            "cost_known": known, "status": new.status, "decision": decision,
             "transition": None if asked is None else {"task": ctx.task, "phase": asked, "result": applied},
             "worktree": str(wt.path), "sandbox": cfg.sandbox, "halt": halt,
             "worktree_branch": wt.branch, "worktree_fallback": wt.fallback, "commit": after.sha,
@@ -305,14 +306,14 @@ def _verify_clean(cfg: LoopConfig, adapter: harnesses.Harness, request: Any, fol
 
 
 def _after_record(loop: Loop, cfg: LoopConfig, watch: deferral.Watch, verdict: Verdict,
-                  new: dict[str, Any], started: float) -> str | None:
+                  new: LoopState, started: float) -> str | None:
     """After a recorded (not deferred) tick: the account deferral (recorded when a role hit a
     usage limit, cleared when none did) and the max_unscored brake. Returns a new halt or None."""
     if watch.limit is not None:  # the tick halted after its commit, but the account still waits
         deferrals.record(cfg.harness.name, watch.limit.reset_epoch, watch.limit.message, loop.name)
     else:
         deferrals.clear(cfg.harness.name, started_at=started)
-    if verdict.score is None and new["status"] == "running":
+    if verdict.score is None and new.status == "running":
         return unscored.check(loop, cfg)
     return None
 

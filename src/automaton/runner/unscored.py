@@ -12,13 +12,18 @@ not the verifier's failure and is skipped; so is a tick put off by a usage limit
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from automaton.commands.halts import halt_now
 from automaton.core.chain import LogLine
 from automaton.core.loopconfig import LoopConfig
 from automaton.store.looplog import MARK_EVENTS
 from automaton.store.loops import Loop
 
-REASON = "verifier_failed"
+if TYPE_CHECKING:  # Death is a Literal core.loopstate defines for the type checker only
+    from automaton.core.loopstate import Death
+
+REASON: Death = "verifier_failed"
 
 
 def streak(lines: list[LogLine]) -> int:
@@ -45,7 +50,7 @@ def check(loop: Loop, cfg: LoopConfig) -> str | None:
     `brakes.max_unscored` ticks (or more) had no score. Returns the halt (`reason: detail`) or
     None. A tampered or no longer running loop is left to the gate."""
     rec = loop.inspect()
-    if rec.tamper or rec.state["status"] != "running":
+    if rec.tamper or rec.state.status != "running":
         return None
     count = streak(rec.chain.lines)
     if count < cfg.brakes.max_unscored:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 from automaton.commands.halts import stop_schedule
+from automaton.core import loopstate
 from automaton.core.errors import BadInput, Refused
 from automaton.core.loopconfig import LoopConfig
+from automaton.core.loopstate import Event, LogEvent, LoopState
 from automaton.git.worktree import WorktreeResult, ensure_worktree, worktree_path
 from automaton.store.loops import Loop
 
@@ -17,7 +19,7 @@ from automaton.store.loops import Loop
 _HARMLESS = ("no_git", "not_repo")
 
 
-def ensure_for_tick(loop: Loop, cfg: LoopConfig, state: dict[str, Any]) -> WorktreeResult:
+def ensure_for_tick(loop: Loop, cfg: LoopConfig, state: LoopState) -> WorktreeResult:
     """Ensure the worktree (tick step 6 in docs/architecture.md) and record `worktree_path`,
     `worktree_branch`, `base_commit`, `worktree_fallback` when they change. use_worktree false:
     nothing is recorded (no state mutation).
@@ -36,50 +38,47 @@ def ensure_for_tick(loop: Loop, cfg: LoopConfig, state: dict[str, Any]) -> Workt
     project, name, loop_dir = loop.project, loop.name, loop.dir
     result = ensure_worktree(
         project.root, loop_dir, name, use_worktree=cfg.blast_radius.use_worktree,
-        base_branch=cfg.blast_radius.base_branch, recorded_path=state["worktree_path"],
-        recorded_base=state["base_commit"],
+        base_branch=cfg.blast_radius.base_branch, recorded_path=state.worktree_path,
+        recorded_base=state.base_commit,
     )
     if not cfg.blast_radius.use_worktree:
         return result
     if result.fallback is not None and _must_halt(result, state, loop_dir):
-        _halt_lost_worktree(loop, str(state["worktree_path"] or worktree_path(loop_dir)), result.fallback)
+        _halt_lost_worktree(loop, str(state.worktree_path or worktree_path(loop_dir)), result.fallback)
     if result.kind == "failed":
         # A repository is there but no worktree can be made (no commit yet, a base_branch that
         # names no commit, git failing): running in the main checkout would drop the drift and
         # protected-path checks, so the tick refuses (exit 2, before anything is charged).
         raise BadInput(f"loop {name}: {result.fallback}; the tick did not run. Fix it (make a first commit,"
                        f" or correct blast_radius.base_branch and approve loop.json), then tick again")
+    want: tuple[str | None, str | None, str | None, str | None]  # path, branch, base_commit, fallback
     if result.in_worktree:
-        want = {"worktree_path": str(result.path), "worktree_branch": result.branch,
-                "base_commit": result.base_commit, "worktree_fallback": state["worktree_fallback"]}
-    else:
-        want = {"worktree_path": None, "worktree_branch": None, "worktree_fallback": result.fallback}
-    if all(state.get(k) == v for k, v in want.items()):
-        return result  # reused as recorded: no state write
-
-    def record(s: dict[str, Any]) -> None:
-        s.update(want)
-
-    if result.in_worktree:
+        want = (str(result.path), result.branch, result.base_commit, state.worktree_fallback)
         fields: dict[str, object] = {"path": str(result.path), "branch": result.branch,
                                      "base": result.base_commit, "created": result.created}
         if result.cleared_stale:
-            fields["cleared_stale"] = state["worktree_path"]
-        loop.update_state("WORKTREE", fields, record)
+            fields["cleared_stale"] = state.worktree_path
+        event = LogEvent(Event.WORKTREE, fields)
     else:
-        fields = {"reason": "worktree_fallback", "detail": result.fallback, "cwd": str(result.path)}
-        loop.update_state("WARNING", fields, record)
+        # the main checkout: base_commit stays as recorded (it says the loop had a worktree)
+        want = (None, None, state.base_commit, result.fallback)
+        event = LogEvent(Event.WARNING, {"reason": "worktree_fallback", "detail": result.fallback,
+                                         "cwd": str(result.path)})
+    if (state.worktree_path, state.worktree_branch, state.base_commit, state.worktree_fallback) == want:
+        return result  # reused as recorded: no state write
+    loop.update_state(partial(loopstate.record_worktree, path=want[0], branch=want[1], base_commit=want[2],
+                              fallback=want[3], event=event))
     return result
 
 
-def _must_halt(result: WorktreeResult, state: dict[str, Any], loop_dir: Path) -> bool:
+def _must_halt(result: WorktreeResult, state: LoopState, loop_dir: Path) -> bool:
     """A fallback that would lift the blast radius (see ensure_for_tick)."""
     if result.kind in ("occupied", "elsewhere"):
         return True
     # No git, not a repository, or a failed add: harmless only for a loop that never had a
     # worktree. A loop that had one and now finds no repository (a broken or
     # moved .git, git gone from PATH) would otherwise run in the main checkout, unwatched.
-    had = state["worktree_path"] is not None or state["base_commit"] is not None
+    had = state.worktree_path is not None or state.base_commit is not None
     if result.kind in _HARMLESS:
         return had
     return had or os.path.lexists(worktree_path(loop_dir))
@@ -92,11 +91,9 @@ def _halt_lost_worktree(loop: Loop, recorded: str, why: str) -> None:
     recorded worktree; a human repairs it and approves. Raises Refused (exit 1)."""
     detail = f"worktree_lost: {why}"
 
-    def halt(s: dict[str, Any]) -> None:
-        s.update(status="halted", halt_reason="drift_detected", halt_detail=detail)
-
-    loop.update_state("HALT", {"reason": "drift_detected", "detail": detail, "gate": "worktree",
-                               "recorded": recorded}, halt)
+    loop.update_state(partial(loopstate.halt, reason="drift_detected", detail=detail,
+                              fields={"reason": "drift_detected", "detail": detail, "gate": "worktree",
+                                      "recorded": recorded}))
     stop_schedule(loop)  # best effort, never raises
     raise Refused(f"loop {loop.name} halted (drift_detected): {detail}; the tick did not run in the main checkout."
                   f" Repair the worktree, then a human runs: automaton --approve --loop {loop.name}")

@@ -16,31 +16,26 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 from automaton.core.chain import Lines, LogLine
 from automaton.core.errors import BadInput
-from automaton.core.loopconfig import COMMIT_HEX, initial_state
+from automaton.core.loopconfig import COMMIT_HEX
+from automaton.core.loopstate import Event, LoopState, initial_state, usd_to_micro
 from automaton.core.names import LoopName, TaskRef
 from automaton.store.chainlog import Verified, save_checkpoint, utc_now
-
-TYPE_CHECKING = False  # typing stays off the loop readers' paths (core/record.py says why)
-if TYPE_CHECKING:
-    from typing import Any
 
 STATE_FILE = ".state.loop"
 LOG_FILE = ".state.log"
 # state key -> log field: written on every state line so the log can rebuild the counters.
 COUNTERS = {"iteration_count": "iterations", "spent_usd": "spent_usd", "iterations_at_approval":
             "iterations_at_approval", "spent_usd_at_approval": "spent_usd_at_approval", "resumed_count": "resumed"}
-GROWING = ("iteration_count", "spent_usd", "resumed_count", "iterations_at_approval", "spent_usd_at_approval")
 _COUNTS = ("iteration_count", "spent_usd", "resumed_count")  # only grow (bar a tick's refund)
 _MARKS = ("iterations_at_approval", "spent_usd_at_approval")  # set by approvals and re-seals
 # The closed list of events this code writes to a loop log (docs/architecture.md#loop-files);
 # any other event in a log was written by someone else.
-EVENTS = frozenset({"CREATED", "TICK_START", "TICK", "TICK_DEFERRED", "HALT", "APPROVED", "RESEALED", "PAUSED",
-                    "RESUMED", "WORKTREE", "WARNING", "SKIPPED", "INSTALLED", "UNINSTALLED", "REARMED", "REMOVED",
-                    "ROLLBACK_ACCEPTED"})
+EVENTS = frozenset(e.value for e in Event)
 # The events that close a TICK_START reservation.
 CLOSING = ("TICK", "TICK_DEFERRED")
 # Human acts that hand out a fresh allowance: the approval marks may move on these lines.
@@ -54,6 +49,26 @@ def _number(text: str | None) -> float | None:
     except ValueError:
         return None
     return value if value is not None and math.isfinite(value) else None
+
+
+def counters(state: LoopState) -> dict[str, float]:
+    """The counters of `state` as the log carries them (state key -> value; USD as floats)."""
+    return {"iteration_count": state.iteration_count, "spent_usd": state.spent_usd,
+            "iterations_at_approval": state.iterations_at_approval,
+            "spent_usd_at_approval": state.spent_usd_at_approval, "resumed_count": state.resumed_count}
+
+
+def with_counters(state: LoopState, values: dict[str, float]) -> LoopState:
+    """`state` with the counters in `values` (state key -> value as logged) replaced."""
+    def pick(key: str, now: float) -> float:
+        return values.get(key, now)
+
+    return replace(state, iteration_count=int(pick("iteration_count", state.iteration_count)),
+                   resumed_count=int(pick("resumed_count", state.resumed_count)),
+                   iterations_at_approval=int(pick("iterations_at_approval", state.iterations_at_approval)),
+                   spent_micro_usd=usd_to_micro(pick("spent_usd", state.spent_usd)),
+                   spent_micro_usd_at_approval=usd_to_micro(pick("spent_usd_at_approval",
+                                                                 state.spent_usd_at_approval)))
 
 
 def logged_counters(line: LogLine) -> dict[str, float]:
@@ -194,7 +209,7 @@ def _give_back(line: LogLine, held: tuple[float, dict[str, float]] | None) -> di
     return {"spent_usd": refund, "iteration_count": 1.0}
 
 
-def state_below_log(state: dict[str, Any], lines: list[LogLine], state_file: Path) -> str:
+def state_below_log(state: LoopState, lines: list[LogLine], state_file: Path) -> str:
     """A state whose counters are lower than its log's last logged ones ("" when not)."""
     last: dict[str, float] = {}
     restored = _restored(lines)
@@ -205,14 +220,15 @@ def state_below_log(state: dict[str, Any], lines: list[LogLine], state_file: Pat
             break
     if not last and restored is not None:  # none since the checkpoint: its fold holds the last ones
         last = dict(restored[2])
+    have = counters(state)
     for key, value in last.items():
-        if float(state[key]) < value - EPS_USD:
-            return (f"{state_file}: {key} {state[key]} is lower than its log's {value:g}:"
+        if have[key] < value - EPS_USD:
+            return (f"{state_file}: {key} {have[key]} is lower than its log's {value:g}:"
                     " counters are never lowered, it was written outside automaton")
     return ""
 
 
-def rebuilt_state(loop: LoopName, lines: list[LogLine], folder: Path) -> dict[str, Any]:
+def rebuilt_state(loop: LoopName, lines: list[LogLine], folder: Path) -> LoopState:
     """A `.state.loop` rebuilt from its log (a deleted or unreadable state): halted
     (human_intervention), counters from the log's last line (iterations at least the highest
     `runs/<n>`), task/started_at from CREATED, worktree fields from the last WORKTREE line."""
@@ -224,19 +240,18 @@ def rebuilt_state(loop: LoopName, lines: list[LogLine], folder: Path) -> dict[st
         task = None
     state = initial_state(loop, task, "", first.ts if first is not None else utc_now())
     for line in lines:
-        for key, value in logged_counters(line).items():
-            state[key] = value if key.startswith("spent") else int(value)
+        state = with_counters(state, logged_counters(line))
         if line.event == "WORKTREE":
             base = line.fields.get("base")
-            state.update(worktree_path=line.fields.get("path"), worktree_branch=line.fields.get("branch"),
-                         base_commit=base if base and COMMIT_HEX.match(base) else state["base_commit"])
+            state = replace(state, worktree_path=line.fields.get("path"), worktree_branch=line.fields.get("branch"),
+                            base_commit=base if base and COMMIT_HEX.match(base) else state.base_commit)
         elif line.event == "WARNING" and line.fields.get("reason") == "worktree_fallback":
-            state.update(worktree_path=None, worktree_branch=None, worktree_fallback=line.fields.get("detail"))
+            state = replace(state, worktree_path=None, worktree_branch=None,
+                            worktree_fallback=line.fields.get("detail"))
     runs = [int(p.name) for p in _iterdir(folder / "runs") if p.name.isdigit()]
-    state["iteration_count"] = max([state["iteration_count"], *runs])
-    state.update(status="halted", halt_reason="human_intervention",
-                 halt_detail=f"state_tampered: {STATE_FILE} rebuilt from {LOG_FILE}")
-    return state
+    return replace(state, iteration_count=max([state.iteration_count, *runs]), status="halted",
+                   halt_reason="human_intervention",
+                   halt_detail=f"state_tampered: {STATE_FILE} rebuilt from {LOG_FILE}")
 
 
 def _iterdir(folder: Path) -> list[Path]:
@@ -246,10 +261,11 @@ def _iterdir(folder: Path) -> list[Path]:
         return []
 
 
-def untampered_counters(state: dict[str, Any], lines: list[LogLine]) -> dict[str, Any]:
-    """Counters no tampered file can lower: the growing counters are the largest of the file and
-    every logged value; the approval marks the smallest of the file and the last logged value."""
-    out = {key: state[key] for key in COUNTERS}
+def untampered_counters(state: LoopState, lines: list[LogLine]) -> LoopState:
+    """`state` with counters no tampered file can lower: the growing counters are the largest of
+    the file and every logged value; the approval marks the smallest of the file and the last
+    logged value."""
+    out = counters(state)
     last: dict[str, float] = {}
     for line in lines:
         for key, log_key in COUNTERS.items():
@@ -257,12 +273,12 @@ def untampered_counters(state: dict[str, Any], lines: list[LogLine]) -> dict[str
                 value = float(line.fields[log_key])
             except (KeyError, ValueError):
                 continue
+            if not math.isfinite(value):
+                continue
             last[key] = value
-            if key in ("iteration_count", "spent_usd", "resumed_count"):
-                out[key] = max(out[key], int(value) if key != "spent_usd" else value)
-    for key in ("iterations_at_approval", "spent_usd_at_approval"):
+            if key in _COUNTS:
+                out[key] = max(out[key], value)
+    for key in _MARKS:
         if key in last:
-            out[key] = min(out[key], int(last[key]) if key == "iterations_at_approval" else last[key])
-    return out
-
-
+            out[key] = min(out[key], last[key])
+    return with_counters(state, out)

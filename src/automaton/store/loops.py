@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 from contextlib import contextmanager  # store.locks loads it anyway
+from dataclasses import replace
 from pathlib import Path
 
 from automaton.core.chain import ChainCheck
@@ -33,8 +34,10 @@ from automaton.core.loopconfig import (
     LoopConfig,
     loads_strict,
     parse_config,
+    state_json,
     validate_state,
 )
+from automaton.core.loopstate import Event, LogEvent, LoopState
 from automaton.core.names import NAME_RE, LoopName, TaskRef
 from automaton.core.record import record  # not dataclasses (inspect, ast, dis): see core/record.py
 from automaton.store import anchor, chainlog
@@ -43,17 +46,18 @@ from automaton.store.config import loop_defaults
 from automaton.store.layout import Project
 from automaton.store.locks import locked
 from automaton.store.looplog import COUNTERS as COUNTERS  # re-exported: the log ledger lives in store.looplog
-from automaton.store.looplog import EPS_USD, GROWING, log_finding, rebuilt_state, state_below_log
 from automaton.store.looplog import EVENTS as EVENTS
+from automaton.store.looplog import counters, log_finding, rebuilt_state, state_below_log
 from automaton.store.looplog import untampered_counters as untampered_counters
 
 # Annotations only: `--loop-list`, `--check-gate` and a tick that gives up import this module,
 # and none of them needs typing or collections.abc at run time.
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy reads the name)
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterator, Mapping
     from contextlib import AbstractContextManager
-    from typing import Any
+
+    Step = Callable[[LoopState], tuple[LoopState, LogEvent]]  # a core.loopstate transition, facts bound
 
 STATE_FILE = ".state.loop"
 LOG_FILE = ".state.log"
@@ -93,8 +97,9 @@ def state_token(data: bytes) -> str:
     return "sha256:" + sha256_hex(data)
 
 
-def encode_state(state: dict[str, Any]) -> bytes:
-    return (json.dumps(state, indent=2, allow_nan=False) + "\n").encode("utf-8")
+def encode_state(state: LoopState) -> bytes:
+    """The bytes of `.state.loop` for `state` (the format every release writes: indented JSON, newline)."""
+    return (json.dumps(state_json(state), indent=2, allow_nan=False) + "\n").encode("utf-8")
 
 
 @record(frozen=True)
@@ -201,7 +206,7 @@ class Loop:
     def keep_sealed_copy(self, sha256: str) -> bool:
         return keep_sealed_copy(self.project, self.name, sha256)
 
-    def bound_tasks(self, state: dict[str, Any]) -> list[str]:
+    def bound_tasks(self, state: LoopState) -> list[str]:
         """The task(s) the loop works on: loop.json `task` (when loop.json is valid) and the
         state's `current_task`, de-duplicated, loop.json's first. A loop is bound to both: the
         one the human configured and the one its state recorded (fail safe for `halted_owners`)."""
@@ -223,7 +228,7 @@ class Loop:
         assert found is not None
         return found
 
-    def read_state(self) -> dict[str, Any]:
+    def read_state(self) -> LoopState:
         """The validated state; CorruptState (exit 2) naming the file; StateTampered (exit 1)."""
         rec = self.inspect()
         if rec.tamper:
@@ -242,29 +247,23 @@ class Loop:
             assert rec is not None
             yield Session(rec)
 
-    def update_state(self, event: str, fields: dict[str, object], mutate: Callable[[dict[str, Any]], None], *,
-                     refund_usd: float = 0.0, refund_iterations: int = 0) -> dict[str, Any]:
-        """ONE locked read-modify-write plus its chained log line (an event of EVENTS); returns
-        the new state.
+    def update_state(self, step: Step) -> LoopState:
+        """ONE locked read-modify-write plus its chained log line; returns the new state.
 
-        `mutate` edits a copy in place. Raises StateTampered for a tampered state, CorruptState
-        for an unreadable one, ValueError (a bug) when the result is invalid, the event is not
-        one of EVENTS, or a counter would decrease (spent_usd by more than `refund_usd`,
-        iteration_count by more than `refund_iterations`, see Session.commit).
+        `step` is a transition (`core.loopstate`) with its facts bound: it gets the state read
+        under the lock and returns the new state and the LogEvent to append. Raises
+        StateTampered for a tampered state, CorruptState for an unreadable one, ValueError (a
+        bug) as `Session.commit` does.
         """
         with self.session() as s:
             if s.rec.tamper:
                 raise StateTampered(f"{s.rec.tamper}; a human clears it with: automaton --approve --loop {s.rec.name}")
-            import copy  # here: the readers (--loop-list, a tick that gives up) never copy a state
+            return s.commit(*step(s.rec.state))
 
-            new = copy.deepcopy(s.rec.state)
-            mutate(new)
-            return s.commit(event, fields, new, refund_usd=refund_usd, refund_iterations=refund_iterations)
-
-    def log_event(self, event: str, fields: dict[str, object]) -> None:
+    def log_event(self, event: LogEvent) -> None:
         """A chained log line that leaves the state unchanged (e.g. `SKIPPED reason=busy`, `WARNING`)."""
         with self.session() as s:
-            s.log(event, fields)
+            s.log(event)
 
 
 def require_tracked(project: Project, name: str) -> LoopName:
@@ -360,7 +359,7 @@ class LoopRecord:
 
     name: LoopName
     dir: Path
-    state: dict[str, Any]
+    state: LoopState
     chain: ChainCheck
     tamper: str = ""
     rebuilt: bool = False  # `state` was rebuilt from the log (the file is missing or unreadable)
@@ -431,7 +430,7 @@ def _load(project: Project, loop: LoopName, *, under_lock: bool, rebuild: bool =
     return LoopRecord(loop, folder, state, chain, tamper)
 
 
-def _parse_state(data: bytes, state_file: Path, loop: LoopName) -> dict[str, Any]:
+def _parse_state(data: bytes, state_file: Path, loop: LoopName) -> LoopState:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -439,8 +438,8 @@ def _parse_state(data: bytes, state_file: Path, loop: LoopName) -> dict[str, Any
     if not text.strip():
         raise CorruptState(f"{state_file}: empty; it was written outside automaton (counters are never reset)")
     state = validate_state(loads_strict(text, str(state_file), CorruptState), str(state_file))
-    if state["name"] != loop:
-        raise CorruptState(f"{state_file}: name {state['name']!r} does not match the loop folder {loop!r}")
+    if state.name != loop:
+        raise CorruptState(f"{state_file}: name {state.name!r} does not match the loop folder {loop!r}")
     return state
 
 
@@ -449,15 +448,29 @@ def inspect(project: Project, name: str) -> LoopRecord:
     return Loop.resolve(project, name).inspect()
 
 
-def read_state(project: Project, name: str) -> dict[str, Any]:
+def read_state(project: Project, name: str) -> LoopState:
     """The validated state of a tracked loop: `Loop.read_state`."""
     return Loop.resolve(project, name).read_state()
 
 
-def _fields(state: dict[str, Any], fields: dict[str, object]) -> dict[str, object]:
+def _fields(state: LoopState, fields: Mapping[str, object]) -> dict[str, object]:
     out = dict(fields)
-    out.update({log_key: state[key] for key, log_key in COUNTERS.items()})
+    out.update({log_key: value for key, value in counters(state).items() for log_key in (COUNTERS[key],)})
     return out
+
+
+# (state key, how far it may go down): the growing counters, checked by `Session.commit`.
+def _lowered(old: LoopState, new: LoopState, event: LogEvent) -> str | None:
+    """Why `new` lowers a counter of `old` beyond what `event` gives back (None when it does not)."""
+    pairs = (("iteration_count", old.iteration_count, new.iteration_count, event.refund_iterations),
+             ("spent_usd", old.spent_micro_usd, new.spent_micro_usd, event.refund_micro_usd),
+             ("resumed_count", old.resumed_count, new.resumed_count, 0),
+             ("iterations_at_approval", old.iterations_at_approval, new.iterations_at_approval, 0),
+             ("spent_usd_at_approval", old.spent_micro_usd_at_approval, new.spent_micro_usd_at_approval, 0))
+    for key, before, after, slack in pairs:
+        if after < before - slack:
+            return f"{key} may not decrease ({before} -> {after}): counters are never reset"
+    return None
 
 
 class Session:
@@ -466,61 +479,54 @@ class Session:
     def __init__(self, rec: LoopRecord) -> None:
         self.rec = rec
 
-    def commit(self, event: str, fields: dict[str, object], new: dict[str, Any], *,
-               refund_usd: float = 0.0, refund_iterations: int = 0) -> dict[str, Any]:
+    def commit(self, new: LoopState, event: LogEvent) -> LoopState:
         """Write `new` and log `event` (with the counters) as one crash-safe unit; returns `new`.
 
-        `refund_usd` (USD, only for the `TICK` or `TICK_DEFERRED` that closes a `TICK_START`
-        reservation): how far spent_usd may go down; `refund_iterations` (0 or 1, only for a
-        `TICK_DEFERRED`): how far iteration_count may. ValueError (a bug) for an unknown event
-        or a lowered counter.
+        `event.refund_micro_usd` (only on the `TICK` or `TICK_DEFERRED` that closes a
+        `TICK_START` reservation): how far spent may go down; `event.refund_iterations` (0 or 1,
+        only on a `TICK_DEFERRED`): how far iteration_count may. ValueError (a bug) for a
+        lowered counter, a changed name or schema_version, or a state that breaks an invariant
+        (`LoopState.problem`).
         """
         old = self.rec.state
-        _known(event)
-        if new["name"] != old["name"] or new["schema_version"] != old["schema_version"]:
+        if new.name != old.name or new.schema_version != old.schema_version:
             raise ValueError("a loop's name and schema_version never change")
-        if refund_usd and event not in ("TICK", "TICK_DEFERRED"):
+        if event.refund_micro_usd and event.event not in (Event.TICK, Event.TICK_DEFERRED):
             raise ValueError("only a TICK or TICK_DEFERRED gives back its reservation")
-        if refund_iterations not in (0, 1) or (refund_iterations and event != "TICK_DEFERRED"):
+        if event.refund_micro_usd < 0 or event.refund_iterations not in (0, 1) or (
+                event.refund_iterations and event.event is not Event.TICK_DEFERRED):
             raise ValueError("only a TICK_DEFERRED gives back its one iteration")
-        for key in GROWING:
-            slack = refund_usd + EPS_USD if key == "spent_usd" and refund_usd else 0
-            slack = refund_iterations if key == "iteration_count" else slack
-            if new[key] < old[key] - slack:
-                raise ValueError(f"{key} may not decrease ({old[key]} -> {new[key]}): counters are never reset")
-        try:
-            validate_state(new, f"new state of loop {self.rec.name}")
-        except CorruptState as exc:
-            raise ValueError(f"refusing to write an invalid loop state: {exc.message}") from None
+        why = _lowered(old, new, event) or _invalid(new)
+        if why is not None:
+            raise ValueError(f"refusing to write loop {self.rec.name}'s state: {why}")
         data = encode_state(new)
-        chainlog.commit(self.rec.state_file, self.rec.log_file, data, state_token(data), event,
-                        _fields(new, fields), self.rec.chain)
+        chainlog.commit(self.rec.state_file, self.rec.log_file, data, state_token(data), event.event.value,
+                        _fields(new, event.fields), self.rec.chain)
         self.rec = LoopRecord(self.rec.name, self.rec.dir, new, chainlog.read_chain(self.rec.log_file))
         return new
 
-    def log(self, event: str, fields: dict[str, object]) -> None:
+    def log(self, event: LogEvent) -> None:
         """A chained line that leaves the state as the log last sealed it (never the file's token)."""
-        _known(event)
         token = self.rec.chain.last_state or "none"
-        chainlog.append_event(self.rec.log_file, event, fields, token, self.rec.chain)
+        chainlog.append_event(self.rec.log_file, event.event.value, dict(event.fields), token, self.rec.chain)
         self.rec.chain = chainlog.read_chain(self.rec.log_file)
 
-    def reseal_tampered(self, event: str, fields: dict[str, object], mutate: Callable[[dict[str, Any]], None]) -> \
-            dict[str, Any]:
+    def reseal_tampered(self, step: Step) -> LoopState:
         """Write a state for a tampered loop without trusting its counters (see `untampered_counters`)
-        or its accepted_drift (emptied: a forged list could hide drift; a human re-accepts).
+        or its accepted_drift (emptied: a forged list could hide drift; a human re-accepts), then
+        `step` applied to it (a halt, an approval).
 
         A broken chain is moved aside to `.state.log.broken[-n]` and a fresh chain starts here;
         an unreadable state file that was rebuilt from the log goes to `.state.loop.broken[-n]`.
         """
         rec = self.rec
-        import copy  # here: only writers copy a state (see Loop.update_state)
-
-        new = copy.deepcopy(rec.state)
         # A rolled-back log lost lines its anchor still remembers: their counters count too.
         lines = [*rec.chain.lines, *anchor.remembered(rec.log_file)] if rec.chain.rolled_back else rec.chain.lines
-        new.update(untampered_counters(rec.state, lines), accepted_drift=[])
-        mutate(new)
+        new, event = step(replace(untampered_counters(rec.state, lines), accepted_drift=()))
+        why = _invalid(new)
+        if why is not None:
+            raise ValueError(f"refusing to write loop {rec.name}'s state: {why}")
+        fields = dict(event.fields)
         if rec.rebuilt and os.path.lexists(rec.state_file):
             fields = {**fields, "broken_state": _move_aside(rec.state_file)}
         if not rec.chain.ok:
@@ -529,7 +535,7 @@ class Session:
             anchor.forget(rec.log_file)  # the re-seal starts a new chain, anchored afresh
         data = encode_state(new)
         chain = chainlog.read_chain(rec.log_file)
-        chainlog.commit(rec.state_file, rec.log_file, data, state_token(data), event,
+        chainlog.commit(rec.state_file, rec.log_file, data, state_token(data), event.event.value,
                         _fields(new, {**fields, "tamper": rec.tamper}), chain)
         self.rec = LoopRecord(rec.name, rec.dir, new, chainlog.read_chain(rec.log_file))
         return new
@@ -544,9 +550,10 @@ def _move_aside(path: Path) -> str:
     return aside.name
 
 
-def _known(event: str) -> None:
-    if event not in EVENTS:
-        raise ValueError(f"unknown loop log event {event!r}: add it to store.loops.EVENTS")
+def _invalid(state: LoopState) -> str | None:
+    """Why `state` may not be written (a broken invariant), None when it may."""
+    problem = state.problem()
+    return None if problem is None else f"{problem[0]} must be {problem[1]}"
 
 
 def session(project: Project, name: str, *, rebuild: bool = False) -> AbstractContextManager[Session]:
@@ -554,20 +561,17 @@ def session(project: Project, name: str, *, rebuild: bool = False) -> AbstractCo
     return Loop.resolve(project, name).session(rebuild=rebuild)
 
 
-def update_state(project: Project, name: str, event: str, fields: dict[str, object],
-                 mutate: Callable[[dict[str, Any]], None], *, refund_usd: float = 0.0,
-                 refund_iterations: int = 0) -> dict[str, Any]:
+def update_state(project: Project, name: str, step: Step) -> LoopState:
     """`Loop.update_state` of a tracked loop."""
-    return Loop.resolve(project, name).update_state(event, fields, mutate, refund_usd=refund_usd,
-                                                    refund_iterations=refund_iterations)
+    return Loop.resolve(project, name).update_state(step)
 
 
-def log_event(project: Project, name: str, event: str, fields: dict[str, object]) -> None:
+def log_event(project: Project, name: str, event: LogEvent) -> None:
     """`Loop.log_event` of a tracked loop."""
-    Loop.resolve(project, name).log_event(event, fields)
+    Loop.resolve(project, name).log_event(event)
 
 
-def create(project: Project, loop: LoopName, files: dict[str, bytes], state: dict[str, Any],
+def create(project: Project, loop: LoopName, files: dict[str, bytes], state: LoopState,
            fields: dict[str, object]) -> Path:
     """Make the loop folder (never an existing one), write `files`, then seal `state` with CREATED.
 
@@ -591,7 +595,7 @@ def create(project: Project, loop: LoopName, files: dict[str, bytes], state: dic
             atomic_write(target, data)
         data = encode_state(state)
         with locked(folder / STATE_LOCK):
-            chainlog.commit(folder / STATE_FILE, folder / LOG_FILE, data, state_token(data), "CREATED",
+            chainlog.commit(folder / STATE_FILE, folder / LOG_FILE, data, state_token(data), Event.CREATED.value,
                             _fields(state, fields), chainlog.read_chain(folder / LOG_FILE))
     except BaseException:
         import shutil  # here: only a failed create removes a folder
@@ -618,10 +622,10 @@ def add_excludes(exclude_file: Path, patterns: list[str], header: str) -> list[s
     return missing
 
 
-def bound_task_names(config_task: str | None, state: dict[str, Any]) -> list[str]:
+def bound_task_names(config_task: str | None, state: LoopState) -> list[str]:
     """`Loop.bound_tasks` from what its caller read: loop.json `task` (None when loop.json has none
     or is not valid) and the state's `current_task`, de-duplicated, loop.json's first."""
-    return [task for i, task in enumerate((config_task, state["current_task"]))
+    return [task for i, task in enumerate((config_task, state.current_task))
             if task is not None and (i == 0 or task != config_task)]
 
 
@@ -652,6 +656,6 @@ def halted_owners(project: Project, ref: TaskRef) -> list[tuple[LoopName, str]]:
         if bound and rec.tamper:
             raise StateTampered(f"task {ref} is bound to loop {name!r}, which is tampered ({rec.tamper});"
                                 f" a human clears it with: automaton --approve --loop {name}")
-        if bound and state["status"] == "halted" and state["halt_reason"] in DEATHS:
-            owners.append((name, str(state["halt_reason"])))
+        if bound and state.status == "halted" and state.halt_reason in DEATHS:
+            owners.append((name, str(state.halt_reason)))
     return owners

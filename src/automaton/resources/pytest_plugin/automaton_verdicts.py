@@ -28,11 +28,11 @@ import os
 from typing import Any
 
 ENV_FD = "AUTOMATON_VERDICT_FD"
-_state: dict[str, Any] = {"fd": None, "outcomes": {}}
+_stream: dict[str, Any] = {"fd": None, "outcomes": {}}
 
 
 def _write(obj: dict[str, Any]) -> None:
-    fd = _state["fd"]
+    fd = _stream["fd"]
     if fd is None:
         return
     data = (json.dumps(obj, separators=(",", ":")) + "\n").encode("utf-8", "backslashreplace")
@@ -40,18 +40,18 @@ def _write(obj: dict[str, Any]) -> None:
         while data:
             data = data[os.write(fd, data):]
     except OSError:
-        _state["fd"] = None  # the runner stopped reading: nothing more can be told
+        _stream["fd"] = None  # the runner stopped reading: nothing more can be told
 
 
 def pytest_configure(config: Any) -> None:
     text = os.environ.pop(ENV_FD, "")
-    if _state["fd"] is None and text.isdigit():
+    if _stream["fd"] is None and text.isdigit():
         fd = int(text)
         try:
             os.fstat(fd)
         except OSError:
             return
-        _state["fd"] = fd
+        _stream["fd"] = fd
 
 
 def pytest_deselected(items: list[Any]) -> None:
@@ -81,7 +81,7 @@ _RANK = {"error": 5, "failed": 4, "xfailed": 3, "skipped": 2, "xpassed": 1, "pas
 
 def pytest_runtest_logreport(report: Any) -> None:
     found = _outcome(report)
-    outcomes: dict[str, str] = _state["outcomes"]
+    outcomes: dict[str, str] = _stream["outcomes"]
     if found is not None:
         old = outcomes.get(report.nodeid)
         if old is None or _RANK[found] > _RANK[old]:
@@ -92,8 +92,8 @@ def pytest_runtest_logreport(report: Any) -> None:
 
 def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
     _write({"kind": "end", "exitstatus": int(exitstatus)})
-    fd = _state["fd"]
-    _state["fd"] = None
+    fd = _stream["fd"]
+    _stream["fd"] = None
     if fd is not None:
         with contextlib.suppress(OSError):
             os.close(fd)
