@@ -14,6 +14,7 @@ no network. With
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -121,7 +122,5 @@ def role_policy(cfg: LoopConfig, cwd: Path, tmp: Path, *, project_root: Path, in
     policy = agent_policy(project_root, [*work, tmp, *own], tmp, label, agent=agent, cwd=cwd, argv=argv,
                           isolation=cfg.isolation, network=network)
     if hide:
-        from automaton.core.record import replace
-
-        policy = replace(policy, hidden=(*policy.hidden, *hide))
+        policy = dataclasses.replace(policy, hidden=(*policy.hidden, *hide))
     return policy

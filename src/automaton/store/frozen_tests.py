@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import json
 import os
+from hashlib import sha256
 from pathlib import Path
 
-from automaton.core.digest import equal, sha256
+from automaton.core.digest import equal
 from automaton.core.testids import Frozen, id_diff
 from automaton.store.atomic import atomic_write, read_all
 
