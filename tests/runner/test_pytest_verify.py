@@ -304,6 +304,15 @@ def test_a_scorer_verdict_without_its_stream_is_unscored(tmp_path: Path) -> None
     assert got.score is None and got.halt is None and "no result stream" in got.summary, got
 
 
+def test_a_score_from_a_scorer_that_did_not_exit_0_is_unscored(tmp_path: Path) -> None:
+    # The code under test prints a full score to the scorer's stdout, then kills the scorer
+    # before its own line: the scorer's exit status gives it away.
+    from automaton.runner.pytest_verify import _by_scorer
+
+    got = _by_scorer("coverage", stream_of({"t::a": "passed"}, 0), SAID_FULL, None, tmp_path, -9)
+    assert got.score is None and "exited -9" in got.summary, got
+
+
 def test_a_scorer_run_missing_a_frozen_id_halts_whatever_it_printed(tmp_path: Path) -> None:
     from automaton.core.testids import Frozen
     from automaton.runner.pytest_verify import _by_scorer

@@ -123,7 +123,7 @@ def _judged(cfg: LoopConfig, folder: Path, cwd: Path, tmp: Path, policy: Policy 
         return _unscored("the verifier's result stream was too long", f"{VERDICT_MISMATCH}: result stream overflowed")
     if mode is not None:
         return _by_scorer(mode, stream, (folder / "verify.log").read_text(encoding="utf-8", errors="replace"),
-                          frozen, loop_dir)
+                          frozen, loop_dir, code)
     why = disagreement(stream, code, xml)
     if why is not None:
         return _unscored(f"unscored: {why}", f"{VERDICT_MISMATCH}: {why}")
@@ -144,11 +144,14 @@ def _scored(stream: Streamed, code: int, frozen: Frozen | None, loop_dir: Path) 
     return verdict(stream, code)
 
 
-def _by_scorer(mode: str, stream: Streamed, output: str, frozen: Frozen | None, loop_dir: Path) -> Verdict:
-    """The scorer's printed verdict, held to the stream of its one pytest run: results written
-    twice halt `verdict_mismatch`; a frozen id left out halts `tests_removed`; a stream without
-    its end record (the run was cut short, or never started) is unscored; a suite the stream
-    shows failing caps the score (`_capped`)."""
+def _by_scorer(mode: str, stream: Streamed, output: str, frozen: Frozen | None, loop_dir: Path,
+               code: int = 0) -> Verdict:
+    """The scorer's printed verdict, held to the stream of its one pytest run and to its exit
+    status `code`: results written twice halt `verdict_mismatch`; a frozen id left out halts
+    `tests_removed`; a score with an exit other than 0 (the scorer exits 0 after a score: one
+    that was killed, say by the code under test after a forged line, does not), or a stream
+    without its end record (the run was cut short, or never started), is unscored; a suite the
+    stream shows failing caps the score (`_capped`)."""
     if stream.conflicts:
         why = disagreement(stream, 0, None) or "results written twice"
         return _unscored(f"unscored: {why}", f"{VERDICT_MISMATCH}: {why}")
@@ -161,6 +164,8 @@ def _by_scorer(mode: str, stream: Streamed, output: str, frozen: Frozen | None, 
     said = from_agent(output)
     if said.score is None:
         return said
+    if code != 0:
+        return _unscored(f"unscored: the scorer printed a score but exited {code}")
     if stream.end is None:
         return _unscored("unscored: no result stream from the scorer's pytest run")
     return _capped(mode, stream, said)
