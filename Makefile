@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench lint clean redteam browser screenshots e2e node
+.PHONY: test demo bench lint clean redteam browser screenshots e2e node mutate
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -71,6 +71,11 @@ screenshots: $(STAMP) browser
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py
+
+# Mutation testing of the brake modules (tests/mutation/scope.py): kill rate per module and every
+# surviving mutant; minutes per group, so not part of `make test`. GROUPS="gates ledger" runs some.
+mutate: $(STAMP)
+	$(BIN)/python -m tests.mutation.run $(GROUPS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info

@@ -85,3 +85,63 @@ def test_lanes_keep_a_subagents_turns_apart_and_repeat_steps_stay() -> None:
     assert texts[:2] == ["main 1", "sub 1"]
     assert [s for s, _, _ in got][2:] == [529, 200, 529]  # the repeated error stays; an exhausted lane ends
     assert texts[3] == "Done."
+
+
+def post_to(url: str, body: dict[str, Any]) -> tuple[int, bytes]:
+    req = urllib.request.Request(url, json.dumps(body).encode(), {"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read()
+
+
+def test_the_responses_server_streams_a_function_call_and_repeats_a_refusal() -> None:
+    from tests.e2e.servers.openai_responses import ResponsesServer, rate_limited
+
+    steps = [{"calls": [{"name": "exec_command", "arguments": {"cmd": "ls"}}]}, {**rate_limited(), "repeat": True}]
+    with ResponsesServer(steps) as server:
+        status, raw = post_to(server.url + "/v1/responses", {"model": "gpt-5", "stream": True, "input": []})
+        sent = events(raw)
+        assert status == 200 and sent[0]["type"] == "response.created" and sent[-1]["type"] == "response.completed"
+        assert json.loads(sent[-1]["response"]["output"][0]["arguments"]) == {"cmd": "ls"}
+        for _ in range(2):  # a refusal marked repeat answers every later call
+            status, raw = post_to(server.url + "/v1/responses", {"model": "gpt-5", "input": []})
+            assert status == 429 and json.loads(raw)["error"]["code"] == "rate_limit_exceeded"
+        assert post_to(server.url + "/v1/models", {})[0] == 404  # a side request consumes nothing
+    assert server.used["main"] == 1 and len(list(server.scripted_requests())) == 3
+
+
+def test_the_gemini_server_streams_a_function_call_and_answers_helper_calls_aside() -> None:
+    from tests.e2e.servers.gemini import GeminiServer
+
+    with GeminiServer([{"calls": [{"name": "write_file", "args": {"file_path": "a"}}]}]) as server:
+        status, raw = post_to(server.url + "/v1beta/models/gemini-2.5-pro:generateContent", {"contents": []})
+        assert status == 200 and json.loads(json.loads(raw)["candidates"][0]["content"]["parts"][0]["text"])
+        status, raw = post_to(server.url + "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
+                              {"contents": []})
+        chunk = events(raw)[-1]
+        assert status == 200 and chunk["candidates"][0]["content"]["parts"][0]["functionCall"]["name"] == "write_file"
+        assert chunk["usageMetadata"]["totalTokenCount"] > 0
+        _, raw = post_to(server.url + "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse", {"contents": []})
+        assert events(raw)[-1]["candidates"][0]["content"]["parts"] == [{"text": "Done."}]  # past the script
+    assert server.consumed == 2
+
+
+def test_the_chat_server_streams_tool_calls_and_ends_with_done() -> None:
+    from tests.e2e.servers.openai_chat import TITLE, ChatServer
+
+    tools = [{"type": "function", "function": {"name": "bash"}}]
+    with ChatServer([{"calls": [{"name": "bash", "arguments": {"command": "ls"}}]}]) as server:
+        _, raw = post_to(server.url + "/v1/chat/completions", {"model": "m", "messages": []})  # a title: aside
+        assert TITLE in raw.decode() and server.consumed == 0
+        status, raw = post_to(server.url + "/v1/chat/completions", {"model": "m", "messages": [], "tools": tools})
+        assert status == 200 and raw.decode().rstrip().endswith("data: [DONE]")
+        chunks = [json.loads(line[6:]) for line in raw.decode().splitlines()
+                  if line.startswith("data: {")]
+        finish = [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]]
+        assert finish[-1] == "tool_calls" and chunks[-1]["usage"]["total_tokens"] > 0
+        called = [c["choices"][0]["delta"]["tool_calls"][0] for c in chunks
+                  if c["choices"] and "tool_calls" in c["choices"][0]["delta"]]
+        assert called[0]["function"]["name"] == "bash"
+    assert server.consumed == 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,7 +31,8 @@ GOOD = jsonl(
     {"type": "item.completed", "item": {"id": "i0", "type": "reasoning", "text": "thinking"}},
     {"type": "item.completed", "item": {"id": "i1", "type": "agent_message", "text": "All tests pass now."}},
     {"type": "turn.completed", "usage": {"input_tokens": 26549, "cached_input_tokens": 22272,
-                                         "output_tokens": 1590}},
+                                         "cache_write_input_tokens": 0, "output_tokens": 1590,
+                                         "reasoning_output_tokens": 0}},
 )
 
 
@@ -39,7 +41,8 @@ def test_agent_message_usage_and_price_table(fake_bin: Any, make_req: Callable[.
     res = get("codex").run(make_req(model="gpt-5"))
     assert res.error is None and res.exit_status == 0
     assert res.final_text == "All tests pass now."
-    assert res.tokens == {"input_tokens": 26549, "cached_input_tokens": 22272, "output_tokens": 1590}
+    assert res.tokens == {"input_tokens": 26549, "cached_input_tokens": 22272, "cache_write_input_tokens": 0,
+                          "output_tokens": 1590, "reasoning_output_tokens": 0}
     expected = ((26549 - 22272) * 1.25 + 22272 * 0.125 + 1590 * 10.0) / 1e6
     assert res.cost_usd == pytest.approx(expected)
     argv = calls(fake_bin.dir, "codex")[0]
@@ -67,3 +70,84 @@ def test_usage_sums_over_turns() -> None:
                 {"type": "turn.completed", "usage": {"input_tokens": 5, "cached_input_tokens": 0, "output_tokens": 2}})
     assert codex.parse_for(None)(out, "", 0).tokens == {"input_tokens": 15, "cached_input_tokens": 0,
                                                         "output_tokens": 3}
+
+
+def test_codex_sandbox_mode_follows_automatons_sandbox(make_req: Callable[..., HarnessRequest], tmp_path: Any) -> None:
+    from automaton.core.sandbox import Policy
+
+    confined = make_req(sandbox=Policy((tmp_path,), tmpdir=None, label="t"))
+    # Codex's own bubblewrap sandbox cannot mount inside automaton's: inside it, commands run
+    # unsandboxed by Codex and confined by the kernel; outside it Codex's workspace-write holds.
+    assert codex.invocation(confined).argv[3:5] == ["--sandbox", "danger-full-access"]
+    assert codex.invocation(make_req()).argv[3:5] == ["--sandbox", "workspace-write"]
+    mine = make_req(sandbox=Policy((tmp_path,), tmpdir=None, label="t"), args=("-s", "read-only"))
+    assert "danger-full-access" not in codex.invocation(mine).argv
+
+
+def test_a_retry_notice_that_the_turn_got_past_is_no_error() -> None:
+    # codex-cli 0.171.0: a 401 or 429 it retried past prints an `error` event, then the turn completes.
+    out = jsonl({"type": "thread.started", "thread_id": "t"}, {"type": "turn.started"},
+                {"type": "error", "message": "Reconnecting... 1/5 (unexpected status 401 Unauthorized: try again)"},
+                {"type": "turn.completed", "usage": {"input_tokens": 10, "cached_input_tokens": 0, "output_tokens": 1}})
+    res = codex.parse_for("gpt-5")(out, "", 0)
+    assert res.error is None and res.usage_limit is None
+    failed = out + jsonl({"type": "turn.started"}, {"type": "error", "message": "stream disconnected"},
+                         {"type": "turn.failed", "error": {"message": "stream disconnected"}})
+    assert codex.parse_for("gpt-5")(failed, "", 1).error == "codex turn failed: stream disconnected"
+
+
+def test_a_retried_401_in_a_run_that_worked_is_not_unavailable(fake_bin: Any,
+                                                               make_req: Callable[..., HarnessRequest]) -> None:
+    fake_codex(fake_bin, jsonl({"type": "thread.started", "thread_id": "t"},
+                               {"type": "error", "message": "Reconnecting... 1/5 (unexpected status 401 Unauthorized)"},
+                               {"type": "item.completed", "item": {"type": "agent_message", "text": "done"}},
+                               {"type": "turn.completed", "usage": {"input_tokens": 10, "output_tokens": 1}}))
+    res = get("codex").run(make_req(model="gpt-5"))
+    assert res.unavailable is None and res.error is None and res.cost_usd is not None
+
+
+
+# What the real codex-cli printed against the scripted server (tests/e2e/test_codex.py writes
+# these with AUTOMATON_E2E_RECORD=1).
+RECORDED = Path(__file__).resolve().parents[1] / "e2e" / "recorded" / "codex-0.171.0"
+
+
+def shapes(stdout: str) -> dict[tuple[str, str | None], set[str]]:
+    """(event type, item type) -> the keys of the event, its item and its usage, as seen."""
+    out: dict[tuple[str, str | None], set[str]] = {}
+    for line in stdout.splitlines():
+        ev = json.loads(line)
+        item = ev.get("item") if isinstance(ev.get("item"), dict) else {}
+        keys = set(ev) | {f"item.{k}" for k in item} | {f"usage.{k}" for k in ev.get("usage") or {}}
+        out.setdefault((ev["type"], item.get("type")), set()).update(keys)
+    return out
+
+
+def test_the_fake_stream_has_the_shapes_of_a_recorded_real_run() -> None:
+    real = shapes((RECORDED / "exec-tick.jsonl").read_text())
+    fake = shapes(GOOD)
+    fake.pop(("item.completed", "reasoning"))  # the scripted model sends no reasoning items
+    for kind, keys in fake.items():
+        assert kind in real, kind
+        assert keys - {"item.id"} <= real[kind], (kind, keys - real[kind])
+        assert {k for k in real[kind] if k.startswith("usage.")} <= keys, kind  # no usage field left out
+
+
+def test_recorded_runs_parse_as_the_adapter_says() -> None:
+    parse = codex.parse_for("gpt-5")
+    ok = parse((RECORDED / "exec-tick.jsonl").read_text(), "", 0)
+    assert ok.error is None and ok.final_text == "Done: src/app.py written."
+    assert ok.cost_usd == pytest.approx(((2400 - 400) * 1.25 + 400 * 0.125 + 600 * 10.0) / 1e6)
+    limit = parse((RECORDED / "usage-limit.jsonl").read_text(), "", 1).usage_limit
+    assert limit is not None and limit.reset_epoch is not None and "usage limit" in limit.message
+    storm = parse((RECORDED / "rate-limit-429.jsonl").read_text(), "", 1).usage_limit
+    assert storm is not None and storm.reset_epoch is None and "429 Too Many Requests" in storm.message
+    retried = parse((RECORDED / "retried-429.jsonl").read_text(), "", 0)
+    assert retried.error is None and retried.usage_limit is None and retried.final_text == "Done."
+
+
+def test_a_recorded_start_failure_is_unavailable(fake_bin: Any, make_req: Callable[..., HarnessRequest]) -> None:
+    stderr = (RECORDED / "cannot-start.stderr").read_text()
+    fake_bin("codex", f"sys.stdin.read()\nsys.stderr.write({stderr!r})\nsys.exit(1)")
+    res = get("codex").run(make_req())
+    assert res.unavailable is not None and "failed to initialize in-process app-server client" in res.unavailable

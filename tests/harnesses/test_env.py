@@ -108,3 +108,14 @@ def test_the_users_credentials_never_reach_the_agent(fake_bin: Any, make_req: Ca
     env = json.loads(seen.read_text())
     assert sorted(set(credentials) & set(env)) == []
     assert env["ANTHROPIC_API_KEY"] == "sk-test" and env["CLAUDE_CODE_OAUTH_TOKEN"] == "oauth"
+
+
+def test_every_harness_gets_pwd_set_to_its_working_directory(fake_bin: Any, make_req: Any,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # opencode 1.18.33 resolves its project from $PWD: an inherited one pointed it elsewhere.
+    from automaton.harnesses import get
+
+    monkeypatch.setenv("PWD", "/somewhere/else")
+    fake_bin("opencode", "print(json.dumps({'type': 'text', 'part': {'text': os.environ['PWD']}}))")
+    req = make_req()
+    assert get("opencode").run(req).final_text == str(req.cwd)

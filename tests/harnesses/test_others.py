@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,11 +13,17 @@ from automaton.core.errors import BadInput
 from automaton.harnesses import HarnessRequest, get
 from tests.helpers import calls
 
+# `roles` (per-role tokens inside a model's entry, already counted in its `tokens`), `tools` and
+# `files` as gemini-cli 0.61.0 prints them (tests/e2e/recorded/gemini-0.61.0/tick.json).
 GEMINI = {"session_id": "s", "response": "Done: tests fixed.",
           "stats": {"models": {"gemini-2.5-pro": {"api": {"totalRequests": 2},
                                                   "tokens": {"input": 100, "prompt": 120, "candidates": 30,
-                                                             "total": 150, "cached": 20, "thoughts": 5, "tool": 0}},
-                               "gemini-2.5-flash": {"tokens": {"input": 10, "candidates": 3, "total": 13}}}}}
+                                                             "total": 150, "cached": 20, "thoughts": 5, "tool": 0},
+                                                  "roles": {"main": {"totalRequests": 1, "tokens": {
+                                                      "input": 100, "prompt": 120, "candidates": 30, "total": 150,
+                                                      "cached": 20, "thoughts": 5, "tool": 0}}}},
+                               "gemini-2.5-flash": {"tokens": {"input": 10, "candidates": 3, "total": 13}}},
+                    "tools": {"totalCalls": 0}, "files": {"totalLinesAdded": 0}}}
 
 
 def test_gemini_response_and_tokens(fake_bin: Any, make_req: Callable[..., HarnessRequest]) -> None:
@@ -26,7 +33,7 @@ def test_gemini_response_and_tokens(fake_bin: Any, make_req: Callable[..., Harne
     assert res.cost_usd is None  # Gemini prints no cost
     assert res.tokens["input"] == 110 and res.tokens["total"] == 163
     argv = calls(fake_bin.dir, "gemini")[0]
-    assert argv[:2] == ["-o", "json"] and argv[-2:] == ["-p", "fix the tests"]
+    assert argv[:3] == ["-o", "json", "--skip-trust"] and argv[-2:] == ["-p", "fix the tests"]
 
 
 @pytest.mark.parametrize(("code", "meaning"), [(42, "input error"), (53, "turn limit exceeded")])
@@ -68,11 +75,11 @@ def test_opencode_sums_step_finish_costs(fake_bin: Any, make_req: Callable[..., 
         {"type": "step_start", "timestamp": 1, "sessionID": "s", "part": {"type": "step-start"}},
         {"type": "text", "timestamp": 2, "sessionID": "s", "part": {"type": "text", "text": "Working"}},
         {"type": "step_finish", "timestamp": 3, "sessionID": "s", "part": {
-            "type": "step-finish", "cost": 0.012, "tokens": {"input": 100, "output": 10, "reasoning": 2,
+            "type": "step-finish", "cost": 0.012, "tokens": {"total": 167, "input": 100, "output": 10, "reasoning": 2,
                                                             "cache": {"read": 50, "write": 5}}}},
         {"type": "text", "timestamp": 4, "sessionID": "s", "part": {"type": "text", "text": "All green."}},
         {"type": "step_finish", "timestamp": 5, "sessionID": "s", "part": {
-            "type": "step-finish", "cost": 0.008, "tokens": {"input": 20, "output": 4, "reasoning": 0,
+            "type": "step-finish", "cost": 0.008, "tokens": {"total": 24, "input": 20, "output": 4, "reasoning": 0,
                                                             "cache": {"read": 0, "write": 0}}}},
     ]
     out = "".join(json.dumps(e) + "\n" for e in events)
@@ -80,7 +87,8 @@ def test_opencode_sums_step_finish_costs(fake_bin: Any, make_req: Callable[..., 
     res = get("opencode").run(make_req(model="anthropic/claude-sonnet-4"))
     assert res.cost_usd == pytest.approx(0.02)
     assert res.final_text == "All green."
-    assert res.tokens == {"input": 120, "output": 14, "reasoning": 2, "cache_read": 50, "cache_write": 5}
+    assert res.tokens == {"total": 191, "input": 120, "output": 14, "reasoning": 2, "cache_read": 50,
+                          "cache_write": 5}
     argv = calls(fake_bin.dir, "opencode")[0]
     assert argv[:3] == ["run", "--format", "json"] and argv[-1] == "fix the tests"
 
@@ -147,3 +155,64 @@ def test_a_tool_that_never_exits_and_leaves_grandchildren(fake_bin: Any, tmp_pat
 def test_unknown_harness_name() -> None:
     with pytest.raises(BadInput, match="unknown harness 'gpt'"):
         get("gpt")
+
+
+def test_gemini_in_an_untrusted_folder_is_unavailable(fake_bin: Any, make_req: Callable[..., HarnessRequest]) -> None:
+    # gemini-cli 0.61.0 without --skip-trust in a new folder (recorded in tests/e2e): exit 55, stderr only
+    said = ("\x1b[31mGemini CLI is not running in a trusted directory. To proceed, either use `--skip-trust`, set"
+            " the `GEMINI_CLI_TRUST_WORKSPACE=true` environment variable, or trust this directory in interactive"
+            " mode.\x1b[0m\n")
+    fake_bin("gemini", f"sys.stderr.write({said!r}); sys.exit(55)")
+    res = get("gemini").run(make_req())
+    assert res.error == "gemini exited 55 (folder not trusted)"
+    assert res.unavailable is not None
+    assert res.unavailable.startswith("gemini refused to run in a folder it does not trust")
+
+
+GEMINI_RECORDED = Path(__file__).resolve().parents[1] / "e2e" / "recorded" / "gemini-0.61.0"
+
+
+def test_the_gemini_fake_has_the_shape_of_a_recorded_real_run() -> None:
+    real = json.loads((GEMINI_RECORDED / "tick.json").read_text())
+    assert set(GEMINI) == set(real) and set(GEMINI["stats"]) == set(real["stats"])
+    real_model = next(iter(real["stats"]["models"].values()))
+    fake_model = GEMINI["stats"]["models"]["gemini-2.5-pro"]
+    assert set(fake_model) == set(real_model) and set(fake_model["tokens"]) == set(real_model["tokens"])
+
+
+def test_recorded_gemini_runs_parse_as_the_adapter_says() -> None:
+    from automaton.harnesses import gemini
+
+    text = (GEMINI_RECORDED / "tick.json").read_text()
+    ok = gemini.parse(text, "", 0)
+    real_model = next(iter(json.loads(text)["stats"]["models"].values()))
+    assert ok.error is None and ok.final_text == "Done: src/app.py written." and ok.cost_usd is None
+    assert ok.tokens == real_model["tokens"]  # the model's total, its roles not counted twice
+    quota = gemini.parse("", (GEMINI_RECORDED / "quota.stderr").read_text(), 173)
+    assert quota.usage_limit is not None and "exhausted your daily quota" in quota.usage_limit.message
+
+
+OPENCODE_RECORDED = Path(__file__).resolve().parents[1] / "e2e" / "recorded" / "opencode-1.18.33"
+
+
+def test_the_opencode_fake_has_the_shapes_of_a_recorded_real_run() -> None:
+    real = [json.loads(line) for line in (OPENCODE_RECORDED / "tick.jsonl").read_text().splitlines()]
+    by_type = {e["type"]: e for e in real}
+    assert {"step_start", "text", "tool_use", "step_finish"} <= set(by_type)
+    step = by_type["step_finish"]
+    assert set(step) == {"type", "timestamp", "sessionID", "part"}
+    assert {"type", "cost", "tokens"} <= set(step["part"]) and step["part"]["type"] == "step-finish"
+    assert set(step["part"]["tokens"]) == {"total", "input", "output", "reasoning", "cache"}
+    assert set(step["part"]["tokens"]["cache"]) == {"read", "write"}
+    assert by_type["text"]["part"]["type"] == "text" and isinstance(by_type["text"]["part"]["text"], str)
+
+
+def test_a_recorded_opencode_run_parses_as_the_adapter_says() -> None:
+    from automaton.harnesses import opencode
+
+    text = (OPENCODE_RECORDED / "tick.jsonl").read_text()
+    steps = [json.loads(line)["part"] for line in text.splitlines() if '"step_finish"' in line]
+    res = opencode.parse(text, "", 0)
+    assert res.error is None and res.final_text == "Done: src/app.py written."
+    assert res.cost_usd == pytest.approx(sum(p["cost"] for p in steps))
+    assert res.tokens["input"] == sum(p["tokens"]["input"] for p in steps)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -117,3 +118,49 @@ def test_a_timeout_is_not_unavailable(fake_bin: Any, make_req: Callable[..., Har
     fake_bin("claude", "import time\nsys.stderr.write('Not logged in\\n'); sys.stderr.flush(); time.sleep(30)")
     res = get("claude").run(make_req(timeout_s=1))
     assert res.timed_out and res.unavailable is None
+
+
+# What codex-cli 0.171.0 printed when it could not write its home folder inside a sandbox
+# (recorded with `automaton --sandbox -- codex exec --json -`): stderr only, exit 1.
+CODEX_CANNOT_START = ("WARNING: proceeding, even though we could not create PATH aliases: Read-only file system"
+                      " (os error 30)\nError: failed to initialize in-process app-server client: Read-only file"
+                      " system (os error 30)\n\nStack backtrace:\n   0: <unknown>\n")
+
+
+@pytest.mark.parametrize("harness", ["codex", "claude", "opencode"])
+def test_an_agent_cli_that_dies_before_any_output_is_unavailable(
+        fake_bin: Any, make_req: Callable[..., HarnessRequest], harness: str) -> None:
+    fake(fake_bin, harness, stderr=CODEX_CANNOT_START, code=1)
+    res = get(harness).run(make_req())
+    assert res.exit_status == 1 and res.unavailable is not None
+    assert res.unavailable.startswith(f"{harness} exited 1 before printing any output of its own (Error: failed to"
+                                      " initialize in-process app-server client: Read-only file system (os error 30))")
+
+
+def test_output_of_its_own_or_a_signal_is_not_unavailable(fake_bin: Any,
+                                                          make_req: Callable[..., HarnessRequest]) -> None:
+    started = json.dumps({"type": "thread.started", "thread_id": "t"}) + "\n"
+    fake(fake_bin, "codex", stdout=started, stderr="Error: stream disconnected\n", code=1)
+    assert get("codex").run(make_req()).unavailable is None  # it started, then failed: a charged run
+    fake_bin("codex", "import signal\nsys.stdin.read()\nos.kill(os.getpid(), signal.SIGKILL)")
+    res = get("codex").run(make_req())
+    assert res.exit_status < 0 and res.unavailable is None
+
+
+def test_a_command_harness_that_prints_nothing_is_a_failed_run(make_req: Callable[..., HarnessRequest]) -> None:
+    res = get("command").run(make_req(command=(sys.executable, "-c", "import sys; sys.exit(3)")))
+    assert res.exit_status == 3 and res.unavailable is None  # not an agent CLI with an output mode of its own
+
+
+def test_gemini_with_nothing_on_stdout_is_a_failed_run_unless_it_crashed(
+        fake_bin: Any, make_req: Callable[..., HarnessRequest]) -> None:
+    # 0.61.0 after an API error: its JSON error object on stderr, stdout empty: it did run
+    error = json.dumps({"session_id": "s", "error": {"type": "Error", "message": "Internal error", "code": 500}})
+    fake(fake_bin, "gemini", stderr=error, code=1)
+    assert get("gemini").run(make_req()).unavailable is None
+    crashed = ("Failed to save project registry to /h/.gemini/projects.json: Error: EROFS: read-only file system\n"
+               "An unexpected critical error occurred:Error: EROFS: read-only file system, open"
+               " '/h/.gemini/projects.json.1.tmp'\n")
+    fake(fake_bin, "gemini", stderr=crashed, code=1)
+    res = get("gemini").run(make_req())
+    assert res.unavailable is not None and res.unavailable.startswith("gemini crashed before it could run the task")

@@ -91,3 +91,13 @@ def test_shell_argv_list_is_accepted(project: Path, make_task: Callable[..., Pat
 
 def test_unknown_tool_denied(project: Path, hook: Any) -> None:
     assert_denied(hook("codex", payload(project, "mcp__srv__write", "x")), "unknown tool")
+
+
+def test_the_fake_payload_has_the_fields_of_a_recorded_real_one(project: Path) -> None:
+    import json
+
+    real = json.loads((Path(__file__).resolve().parents[1] / "e2e" / "recorded" / "codex-0.171.0"
+                       / "pretooluse.json").read_text())
+    fake = payload(project, "Bash", "echo hi")
+    assert set(fake) == set(real) and set(fake["tool_input"]) == set(real["tool_input"])
+    assert real["tool_name"] == "Bash"  # codex 0.171.0's exec_command reaches the hook as Bash

@@ -49,3 +49,12 @@ def test_read_only_and_unknown_tools(project: Path, hook: Any) -> None:
     assert_allowed(hook("gemini", payload(project, "read_file", {"file_path": "tasks/demo/.state"})))
     assert_denied(hook("gemini", payload(project, "write_everything", {})), "unknown tool 'write_everything'")
     assert_denied(hook("gemini", payload(project, "write_file", {"content": "x"})), "no file_path")
+
+
+def test_the_fake_payload_has_the_fields_of_a_recorded_real_one(project: Path) -> None:
+    import json
+
+    real = json.loads((Path(__file__).resolve().parents[1] / "e2e" / "recorded" / "gemini-0.61.0"
+                       / "beforetool.json").read_text())
+    fake = payload(project, "write_file", {"file_path": "src/b.py", "content": "y = 2\n"})
+    assert set(fake) == set(real) and set(fake["tool_input"]) == set(real["tool_input"])

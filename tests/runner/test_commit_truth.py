@@ -127,3 +127,24 @@ def test_a_tick_from_inside_a_claude_code_session(project: Path, fake_bin: Any,
     tick_line = [line for line in log_lines(proj) if " TICK n=2 " in line][-1]
     assert "cost=0.0000" in tick_line and "halted=True" in tick_line
     assert json.loads((Path(out.data["run_dir"]) / "cost.json").read_text())["counted_usd"] == 0.0
+
+
+CANNOT_START = """
+    sys.stdin.read()
+    sys.stderr.write("Error: failed to initialize in-process app-server client: Permission denied (os error 13)\\n")
+    sys.exit(1)
+    """
+
+
+def test_an_agent_cli_that_cannot_start_halts_and_charges_nothing(project: Path, fake_bin: Any) -> None:
+    fake_bin("codex", CANNOT_START)  # what codex-cli 0.171.0 does when its home folder is not writable
+    proj = make_loop(project, harness={"name": "codex", "model": "gpt-5", "args": []}, sandbox="off",
+                     **SCORE_FROM_FILE)
+    out = tick(proj, "demo")
+    assert out.code == 0 and out.data is not None and out.data["cost_usd"] == 0.0
+    s = store.read_state(proj, "demo")
+    assert (s["status"], s["halt_reason"]) == ("halted", "human_intervention")
+    assert s["halt_detail"].startswith("harness_unavailable: codex exited 1 before printing any output of its own"
+                                       " (Error: failed to initialize in-process app-server client")
+    assert s["spent_usd"] == 0.0 and s["score_history"] == []  # never verified, never charged
+    assert not (Path(out.data["run_dir"]) / "verify.log").exists()

@@ -200,3 +200,17 @@ def test_a_limited_tick_that_halts_after_its_commit_counts_and_still_defers_the_
     assert not any(" TICK_DEFERRED " in line for line in lines(proj))
     found = deferrals.read("claude")
     assert found is not None and found.active()  # the other loops on this account still wait
+
+
+def test_a_deferred_tick_records_the_agent_version(project: Path, fake_bin: Any) -> None:
+    """tick.json of a deferred tick says which CLI version reported the limit, read from the
+    npm package.json beside the executable (as a ran tick's does)."""
+    claude_says(fake_bin, {"implement": limit_result(f"Claude AI usage limit reached|{int(time.time()) + 3600}")})
+    (fake_bin.dir / "package.json").write_text(json.dumps({"name": "@anthropic-ai/claude-code",
+                                                           "version": "2.1.332"}))
+    proj = claude_loop(project)
+    out = tick(proj, "demo")
+    assert out.code == 0 and out.data is not None and out.data["deferred"]["source"] == "reported"
+    assert out.data["agent_version"] == "2.1.332"
+    kept = json.loads((Path(out.data["run_dir"]) / "tick.json").read_text())
+    assert kept["agent_version"] == "2.1.332"

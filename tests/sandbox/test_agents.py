@@ -24,7 +24,9 @@ def test_claude_state_but_not_its_settings(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("harness", "has", "never"), [
-    ("codex", {".codex/sessions", ".codex/log", ".codex/history.jsonl"}, {".codex", ".codex/config.toml"}),
+    ("codex", {".codex/sessions", ".codex/log", ".codex/history.jsonl", ".codex/sqlite", ".codex/thread-writer-locks",
+               ".codex/installation_id"},
+     {".codex", ".codex/config.toml", ".codex/skills", ".codex/tmp", ".codex/shell_snapshots", ".codex/AGENTS.md"}),
     ("gemini", {".gemini/tmp"}, {".gemini", ".gemini/settings.json"}),
     ("opencode", {".local/share/opencode", ".local/state/opencode"}, {".config/opencode"}),
     ("aider", {".aider/caches"}, {".aider.conf.yml"}),
@@ -43,3 +45,22 @@ def test_no_state(tmp_path: Path, harness: str) -> None:
 def test_an_uncreatable_folder_is_still_named(tmp_path: Path) -> None:
     (tmp_path / ".gemini").write_text("a file where a folder should be")
     assert agent_state_dirs("gemini", tmp_path) == (tmp_path / ".gemini" / "tmp",)
+
+
+def test_codex_gets_its_installation_id_file_and_its_sqlite_folder(tmp_path: Path) -> None:
+    from automaton.sandbox import session_env
+
+    link_target = tmp_path / "elsewhere"
+    agent_state_dirs("codex", tmp_path)
+    made = tmp_path / ".codex" / "installation_id"
+    assert made.read_bytes() == b"" and stat.S_IMODE(made.stat().st_mode) == 0o600
+    made.write_text("id-1")
+    agent_state_dirs("codex", tmp_path)
+    assert made.read_text() == "id-1"  # an existing one is kept
+    made.unlink()
+    made.symlink_to(link_target)
+    agent_state_dirs("codex", tmp_path)
+    assert not link_target.exists()  # never created through a link
+    assert session_env("codex", tmp_path, {}) == {"CODEX_SQLITE_HOME": str(tmp_path / ".codex" / "sqlite")}
+    assert session_env("codex", tmp_path, {"CODEX_SQLITE_HOME": "/mine"}) == {}  # the user's choice wins
+    assert session_env("claude", tmp_path, {}) == {}

@@ -102,7 +102,8 @@ def run(args: Sequence[str]) -> int:
     if held:
         print(f"automaton --sandbox: credential variables withheld from {command[0]}: {', '.join(held)}",
               file=sys.stderr)
-    return supervise(command, dict(without_credentials(os.environ, agent), AUTOMATON_SANDBOX="1"), session.policy)
+    return supervise(command, dict(without_credentials(os.environ, agent), **session.env, AUTOMATON_SANDBOX="1"),
+                     session.policy)
 
 
 def _refuse_widening(project: Project, task: str | None) -> None:

@@ -11,8 +11,9 @@ The phase's artifact is created empty when missing, so that the kernel can grant
 
 from __future__ import annotations
 
+import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from automaton.commands.focus import read_focus
@@ -20,7 +21,7 @@ from automaton.commands.writable import agent_policy, artifact_of, grants, secre
 from automaton.core.errors import BadInput
 from automaton.core.names import TaskRef
 from automaton.core.sandbox import Policy
-from automaton.sandbox import agent_state_dirs
+from automaton.sandbox import agent_state_dirs, session_env
 from automaton.store import project_config, tasks
 from automaton.store.layout import Project
 
@@ -31,12 +32,14 @@ AGENTS = {"claude": "claude", "codex": "codex", "gemini": "gemini", "aider": "ai
 @dataclass(frozen=True)
 class SessionPlan:
     """policy: what the kernel enforces; task/phase: whose scope it is (None: no task);
-    lines: what to tell the human before the agent starts."""
+    lines: what to tell the human before the agent starts; env: variables set on the agent
+    (`sandbox.session_env`: where its state goes inside the granted folders)."""
 
     policy: Policy
     task: str | None
     phase: str | None
     lines: list[str]
+    env: dict[str, str] = field(default_factory=dict)
 
 
 def plan(project: Project, task: str | None, argv: list[str], *, home: Path | None = None,
@@ -88,7 +91,11 @@ def plan(project: Project, task: str | None, argv: list[str], *, home: Path | No
     if artifact is not None and task_dir is not None and unfit is None:
         lines.append(f"automaton --sandbox: {artifact} is granted as a file: save it in place (an editor's"
                      " write-to-temp-and-rename save is refused in the task folder)")
-    return SessionPlan(policy, str(ref) if ref else None, phase, lines)
+    if agent == "codex" and not any(a in ("-s", "--sandbox", "--dangerously-bypass-approvals-and-sandbox")
+                                    or a.startswith("--sandbox=") for a in argv[1:]):
+        lines.append("automaton --sandbox: codex's own sandbox cannot start inside this one (its bubblewrap"
+                     " cannot mount here): start it with --sandbox danger-full-access; the kernel sandbox holds")
+    return SessionPlan(policy, str(ref) if ref else None, phase, lines, session_env(agent, home, os.environ))
 
 
 def isolation(project: Project) -> str:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from automaton.harnesses import HarnessRequest, HarnessResult, Invocation, _env
-from automaton.harnesses._unavailable import Refusal, detect
+from automaton.harnesses._unavailable import Refusal, detect, silent_failure
 from automaton.proc import run_streaming
 
 # Parse (stdout text, stderr text, exit code) into a result; timing fields are added after.
@@ -18,8 +18,12 @@ TAIL_CHARS = 2000
 
 def environment(req: HarnessRequest, inv: Invocation) -> dict[str, str]:
     """The child's environment: this process's without the parent sessions' markers
-    (`_env.STRIPPED`), then the request's variables, the invocation's, and AUTOMATON_ROLE."""
-    return _env.environment(None, req.env, inv.env, {"AUTOMATON_ROLE": req.role})
+    (`_env.STRIPPED`), then the request's variables, the invocation's, AUTOMATON_ROLE, and
+    PWD = `req.cwd` (absolute), as a shell sets it on `cd`: opencode 1.18.33 takes its project
+    folder from $PWD, not from its working directory, so an inherited PWD sent its edits to
+    wherever the runner was started (recorded in tests/e2e)."""
+    return _env.environment(None, req.env, inv.env, {"AUTOMATON_ROLE": req.role,
+                                                     "PWD": os.path.abspath(req.cwd)})
 
 
 def read_text(path: os.PathLike[str] | str) -> str:
@@ -36,13 +40,16 @@ def tail(text: str, limit: int = TAIL_CHARS) -> str:
     return text[-limit:].strip()
 
 
-def run_cli(req: HarnessRequest, inv: Invocation, parse: Parser, refusals: tuple[Refusal, ...] = ()) -> HarnessResult:
+def run_cli(req: HarnessRequest, inv: Invocation, parse: Parser, refusals: tuple[Refusal, ...] = (), *,
+            silent: bool = False) -> HarnessResult:
     """Run `inv` in `req.cwd`, confined to `req.sandbox` when set, with stdout streamed to
     `req.transcript` (stderr beside it as `<role>.stderr.log`), then `parse` what it wrote.
 
     A timeout is reported, not raised. `unavailable` is set when the agent could not start
     here: not found (127), not executable or not confinable (126), or one of the adapter's
-    `refusals` (its own "not logged in"-style answers; see `_unavailable`). `usage_limit` is
+    `refusals` (its own "not logged in"-style answers; see `_unavailable`) or, with `silent`
+    (an agent CLI whose every run prints its own events or result on stdout), a non-zero exit
+    with nothing on stdout (`_unavailable.silent_failure`). `usage_limit` is
     what `parse` found (see `_limits`), kept unless the run timed out. Each output file keeps
     its last `req.max_output_bytes` bytes."""
     req.run_dir.mkdir(parents=True, exist_ok=True)
@@ -61,6 +68,8 @@ def run_cli(req: HarnessRequest, inv: Invocation, parse: Parser, refusals: tuple
         if done.code in (126, 127) and error is None:
             error = tail(err, 300) or f"{inv.argv[0]}: cannot run (exit {done.code})"
         unavailable = detect(inv.argv[0], done.code, error, tail(err, TAIL_CHARS), refusals)
+        if unavailable is None and silent:
+            unavailable = silent_failure(inv.argv[0], done.code, out, tail(err, TAIL_CHARS))
     return HarnessResult(
         exit_status=done.code, final_text=parsed.final_text, cost_usd=parsed.cost_usd,
         tokens=parsed.tokens, error=error, timed_out=done.timed_out, duration_s=done.duration_s,

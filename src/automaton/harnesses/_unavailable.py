@@ -11,6 +11,15 @@ stderr the process layer wrote:
   sandbox could not confine the agent, so `automaton.proc` never started it;
 - exit 126 otherwise: found but not executable.
 
+- an agent CLI whose every run prints its own events or result on stdout (claude, codex,
+  opencode: the adapters pass `silent=True`; not gemini, which prints its error object on
+  stderr) that exits non-zero having printed nothing at all on stdout:
+  it never got as far as its own first event or result, so it did not run the task. Codex
+  0.171.0 inside a sandbox whose home folder it cannot write ends this way ("Error: failed to
+  initialize in-process app-server client: Permission denied (os error 13)" on stderr,
+  exit 1, stdout empty). A run killed by a signal (negative code) or one that timed out is
+  not counted here.
+
 Agent-specific answers are `Refusal`s the adapter passes to `run_cli`, matched only when the
 run failed (non-zero exit or a reported error), and only against the adapter's one-line error
 and the process's stderr, never the transcript, where the agent's own tool output could
@@ -75,3 +84,16 @@ def detect(argv0: str, code: int, error: str | None, stderr: str, refusals: tupl
         detail = said or error or _last_line(stderr) or f"exit {code}"
         return one_line(f"{refusal.what} ({detail[:300]}): {refusal.fix}")
     return None
+
+
+def silent_failure(argv0: str, code: int, stdout: str, stderr: str) -> str | None:
+    """The one-line `unavailable` reason of an agent CLI that exited `code` > 0 with nothing
+    on `stdout` (whitespace aside), quoting the last line of `stderr` that says "error" (any
+    case; a Rust backtrace follows Codex's), else its last line; None otherwise."""
+    if code <= 0 or stdout.strip():
+        return None
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    said = [line for line in lines if "error" in line.lower()]
+    why = (said[-1] if said else _last_line(stderr))[:300] or "no message"
+    return one_line(f"{argv0} exited {code} before printing any output of its own ({why}): it could not start"
+                    f" here; run it by hand the same way (automaton --sandbox -- {argv0} …) to see why")

@@ -156,4 +156,4 @@ def usage_limit(obj: dict[str, Any], stdout: str, stderr: str) -> UsageLimit | N
 
 def run(req: HarnessRequest) -> HarnessResult:
     """Run Claude in `req.cwd`; transcript `runs/<n>/<role>.log` is the raw JSON."""
-    return run_cli(req, invocation(req), parse, REFUSALS)
+    return run_cli(req, invocation(req), parse, REFUSALS, silent=True)

@@ -9,6 +9,10 @@ reflects session health, not the task: `turn.failed` has been seen with exit 0, 
 treated as a failure here. Codex prints no USD cost: cost comes from
 PRICES_PER_MTOK below for a known model, else None (the tick then counts max_tick_usd).
 
+An `error` event is also Codex's retry notice ("Reconnecting... 1/5 (exceeded retry limit,
+last status: 429 Too Many Requests)", codex-cli 0.171.0, recorded in tests/e2e/recorded): one
+that a later `turn.completed` got past is no error of the run.
+
 Usage limits (`usage_limit`, reset times read by `_limits`): a failed run whose `turn.failed`
 or `error` event, or stderr, says "You've hit your usage limit. … try again at 12:16 PM." (the
 `error` + `turn.failed` pair quoted in link-assistant/hive-mind issue #719), "… or try again in
@@ -51,14 +55,20 @@ PRICES_PER_MTOK: dict[str, tuple[float, float, float]] = {
 
 
 def invocation(req: HarnessRequest) -> Invocation:
-    """argv: `codex exec --json [-s workspace-write] [-m M] ARGS… -` with the prompt on stdin.
+    """argv: `codex exec --json [--sandbox MODE] [-m M] ARGS… -` with the prompt on stdin.
 
-    exec's default sandbox is read-only; a tick must edit, so `workspace-write` is the
-    default unless the user's args pick a sandbox.
+    exec's default sandbox is read-only; a tick must edit. Unless the user's args pick a
+    sandbox, MODE is `danger-full-access` when automaton's kernel sandbox confines the run
+    (`req.sandbox`), else `workspace-write`. Codex's own Linux sandbox cannot start inside
+    automaton's: its helper mounts (bubblewrap, and `mkdir /tmp/codex-daemon-<uid>` first),
+    which the namespace and Landlock layers refuse, so every shell command of a
+    `workspace-write` run failed with "error building bubblewrap command: Read-only file
+    system (os error 30)" (codex-cli 0.171.0, recorded in tests/e2e). Inside automaton's
+    sandbox the kernel is what holds the writes either way.
     """
     argv = [EXECUTABLE, "exec", "--json"]
     if not has_flag(req.args, "-s", "--sandbox", "--dangerously-bypass-approvals-and-sandbox"):
-        argv += ["--sandbox", "workspace-write"]
+        argv += ["--sandbox", "workspace-write" if req.sandbox is None else "danger-full-access"]
     if req.model:
         argv += ["--model", req.model]
     argv += [*req.args, "-"]
@@ -88,6 +98,8 @@ def parse_for(model: str | None) -> Parser:
             if kind == "turn.completed" and isinstance(ev.get("usage"), dict):
                 for key, value in ev["usage"].items():
                     tokens[key] = tokens.get(key, 0) + count(value)
+                if not turn_failed:  # the turn got past the `error` events before it (retries)
+                    error = None
             elif kind == "turn.failed":
                 err = ev.get("error")
                 msg = err.get("message") if isinstance(err, dict) else err
@@ -114,4 +126,4 @@ def parse_for(model: str | None) -> Parser:
 
 def run(req: HarnessRequest) -> HarnessResult:
     """Run Codex in `req.cwd`; transcript is the JSONL event stream."""
-    return run_cli(req, invocation(req), parse_for(req.model), REFUSALS)
+    return run_cli(req, invocation(req), parse_for(req.model), REFUSALS, silent=True)

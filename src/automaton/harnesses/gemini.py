@@ -25,7 +25,7 @@ from automaton.harnesses._unavailable import Refusal
 
 EXECUTABLE = "gemini"
 EXIT_MEANING = {1: "general or API error", 41: "authentication error", 42: "input error",
-                53: "turn limit exceeded"}
+                53: "turn limit exceeded", 55: "folder not trusted"}
 
 # Gemini's "no auth": `packages/cli/src/validateNonInterActiveAuth.ts` exits 41
 # (FatalAuthenticationError) with "Please set an Auth method in your … settings.json or
@@ -35,6 +35,20 @@ REFUSALS = (
             "give the tick's environment GEMINI_API_KEY (or GOOGLE_GENAI_USE_VERTEXAI / GOOGLE_GENAI_USE_GCA"
             " with their credentials), or choose an auth method in ~/.gemini/settings.json as that user",
             needles=("Please set an Auth method",), codes=(41,)),
+    # gemini-cli 0.61.0 run headless in a folder it does not trust (a loop worktree always is
+    # new): exit 55, "Gemini CLI is not running in a trusted directory. To proceed, either use
+    # `--skip-trust`, set the `GEMINI_CLI_TRUST_WORKSPACE=true` environment variable, …".
+    # gemini-cli 0.61.0 that cannot write its home folder (a sandbox granting only ~/.gemini/tmp)
+    # dies at start: "An unexpected critical error occurred:Error: EROFS: read-only file system,
+    # open '…/.gemini/projects.json.<uuid>.tmp'" (recorded in tests/e2e).
+    Refusal("gemini crashed before it could run the task",
+            "run gemini by hand the same way to see why; inside automaton --sandbox it needs to write"
+            " ~/.gemini/projects.json, which the sandbox keeps read-only",
+            needles=("An unexpected critical error occurred",)),
+    Refusal("gemini refused to run in a folder it does not trust",
+            "automaton passes --skip-trust: check that loop.json harness.command/args run a gemini that takes it"
+            " (0.61.0 or later), or set GEMINI_CLI_TRUST_WORKSPACE=true for the ticks",
+            needles=("not running in a trusted directory",), codes=(55,)),
 )
 
 
@@ -46,12 +60,15 @@ LIMIT_NEEDLES = ("RESOURCE_EXHAUSTED", "Quota exceeded", "exceeded your current 
 
 
 def invocation(req: HarnessRequest) -> Invocation:
-    """argv: `gemini -o json [--approval-mode auto_edit] [-m M] ARGS… -p PROMPT`.
+    """argv: `gemini -o json --skip-trust [--approval-mode auto_edit] [-m M] ARGS… -p PROMPT`.
 
     Headless edits need an approval mode; `auto_edit` is the default unless the user's args
-    choose one.
+    choose one. `--skip-trust`: gemini-cli 0.61.0 refuses to run headless in a folder it does
+    not trust (exit 55), and a loop worktree is always a new folder (recorded in tests/e2e).
+    With 0.61.0 it trusts the folder only after the settings are read, so the worktree's
+    `.gemini/settings.json` hooks stay unloaded in a tick (`harnesses.HOOKLESS`).
     """
-    argv = [EXECUTABLE, "-o", "json"]
+    argv = [EXECUTABLE, "-o", "json", "--skip-trust"]
     if not has_flag(req.args, "--approval-mode", "-y", "--yolo"):
         argv += ["--approval-mode", "auto_edit"]
     if req.model:
@@ -97,4 +114,6 @@ def parse(stdout: str, stderr: str, code: int) -> HarnessResult:
 
 def run(req: HarnessRequest) -> HarnessResult:
     """Run Gemini in `req.cwd`; transcript is the JSON object."""
+    # Not `silent`: gemini 0.61.0 writes its JSON error object to stderr, stdout empty, also
+    # after it ran (a quota or API error mid-run): an empty stdout is no sign it never started.
     return run_cli(req, invocation(req), parse, REFUSALS)

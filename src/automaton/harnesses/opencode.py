@@ -62,4 +62,4 @@ def parse(stdout: str, stderr: str, code: int) -> HarnessResult:
 
 def run(req: HarnessRequest) -> HarnessResult:
     """Run OpenCode in `req.cwd`; transcript is the JSONL event stream."""
-    return run_cli(req, invocation(req), parse)
+    return run_cli(req, invocation(req), parse, silent=True)

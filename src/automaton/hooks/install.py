@@ -55,10 +55,17 @@ AGENT_TARGETS: dict[str, tuple[str, str]] = {  # agent -> (settings file, event)
 }
 NOTES: dict[str, str] = {
     "claude": "Claude Code loads it from sessions started in the project root",
-    "codex": "trust the project's hooks once in Codex (/hooks), or run codex with --dangerously-bypass-hook-trust;"
-             " Codex has no per-path deny list in its sandbox settings, so only the hook guards .state*,"
-             " .automaton/ and the hook settings (workspace-write keeps .git and .codex read-only)",
-    "gemini": "Gemini CLI runs project hooks only in a trusted folder",
+    # codex-cli 0.171.0 skips an untrusted project's whole .codex/ layer, hooks included, even
+    # with --dangerously-bypass-hook-trust ("Untrusted project-local configuration is disabled").
+    "codex": "trust the project in Codex first (codex exec --trust, outside automaton --sandbox where"
+             " ~/.codex/config.toml is read-only), then its hooks once (/hooks) or run codex with"
+             " --dangerously-bypass-hook-trust; Codex has no per-path deny list in its sandbox settings, so only"
+             " the hook guards .state*, .automaton/ and the hook settings (workspace-write keeps .git and .codex"
+             " read-only)",
+    # gemini-cli 0.61.0: --skip-trust sets GEMINI_CLI_TRUST_WORKSPACE only after the settings
+    # are read, so its project hooks stay unloaded ("Hook registry initialized with 0 hook entries").
+    "gemini": "Gemini CLI runs project hooks only in a trusted folder (trust it once in Gemini CLI, or set"
+              " GEMINI_CLI_TRUST_WORKSPACE=true; --skip-trust does not load them)",
 }
 # Claude Code permission rules (gitignore patterns relative to the settings' folder, `**/` = any
 # depth, a leading `/` = that folder), written to permissions.deny. `.automaton/` is anchored: a

@@ -14,10 +14,10 @@ no network. With
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import shutil
 import tempfile
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from automaton.commands.writable import agent_policy, grants, secret_stores
@@ -122,5 +122,5 @@ def role_policy(cfg: LoopConfig, cwd: Path, tmp: Path, *, project_root: Path, in
     policy = agent_policy(project_root, [*work, tmp, *own], tmp, label, agent=agent, cwd=cwd, argv=argv,
                           isolation=cfg.isolation, network=network)
     if hide:
-        policy = dataclasses.replace(policy, hidden=(*policy.hidden, *hide))
+        policy = replace(policy, hidden=(*policy.hidden, *hide))
     return policy

@@ -28,7 +28,7 @@ from automaton import harnesses, notify
 from automaton.core.errors import ExitCode
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.outcome import Outcome
-from automaton.harnesses import HarnessRequest, HarnessResult, Invocation, UsageLimit
+from automaton.harnesses import HarnessRequest, HarnessResult, Invocation, UsageLimit, versions
 from automaton.runner.ledger import tick_cost
 from automaton.store import deferrals
 from automaton.store.chainlog import utc_now
@@ -130,7 +130,8 @@ def outcome(d: Deferred, name: str, n: int, cfg: LoopConfig, commit: str | None,
             warnings: list[str]) -> Outcome:
     """The tick's Outcome (exit 0: a tick ran and was put off); data as a tick's, with `verdict`
     None, `deferred` {until (ISO UTC), harness, source, streak, message} and
-    `iteration_counted` False. Also written to the kept folder as tick.json."""
+    `iteration_counted` False, and `agent_version` (the CLI's installed version, or None) as a
+    tick's. Also written to the kept folder as tick.json."""
     a = d.account
     line = (f"tick {n} of loop {name}: deferred until {a.until_iso} ({cfg.harness.name} usage limit), cost"
             f" ${d.counted:.4f}{'' if d.known else ' (unknown costs counted at max_tick_usd)'}, iteration not"
@@ -140,6 +141,8 @@ def outcome(d: Deferred, name: str, n: int, cfg: LoopConfig, commit: str | None,
         "cost_usd": d.counted, "cost_known": d.known, "status": d.state["status"], "halt": None,
         "deferred": {"until": a.until_iso, "harness": cfg.harness.name, "source": a.source, "streak": a.streak,
                      "message": a.reason},
-        "worktree": str(worktree), "sandbox": cfg.sandbox, "commit": commit, "run_dir": str(d.folder)}
+        "worktree": str(worktree), "sandbox": cfg.sandbox, "commit": commit, "run_dir": str(d.folder),
+        # The CLI that reported the limit, as installed (read from its package, never asked of it).
+        "agent_version": versions.installed(cfg.harness.name)}
     (d.folder / "tick.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     return Outcome(ExitCode.OK, [line], data, [*warnings, f"loop {name}: {d.line}"])

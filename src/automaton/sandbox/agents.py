@@ -17,9 +17,19 @@ binaries unless said):
   user-scope `mcpServers`, so an agent in a sandboxed session can plant a server a later,
   unconfined claude starts (ticks do not grant it: see above).
 - Codex: `~/.codex/sessions/` (rollouts; openai/codex issue #2288), `history.jsonl` (prompt
-  history, per third-party readers of it), `log/` (not verified). Not covered: the SQLite
-  state (`state_*.sqlite` in `~/.codex` itself, whose journal files would need create
-  rights in `~/.codex`, where `config.toml` and `AGENTS.md` live).
+  history, per third-party readers of it), `log/`. Verified with codex-cli 0.171.0 under
+  strace (tests/e2e): it will not start ("failed to initialize in-process app-server client:
+  Read-only file system") without its SQLite state (`state_5.sqlite`, `logs_2.sqlite`, … and
+  their `-wal`/`-shm` journals, created beside them), `installation_id` (opened read-write)
+  and `thread-writer-locks/`. The SQLite files would need create rights in `~/.codex` itself,
+  where `config.toml` and `AGENTS.md` live, so a session moves them: `SESSION_ENV` sets
+  `CODEX_SQLITE_HOME` to `~/.codex/sqlite/` (a folder only sandboxed sessions use: an
+  unconfined codex keeps reading `~/.codex/*.sqlite`, so what an agent writes there never
+  reaches it). `installation_id` is created empty when missing (codex writes its id into
+  it). Left read-only, which codex survives with a logged error: `skills/` (it installs
+  its system skills there: instructions), `tmp/` (its PATH aliases: programs a later codex
+  puts first on PATH), `.tmp*` files in `~/.codex`, `shell_snapshots/` (shell code a later
+  codex sources).
 - Gemini CLI: `~/.gemini/tmp/<project_hash>/` (geminicli.com/docs/cli/commands, chat
   checkpoints). `~/.gemini/history/` (checkpointing, off by default) is not included.
 - aider: `~/.aider/caches/` (aider/versioncheck.py: VERSION_CHECK_FNAME); its chat and input
@@ -40,7 +50,7 @@ import contextlib
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 # (folders, files) per harness, relative to the home directory.
@@ -48,23 +58,40 @@ STATE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "claude": ((".claude/projects", ".claude/todos", ".claude/shell-snapshots", ".claude/statsig",
                 ".claude/session-env", ".claude/ide", ".claude/file-history", ".claude/plans", ".claude/debug"),
                (".claude.json", ".claude/history.jsonl")),
-    "codex": ((".codex/sessions", ".codex/log"), (".codex/history.jsonl",)),
+    "codex": ((".codex/sessions", ".codex/log", ".codex/sqlite", ".codex/thread-writer-locks"),
+              (".codex/history.jsonl", ".codex/installation_id")),
     "gemini": ((".gemini/tmp",), ()),
     "aider": ((".aider/caches",), ()),
     "opencode": ((".local/share/opencode", ".local/state/opencode"), ()),
 }
+# Files created empty (mode 0600) when missing, for an agent that cannot start without
+# opening them read-write; relative to the home directory.
+CREATED: dict[str, tuple[str, ...]] = {"codex": (".codex/installation_id",)}
+
+# Variables a sandboxed session sets on the agent (relative paths are under the home directory).
+SESSION_ENV: dict[str, dict[str, str]] = {"codex": {"CODEX_SQLITE_HOME": ".codex/sqlite"}}
 
 
 def agent_state_dirs(harness: str, home: Path) -> tuple[Path, ...]:
     """The absolute paths (folders, then files) harness `harness` (a loop.json harness name:
     claude, codex, gemini, aider, opencode, command, scripted) must be able to write under
     `home`; () for one with no such state or an unknown name. Missing folders are created
-    (mode 0700, best effort: one that cannot be created simply stays unwritable)."""
+    (mode 0700), and the files of `CREATED` (empty, mode 0600, never through a link), best
+    effort: one that cannot be created simply stays unwritable."""
     folders, files = STATE.get(harness, ((), ()))
     for rel in folders:
         with contextlib.suppress(OSError):
             (home / rel).mkdir(mode=0o700, parents=True, exist_ok=True)
+    for rel in CREATED.get(harness, ()):
+        with contextlib.suppress(OSError):
+            os.close(os.open(home / rel, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
     return tuple(home / rel for rel in (*folders, *files))
+
+
+def session_env(harness: str, home: Path, environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables of `SESSION_ENV` for `harness` (paths made absolute under `home`) that
+    `environ` does not set already: the user's own choice wins (its folder is then not granted)."""
+    return {k: str(home / v) for k, v in SESSION_ENV.get(harness, {}).items() if k not in environ}
 
 
 def visible_paths(*, home: Path, cwd: Path | None = None, project_root: Path | None = None,

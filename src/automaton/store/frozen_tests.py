@@ -17,9 +17,9 @@ from __future__ import annotations
 import json
 import os
 from hashlib import sha256
+from hmac import compare_digest as equal
 from pathlib import Path
 
-from automaton.core.digest import equal
 from automaton.core.testids import Frozen, id_diff
 from automaton.store.atomic import atomic_write, read_all
 

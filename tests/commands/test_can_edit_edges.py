@@ -1,0 +1,82 @@
+"""`--can-edit`'s decision at its edges: the always-denied rules, the phase scope with project
+overrides on a case-insensitive volume, the answer's resolved path, a removed focus."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from automaton.commands.can_edit import Decision, decide, protected, task_scope_allows, which_task
+from automaton.core.errors import BadInput
+from automaton.store.layout import Project
+from tests.helpers import seed_task
+
+
+@pytest.mark.parametrize(("parts", "why"), [
+    ((), "the project root itself is not a file"),
+    ((".automaton", "x"), ".automaton/ is written only by automaton itself"),
+    (("src", ".GIT", "config"), ".git internals are never edited by an agent"),
+    (("tasks", "t", ".State"), ".state files are written only by the automaton CLI"),
+    ((".Claude",), "agent hook configuration is changed only by a human"),
+    (("src", "a.py"), None),
+])
+def test_protected_says_which_rule(parts: tuple[str, ...], why: str | None) -> None:
+    assert protected(parts) == why
+
+
+def test_no_parts_are_never_in_any_scope() -> None:
+    assert task_scope_allows("implement", (), ()) is False
+
+
+@pytest.mark.parametrize(("fold", "parts", "allowed"), [
+    (True, ("SRC", "App.py"), True),
+    (True, ("src", "app.py"), True),
+    (False, ("SRC", "App.py"), False),
+    (False, ("Src", "app.py"), True),
+    (True, ("lib", "x.py"), False),
+])
+def test_overrides_fold_letter_case_only_on_a_case_insensitive_volume(
+        fold: bool, parts: tuple[str, ...], allowed: bool) -> None:
+    assert task_scope_allows("implement", parts, ("tasks", "t"), fold=fold, override=["Src/**"]) is allowed
+
+
+def test_the_answer_carries_the_resolved_path(project: Path, tmp_path: Path) -> None:
+    proj = Project(project.resolve())
+    root = project.resolve()
+    assert decide(proj, "src/x.py") == Decision(True, "no task in focus: only the always-denied paths apply",
+                                                str(root / "src/x.py"))
+    assert decide(proj, ".state") == Decision(False, ".state: .state files are written only by the automaton CLI",
+                                              str(root / ".state"))
+    outside = tmp_path / "elsewhere.txt"
+    assert decide(proj, str(outside)) == Decision(False, f"{outside.resolve()} is outside the project {root}",
+                                                  str(outside.resolve()))
+
+
+def test_a_decision_under_a_task_carries_the_path(project: Path) -> None:
+    seed_task(project, "demo", "research")
+    proj = Project(project.resolve())
+    root = project.resolve()
+    got = decide(proj, "src/x.py", task="demo")
+    assert got == Decision(False, "src/x.py is outside the scope of task demo at phase 'research'",
+                           str(root / "src/x.py"))
+
+
+def test_a_focus_removed_outside_automaton_never_widens_the_scope(project: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   ) -> None:
+    proj = Project(project.resolve())
+    monkeypatch.delenv("AUTOMATON_TASK", raising=False)
+    assert which_task(proj, None) is None  # never focused: no task
+    proj.dot.mkdir(exist_ok=True)
+    (proj.dot / "focus.lock").write_text("")
+    with pytest.raises(BadInput, match=r"focus\.lock shows a focus was set: they were removed outside automaton"):
+        which_task(proj, None)
+    assert str(which_task(proj, "demo")) == "demo"  # an explicit task needs no focus
+
+
+def test_a_task_without_state_denies_everything_and_says_so(project: Path) -> None:
+    (project / "tasks" / "legacy").mkdir(parents=True)
+    proj = Project(project.resolve())
+    got = decide(proj, "src/x.py", task="legacy")
+    assert got == Decision(False, "task legacy has no .state: run automaton --phase --task legacy first",
+                           str(project.resolve() / "src/x.py"))

@@ -1,0 +1,163 @@
+"""The real Gemini CLI (pinned in clis.lock.json) against a scripted Gemini API server.
+
+Gemini CLI takes the server from `GOOGLE_GEMINI_BASE_URL`, with any `GEMINI_API_KEY` and
+`security.auth.selectedType = "gemini-api-key"` in `~/.gemini/settings.json` (alone, the base
+URL selects a "gateway" auth that `-p` refuses: "Invalid auth method selected.", exit 41).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from automaton.runner.tick import tick
+from automaton.store import loops as store
+from tests.e2e.install import pinned
+from tests.e2e.servers.gemini import GeminiServer, quota_exceeded
+from tests.runner.loopkit import make_loop
+
+RECORDED = Path(__file__).with_name("recorded")
+VERIFY = {"implement": {"prompt": "implement.md"},
+          "verify": {"command": [sys.executable, "-c",
+                                 "import pathlib; print('1 passed' if pathlib.Path('src/app.py').exists()"
+                                 " else '1 failed')"], "score": "summary"},
+          "orchestrate": {"builtin": True}}
+
+
+def record(name: str, text: str) -> None:
+    """With AUTOMATON_E2E_RECORD=1, keep what the real CLI printed (tests/harnesses reads it)."""
+    if os.environ.get("AUTOMATON_E2E_RECORD") == "1":
+        folder = RECORDED / f"gemini-{pinned()['gemini'].version}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text, encoding="utf-8")
+
+
+@pytest.fixture
+def gemini_bin(installed: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch) -> Path:
+    exe = installed("gemini")
+    monkeypatch.setenv("PATH", f"{exe.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("GEMINI_API_KEY", "test-key")
+    settings = Path(os.environ["HOME"]) / ".gemini" / "settings.json"
+    settings.parent.mkdir(exist_ok=True)
+    settings.write_text(json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}))
+    return exe
+
+
+@pytest.fixture
+def scripted(gemini_bin: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[list[dict[str, Any]]],
+                                                                                     GeminiServer]]:
+    servers: list[GeminiServer] = []
+
+    def start(steps: list[dict[str, Any]]) -> GeminiServer:
+        srv = GeminiServer(steps).__enter__()
+        servers.append(srv)
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", srv.url)
+        return srv
+
+    yield start
+    for srv in servers:
+        srv.__exit__(None, None, None)
+
+
+def gemini_loop(project: Path) -> Any:
+    return make_loop(project, roles=VERIFY, harness={"name": "gemini", "model": None, "args": [], "timeout_s": 150})
+
+
+def test_a_sandboxed_gemini_tick_commits_its_work_and_counts_its_tokens(project: Path, scripted: Any) -> None:
+    srv = scripted([{"calls": [{"name": "write_file", "args": {"file_path": "src/app.py", "content": "x = 1\n"}}]},
+                    {"text": "Done: src/app.py written."}])
+    proj = gemini_loop(project)
+    out = tick(proj, "demo")
+    assert out.code == 0 and out.data is not None and out.data["halt"] is None, out.lines
+    run = Path(out.data["run_dir"])
+    assert json.loads((run / "tick.json").read_text())["agent_version"] == pinned()["gemini"].version
+    log = (run / "implement.log").read_text()
+    record("tick.json", log)
+    assert out.data["commit"] and out.data["verdict"]["score"] == 1.0, (log, (run / "implement.stderr.log").read_text())
+    result = json.loads(log)
+    assert result["response"] == "Done: src/app.py written."
+    # Gemini prints tokens, no cost: the tick counts max_tick_usd (harnesses.gemini)
+    assert out.data["cost_known"] is False and out.data["cost_usd"] == 1.0
+    assert store.read_state(proj, "demo")["spent_usd"] == 1.0
+    calls = list(srv.scripted_requests())
+    assert calls and calls[0].headers["x-goog-api-key"] == "test-key"
+    assert any(p.get("functionResponse", {}).get("name") == "write_file"
+               for c in calls[1:] for msg in c.body["contents"] for p in msg.get("parts", []))
+
+
+def test_a_daily_quota_defers_the_tick(project: Path, scripted: Any) -> None:
+    scripted([{**quota_exceeded(30), "repeat": True}])  # every retry refused too
+    proj = gemini_loop(project)
+    out = tick(proj, "demo")
+    assert out.code == 0 and out.data is not None and out.data["iteration_counted"] is False, out.lines
+    assert out.data["agent_version"] == pinned()["gemini"].version  # a deferred tick records it too
+    run = Path(out.data["run_dir"])
+    record("quota.stderr", (run / "implement.stderr.log").read_text())
+    deferred = out.data["deferred"]
+    assert deferred["harness"] == "gemini" and deferred["source"] == "backoff", deferred
+    assert "exhausted your daily quota" in deferred["message"], deferred
+    assert (run / "implement.log").read_text() == ""  # 0.61.0 writes the JSON error to stderr, exit 173
+    assert store.read_state(proj, "demo")["iteration_count"] == 0
+
+
+def test_without_skip_trust_gemini_refuses_a_new_folder(gemini_bin: Path, tmp_path: Path) -> None:
+    """Why the adapter passes --skip-trust: the real refusal, matched by the adapter's Refusal."""
+    from automaton.harnesses import gemini
+
+    work = tmp_path / "fresh"
+    work.mkdir()
+    done = subprocess.run(["gemini", "-o", "json", "-p", "hi"], cwd=work, capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, GOOGLE_GEMINI_BASE_URL="http://127.0.0.1:9"))
+    record("untrusted.stderr", done.stderr)
+    assert done.returncode == 55 and done.stdout == "", done.stderr
+    assert any(n in done.stderr for r in gemini.REFUSALS for n in r.needles), done.stderr
+
+
+def test_the_installed_hook_sees_the_real_payload_and_gemini_obeys_its_answers(project: Path,
+                                                                               scripted: Any) -> None:
+    """`--install-hooks gemini` run without a human's sign-off (so no `"sessions": "sandboxed"`
+    seal: a sandboxed Gemini session cannot start, see the README's table). Project hooks load
+    only in a trusted folder, and with 0.61.0 `GEMINI_CLI_TRUST_WORKSPACE=true` makes it one
+    for hooks while `--skip-trust` does not (it sets that variable after the settings are read:
+    "Hook registry initialized with 0 hook entries")."""
+    from tests.helpers import git, run_cli
+
+    (project / "src").mkdir()
+    (project / "src" / "app.py").write_text("x = 1\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "src")
+    os.environ.pop("AUTOMATON_APPROVER", None)
+    done = run_cli("--install-hooks", "gemini", cwd=project, human=False)
+    assert done.code == 0, done.err
+    settings = project / ".gemini" / "settings.json"
+    installed = json.loads(settings.read_text())
+    payloads = project.parent / "payloads.jsonl"
+    hook = installed["hooks"]["BeforeTool"][0]["hooks"][0]
+    hook["command"] = f"tee -a {payloads} | {hook['command']}"
+    settings.write_text(json.dumps(installed))
+    before = settings.read_text()
+    srv = scripted([{"calls": [{"name": "write_file", "args": {"file_path": "src/b.py", "content": "y = 2\n"}}]},
+                    {"calls": [{"name": "write_file", "args": {"file_path": ".gemini/settings.json",
+                                                               "content": "{}"}}]},
+                    {"text": "Done."}])
+    proc = subprocess.run(["gemini", "-o", "json", "--approval-mode", "auto_edit", "-p", "go"], cwd=project,
+                          capture_output=True, text=True, timeout=150,
+                          env=dict(os.environ, GEMINI_CLI_TRUST_WORKSPACE="true", PWD=str(project)))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (project / "src" / "b.py").read_text() == "y = 2\n"  # allowed: written
+    assert settings.read_text() == before  # denied: never written
+    answers = [p["functionResponse"] for c in list(srv.scripted_requests())[1:] for m in c.body["contents"]
+               for p in m.get("parts", []) if "functionResponse" in p]
+    denial = json.dumps(answers[-1])
+    assert "agent hook configuration is changed only by a human" in denial, answers
+    seen = [json.loads(line) for line in payloads.read_text().replace("}{", "}\n{").splitlines()]
+    assert [p["tool_input"]["file_path"] for p in seen] == ["src/b.py", ".gemini/settings.json"]
+    assert seen[0]["tool_name"] == "write_file" and seen[0]["hook_event_name"] == "BeforeTool"
+    record("beforetool.json", json.dumps(seen[0], indent=2) + "\n")

@@ -1,0 +1,98 @@
+"""The real OpenCode CLI (pinned in clis.lock.json) against a scripted Chat Completions server.
+
+OpenCode reaches a local model through a custom provider in `~/.config/opencode/opencode.json`
+(`provider.<id>` with `npm: "@ai-sdk/openai-compatible"`, `options.baseURL`, and per-model
+`cost` in USD per million tokens, from which it prices each step). It fetches that npm package
+at run time into its cache (a tick's cache is private and empty: each run needs the registry).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from automaton.runner.tick import tick
+from automaton.store import loops as store
+from tests.e2e.install import pinned
+from tests.e2e.servers.openai_chat import USAGE, ChatServer
+from tests.runner.loopkit import make_loop
+
+RECORDED = Path(__file__).with_name("recorded")
+VERIFY = {"implement": {"prompt": "implement.md"},
+          "verify": {"command": [sys.executable, "-c",
+                                 "import pathlib; print('1 passed' if pathlib.Path('src/app.py').exists()"
+                                 " else '1 failed')"], "score": "summary"},
+          "orchestrate": {"builtin": True}}
+PRICE_IN, PRICE_OUT = 1.0, 10.0  # USD per million tokens, in the provider's config
+
+
+def record(name: str, text: str) -> None:
+    """With AUTOMATON_E2E_RECORD=1, keep what the real CLI printed (tests/harnesses reads it)."""
+    if os.environ.get("AUTOMATON_E2E_RECORD") == "1":
+        folder = RECORDED / f"opencode-{pinned()['opencode'].version}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text, encoding="utf-8")
+
+
+@pytest.fixture
+def scripted(installed: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch) -> Iterator[
+        Callable[[list[dict[str, Any]]], ChatServer]]:
+    exe = installed("opencode")
+    monkeypatch.setenv("PATH", f"{exe.parent}{os.pathsep}{os.environ['PATH']}")
+    for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    servers: list[ChatServer] = []
+
+    def start(steps: list[dict[str, Any]]) -> ChatServer:
+        srv = ChatServer(steps).__enter__()
+        servers.append(srv)
+        config = Path(os.environ["HOME"]) / ".config" / "opencode" / "opencode.json"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(json.dumps({
+            "$schema": "https://opencode.ai/config.json", "autoupdate": False, "share": "disabled",
+            "provider": {"scripted": {"npm": "@ai-sdk/openai-compatible", "name": "Scripted",
+                                      "options": {"baseURL": f"{srv.url}/v1", "apiKey": "test-key"},
+                                      "models": {"m1": {"name": "M1", "cost": {"input": PRICE_IN,
+                                                                               "output": PRICE_OUT}}}}}}))
+        return srv
+
+    yield start
+    for srv in servers:
+        srv.__exit__(None, None, None)
+
+
+def test_a_sandboxed_opencode_tick_commits_its_work_and_charges_its_step_costs(project: Path, scripted: Any,
+                                                                                monkeypatch: pytest.MonkeyPatch
+                                                                                ) -> None:
+    monkeypatch.setenv("PWD", str(project.parent))  # the runner's own folder: never where opencode works
+    outside = Path(os.environ["HOME"]) / "outside.txt"
+    srv = scripted([{"calls": [{"name": "write", "arguments": {"filePath": "src/app.py", "content": "x = 1\n"}}]},
+                    {"calls": [{"name": "bash", "arguments": {"command": f"echo no > {outside} || echo denied",
+                                                              "description": "try outside"}}]},
+                    {"text": "Done: src/app.py written."}])
+    proj = make_loop(project, roles=VERIFY, harness={"name": "opencode", "model": "scripted/m1", "args": [],
+                                                     "timeout_s": 240})
+    out = tick(proj, "demo")
+    assert out.code == 0 and out.data is not None and out.data["halt"] is None, out.lines
+    run = Path(out.data["run_dir"])
+    assert json.loads((run / "tick.json").read_text())["agent_version"] == pinned()["opencode"].version
+    log = (run / "implement.log").read_text()
+    record("tick.jsonl", log)
+    assert out.data["commit"] and out.data["verdict"]["score"] == 1.0, (log[-3000:],
+                                                                         (run / "implement.stderr.log").read_text())
+    events = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+    steps = [e for e in events if e["type"] == "step_finish"]
+    assert len(steps) == 3
+    per_step = (USAGE["prompt_tokens"] * PRICE_IN + USAGE["completion_tokens"] * PRICE_OUT) / 1e6
+    assert out.data["cost_known"] is True and out.data["cost_usd"] == pytest.approx(3 * per_step)
+    assert store.read_state(proj, "demo")["spent_usd"] == pytest.approx(3 * per_step)
+    bash = [e["part"] for e in events if e["type"] == "tool_use" and e["part"]["tool"] == "bash"]
+    assert bash and "denied" in bash[0]["state"]["output"] and not outside.exists()
+    assert not (project.parent / "src").exists()  # PWD pointed nowhere near the worktree's edits
+    assert len(list(srv.scripted_requests())) == 3

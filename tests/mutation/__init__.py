@@ -1,0 +1,1 @@
+"""`make mutate`: mutation testing of the brake modules (mutmut), scoped per module."""

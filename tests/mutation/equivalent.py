@@ -1,0 +1,231 @@
+"""Surviving mutants that cannot change a brake's answer, each with the reason (`make mutate`).
+
+An entry matches a survivor by its module, its function and the mutated line as mutmut shows
+it (the `+` line of `mutmut show`, stripped). A survivor that changes what a brake allows,
+halts or counts never belongs here: it gets a test that kills it.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Equivalent(NamedTuple):
+    """A survivor that changes no brake's answer: `module` (repo path), `function` ("name" or
+    "Class.name"), `mutated` (the mutant's line, without a trailing comment), `why` (one line)."""
+
+    module: str
+    function: str
+    mutated: str
+    why: str
+    original: str = ""  # the line mutated, where `mutated` alone is not unique in the function
+    near: str = ""  # text of the diff around it (the line above and "\n-"), where that is not unique either
+
+
+_DIGEST = "src/automaton/core/digest.py"
+_CHAIN = "src/automaton/core/chain.py"
+_LOOPCONFIG = "src/automaton/core/loopconfig.py"
+_GIVEN = "a given max_tick_usd is read from loop.json whatever default the cap computed"
+_LOOPLOG = "src/automaton/store/looplog.py"
+_N = "automaton writes n on every TICK_START, TICK and TICK_DEFERRED line: the default is never read"
+_LEDGER = "src/automaton/runner/ledger.py"
+_REFUND = ("refund_usd only bounds how far this update may lower spent_usd; its own change lowers it by exactly"
+           " max(0, reserved - counted), within either bound")
+_MOVED = "raised only when the iteration moved under the tick lock, which the lock rules out"
+_POLICY = "src/automaton/hooks/policy.py"
+_CAN_EDIT = "src/automaton/commands/can_edit.py"
+_MEMO = "a per-call cache: another key or no shared cache recomputes the same value"
+_ABS = "the path is already real and absolute: the cwd only anchors a relative path"
+_UNREACHABLE = "unreachable: worktree_of found the path inside this worktree"
+_CHAINLOG = "src/automaton/store/chainlog.py"
+_REREAD = "re-reads the log the caller just read under the same lock: the same lines"
+_NOT_HIDDEN = "only a reader with the key reaches here, and it never takes keyed lines unverified"
+_CACHE = "the per-key pad cache only saves time: a miss recomputes the same pads"
+
+EQUIVALENT: tuple[Equivalent, ...] = (
+    Equivalent(_CHAINLOG, '_read_text',
+               'return read_all(log_path).decode("UTF-8")', "codec names are case-insensitive"),
+    Equivalent(_CHAINLOG, 'read_chain',
+               'key, hidden = keys.load_key(create=None), False', "None and False both mean: never create the key"),
+    Equivalent(_CHAINLOG, 'read_chain',
+               'found = None if (hidden) and F'
+               'alse else _anchor_of(log_path)',
+               "the anchor is used only where the key is not hidden"),
+    Equivalent(_CHAINLOG, 'read_chain',
+               'if check.ok and check.legacy or'
+               ' keys.was_keyed(Path(log_path)):',
+               "a log that is not legacy reads the same on the second read and falls through"),
+    Equivalent(_CHAINLOG, 'read_chain',
+               'if check.ok or check.legacy and'
+               ' keys.was_keyed(Path(log_path)):',
+               "a log that is not legacy reads the same on the second read and falls through"),
+    Equivalent(_CHAINLOG, 'append_event',
+               'chain = chain if (chain is not None) and False else read_chain(log_path)', _REREAD),
+    Equivalent(_CHAINLOG, 'commit',
+               'append_event(log_path, event, fields, token, None)', _REREAD),
+    Equivalent(_CHAINLOG, 'commit',
+               'append_event(log_path, event, fields, token, )', _REREAD),
+    Equivalent(_CHAINLOG, '_anchored',
+               'return ChainCheck(True, check.lines, anchor=found.count)', _NOT_HIDDEN),
+    Equivalent(_CHAINLOG, '_rolled',
+               'return ChainCheck(False, check.lines, why, rolled_back=True, anchor=count)', _NOT_HIDDEN),
+    Equivalent(_CHAINLOG, '_rolled',
+               'return ChainCheck(False, check.lines, why, un'
+               'verified=None, rolled_back=True, anchor=count)',
+               _NOT_HIDDEN),
+    Equivalent(_CHAINLOG, 'adopt',
+               'if not chain.ok or chain.anchor > 0 or no'
+               't chain.lines or not chain.lines[-1].mac:',
+               "an anchor counts at least one line"),
+    Equivalent(_CHAINLOG, 'adopt',
+               'if not chain.ok or chain.anchor >= 1 or n'
+               'ot chain.lines or not chain.lines[-1].mac:',
+               "an anchor counts at least one line"),
+    Equivalent(_CHAINLOG, 'adopt',
+               'if not chain.ok or chain.anchor >= 0 and n'
+               'ot chain.lines or not chain.lines[-1].mac:',
+               "an anchored log is refused again below: the anchor on disk is read"),
+    Equivalent(_CHAINLOG, 'recover',
+               'tmp_token = ""', "no state token is empty: an unreadable temp file is never published either way"),
+    Equivalent(_CHAINLOG, 'recover',
+               'current = ""', "no state token is empty: an unreadable state differs from the logged token either way"),
+    Equivalent(_CHAINLOG, 'recover',
+               'tmp.unlink(missing_ok=None)', "the temp file was seen to exist, under the lock"),
+    Equivalent(_CHAINLOG, 'recover',
+               'tmp.unlink(missing_ok=False)', "the temp file was seen to exist, under the lock"),
+    Equivalent(_CHAINLOG, 'settle_anchor',
+               'if found is None or read_all(log_'
+               'path).count(b"\\n") < found.count:',
+               "a log at its anchor's count is not ahead: the chain check below writes nothing"),
+    Equivalent(_CHAINLOG, 'settle_anchor',
+               'if chain.ok and len(chain.lines) >= '
+               'found.count and chain.lines[-1].mac:',
+               "at the anchor's count it writes the anchor it read: the same count and tail"),
+    Equivalent(_CAN_EDIT, '_task_scope',
+               'return _TaskScope(None, rec.phase, task_par'
+               'ts, scope_overrides(project).get(rec.phase),',
+               "None and \"\" are both no denial"),
+    Equivalent(_CAN_EDIT, 'decide',
+               'ref = memo.get(None, lambda: which_task(project, task))', "one task per call: " + _MEMO),
+    Equivalent(_CAN_EDIT, 'decide',
+               'ref = memo.get(("XXtaskXX", task), lambda: which_task(project, task))', _MEMO),
+    Equivalent(_CAN_EDIT, 'decide',
+               'ref = memo.get(("TASK", task), lambda: which_task(project, task))', _MEMO),
+    Equivalent(_CAN_EDIT, 'phase_scope',
+               'scope = memo.get(("XXscopeXX", ref), lambda: _task_scope(project, ref, root))', _MEMO),
+    Equivalent(_CAN_EDIT, 'phase_scope',
+               'scope = memo.get(("SCOPE", ref), lambda: _task_scope(project, ref, root))', _MEMO),
+    Equivalent(_CAN_EDIT, 'phase_scope',
+               'project: Project, ref: TaskRef, parts: tuple[str, '
+               '...], path: str = "XXXX", memo: Memo | None = None,',
+               "every caller that reads the decision's path passes one"),
+    Equivalent(_CAN_EDIT, 'task_scope_allows',
+               'return s.upper() if fold else s', "both sides of each comparison are folded alike"),
+    Equivalent(_CAN_EDIT, 'Memo.root',
+               'return self.get(None, lambda: real(project.root, project.root))', "one project per call: " + _MEMO),
+    Equivalent(_CAN_EDIT, 'Memo.root',
+               'return self.get(("XXrootXX", project.root), lambda: real(project.root, project.root))', _MEMO),
+    Equivalent(_CAN_EDIT, 'Memo.root',
+               'return self.get(("ROOT", project.root), lambda: real(project.root, project.root))', _MEMO),
+    Equivalent(_POLICY, '_in_worktree',
+               'return Verdict(False, )', _UNREACHABLE),
+    Equivalent(_POLICY, '_in_worktree',
+               'return Verdict(True, f"{path} is outside the worktree of loop {tree.name!r}")', _UNREACHABLE),
+    Equivalent(_POLICY, '_in_worktree',
+               'return Verdict(None, f"{path} is outside the worktree of loop {tree.name!r}")', _UNREACHABLE),
+    Equivalent(_POLICY, '_in_worktree',
+               'return Verdict(False, None)', _UNREACHABLE),
+    Equivalent(_POLICY, '_in_worktree',
+               'return Verdict(f"{path} is outside the worktree of loop {tree.name!r}")', _UNREACHABLE),
+    Equivalent(_POLICY, '_in_worktree',
+               'facts = memo.get(("XXloopXX", tree.name), lambda: loop_facts(project, tree.name))', _MEMO),
+    Equivalent(_POLICY, '_in_worktree',
+               'facts = memo.get(("LOOP", tree.name), lambda: loop_facts(project, tree.name))', _MEMO),
+    Equivalent(_POLICY, '_in_worktree',
+               'verdict = _phase_scope(project, ref, parts, None)', _MEMO),
+    Equivalent(_POLICY, '_in_worktree',
+               'task=str(refs[0]) if refs else None, cwd=None, facts=facts)', _ABS),
+    Equivalent(_POLICY, '_in_worktree',
+               'task=str(refs[0]) if refs else None, facts=facts)', _ABS),
+    Equivalent(_POLICY, '_phase_scope',
+               'decision = can_edit.phase_scope(project, ref, parts, memo=None)', _MEMO),
+    Equivalent(_POLICY, '_phase_scope',
+               'decision = can_edit.phase_scope(project, ref, parts, )', _MEMO),
+    Equivalent(_POLICY, '_worktree',
+               'return memo.get(("XXworktreeXX", name), lambda: Worktree(n'
+               'ame, real(project.worktree_dir(name), memo.root(project))))',
+               _MEMO),
+    Equivalent(_POLICY, '_worktree',
+               'return memo.get(("WORKTREE", name), lambda: Worktree(nam'
+               'e, real(project.worktree_dir(name), memo.root(project))))',
+               _MEMO),
+    Equivalent(_POLICY, 'check',
+               'else worktree_of(project, real(cwd, project.root), None))', _MEMO),
+    Equivalent(_POLICY, 'check',
+               'else worktree_of(project, real(cwd, project.root), ))', _MEMO),
+    Equivalent(_POLICY, 'check_one',
+               'tree = worktree_of(project, path, None)', _MEMO),
+    Equivalent(_POLICY, 'check_one',
+               'tree = worktree_of(project, path, )', _MEMO),
+    Equivalent(_POLICY, 'check_one',
+               'decision = can_edit.decide(project, str(path), cwd=None, memo=memo)', _ABS),
+    Equivalent(_POLICY, 'check_one',
+               'decision = can_edit.decide(project, str(path), memo=memo)', _ABS),
+    Equivalent(_POLICY, 'check_one',
+               'return _in_worktree(project, None, path, tree, memo)', _ABS),
+    Equivalent(_POLICY, 'wrapped_reason',
+               'verdict = check(project, cwd, [os.path.join(root, p) for p in INLINE_PROBES], None)', _MEMO),
+    Equivalent(_POLICY, 'wrapped_reason',
+               'verdict = check(project, cwd, [os.path.join(root, p) for p in INLINE_PROBES], )', _MEMO),
+    Equivalent(_LEDGER, "record",
+               'return loop.update_state("TICK", fields, mutate, refund_usd=max(1.0, reserved - counted))', _REFUND),
+    Equivalent(_LEDGER, "record",
+               'return loop.update_state("TICK", fields, mutate, refund_usd=max(0.0, reserved + counted))', _REFUND),
+    Equivalent(_LEDGER, "reserve", "raise RuntimeError(None)", _MOVED),
+    Equivalent(_LEDGER, "reserve", "raise RuntimeError(f\"loop {loop.name}: iteration moved under the tick lock ({n} ->"
+               " {new['XXiteration_countXX']})\")", _MOVED),
+    Equivalent(_LEDGER, "reserve", "raise RuntimeError(f\"loop {loop.name}: iteration moved under the tick lock ({n} ->"
+               " {new['ITERATION_COUNT']})\")", _MOVED),
+    Equivalent(_LOOPLOG, "log_finding", "floor = high if n == start + 1 or _is_reseal(line) else prev",
+               "lines[start] is the last re-seal, so no later line is one; with none, high and prev are both empty"
+               " on line 1"),
+    Equivalent(_LOOPLOG, "log_finding", "break",
+               "the approval marks are the last keys checked: stopping at the first skipped one skips only the other",
+               original="continue", near="(line.event in MARK_EVENTS or _is_reseal(line)):\n-"),
+    Equivalent(_LOOPLOG, "log_finding",
+               'reserved[line.fields.get("n", None)] = (_number(line.fields.get("reserved_usd")) or 0.0, values)', _N),
+    Equivalent(_LOOPLOG, "log_finding",
+               'held = reserved.pop(line.fields.get("n", None), None) if line.event in CLOSING else None', _N),
+    Equivalent(_LOOPLOG, "log_finding",
+               'reserved[line.fields.get("n", )] = (_number(line.fields.get("reserved_usd")) or 0.0, values)', _N),
+    Equivalent(_LOOPLOG, "log_finding",
+               'held = reserved.pop(line.fields.get("n", ), None) if line.event in CLOSING else None', _N),
+    Equivalent(_LOOPLOG, "log_finding",
+               'reserved[line.fields.get("n", "XXXX")] = (_number(line.fields.get("reserved_usd")) or 0.0, values)',
+               _N),
+    Equivalent(_LOOPLOG, "log_finding",
+               'held = reserved.pop(line.fields.get("n", "XXXX"), None) if line.event in CLOSING else None', _N),
+    Equivalent(_LOOPCONFIG, "_brakes",
+               "if budget is not None and not b.has(None) and isinstance(default_tick, int | float):", _GIVEN),
+    Equivalent(_LOOPCONFIG, "_brakes",
+               'if budget is not None and not b.has("XXmax_tick_usdXX") and isinstance(default_tick, int | float):',
+               _GIVEN),
+    Equivalent(_LOOPCONFIG, "_brakes",
+               'if budget is not None and not b.has("MAX_TICK_USD") and isinstance(default_tick, int | float):',
+               _GIVEN),
+    Equivalent(_DIGEST, "hmac_sha256", "pads = None", _CACHE),
+    Equivalent(_DIGEST, "hmac_sha256", "pads = _pads.get(None)", _CACHE),
+    Equivalent(_CHAIN, "line_hash", 'return sha256_hex(line.encode("UTF-8"))', "codec names are case-insensitive"),
+    Equivalent(_CHAIN, "line_mac", 'return hmac_sha256(key, body.encode("UTF-8"))', "codec names are case-insensitive"),
+    Equivalent(_CHAIN, "format_line", "raise ValueError(None)",
+               "the message of an error only automaton's own code can cause (its event and field names are fixed)"),
+    Equivalent(_CHAIN, "parse_line", "found = _MAC.search(raw, max(len(raw) - _MAC_LEN, 1))",
+               "a mac found at 0 leaves no timestamp or event: the line is refused either way"),
+    Equivalent(_CHAIN, "parse_line", "found = _MAC.search(raw, )",
+               "the pattern ends in \\Z and has a fixed length: it can only match at len - _MAC_LEN"),
+    Equivalent(_CHAIN, "verify_text", "first_keyed = None", "None and 0 are both 'no keyed line yet' to `or` and `if`"),
+    Equivalent(_CHAIN, "verify_text", 'rows = text.split("\\n")[:-1] if (text) or True else []',
+               'the empty text splits to no rows either way'),
+    Equivalent(_CHAIN, "verify_text", "if n <= len(rows):",
+               "the last line's hash is computed but never read"),
+)

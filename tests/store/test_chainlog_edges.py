@@ -1,0 +1,150 @@
+"""The keyed log on disk at its edges (`store.chainlog`): a log replaced by an unkeyed one, a
+missing key, a missing or rolled-back log against its anchor, a crash between a line and its
+anchor. Each verdict is one a tampering agent would want turned around."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from automaton.core.chain import GENESIS, format_line, line_hash
+from automaton.core.errors import CorruptState
+from automaton.store import anchor, chainlog
+from automaton.store import key as keys
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> Path:
+    keys.forget()
+    path = tmp_path / "loop" / ".state.log"
+    path.parent.mkdir()
+    for i in range(3):
+        chainlog.append_event(path, "TICK", {"n": i + 1}, f"s{i + 1}")
+    return path
+
+
+def test_a_whole_log_verifies_against_its_anchor(log: Path) -> None:
+    check = chainlog.read_chain(log)
+    assert (check.ok, len(check.lines), check.anchor, check.rolled_back, check.unverified) == (True, 3, 3, False,
+                                                                                               False)
+
+
+def test_a_keyed_log_replaced_by_an_unkeyed_chain_is_refused(log: Path) -> None:
+    first = format_line("2026-12-01T00:00:00Z", "CREATED", {}, "s0", GENESIS)
+    log.write_text(f"{first}\n" + format_line("2026-12-01T00:00:01Z", "TICK", {"n": 1}, "s1", line_hash(first)) + "\n")
+    check = chainlog.read_chain(log)
+    assert (check.ok, len(check.lines), check.error) == (
+        False, 2, "no line is keyed, but automaton has sealed this log with its key before: the whole log was replaced")
+
+
+def test_a_forged_line_is_refused_on_disk(log: Path) -> None:
+    lines = log.read_text().splitlines()
+    forged = format_line("2026-12-01T00:00:00Z", "TICK", {"n": 4}, "s4", line_hash(lines[-1]), b"x" * 32)
+    log.write_text("\n".join([*lines, forged]) + "\n")
+    check = chainlog.read_chain(log)
+    assert not check.ok and "line 4 has a mac the key does not verify" in check.error
+
+
+def test_a_missing_key_leaves_keyed_lines_untrusted(log: Path) -> None:
+    keys.key_path().unlink()
+    keys.forget()
+    check = chainlog.read_chain(log)
+    assert (check.ok, check.needs_key, len(check.lines)) == (False, True, 0)
+    assert check.error == (f"line 1 is sealed with a key (mac=) but there is no key to verify it: {keys.key_path()}"
+                           " is missing (restore it from a backup, or a human re-seals the log)")
+
+
+def test_a_missing_log_with_a_bad_key_file_reads_as_empty(tmp_path: Path) -> None:
+    keys.forget()
+    keys.key_path().parent.mkdir(parents=True, exist_ok=True)
+    keys.key_path().write_text("not a key\n")
+    keys.key_path().chmod(0o600)
+    check = chainlog.read_chain(tmp_path / "none.log")
+    assert (check.ok, check.lines) == (True, [])
+
+
+def test_a_log_cut_back_or_removed_is_rolled_back(log: Path) -> None:
+    lines = log.read_text().splitlines(keepends=True)
+    log.write_text("".join(lines[:2]))
+    cut = chainlog.read_chain(log)
+    assert (cut.ok, cut.rolled_back, cut.anchor, len(cut.lines)) == (False, True, 3, 2)
+    with pytest.raises(CorruptState, match=rf"^{log}: "):
+        chainlog.append_event(log, "TICK", {"n": 9}, "s9")  # nothing is appended to a rolled-back log
+    assert log.read_text() == "".join(lines[:2])
+    log.unlink()
+    gone = chainlog.read_chain(log)
+    assert (gone.ok, gone.rolled_back, gone.lines, gone.anchor) == (False, True, [], 3)
+
+
+def test_a_missing_anchor_of_an_anchored_log_is_tampering(log: Path) -> None:
+    anchor.file_of(log).unlink()
+    check = chainlog.read_chain(log)
+    assert (check.ok, check.rolled_back, check.anchor, len(check.lines)) == (False, True, -1, 3)
+    assert check.error == (f"TAMPERED: its anchor {anchor.file_of(log)} is missing, although automaton anchored this"
+                           " log: a human accepts the log as it is: automaton --accept-rollback")
+
+
+def test_an_unreadable_anchor_is_tampering(log: Path) -> None:
+    anchor.file_of(log).write_text("garbage\n")
+    check = chainlog.read_chain(log)
+    assert (check.ok, check.rolled_back, check.anchor) == (False, True, -1)
+    assert check.error.startswith("TAMPERED: ") and check.error.endswith(
+        ": restore it from a backup, or a human accepts the log as it is: automaton --accept-rollback")
+
+
+def test_an_anchor_left_behind_by_a_crash_is_moved_forward(log: Path) -> None:
+    old = anchor.file_of(log).read_bytes()
+    chainlog.append_event(log, "TICK", {"n": 4}, "s4")
+    anchor.file_of(log).write_bytes(old)  # the crash: line 4 logged, its anchor not yet written
+    chainlog.settle_anchor(log)
+    check = chainlog.read_chain(log)
+    assert (check.ok, check.anchor, len(check.lines)) == (True, 4, 4)
+
+
+def test_an_unanchored_keyed_log_is_adopted_once(log: Path) -> None:
+    anchor.forget(log)  # a log keyed before anchors existed: no anchor, no anchored mark
+    keys.mark_keyed(log, anchored=False)
+    assert chainlog.adopt(log) is True
+    assert chainlog.read_chain(log).anchor == 3
+    assert chainlog.adopt(log) is False  # anchored now: never re-anchored
+    anchor.file_of(log).unlink()
+    assert chainlog.adopt(log) is False  # a missing anchor of an anchored log reads as tampering
+    assert chainlog.read_chain(log).rolled_back
+
+
+def test_adopt_refuses_an_unkeyed_log_and_a_stale_reading(log: Path, tmp_path: Path) -> None:
+    anchor.forget(log)
+    keys.mark_keyed(log, anchored=False)
+    stale = chainlog.read_chain(log)  # read before the anchor below exists
+    assert chainlog.adopt(log) is True
+    assert chainlog.adopt(log, stale) is False  # the anchor on disk is never replaced
+    legacy = tmp_path / "legacy.log"
+    first = format_line("2026-12-01T00:00:00Z", "CREATED", {}, "s0", GENESIS)
+    legacy.write_text(f"{first}\n")
+    assert chainlog.adopt(legacy) is False and anchor.read(legacy) is None  # unkeyed: nothing to anchor
+
+
+def test_an_unreadable_log_says_so_whatever_its_anchor(log: Path, tmp_path: Path) -> None:
+    odd = tmp_path / "dir.log"
+    odd.mkdir()
+    check = chainlog.read_chain(odd)
+    assert (check.ok, check.lines, check.rolled_back) == (False, [], False) and check.error.startswith("cannot read: ")
+    log.unlink()
+    log.mkdir()  # the anchor of the three-line log is still there
+    check = chainlog.read_chain(log)
+    assert (check.ok, check.lines, check.rolled_back) == (False, [], False) and check.error.startswith("cannot read: ")
+
+
+def test_timestamps_are_utc_whatever_the_local_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TZ", "XYZ-5:30")  # POSIX form, no tz database needed: never the clock of UTC
+    time.tzset()
+    try:
+        before = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        got = chainlog.utc_now()
+        after = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        assert before <= got <= after
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
