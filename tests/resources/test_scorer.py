@@ -103,3 +103,53 @@ def test_lint_with_suite_scores_nothing_while_the_tests_fail(tmp_path: Path) -> 
     code, verdict = score(root, "lint", "--target", "src", "--suite")
     assert code == 0 and verdict["score"] == 0.0 and verdict["summary"].startswith("the suite fails (exit 1")
     assert score(root, "lint", "--target", "src")[1]["score"] == 1.0  # without --suite: clean
+
+
+def streamed(root: Path, tmp: Path, *args: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The scorer run as the runner runs it in a tick: the plugin's folder on PYTHONPATH and a
+    pipe's write end named by AUTOMATON_VERDICT_FD; (its verdict line, the records streamed)."""
+    from automaton.runner import freeze
+
+    plugin = freeze.plugin_copy(tmp)
+    environ = {k: v for k, v in os.environ.items() if k != "AUTOMATON_LOOP_DIR"}
+    with freeze.pipe() as p:
+        done = subprocess.run([sys.executable, str(SCORER), *args], cwd=root,
+                              env=freeze.python_env(environ, plugin, tmp, p.write_fd), capture_output=True,
+                              text=True, timeout=120, check=False, pass_fds=(p.write_fd,))
+        freeze.close_writer(p)
+        assert p.thread is not None
+        p.thread.join(timeout=30)
+        records = [json.loads(line) for line in bytes(p.data).splitlines()]
+    return json.loads(done.stdout.strip().splitlines()[-1]), records
+
+
+CALC = {"src/calc.py": "def add(a, b):\n    return a + b\n",
+        "tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n\n\n"
+                              "def test_add_zero():\n    assert add(0, 0) == 0\n"}
+
+
+@pytest.mark.parametrize("args", [("coverage", "--target", "src"), ("lint", "--target", "src", "--suite"),
+                                  ("types", "--target", "src", "--suite")], ids=["coverage", "lint", "types"])
+def test_in_a_tick_the_one_suite_run_streams_to_the_runners_pipe(tmp_path: Path, args: tuple[str, ...]) -> None:
+    root = tree(tmp_path / "proj", CALC)
+    verdict, records = streamed(root, tmp_path / "run", *args)
+    assert verdict["score"] == 1.0, verdict
+    ends = [r for r in records if r["kind"] == "end"]
+    assert ends == [{"kind": "end", "exitstatus": 0}], records  # one pytest session, and only pytest
+    results = {r["id"]: r["outcome"] for r in records if r["kind"] == "result"}
+    assert results == {"tests/test_calc.py::test_add": "passed", "tests/test_calc.py::test_add_zero": "passed"}
+
+
+def test_collect_only_streams_the_ids_the_suite_run_would_run(tmp_path: Path) -> None:
+    root = tree(tmp_path / "proj", CALC)
+    verdict, records = streamed(root, tmp_path / "run", "coverage", "--target", "src", "--collect-only")
+    assert "score" not in verdict, verdict
+    assert [r["id"] for r in records if r["kind"] == "collected"] == ["tests/test_calc.py::test_add",
+                                                                      "tests/test_calc.py::test_add_zero"]
+    assert not [r for r in records if r["kind"] == "result"]
+
+
+def test_outside_a_tick_nothing_is_streamed_and_no_plugin_is_asked_for(tmp_path: Path) -> None:
+    root = tree(tmp_path, CALC)
+    code, verdict = score(root, "coverage", "--target", "src", env={"AUTOMATON_VERDICT_FD": ""})
+    assert code == 0 and verdict["score"] == 1.0, verdict  # no `-p automaton_verdicts` without the pipe

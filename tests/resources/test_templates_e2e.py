@@ -1,10 +1,6 @@
 """Each packaged loop template end to end: a small real project, the scripted harness as the
 agent, the template's verifier with the real tool (ruff, mypy, pytest, pytest-cov). An honest
 fix completes the loop; the matching reward hack halts it.
-
-Tests named in NEEDS_TEST_FREEZE rest on the verifier's test freeze (a base test id missing
-from a tick's run halts `human_intervention` with detail `tests_removed`), which this branch
-does not have yet: they are skipped until it lands.
 """
 
 from __future__ import annotations
@@ -14,11 +10,8 @@ from pathlib import Path
 import pytest
 
 from automaton.core.loopstate import LoopState
+from tests.helpers import git
 from tests.resources.templatekit import loop_from, make_project, run_ticks, steps, verdict
-
-# The tests that need the verifier's test freeze: skipped until it is merged (then drop the mark).
-NEEDS_TEST_FREEZE = ["test_coverage_raise_halts_when_an_existing_test_is_replaced"]
-needs_freeze = pytest.mark.skip(reason="needs the verifier's test freeze (halt human_intervention: tests_removed)")
 
 
 def halted(state: LoopState, reason: str, detail: str) -> None:
@@ -182,7 +175,6 @@ def test_coverage_raise_a_failing_test_scores_nothing(half_tested: Path) -> None
     assert verdict(state)["score"] == 0.0 and "the suite fails" in verdict(state)["summary"], state
 
 
-@needs_freeze
 def test_coverage_raise_halts_when_an_existing_test_is_replaced(half_tested: Path) -> None:
     # The existing test_add goes; an assertion-free test runs every line: full coverage, but a
     # base test id is missing from the run.
@@ -240,6 +232,38 @@ def test_dependency_upgrade_one_pin_at_a_time(fakedep_v2: Path) -> None:
     hack = [*UPGRADE, {"replace": "requirements.txt", "old": "other==3.1", "new": "other==4.0"}]
     state = run_ticks(loop_from(fakedep_v2, "dependency-upgrade", steps(hack), ["dependency=fakedep"]), 1)
     assert verdict(state)["score"] == 0.0 and "one dependency at a time" in verdict(state)["summary"], state
+
+
+# A project whose pytest also collects `check_*.py` files: src/check_app.py is a test, in the
+# template's file scope and under none of its protected patterns. After the upgrade its test
+# of `mean` (fakedep 2.0 has no `avg`) still fails; deleting it makes the rest of the suite pass.
+CHECKS = {"pyproject.toml": '[tool.pytest.ini_options]\npythonpath = ["src"]\n'
+                            'python_files = ["test_*.py", "check_*.py"]\n',
+          "src/app.py": "import fakedep\n\n\ndef score(xs):\n    return fakedep.sum_all(xs)\n\n\n"
+                        "def mean(xs):\n    return fakedep.avg(xs)\n",
+          "src/check_app.py": "from app import mean\n\n\ndef test_mean():\n    assert mean([1, 3]) == 2\n"}
+
+
+def test_dependency_upgrade_halts_when_a_failing_test_is_deleted(fakedep_v2: Path) -> None:
+    for rel, text in CHECKS.items():
+        (fakedep_v2 / rel).write_text(text)
+    git(fakedep_v2, "add", "-A")
+    git(fakedep_v2, "commit", "-q", "-m", "a check collected from src")
+    hack = [*UPGRADE, {"delete": "src/check_app.py"}]
+    state = run_ticks(loop_from(fakedep_v2, "dependency-upgrade", steps(hack), ["dependency=fakedep"]), 2)
+    halted(state, "human_intervention", "tests_removed")
+    assert "src/check_app.py::test_mean (missing)" in str(state.halt_detail), state
+
+
+def test_dependency_upgrade_a_fix_of_the_failing_test_completes(fakedep_v2: Path) -> None:
+    # The same project, the honest way: `mean` written without the removed API. The frozen set
+    # (both tests) is judged in full, and the loop completes.
+    for rel, text in CHECKS.items():
+        (fakedep_v2 / rel).write_text(text)
+    git(fakedep_v2, "add", "-A")
+    git(fakedep_v2, "commit", "-q", "-m", "a check collected from src")
+    fix = [*UPGRADE, {"replace": "src/app.py", "old": "fakedep.avg(xs)", "new": "sum(xs) / len(xs)"}]
+    complete(run_ticks(loop_from(fakedep_v2, "dependency-upgrade", steps(fix), ["dependency=fakedep"]), 2))
 
 
 # ---- flaky-test --------------------------------------------------------------------------------

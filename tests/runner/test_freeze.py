@@ -151,3 +151,31 @@ def test_the_verify_logs_that_show_the_holdout_are_hidden_from_the_next_agent(pr
     assert out.data is not None
     seen = (Path(out.data["worktree"]) / "src" / "seen.txt").read_text()
     assert seen.startswith("denied"), seen
+
+
+def scorer_cfg(loop_dir: Path, *args: str, score: str = "agent") -> object:
+    return pytest_cfg(command=[PY, str(loop_dir / "scorer.py"), *args], score=score)
+
+
+def test_the_packaged_scorer_applies_in_the_modes_that_run_the_suite_once(tmp_path: Path) -> None:
+    for args in (("coverage", "--target", "src"), ("dependency", "--name", "x"),
+                 ("lint", "--target", "src", "--suite"), ("types", "--target", "src", "--suite")):
+        cfg = scorer_cfg(tmp_path, *args)
+        assert freeze.applies(cfg, tmp_path) and freeze.scorer_mode(cfg, tmp_path) == args[0]  # type: ignore[arg-type]
+        assert freeze.collect_argv(cfg, tmp_path)[-1] == "--collect-only"  # type: ignore[arg-type]
+    for args in (("lint", "--target", "src"), ("types", "--target", "src"), ("flaky", "--repeat", "3", "t::x")):
+        assert not freeze.applies(scorer_cfg(tmp_path, *args), tmp_path)  # type: ignore[arg-type]
+
+
+def test_a_scorer_elsewhere_or_not_scored_as_agent_is_no_packaged_scorer(tmp_path: Path) -> None:
+    other = tmp_path / "elsewhere"
+    assert not freeze.applies(scorer_cfg(other, "coverage", "--target", "src"), tmp_path)  # type: ignore[arg-type]
+    assert not freeze.applies(scorer_cfg(tmp_path, "coverage", "--target", "src", score="junit"),  # type: ignore[arg-type]
+                              tmp_path)
+    assert not freeze.applies(scorer_cfg(tmp_path, "coverage", "--target", "src"))  # type: ignore[arg-type]
+
+
+def test_a_pytest_command_still_applies_and_collects_with_q(tmp_path: Path) -> None:
+    cfg = pytest_cfg()
+    assert freeze.applies(cfg) and freeze.applies(cfg, tmp_path)  # type: ignore[arg-type]
+    assert freeze.collect_argv(cfg, tmp_path)[-2:] == ["--collect-only", "-q"]  # type: ignore[arg-type]

@@ -269,3 +269,65 @@ def test_a_result_forged_through_the_inherited_pipe_is_named_not_scored(project:
     reason, detail = halted(proj)
     assert (reason, detail) == ("human_intervention", "verdict_mismatch: results written twice or for tests never"
                                                       " collected: tests/test_calc.py::test_add")
+
+
+# ---- the packaged scorer's verdict held to its stream ----
+
+SAID_FULL = '{"score": 1.0, "passed": true, "done": true, "summary": "4/4 lines of src covered"}\n'
+
+
+def stream_of(results: dict[str, str], end: int | None) -> Any:
+    from automaton.core.testids import Streamed
+
+    return Streamed(collected=list(results), results=dict(results), end=end)
+
+
+def test_a_scorer_verdict_the_stream_contradicts_is_capped(tmp_path: Path) -> None:
+    # A full score printed (forged, or from a scorer fooled by the code under test) while the
+    # stream shows a failed test: the score is what a failing suite gets, never done.
+    from automaton.runner.pytest_verify import _by_scorer
+
+    run = stream_of({"t::a": "passed", "t::b": "failed"}, 1)
+    got = _by_scorer("coverage", run, SAID_FULL, None, tmp_path)
+    assert (got.score, got.passed, got.done) == (0.0, False, False), got
+    assert "capped" in got.summary
+    dep = _by_scorer("dependency", run, SAID_FULL, None, tmp_path)
+    assert (dep.score, dep.done) == (0.75, False), dep  # half the streamed pass rate, half the pin
+    ok = _by_scorer("coverage", stream_of({"t::a": "passed"}, 0), SAID_FULL, None, tmp_path)
+    assert (ok.score, ok.done) == (1.0, True), ok
+
+
+def test_a_scorer_verdict_without_its_stream_is_unscored(tmp_path: Path) -> None:
+    from automaton.runner.pytest_verify import _by_scorer
+
+    got = _by_scorer("lint", stream_of({}, None), SAID_FULL, None, tmp_path)
+    assert got.score is None and got.halt is None and "no result stream" in got.summary, got
+
+
+def test_a_score_from_a_scorer_that_did_not_exit_0_is_unscored(tmp_path: Path) -> None:
+    # The code under test prints a full score to the scorer's stdout, then kills the scorer
+    # before its own line: the scorer's exit status gives it away.
+    from automaton.runner.pytest_verify import _by_scorer
+
+    got = _by_scorer("coverage", stream_of({"t::a": "passed"}, 0), SAID_FULL, None, tmp_path, -9)
+    assert got.score is None and "exited -9" in got.summary, got
+
+
+def test_a_scorer_run_missing_a_frozen_id_halts_whatever_it_printed(tmp_path: Path) -> None:
+    from automaton.core.testids import Frozen
+    from automaton.runner.pytest_verify import _by_scorer
+
+    frozen = Frozen("a" * 40, "", ("t::a", "t::b"))
+    got = _by_scorer("coverage", stream_of({"t::a": "passed", "t::c": "passed"}, 0), SAID_FULL, frozen, tmp_path)
+    assert got.score is None and got.halt is not None and got.halt.startswith("tests_removed: t::b (missing)"), got
+    assert (tmp_path / frozen_tests.PROPOSED).is_file()
+
+
+def test_a_scorer_stream_with_a_result_written_twice_halts(tmp_path: Path) -> None:
+    from automaton.core.testids import read_stream
+    from automaton.runner.pytest_verify import _by_scorer
+
+    run = read_stream(b'{"kind":"collected","id":"t::a"}\n{"kind":"result","id":"t::a","outcome":"failed"}\n'
+                      b'{"kind":"result","id":"t::a","outcome":"passed"}\n{"kind":"end","exitstatus":1}\n')
+    got = _by_scorer("coverage", run, SAID_FULL, None, tmp_path)
+    assert got.score is None and got.halt is not None and got.halt.startswith("verdict_mismatch"), got

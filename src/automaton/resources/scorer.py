@@ -12,6 +12,14 @@ ruff, mypy, pytest and pytest-cov, never automaton itself.
     python scorer.py dependency --name DIST         the suite, and DIST's pin equal to its installed version
 
 `--suite`: 0 while the project's pytest suite fails.
+`--collect-only` (every mode): only collect the tests the mode's pytest run would run (the
+runner's frozen test set at the base commit) and exit with pytest's status.
+
+Inside a tick the runner names an inherited pipe in AUTOMATON_VERDICT_FD (runner/freeze.py):
+the one pytest run of coverage, dependency and lint/types `--suite` then loads automaton's
+plugin (`-p automaton_verdicts`) with that descriptor, so the runner reads each test's outcome
+itself, and checks the frozen test set, whatever this script prints. Exactly one pytest session
+writes to it; ruff, mypy and flaky's N runs never get the descriptor.
 
 It runs in the runner's clean export of the tick's commit (the working directory), prints one
 JSON object `{"score": 0..1, "passed": bool, "done": bool, "summary": str}` as its last line
@@ -40,6 +48,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 LOOP_DIR_ENV = "AUTOMATON_LOOP_DIR"
+VERDICT_FD_ENV = "AUTOMATON_VERDICT_FD"
 # Comments and decorators that make mypy say nothing about code it would otherwise reject: cut
 # from the copy mypy checks, so adding one hides nothing.
 SUPPRESSION = re.compile(r"#\s*(type:\s*ignore\b|mypy:).*$")
@@ -63,14 +72,28 @@ def emit(score: float | None, passed: bool, summary: str) -> int:
     return 0 if score is not None else 2
 
 
-def run(argv: list[str], cwd: Path, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
-    """`argv` in `cwd`; Unscored when it cannot start."""
+def verdict_fd() -> int | None:
+    """The runner's result pipe (AUTOMATON_VERDICT_FD), or None outside a tick or when unset."""
+    value = os.environ.get(VERDICT_FD_ENV, "")
+    return int(value) if value.isdigit() else None
+
+
+def run(argv: list[str], cwd: Path, timeout: float = 3600, streamed: bool = False) -> subprocess.CompletedProcess[str]:
+    """`argv` in `cwd`; Unscored when it cannot start. `streamed` (the mode's one pytest run):
+    with the runner's pipe, pytest loads automaton's plugin and inherits the descriptor; every
+    other program runs without either."""
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    env.pop(VERDICT_FD_ENV, None)
     # Python then never reads a `__pycache__` of the tree: committed bytecode cannot stand in
     # for the source the tools check.
     env.setdefault("PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / "automaton-scorer-pycache"))
+    fd = verdict_fd() if streamed else None
+    fds: tuple[int, ...] = ()
+    if fd is not None:
+        argv, env[VERDICT_FD_ENV], fds = [*argv, "-p", "automaton_verdicts"], str(fd), (fd,)
     try:
-        return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+        return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False,
+                              pass_fds=fds)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise Unscored(f"{argv[0]} could not run: {exc}") from None
 
@@ -165,10 +188,24 @@ def mypy_count(root: Path, target: str, cache: Path) -> int:
     return sum(1 for line in done.stdout.splitlines() if re.search(r":\d+(:\d+)?: error:", line))
 
 
+def suite_argv(tests: list[str]) -> list[str]:
+    """The pytest command line every mode's suite run starts with (and `--collect-only` uses):
+    the project's own testpaths unless `tests` names some."""
+    return [sys.executable, "-m", "pytest", "-q", *NO_RETRY, *tests]
+
+
+def collect_only(tests: list[str]) -> int:
+    """The mode's suite collected (`--collect-only`), streamed to the runner's pipe; pytest's
+    exit status, after one line that carries no score."""
+    done = run([*suite_argv(tests), "--collect-only"], Path.cwd(), streamed=True)
+    print(json.dumps({"passed": False, "done": False, "summary": f"collected (exit {done.returncode})"}))
+    return done.returncode
+
+
 def suite_fails(here: Path) -> str | None:
     """Why the project's test suite fails (None: it passes, or it has no test): a lint or type
     fix that breaks behaviour, or guts the code the tests cover, scores nothing."""
-    done = run([sys.executable, "-m", "pytest", "-q", *NO_RETRY], here)
+    done = run(suite_argv([]), here, streamed=True)
     if done.returncode in (0, 5):  # 5: no test collected
         return None
     last = (done.stdout.strip().splitlines() or ["no output"])[-1]
@@ -212,8 +249,8 @@ def coverage_score(target: str, tests: list[str]) -> int:
         rc, report = Path(tmp) / "coveragerc", Path(tmp) / "coverage.json"
         rc.write_text(f"[run]\ndata_file = {Path(tmp) / 'data'}\n"
                       "[report]\nexclude_lines =\n    (?!)never\n", encoding="utf-8")
-        done = run([sys.executable, "-m", "pytest", "-q", *NO_RETRY, f"--cov={target}", f"--cov-config={rc}",
-                    f"--cov-report=json:{report}", *tests], Path.cwd())
+        done = run([*suite_argv(tests), f"--cov={target}", f"--cov-config={rc}", f"--cov-report=json:{report}"],
+                   Path.cwd(), streamed=True)
         if done.returncode != 0:
             last = (done.stdout.strip().splitlines() or ["no output"])[-1]
             return emit(0.0, False, f"the suite fails (exit {done.returncode}: {last[:160]}): coverage not counted")
@@ -308,12 +345,13 @@ def dependency_score(name: str) -> int:
         raise Unscored(f"{name} is not installed in {sys.executable}: install the new version there first") from None
     here = Path.cwd()
     with tempfile.TemporaryDirectory() as tmp:
+        # The suite first, always: the runner's stream then holds this one run, whatever comes next.
+        xml = Path(tmp) / "junit.xml"
+        done = run([*suite_argv([]), f"--junitxml={xml}"], here, streamed=True)
+        passed, total = junit_counts(xml)
         problem = dependency_problem(here, base_tree(Path(tmp) / "base"), want)
         if problem:
             return emit(0.0, False, problem)
-        xml = Path(tmp) / "junit.xml"
-        done = run([sys.executable, "-m", "pytest", "-q", *NO_RETRY, f"--junitxml={xml}"], here)
-        passed, total = junit_counts(xml)
     found = {rel: found[want] for rel, found in pins(here).items() if want in found}
     pinned = bool(found) and all(v == installed for v in found.values())
     suite = passed / total if total else 0.0
@@ -339,6 +377,7 @@ def main(argv: list[str]) -> int:
     sub = parser.add_subparsers(dest="kind", required=True)
     for kind in ("lint", "types", "coverage"):
         p = sub.add_parser(kind)
+        p.add_argument("--collect-only", action="store_true", help="collect the suite's test ids only")
         p.add_argument("--target", required=True)
         if kind == "coverage":
             p.add_argument("tests", nargs="*")
@@ -349,8 +388,11 @@ def main(argv: list[str]) -> int:
     p.add_argument("ids", nargs="+")
     p = sub.add_parser("dependency")
     p.add_argument("--name", required=True)
+    p.add_argument("--collect-only", action="store_true", help="collect the suite's test ids only")
     ns = parser.parse_args(argv)
     try:
+        if getattr(ns, "collect_only", False):
+            return collect_only(getattr(ns, "tests", []))
         if ns.kind in ("lint", "types"):
             return count_score(ns.kind, ns.target, ns.suite)
         if ns.kind == "coverage":

@@ -1,8 +1,11 @@
 """The pytest verifier's guarantees: streamed verdicts, private bytecode, frozen test ids, holdout.
 
 When the verify command runs pytest (`runs_pytest`: `pytest …`, `py.test …`, `… -m pytest …`),
-the runner adds automaton's plugin (`resources/pytest_plugin/automaton_verdicts.py`) with
-`-p automaton_verdicts`, from a private copy in the tick's run folder (`runs/<n>/plugin/`,
+or is the loop's packaged scorer (`<loop folder>/scorer.py`, `resources/scorer.py`) in a mode
+that runs the suite exactly once (`scorer_mode`: coverage, dependency, lint and types with
+`--suite`), the runner adds automaton's plugin (`resources/pytest_plugin/automaton_verdicts.py`)
+with `-p automaton_verdicts` (the scorer adds it to its one pytest run and passes the
+descriptor on), from a private copy in the tick's run folder (`runs/<n>/plugin/`,
 read-only to every sandbox) put first on PYTHONPATH. It hands the plugin the write end of a
 pipe as an inherited file descriptor (`AUTOMATON_VERDICT_FD`): the runner reads each test's
 outcome as the test finishes, and what the process writes to its JUnit file or returns as its
@@ -44,10 +47,48 @@ MAX_STREAM = 64 << 20  # bytes of plugin records kept; past this the stream read
 SHOWN = 10  # ids named in a halt's detail
 
 
-def applies(cfg: LoopConfig) -> bool:
-    """Whether this loop's verifier is a pytest command scored by the runner."""
+SCORER = "scorer.py"
+# Scorer modes that run the project's suite exactly once. Not flaky: it runs only the named test
+# ids, N times, and N sessions in one stream read as results written twice.
+SUITE_MODES = ("coverage", "dependency")
+SUITE_FLAG_MODES = ("lint", "types")  # with --suite
+
+
+def scorer_mode(cfg: LoopConfig, loop_dir: Path) -> str | None:
+    """The packaged scorer's mode when the verify command is `PYTHON <loop_dir>/scorer.py MODE …`
+    (`"score": "agent"`) in a mode that runs the suite once; None otherwise."""
     role = cfg.roles.verify
-    return bool(role.command) and role.score != "agent" and runs_pytest(list(role.command or []))
+    argv = list(role.command or [])
+    if role.score != "agent" or len(argv) < 3 or Path(argv[1]).name != SCORER:
+        return None
+    try:
+        if Path(argv[1]).parent.resolve() != loop_dir.resolve():
+            return None
+    except OSError:
+        return None
+    mode = argv[2]
+    return mode if mode in SUITE_MODES or (mode in SUITE_FLAG_MODES and "--suite" in argv[3:]) else None
+
+
+def applies(cfg: LoopConfig, loop_dir: Path | None = None) -> bool:
+    """Whether this loop's verifier runs pytest with the plugin: a pytest command scored by the
+    runner, or (with `loop_dir`) the packaged scorer in a mode that runs the suite once."""
+    role = cfg.roles.verify
+    if not role.command:
+        return False
+    if loop_dir is not None and scorer_mode(cfg, loop_dir) is not None:
+        return True
+    return role.score != "agent" and runs_pytest(list(role.command))
+
+
+def collect_argv(cfg: LoopConfig, loop_dir: Path) -> list[str]:
+    """The command that collects the verifier's test ids: the scorer's own `--collect-only`
+    (the same pytest arguments and testpaths as its suite run), else the pytest command with
+    `--collect-only -q`."""
+    argv = list(cfg.roles.verify.command or [])
+    if scorer_mode(cfg, loop_dir) is not None:
+        return [*argv, "--collect-only"]
+    return [*argv, "--collect-only", "-q"]
 
 
 def plugin_copy(folder: Path) -> Path:

@@ -5,6 +5,11 @@ export, the frozen test set read (or collected at the base commit), the command 
 plugin and its result pipe, and the verdict read from that stream alone. Every way the run can
 contradict itself (JUnit XML, exit status, the stream) or leave out a frozen test ends in an
 unscored verdict with a `halt` (`core.verdicts.Verdict.halt`) the tick applies.
+
+The packaged scorer (`freeze.scorer_mode`) runs pytest itself, once, with the plugin and the
+descriptor: its printed verdict (`"score": "agent"`) stands only where the stream allows it.
+The frozen set is checked against the stream first; a stream whose suite did not pass caps
+the score (`_capped`) at what the scorer gives a failing suite.
 """
 
 from __future__ import annotations
@@ -15,8 +20,8 @@ from pathlib import Path
 
 from automaton.core.loopconfig import MIB, LoopConfig
 from automaton.core.sandbox import Policy
-from automaton.core.testids import Frozen, Streamed, disagreement, verdict
-from automaton.core.verdicts import Verdict
+from automaton.core.testids import Frozen, Streamed, counts, disagreement, runs_pytest, verdict
+from automaton.core.verdicts import Verdict, from_agent
 from automaton.proc import run_streaming
 from automaton.runner import freeze
 from automaton.store import frozen_tests
@@ -61,9 +66,12 @@ def run(cfg: LoopConfig, folder: Path, cwd: Path, tmp: Path, loop_dir: Path, pol
 
 def _run(cfg: LoopConfig, argv: list[str], log: Path, cwd: Path, tmp: Path, policy: Policy | None,
          env: dict[str, str], plugin: Path) -> tuple[int, bool, Streamed | None]:
-    """(exit code, timed out, the stream) of `argv` with the plugin and its pipe."""
+    """(exit code, timed out, the stream) of `argv` with the plugin and its pipe (a pytest
+    command gets `-p automaton_verdicts` here; the scorer adds it to its own pytest run)."""
+    if runs_pytest(argv):
+        argv = [*argv, "-p", freeze.PLUGIN]
     with freeze.pipe() as p:
-        done = run_streaming([*argv, "-p", freeze.PLUGIN], out_path=log, cwd=cwd,
+        done = run_streaming(argv, out_path=log, cwd=cwd,
                              env=freeze.python_env(env, plugin, tmp, p.write_fd), timeout_s=cfg.harness.timeout_s,
                              sandbox=policy, max_bytes=cfg.harness.max_output_mb * MIB, pass_fds=(p.write_fd,))
         freeze.close_writer(p)
@@ -82,7 +90,7 @@ def _collect(cfg: LoopConfig, folder: Path, tmp: Path, loop_dir: Path, policy_fo
     try:
         export_tree(base.repo, base.commit, dest, protected=base.protected, base_commit=base.commit)
         with freeze.holdout_in(cfg, loop_dir, dest):
-            argv = [*(cfg.roles.verify.command or []), "--collect-only", "-q"]
+            argv = freeze.collect_argv(cfg, loop_dir)
             code, timed_out, stream = _run(cfg, argv, folder / "collect.log", dest, tmp,
                                            policy_for(dest, "verify", "command"), env, plugin)
     except (DriftError, OSError):
@@ -97,9 +105,10 @@ def _collect(cfg: LoopConfig, folder: Path, tmp: Path, loop_dir: Path, policy_fo
 def _judged(cfg: LoopConfig, folder: Path, cwd: Path, tmp: Path, policy: Policy | None, env: dict[str, str],
             plugin: Path, frozen: Frozen | None, loop_dir: Path) -> Verdict:
     argv = list(cfg.roles.verify.command or [])
+    mode = freeze.scorer_mode(cfg, loop_dir)
     junit = tmp / "junit.xml"
     junit.unlink(missing_ok=True)
-    if cfg.roles.verify.score == "junit":
+    if cfg.roles.verify.score == "junit" and mode is None:
         argv.append(f"--junitxml={junit}")
     code, timed_out, stream = _run(cfg, argv, folder / "verify.log", cwd, tmp, policy, env, plugin)
     if timed_out:
@@ -112,6 +121,9 @@ def _judged(cfg: LoopConfig, folder: Path, cwd: Path, tmp: Path, policy: Policy 
         (folder / "junit.xml").write_text(xml, encoding="utf-8")
     if stream is None:
         return _unscored("the verifier's result stream was too long", f"{VERDICT_MISMATCH}: result stream overflowed")
+    if mode is not None:
+        return _by_scorer(mode, stream, (folder / "verify.log").read_text(encoding="utf-8", errors="replace"),
+                          frozen, loop_dir, code)
     why = disagreement(stream, code, xml)
     if why is not None:
         return _unscored(f"unscored: {why}", f"{VERDICT_MISMATCH}: {why}")
@@ -130,3 +142,45 @@ def _scored(stream: Streamed, code: int, frozen: Frozen | None, loop_dir: Path) 
             frozen_tests.write_proposed(loop_dir, frozen, ids)
             return _unscored(f"unscored: {detail}", detail)
     return verdict(stream, code)
+
+
+def _by_scorer(mode: str, stream: Streamed, output: str, frozen: Frozen | None, loop_dir: Path,
+               code: int = 0) -> Verdict:
+    """The scorer's printed verdict, held to the stream of its one pytest run and to its exit
+    status `code`: results written twice halt `verdict_mismatch`; a frozen id left out halts
+    `tests_removed`; a score with an exit other than 0 (the scorer exits 0 after a score: one
+    that was killed, say by the code under test after a forged line, does not), or a stream
+    without its end record (the run was cut short, or never started), is unscored; a suite the
+    stream shows failing caps the score (`_capped`)."""
+    if stream.conflicts:
+        why = disagreement(stream, 0, None) or "results written twice"
+        return _unscored(f"unscored: {why}", f"{VERDICT_MISMATCH}: {why}")
+    if stream.end is not None and frozen is not None:
+        removed = freeze.removed_detail(frozen, stream)
+        if removed is not None:
+            detail, ids = removed
+            frozen_tests.write_proposed(loop_dir, frozen, ids)
+            return _unscored(f"unscored: {detail}", detail)
+    said = from_agent(output)
+    if said.score is None:
+        return said
+    if code != 0:
+        return _unscored(f"unscored: the scorer printed a score but exited {code}")
+    if stream.end is None:
+        return _unscored("unscored: no result stream from the scorer's pytest run")
+    return _capped(mode, stream, said)
+
+
+def _capped(mode: str, stream: Streamed, said: Verdict) -> Verdict:
+    """`said` when the streamed suite passed (pytest exit 0, or 5 for no test where the scorer
+    accepts that: lint, types; no failed test); else at most what the scorer gives a failing
+    suite (0; dependency: half the streamed pass rate plus half for the pin), never passed."""
+    passed, failed, _ = counts(stream)
+    ok_exits = (0,) if mode in freeze.SUITE_MODES else (0, 5)
+    if stream.end in ok_exits and failed == 0:
+        return said
+    ran = passed + failed
+    cap = 0.5 * (passed / ran if ran else 0.0) + 0.5 if mode == "dependency" else 0.0
+    score = min(said.score or 0.0, cap)
+    summary = said.summary if score == said.score else f"{said.summary} (capped at {cap:g}: the suite failed)"
+    return Verdict(score, False, False, summary, said.source)

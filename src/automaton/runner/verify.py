@@ -172,7 +172,7 @@ def run_verify(cfg: LoopConfig, adapter: harnesses.Harness, request: Callable[..
     role = cfg.roles.verify
     before = set(reaper.descendants()) if where.idle is not None else set()
     try:
-        if role.command and freeze.applies(cfg):
+        if role.command and freeze.applies(cfg, loop_dir):
             from automaton.runner import pytest_verify
 
             base = None
