@@ -233,7 +233,7 @@ def test_a_usage_limit_from_the_server_defers_the_tick_and_charges_what_was_spen
     assert real["is_error"] is True and real["total_cost_usd"] > 0
     assert data["cost_usd"] == pytest.approx(real["total_cost_usd"]) and data["cost_known"] is True
     state = store.read_state(proj, "demo")
-    assert state["iteration_count"] == 0 and state["spent_usd"] == pytest.approx(real["total_cost_usd"])
+    assert state.iteration_count == 0 and state.spent_usd == pytest.approx(real["total_cost_usd"])
     deferred = json.loads((kept / "deferred.json").read_text())
     if source == "reported":
         assert deferred["reported_reset_epoch"] == reset

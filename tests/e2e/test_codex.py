@@ -134,7 +134,7 @@ def test_a_usage_limit_or_429_storm_defers_the_tick(project: Path, scripted: Any
     assert out.data["verdict"] is None and out.data["commit"] is None
     assert out.data["agent_version"] == pinned()["codex"].version  # a deferred tick records it too
     state = store.read_state(proj, "demo")
-    assert state["iteration_count"] == 0
+    assert state.iteration_count == 0
 
 
 def test_a_429_that_a_retry_gets_past_is_a_normal_charged_tick(project: Path, scripted: Any) -> None:

@@ -71,8 +71,8 @@ def loop(root: Path, actions: list[dict[str, Any]], *, protected: list[str] | No
 
 def halted(proj: Project) -> tuple[str, str]:
     state = store.read_state(proj, "demo")
-    assert state["status"] == "halted", state
-    return state["halt_reason"], state["halt_detail"]
+    assert state.status == "halted", state
+    return state.halt_reason, state.halt_detail
 
 
 def test_an_honest_fix_completes_the_loop(project: Path) -> None:
@@ -80,7 +80,7 @@ def test_an_honest_fix_completes_the_loop(project: Path) -> None:
     out = tick(proj, "demo")
     assert out.data is not None and out.data["verdict"]["score"] == 1.0, out.data
     assert out.data["verdict"]["source"] == "stream"
-    assert store.read_state(proj, "demo")["status"] == "complete"
+    assert store.read_state(proj, "demo").status == "complete"
     frozen = frozen_tests.read_frozen(proj.loop_dir(store.require_tracked(proj, "demo")))
     assert frozen is not None and frozen.ids == ("tests/test_calc.py::test_add", "tests/test_calc.py::test_sub")
 
@@ -89,7 +89,7 @@ def test_no_fix_scores_half_from_the_stream(project: Path) -> None:
     proj = loop(project, [{"write": "src/other.py", "content": "x = 1\n"}])
     out = tick(proj, "demo")
     assert out.data is not None and out.data["verdict"]["score"] == 0.5, out.data
-    assert store.read_state(proj, "demo")["status"] == "running"
+    assert store.read_state(proj, "demo").status == "running"
 
 
 # ---- the attacks ----
@@ -124,7 +124,7 @@ def test_tests_rewritten_to_assert_true_are_caught_by_the_holdout(project: Path)
     proj = loop(project, [{"write": "tests/test_calc.py", "content": fake}], protected=[], holdout=holdout)
     out = tick(proj, "demo")
     assert out.data is not None and out.data["verdict"]["score"] == pytest.approx(2 / 3), out.data
-    assert store.read_state(proj, "demo")["status"] == "running"
+    assert store.read_state(proj, "demo").status == "running"
     frozen = frozen_tests.read_frozen(proj.loop_dir(store.require_tracked(proj, "demo")))
     assert frozen is not None and "tests/automaton_holdout/test_calc_holdout.py::test_add_holdout" in frozen.ids
 
