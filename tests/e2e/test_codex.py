@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
@@ -23,26 +22,9 @@ from automaton.harnesses import HarnessRequest, codex, get
 from automaton.runner.tick import tick
 from automaton.store import loops as store
 from tests.e2e.install import pinned
+from tests.e2e.loopkit import VERIFY, record
 from tests.e2e.servers.openai_responses import USAGE, ResponsesServer, rate_limited, usage_limit
 from tests.runner.loopkit import make_loop
-
-VERIFY = {"implement": {"prompt": "implement.md"},
-          "verify": {"command": [sys.executable, "-c",
-                                 "import pathlib; print('1 passed' if pathlib.Path('src/app.py').exists()"
-                                 " else '1 failed')"], "score": "summary"},
-          "orchestrate": {"builtin": True}}
-
-
-RECORDED = Path(__file__).with_name("recorded")
-
-
-def record(name: str, text: str) -> None:
-    """With AUTOMATON_E2E_RECORD=1, keep what the real CLI printed as a fixture for the fakes
-    (tests/harnesses/test_codex.py reads tests/e2e/recorded/codex-<version>/)."""
-    if os.environ.get("AUTOMATON_E2E_RECORD") == "1":
-        folder = RECORDED / f"codex-{pinned()['codex'].version}"
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_text(text, encoding="utf-8")
 
 
 def shell(cmd: str) -> dict[str, Any]:
@@ -98,7 +80,7 @@ def test_a_sandboxed_codex_tick_commits_its_work_and_charges_its_tokens(project:
     assert store.read_state(proj, "demo")["spent_usd"] == pytest.approx(out.data["cost_usd"])
     run = Path(out.data["run_dir"])
     assert json.loads((run / "tick.json").read_text())["agent_version"] == pinned()["codex"].version
-    record("exec-tick.jsonl", (run / "implement.log").read_text())
+    record("codex", "exec-tick.jsonl", (run / "implement.log").read_text())
     events = [json.loads(line) for line in (run / "implement.log").read_text().splitlines() if line.strip()]
     assert events[0]["type"] == "thread.started" and events[-1]["type"] == "turn.completed"
     done = [e["item"] for e in events if e["type"] == "item.completed" and e["item"]["type"] == "command_execution"]
@@ -123,7 +105,7 @@ def test_a_usage_limit_or_429_storm_defers_the_tick(project: Path, scripted: Any
     proj = codex_loop(project)
     out = tick(proj, "demo")
     if out.data is not None and out.data.get("run_dir"):
-        record(fixture, (Path(out.data["run_dir"]) / "implement.log").read_text())
+        record("codex", fixture, (Path(out.data["run_dir"]) / "implement.log").read_text())
     assert out.code == 0 and out.data is not None and out.data["iteration_counted"] is False, out.lines
     deferred = out.data["deferred"]
     assert said in deferred["message"] and deferred["harness"] == "codex"
@@ -143,7 +125,7 @@ def test_a_429_that_a_retry_gets_past_is_a_normal_charged_tick(project: Path, sc
     out = tick(proj, "demo")
     assert out.code == 0 and out.data is not None and "deferred" not in out.data, out.lines
     log = (Path(out.data["run_dir"]) / "implement.log").read_text()
-    record("retried-429.jsonl", log)
+    record("codex", "retried-429.jsonl", log)
     assert "Reconnecting... 1/1" in log  # codex's own retry notice, an `error` event of a run that worked
     assert out.data["halt"] is None and out.data["commit"] and out.data["implement"]["error"] is None
     assert out.data["cost_known"] is True
@@ -161,7 +143,7 @@ def test_codex_that_cannot_write_its_home_is_unavailable(codex_bin: Path, tmp_pa
     req = HarnessRequest(role="implement", prompt="hi", cwd=work, timeout_s=60, run_dir=run, model="gpt-5",
                          args=("--skip-git-repo-check",), env={"CODEX_HOME": str(ro_home)}, sandbox=policy)
     res = get("codex").run(req)
-    record("cannot-start.stderr", (run / "implement.stderr.log").read_text())
+    record("codex", "cannot-start.stderr", (run / "implement.stderr.log").read_text())
     assert res.exit_status == 1 and res.unavailable is not None, res
     assert res.unavailable.startswith("codex exited 1 before printing any output of its own (Error: failed to"
                                       " initialize in-process app-server client:"), res.unavailable
@@ -249,7 +231,7 @@ def test_the_installed_hook_sees_the_real_payload_and_codex_obeys_its_answers(pr
     assert [p["tool_input"]["command"] for p in seen] == ["echo 'y = 2' > src/b.py && echo allowed",
                                                           "echo planted > .codex/hooks.json && echo ran"]
     assert seen[0]["tool_name"] == "Bash" and seen[0]["hook_event_name"] == "PreToolUse"
-    record("pretooluse.json", json.dumps(seen[0], indent=2) + "\n")
+    record("codex", "pretooluse.json", json.dumps(seen[0], indent=2) + "\n")
 
 
 def test_without_project_trust_codex_runs_no_project_hook(project: Path, scripted: Any, approver: str) -> None:

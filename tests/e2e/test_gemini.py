@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,23 +19,9 @@ import pytest
 from automaton.runner.tick import tick
 from automaton.store import loops as store
 from tests.e2e.install import pinned
+from tests.e2e.loopkit import VERIFY, record
 from tests.e2e.servers.gemini import GeminiServer, quota_exceeded
 from tests.runner.loopkit import make_loop
-
-RECORDED = Path(__file__).with_name("recorded")
-VERIFY = {"implement": {"prompt": "implement.md"},
-          "verify": {"command": [sys.executable, "-c",
-                                 "import pathlib; print('1 passed' if pathlib.Path('src/app.py').exists()"
-                                 " else '1 failed')"], "score": "summary"},
-          "orchestrate": {"builtin": True}}
-
-
-def record(name: str, text: str) -> None:
-    """With AUTOMATON_E2E_RECORD=1, keep what the real CLI printed (tests/harnesses reads it)."""
-    if os.environ.get("AUTOMATON_E2E_RECORD") == "1":
-        folder = RECORDED / f"gemini-{pinned()['gemini'].version}"
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_text(text, encoding="utf-8")
 
 
 @pytest.fixture
@@ -79,7 +64,7 @@ def test_a_sandboxed_gemini_tick_commits_its_work_and_counts_its_tokens(project:
     run = Path(out.data["run_dir"])
     assert json.loads((run / "tick.json").read_text())["agent_version"] == pinned()["gemini"].version
     log = (run / "implement.log").read_text()
-    record("tick.json", log)
+    record("gemini", "tick.json", log)
     assert out.data["commit"] and out.data["verdict"]["score"] == 1.0, (log, (run / "implement.stderr.log").read_text())
     result = json.loads(log)
     assert result["response"] == "Done: src/app.py written."
@@ -99,7 +84,7 @@ def test_a_daily_quota_defers_the_tick(project: Path, scripted: Any) -> None:
     assert out.code == 0 and out.data is not None and out.data["iteration_counted"] is False, out.lines
     assert out.data["agent_version"] == pinned()["gemini"].version  # a deferred tick records it too
     run = Path(out.data["run_dir"])
-    record("quota.stderr", (run / "implement.stderr.log").read_text())
+    record("gemini", "quota.stderr", (run / "implement.stderr.log").read_text())
     deferred = out.data["deferred"]
     assert deferred["harness"] == "gemini" and deferred["source"] == "backoff", deferred
     assert "exhausted your daily quota" in deferred["message"], deferred
@@ -115,7 +100,7 @@ def test_without_skip_trust_gemini_refuses_a_new_folder(gemini_bin: Path, tmp_pa
     work.mkdir()
     done = subprocess.run(["gemini", "-o", "json", "-p", "hi"], cwd=work, capture_output=True, text=True,
                           timeout=120, env=dict(os.environ, GOOGLE_GEMINI_BASE_URL="http://127.0.0.1:9"))
-    record("untrusted.stderr", done.stderr)
+    record("gemini", "untrusted.stderr", done.stderr)
     assert done.returncode == 55 and done.stdout == "", done.stderr
     assert any(n in done.stderr for r in gemini.REFUSALS for n in r.needles), done.stderr
 
@@ -160,4 +145,4 @@ def test_the_installed_hook_sees_the_real_payload_and_gemini_obeys_its_answers(p
     seen = [json.loads(line) for line in payloads.read_text().replace("}{", "}\n{").splitlines()]
     assert [p["tool_input"]["file_path"] for p in seen] == ["src/b.py", ".gemini/settings.json"]
     assert seen[0]["tool_name"] == "write_file" and seen[0]["hook_event_name"] == "BeforeTool"
-    record("beforetool.json", json.dumps(seen[0], indent=2) + "\n")
+    record("gemini", "beforetool.json", json.dumps(seen[0], indent=2) + "\n")

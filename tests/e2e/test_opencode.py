@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,24 +19,13 @@ import pytest
 from automaton.runner.tick import tick
 from automaton.store import loops as store
 from tests.e2e.install import pinned
+from tests.e2e.loopkit import VERIFY, record
 from tests.e2e.servers.openai_chat import USAGE, ChatServer
 from tests.runner.loopkit import make_loop
 
-RECORDED = Path(__file__).with_name("recorded")
-VERIFY = {"implement": {"prompt": "implement.md"},
-          "verify": {"command": [sys.executable, "-c",
-                                 "import pathlib; print('1 passed' if pathlib.Path('src/app.py').exists()"
-                                 " else '1 failed')"], "score": "summary"},
-          "orchestrate": {"builtin": True}}
 PRICE_IN, PRICE_OUT = 1.0, 10.0  # USD per million tokens, in the provider's config
 
 
-def record(name: str, text: str) -> None:
-    """With AUTOMATON_E2E_RECORD=1, keep what the real CLI printed (tests/harnesses reads it)."""
-    if os.environ.get("AUTOMATON_E2E_RECORD") == "1":
-        folder = RECORDED / f"opencode-{pinned()['opencode'].version}"
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_text(text, encoding="utf-8")
 
 
 @pytest.fixture
@@ -83,7 +71,7 @@ def test_a_sandboxed_opencode_tick_commits_its_work_and_charges_its_step_costs(p
     run = Path(out.data["run_dir"])
     assert json.loads((run / "tick.json").read_text())["agent_version"] == pinned()["opencode"].version
     log = (run / "implement.log").read_text()
-    record("tick.jsonl", log)
+    record("opencode", "tick.jsonl", log)
     assert out.data["commit"] and out.data["verdict"]["score"] == 1.0, (log[-3000:],
                                                                          (run / "implement.stderr.log").read_text())
     events = [json.loads(line) for line in log.splitlines() if line.startswith("{")]

@@ -10,6 +10,7 @@ import pytest
 from automaton.core import chain
 from automaton.store import chainlog
 from automaton.store.key import load_key
+from tests.store.chainkit import checked
 
 
 def _log(tmp_path: Path, lines: int, reason: str = "test") -> Path:
@@ -20,24 +21,11 @@ def _log(tmp_path: Path, lines: int, reason: str = "test") -> Path:
     return log
 
 
-def _checked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """How many lines each verify_text call of chainlog is given, from here on."""
-    sizes: list[int] = []
-    real = chain.verify_text
-
-    def counting(text: str, *args: object, **kw: object) -> chain.ChainCheck:
-        sizes.append(text.count("\n"))
-        return real(text, *args, **kw)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(chainlog, "verify_text", counting)
-    return sizes
-
-
 def test_a_log_read_again_verifies_only_the_appended_lines_and_reads_as_a_whole(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     log = _log(tmp_path, 30)
     monkeypatch.setattr(chainlog, "_MEMO", {})  # as a new process finds it
-    sizes = _checked(monkeypatch)
+    sizes = checked(monkeypatch)
     assert chainlog.read_chain(log).ok
     for i in range(3):
         chainlog.append_event(log, "WARNING", {"reason": "more", "n": i}, "none")

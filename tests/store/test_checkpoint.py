@@ -15,6 +15,7 @@ from automaton.core.chain import Lines
 from automaton.core.loopstate import LoopState, initial_state, usd_to_micro
 from automaton.store import chainlog, checkpoint, looplog
 from automaton.store.key import load_key
+from tests.store.chainkit import checked
 
 PREFIX = 40
 
@@ -30,19 +31,6 @@ def _new_process(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(chainlog, "_MEMO", {})
     monkeypatch.setattr(chainlog, "_SAVED", {})
     monkeypatch.setattr(looplog, "_FOLDS", {})
-
-
-def _checked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """How many lines each verify_text call of chainlog is given, from here on."""
-    sizes: list[int] = []
-    real = chain.verify_text
-
-    def counting(text: str, *args: object, **kw: object) -> chain.ChainCheck:
-        sizes.append(text.count("\n"))
-        return real(text, *args, **kw)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(chainlog, "verify_text", counting)
-    return sizes
 
 
 @pytest.fixture
@@ -80,7 +68,7 @@ def test_a_second_process_verifies_only_the_lines_after_the_checkpoint(
     _append(log, "TICK", PREFIX // 2, 19.75, n=PREFIX // 2)  # closes the reservation the checkpoint holds open
     _append(log, "WARNING", 20, 19.75, reason="x")
     _new_process(monkeypatch)
-    sizes = _checked(monkeypatch)
+    sizes = checked(monkeypatch)
     check = chainlog.read_chain(log)
     assert sizes == [2]
     assert isinstance(check.lines, Lines) and check.lines.done == PREFIX  # the prefix is not parsed
@@ -122,7 +110,7 @@ def test_a_new_checkpoint_is_written_after_step_lines(log: Path, monkeypatch: py
 
 def _full_check_after(log: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[chain.ChainCheck, list[int]]:
     _new_process(monkeypatch)
-    sizes = _checked(monkeypatch)
+    sizes = checked(monkeypatch)
     return chainlog.read_chain(log), sizes
 
 
