@@ -31,6 +31,8 @@ from pathlib import Path
 import _common as c
 from bench_tick import VERIFY, floor_of, ticker
 
+from automaton.core.loopstate import Event, LogEvent
+
 FLOOR_TARGET, LOG_TARGET, FIRST_TARGET = 2.0, 1.1, 2.0
 SHORT, LONG = 50, 1_000
 
@@ -48,7 +50,8 @@ def grow_log(project: Path, name: str, lines: int) -> None:
 
     loop = Loop.resolve(Project(project), name)
     for i in range(max(0, lines - log_lines(project, name))):
-        loop.log_event("WARNING", {"reason": "bench_padding", "detail": f"line {i} of a long-lived loop's log"})
+        padding = {"reason": "bench_padding", "detail": f"line {i} of a long-lived loop's log"}
+        loop.log_event(LogEvent(Event.WARNING, padding))
 
 
 def first_ticker(project: Path, template: str) -> Callable[[], c.Sample]:

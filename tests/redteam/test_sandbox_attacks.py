@@ -76,7 +76,7 @@ def transcript(proj: Project, n: int = 2) -> str:
 
 def halted(proj: Project) -> tuple[str | None, str | None]:
     s = store.read_state(proj, "demo")
-    return s["halt_reason"], s["halt_detail"]
+    return s.halt_reason, s.halt_detail
 
 
 def snapshot(path: Path) -> dict[str, bytes]:
@@ -221,7 +221,7 @@ def test_s08_planted_conftest_halts_and_is_never_run(looped: Looped, tmp_path: P
         if n == 2:
             pathlib.Path('tests/conftest.py').write_text({CONFTEST!r})
     """), roles=roles)
-    assert store.read_state(proj, "demo").last_verdict["score"] == 0.0  # tick 1: the real suite fails
+    assert store.read_state(proj, "demo").last_verdict.score == 0.0  # tick 1: the real suite fails
     data = second_tick(proj)
     reason, detail = halted(proj)
     assert reason == "drift_detected" and "protected" in str(detail) and "tests/conftest.py" in str(detail)
