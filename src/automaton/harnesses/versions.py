@@ -22,6 +22,7 @@ import json
 import os
 import re
 import shutil
+import stat
 from dataclasses import dataclass
 
 MAX_PACKAGE_JSON = 256 * 1024  # bytes read of a package.json
@@ -51,9 +52,15 @@ def _key(version: str) -> tuple[int, int, int] | None:
 
 
 def _package_version(path: str, package: str) -> str | None:
+    # O_NONBLOCK and a regular file only: a FIFO (or device) named package.json, planted where
+    # the runner looks after a tick, must never block it.
     try:
-        with open(path, "rb") as fh:
-            doc = json.loads(fh.read(MAX_PACKAGE_JSON))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            doc = json.loads(fh.read(MAX_PACKAGE_JSON)) if stat.S_ISREG(os.fstat(fh.fileno()).st_mode) else None
     except (OSError, ValueError):
         return None
     version = doc.get("version") if isinstance(doc, dict) and doc.get("name") == package else None
