@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from automaton.harnesses import versions
+from automaton.harnesses import REGISTRY, versions
 from tests.e2e.install import pinned
 
 
@@ -53,3 +53,17 @@ def test_a_package_json_that_is_no_regular_file_is_no_version_and_never_blocks(t
     done = subprocess.run([sys.executable, "-c", probe, str(pkg / "bin" / "claude")], capture_output=True,
                           text=True, timeout=20, check=False)  # the old open() never returned: TimeoutExpired
     assert done.returncode == 0 and done.stdout.strip() == "None", done.stderr
+
+
+def test_every_tested_cli_is_a_registered_harness_and_found_by_its_executable(tmp_path: Path) -> None:
+    assert set(versions.TESTED) <= set(REGISTRY)
+    pkg = tmp_path / "node_modules" / "@openai" / "codex"
+    (pkg / "bin").mkdir(parents=True)
+    exe = pkg / "bin" / "codex.js"
+    exe.write_text("")
+    exe.chmod(0o755)
+    (pkg / "package.json").write_text(json.dumps({"name": "@openai/codex", "version": "0.171.0"}))
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "codex").symlink_to(exe)
+    assert versions.installed("codex", str(tmp_path / "bin")) == "0.171.0"
+    assert versions.installed("aider", str(tmp_path / "bin")) is None
