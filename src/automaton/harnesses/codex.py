@@ -55,6 +55,10 @@ PRICES_PER_MTOK: dict[str, tuple[float, float, float]] = {
 }
 
 
+# The flags by which the user's args choose Codex's own sandbox mode (or turn it off).
+OWN_SANDBOX_FLAGS = ("-s", "--sandbox", "--dangerously-bypass-approvals-and-sandbox")
+
+
 def invocation(req: HarnessRequest) -> Invocation:
     """argv: `codex exec --json [--sandbox MODE] [-m M] ARGS… -` with the prompt on stdin.
 
@@ -68,7 +72,7 @@ def invocation(req: HarnessRequest) -> Invocation:
     sandbox the kernel is what holds the writes either way.
     """
     argv = [EXECUTABLE, "exec", "--json"]
-    if not has_flag(req.args, "-s", "--sandbox", "--dangerously-bypass-approvals-and-sandbox"):
+    if not has_flag(req.args, *OWN_SANDBOX_FLAGS):
         argv += ["--sandbox", "workspace-write" if req.sandbox is None else "danger-full-access"]
     if req.model:
         argv += ["--model", req.model]
