@@ -22,7 +22,7 @@ from automaton.harnesses import HarnessRequest, codex, get
 from automaton.runner.tick import tick
 from automaton.store import loops as store
 from tests.e2e.install import pinned
-from tests.e2e.loopkit import VERIFY, record
+from tests.e2e.loopkit import VERIFY, committed_tick, record
 from tests.e2e.servers.openai_responses import USAGE, ResponsesServer, rate_limited, usage_limit
 from tests.runner.loopkit import make_loop
 
@@ -71,17 +71,12 @@ def test_a_sandboxed_codex_tick_commits_its_work_and_charges_its_tokens(project:
     srv = scripted([shell(f"mkdir -p src && echo 'x = 1' > src/app.py && echo wrote;"
                           f" echo no > {outside} || echo denied"), {"text": "Done: src/app.py written."}])
     proj = codex_loop(project)
-    out = tick(proj, "demo")
-    assert out.code == 0 and out.data is not None and out.data["halt"] is None, out.lines
-    assert out.data["commit"] and out.data["verdict"]["score"] == 1.0
+    out, _, log = committed_tick(proj, "codex", "exec-tick.jsonl")
     # codex's turn.completed sums both model calls; gpt-5 list prices (harnesses.codex.PRICES_PER_MTOK)
     inp, cached, outp = 2 * USAGE["input_tokens"], 2 * 200, 2 * USAGE["output_tokens"]
     assert out.data["cost_usd"] == pytest.approx(((inp - cached) * 1.25 + cached * 0.125 + outp * 10.0) / 1e6)
-    assert store.read_state(proj, "demo")["spent_usd"] == pytest.approx(out.data["cost_usd"])
-    run = Path(out.data["run_dir"])
-    assert json.loads((run / "tick.json").read_text())["agent_version"] == pinned()["codex"].version
-    record("codex", "exec-tick.jsonl", (run / "implement.log").read_text())
-    events = [json.loads(line) for line in (run / "implement.log").read_text().splitlines() if line.strip()]
+    assert store.read_state(proj, "demo").spent_usd == pytest.approx(out.data["cost_usd"])
+    events = [json.loads(line) for line in log.splitlines() if line.strip()]
     assert events[0]["type"] == "thread.started" and events[-1]["type"] == "turn.completed"
     done = [e["item"] for e in events if e["type"] == "item.completed" and e["item"]["type"] == "command_execution"]
     assert done and "wrote" in done[0]["aggregated_output"] and "denied" in done[0]["aggregated_output"]

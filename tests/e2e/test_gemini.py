@@ -19,7 +19,7 @@ import pytest
 from automaton.runner.tick import tick
 from automaton.store import loops as store
 from tests.e2e.install import pinned
-from tests.e2e.loopkit import VERIFY, record
+from tests.e2e.loopkit import VERIFY, committed_tick, record
 from tests.e2e.servers.gemini import GeminiServer, quota_exceeded
 from tests.runner.loopkit import make_loop
 
@@ -59,18 +59,12 @@ def test_a_sandboxed_gemini_tick_commits_its_work_and_counts_its_tokens(project:
     srv = scripted([{"calls": [{"name": "write_file", "args": {"file_path": "src/app.py", "content": "x = 1\n"}}]},
                     {"text": "Done: src/app.py written."}])
     proj = gemini_loop(project)
-    out = tick(proj, "demo")
-    assert out.code == 0 and out.data is not None and out.data["halt"] is None, out.lines
-    run = Path(out.data["run_dir"])
-    assert json.loads((run / "tick.json").read_text())["agent_version"] == pinned()["gemini"].version
-    log = (run / "implement.log").read_text()
-    record("gemini", "tick.json", log)
-    assert out.data["commit"] and out.data["verdict"]["score"] == 1.0, (log, (run / "implement.stderr.log").read_text())
+    out, _, log = committed_tick(proj, "gemini", "tick.json")
     result = json.loads(log)
     assert result["response"] == "Done: src/app.py written."
     # Gemini prints tokens, no cost: the tick counts max_tick_usd (harnesses.gemini)
     assert out.data["cost_known"] is False and out.data["cost_usd"] == 1.0
-    assert store.read_state(proj, "demo")["spent_usd"] == 1.0
+    assert store.read_state(proj, "demo").spent_usd == 1.0
     calls = list(srv.scripted_requests())
     assert calls and calls[0].headers["x-goog-api-key"] == "test-key"
     assert any(p.get("functionResponse", {}).get("name") == "write_file"
@@ -89,7 +83,7 @@ def test_a_daily_quota_defers_the_tick(project: Path, scripted: Any) -> None:
     assert deferred["harness"] == "gemini" and deferred["source"] == "backoff", deferred
     assert "exhausted your daily quota" in deferred["message"], deferred
     assert (run / "implement.log").read_text() == ""  # 0.61.0 writes the JSON error to stderr, exit 173
-    assert store.read_state(proj, "demo")["iteration_count"] == 0
+    assert store.read_state(proj, "demo").iteration_count == 0
 
 
 def test_without_skip_trust_gemini_refuses_a_new_folder(gemini_bin: Path, tmp_path: Path) -> None:

@@ -16,10 +16,8 @@ from typing import Any
 
 import pytest
 
-from automaton.runner.tick import tick
 from automaton.store import loops as store
-from tests.e2e.install import pinned
-from tests.e2e.loopkit import VERIFY, record
+from tests.e2e.loopkit import VERIFY, committed_tick
 from tests.e2e.servers.openai_chat import USAGE, ChatServer
 from tests.runner.loopkit import make_loop
 
@@ -66,20 +64,13 @@ def test_a_sandboxed_opencode_tick_commits_its_work_and_charges_its_step_costs(p
                     {"text": "Done: src/app.py written."}])
     proj = make_loop(project, roles=VERIFY, harness={"name": "opencode", "model": "scripted/m1", "args": [],
                                                      "timeout_s": 240})
-    out = tick(proj, "demo")
-    assert out.code == 0 and out.data is not None and out.data["halt"] is None, out.lines
-    run = Path(out.data["run_dir"])
-    assert json.loads((run / "tick.json").read_text())["agent_version"] == pinned()["opencode"].version
-    log = (run / "implement.log").read_text()
-    record("opencode", "tick.jsonl", log)
-    assert out.data["commit"] and out.data["verdict"]["score"] == 1.0, (log[-3000:],
-                                                                         (run / "implement.stderr.log").read_text())
+    out, _, log = committed_tick(proj, "opencode", "tick.jsonl")
     events = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
     steps = [e for e in events if e["type"] == "step_finish"]
     assert len(steps) == 3
     per_step = (USAGE["prompt_tokens"] * PRICE_IN + USAGE["completion_tokens"] * PRICE_OUT) / 1e6
     assert out.data["cost_known"] is True and out.data["cost_usd"] == pytest.approx(3 * per_step)
-    assert store.read_state(proj, "demo")["spent_usd"] == pytest.approx(3 * per_step)
+    assert store.read_state(proj, "demo").spent_usd == pytest.approx(3 * per_step)
     bash = [e["part"] for e in events if e["type"] == "tool_use" and e["part"]["tool"] == "bash"]
     assert bash and "denied" in bash[0]["state"]["output"] and not outside.exists()
     assert not (project.parent / "src").exists()  # PWD pointed nowhere near the worktree's edits

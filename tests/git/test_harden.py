@@ -171,18 +171,24 @@ def test_odd_bytes_in_file_names_never_raise(tmp_path: Path) -> None:
     assert out.code == 0 and os.fsencode(out.out.rstrip("\0")) == b"caf\xe9.txt"
 
 
+def evil_worktree(tmp_path: Path) -> tuple[Path, Path, Path, Path]:
+    """(repo, its loop worktree with `* filter=evil` and a new file, a second repository the
+    agent may point the worktree at, the marker a driver that ran would write)."""
+    repo = init_repo(tmp_path / "repo")
+    wt = ensure_worktree(repo, tmp_path / "loop", "demo").path
+    evil = init_repo(tmp_path / "evil")
+    (wt / ".gitattributes").write_text("* filter=evil\n")
+    (wt / "new.py").write_text("x = 1\n")
+    return repo, wt, evil, tmp_path / "ran.txt"
+
+
 def test_a_worktree_pointer_swapped_inside_a_probe_window_is_probed_anew(tmp_path: Path) -> None:
     # A daemon the agent left behind (possible where no child subreaper kills it: macOS) rewrites
     # the worktree's `.git` file to lead to a repository of its own with a filter driver, after
     # the window's first probe: the later calls of the window must empty that driver too.
-    repo = init_repo(tmp_path / "repo")
-    wt = ensure_worktree(repo, tmp_path / "loop", "demo").path
-    evil = init_repo(tmp_path / "evil")
-    marker = tmp_path / "ran.txt"
+    _, wt, evil, marker = evil_worktree(tmp_path)
     git(evil, "config", "filter.evil.clean", str(script(tmp_path / "clean.sh", marker, "clean", "cat")))
     git(evil, "config", "filter.evil.required", "true")
-    (wt / ".gitattributes").write_text("* filter=evil\n")
-    (wt / "new.py").write_text("x = 1\n")
     with probe_once():
         assert run_git(wt, ["add", "-A"]).code == 0  # probes the real config: no driver there
         (wt / ".git").write_text(f"gitdir: {evil / '.git'}\n")
@@ -200,12 +206,7 @@ def test_a_driver_planted_behind_an_unchanged_pointer_inside_a_probe_window_is_e
     # with no driver (probed: none), then plants a driver in that folder's config, keeping the
     # pointer's bytes: a window that cached worktree probes by the pointer would run it. Only a
     # window whose caller knows no agent process is alive (`pointers_settled`) caches them.
-    repo = init_repo(tmp_path / "repo")
-    wt = ensure_worktree(repo, tmp_path / "loop", "demo").path
-    evil = init_repo(tmp_path / "evil")
-    marker = tmp_path / "ran.txt"
-    (wt / ".gitattributes").write_text("* filter=evil\n")
-    (wt / "new.py").write_text("x = 1\n")
+    _, wt, evil, marker = evil_worktree(tmp_path)
     with probe_once():
         assert run_git(wt, ["add", "-A"]).code == 0
         (wt / ".git").write_text(f"gitdir: {evil / '.git'}\n")
@@ -290,12 +291,7 @@ def test_a_pointer_led_out_of_the_trusted_folder_is_probed_and_its_driver_emptie
     # Inside a trusted window, the agent points its worktree's `.git` at a git folder of its own
     # (directly, or through a link that names the trusted folder's `worktrees/` but leads
     # elsewhere), then plants a driver there: every call is probed again and the driver emptied.
-    repo = init_repo(tmp_path / "repo")
-    wt = ensure_worktree(repo, tmp_path / "loop", "demo").path
-    evil = init_repo(tmp_path / "evil")
-    marker = tmp_path / "ran.txt"
-    (wt / ".gitattributes").write_text("* filter=evil\n")
-    (wt / "new.py").write_text("x = 1\n")
+    repo, wt, evil, marker = evil_worktree(tmp_path)
     link = tmp_path / "link"
     link.symlink_to(repo / ".git")
     real_dir = (wt / ".git").read_text().split(": ", 1)[1].strip()

@@ -208,3 +208,32 @@ def test_claude_killed_mid_stream_never_reads_the_agents_messages(fake_bin: Any,
     assert res.error is not None and res.usage_limit is None
     fake(fake_bin, "claude", "Claude AI usage limit reached|1755615600\n", code=1)  # the CLI's own plain text
     assert get("claude").run(make_req()).usage_limit is not None
+
+
+def test_codex_a_limit_that_a_later_completed_turn_contradicts_is_no_limit(
+        fake_bin: Any, make_req: Callable[..., HarnessRequest]) -> None:
+    # A codex exec runs one turn, which ends in `turn.completed` or `turn.failed`. A `turn.failed`
+    # followed by the run's `turn.completed` was appended by the agent's processes (they can reopen
+    # the CLI's stdout through /proc): the last turn event decides.
+    forged = codex_failed("You've hit your usage limit. Try again at 12:16 PM.")
+    done = [{"type": "item.completed", "item": {"type": "agent_message", "text": "done"}},
+            {"type": "turn.completed", "usage": {"input_tokens": 1, "output_tokens": 1}}]
+    fake(fake_bin, "codex", forged + "".join(json.dumps(e) + "\n" for e in done))
+    res = get("codex").run(make_req())
+    assert res.usage_limit is None and res.error is None and res.final_text == "done"
+
+
+def test_gemini_quota_is_quoted_from_its_error_object_however_long_the_stack_before_it(
+        fake_bin: Any, make_req: Callable[..., HarnessRequest]) -> None:
+    # gemini-cli 0.61.0 on stderr (recorded in tests/e2e): its own line, a long error dump whose
+    # `message` is the API's generic one, then its JSON error object saying which quota ran out.
+    dump = "  details: [\n" + "    { '@type': 'type.googleapis.com/google.rpc.Help', links: [] },\n" * 40
+    error = json.dumps({"session_id": "s", "error": {"type": "Error", "code": 429,
+                                                     "message": "You have exhausted your daily quota on this model."}},
+                       indent=2)
+    stderr = ("TerminalQuotaError: You have exhausted your daily quota on this model.\n" + dump
+              + "  message: 'You exceeded your current quota, please check your plan and billing details.',\n}\n"
+              + error + "\n")
+    fake(fake_bin, "gemini", "", code=1, stderr=stderr)
+    res = get("gemini").run(make_req())
+    assert res.usage_limit is not None and "exhausted your daily quota" in res.usage_limit.message

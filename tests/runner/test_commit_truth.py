@@ -144,7 +144,28 @@ def test_an_agent_cli_that_cannot_start_halts_and_charges_nothing(project: Path,
     assert out.code == 0 and out.data is not None and out.data["cost_usd"] == 0.0
     s = store.read_state(proj, "demo")
     assert (s.status, s.halt_reason) == ("halted", "human_intervention")
-    assert s.halt_detail.startswith("harness_unavailable: codex exited 1 before printing any output of its own"
-                                       " (Error: failed to initialize in-process app-server client")
-    assert s.spent_usd == 0.0 and list(s.score_history) == []  # never verified, never charged
+    detail = s.halt_detail or ""
+    assert detail.startswith("harness_unavailable: codex exited 1 before printing any output of its own"
+                             " (Error: failed to initialize in-process app-server client")
+    assert s.spent_usd == 0.0 and s.score_history == ()  # never verified, never charged
     assert not (Path(out.data["run_dir"]) / "verify.log").exists()
+
+
+def test_an_agent_cli_that_edited_files_then_died_silently_is_charged(project: Path, fake_bin: Any) -> None:
+    # An agent that makes its CLI exit before the CLI's own output (claude -p prints its result
+    # only at the end) still halts harness_unavailable, but files it changed show it ran: charged.
+    fake_bin("codex", """
+        import pathlib
+        sys.stdin.read()
+        pathlib.Path("src").mkdir(exist_ok=True)
+        pathlib.Path("src/score.txt").write_text("1 passed")
+        sys.stderr.write("Error: failed to initialize in-process app-server client: Permission denied\\n")
+        sys.exit(1)
+        """)
+    proj = make_loop(project, harness={"name": "codex", "model": "gpt-5", "args": []}, sandbox="off",
+                     **SCORE_FROM_FILE)
+    out = tick(proj, "demo")
+    assert out.code == 0 and out.data is not None and out.data["commit"]
+    s = store.read_state(proj, "demo")
+    assert s.halt_reason == "human_intervention" and (s.halt_detail or "").startswith("harness_unavailable: ")
+    assert out.data["cost_usd"] > 0 and s.spent_usd == out.data["cost_usd"]  # max_tick_usd: unknown, not free

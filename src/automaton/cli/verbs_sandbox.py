@@ -18,7 +18,6 @@ import os
 import shutil
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from automaton.commands.focus import read_focus
 from automaton.commands.human import AGENT_MARKERS, agent_ancestor, require_human
@@ -30,9 +29,6 @@ from automaton.sandbox import available
 from automaton.sandbox.supervisor import supervise
 from automaton.store import tasks
 from automaton.store.layout import Project
-
-if TYPE_CHECKING:
-    from automaton.store.layout import Project
 
 FLAG = "--sandbox"
 # `automaton claude ARGS…` is `automaton --sandbox -- claude ARGS…`: the agent CLIs a session

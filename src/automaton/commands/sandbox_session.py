@@ -21,6 +21,8 @@ from automaton.commands.writable import agent_policy, artifact_of, grants, secre
 from automaton.core.errors import BadInput
 from automaton.core.names import TaskRef
 from automaton.core.sandbox import Policy
+from automaton.harnesses._cli import has_flag
+from automaton.harnesses.codex import OWN_SANDBOX_FLAGS
 from automaton.sandbox import agent_state_dirs, session_env
 from automaton.store import project_config, tasks
 from automaton.store.layout import Project
@@ -89,8 +91,7 @@ def plan(project: Project, task: str | None, argv: list[str], *, home: Path | No
 
 def _codex_note(agent: str, argv: list[str]) -> list[str]:
     """The line for a codex session started without its own sandbox turned off (none otherwise)."""
-    if agent == "codex" and not any(a in ("-s", "--sandbox", "--dangerously-bypass-approvals-and-sandbox")
-                                    or a.startswith("--sandbox=") for a in argv[1:]):
+    if agent == "codex" and not has_flag(tuple(argv[1:]), *OWN_SANDBOX_FLAGS):
         return ["automaton --sandbox: codex's own sandbox cannot start inside this one (its bubblewrap"
                 " cannot mount here): start it with --sandbox danger-full-access; the kernel sandbox holds"]
     return []

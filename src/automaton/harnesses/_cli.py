@@ -50,8 +50,9 @@ def run_cli(req: HarnessRequest, inv: Invocation, parse: Parser, refusals: tuple
     `refusals` (its own "not logged in"-style answers; see `_unavailable`) or, with `silent`
     (an agent CLI whose every run prints its own events or result on stdout), a non-zero exit
     with nothing on stdout (`_unavailable.silent_failure`). `usage_limit` is
-    what `parse` found (see `_limits`), kept unless the run timed out. Each output file keeps
-    its last `req.max_output_bytes` bytes."""
+    what `parse` found (see `_limits`) and `cost_usd` what it read, both kept only for a run
+    that ended by itself (not timed out, not killed by a signal: `cost_usd` is then None, so
+    the tick counts `max_tick_usd`). Each output file keeps its last `req.max_output_bytes` bytes."""
     req.run_dir.mkdir(parents=True, exist_ok=True)
     err_path = req.run_dir / f"{req.role}.stderr.log"
     done = run_streaming(inv.argv, out_path=req.transcript, err_path=err_path, cwd=req.cwd,
@@ -60,9 +61,14 @@ def run_cli(req: HarnessRequest, inv: Invocation, parse: Parser, refusals: tuple
     out, err = read_text(req.transcript), read_text(err_path)
     parsed = parse(out, err, done.code)
     error, unavailable, limit = parsed.error, None, None
+    # A run stopped by a signal (the timeout's, or one from the agent's own processes) did not
+    # end by itself: what it printed is at most a part of its spend, and its last lines may be
+    # the agent's (any of its processes can append to this stdout through /proc/<pid>/fd/1,
+    # then kill the CLI). Its cost is unknown and a limit it "reported" is not read.
+    ended = not done.timed_out and done.code >= 0
     if done.timed_out:
         error = f"timed out after {req.timeout_s:g} s; process group stopped"
-    elif parsed.usage_limit is not None:
+    elif parsed.usage_limit is not None and ended:
         limit = parsed.usage_limit  # the agent started and was refused by its provider: not "cannot run here"
     else:
         if done.code in (126, 127) and error is None:
@@ -71,7 +77,7 @@ def run_cli(req: HarnessRequest, inv: Invocation, parse: Parser, refusals: tuple
         if unavailable is None and silent:
             unavailable = silent_failure(inv.argv[0], done.code, out, tail(err, TAIL_CHARS))
     return HarnessResult(
-        exit_status=done.code, final_text=parsed.final_text, cost_usd=parsed.cost_usd,
+        exit_status=done.code, final_text=parsed.final_text, cost_usd=parsed.cost_usd if ended else None,
         tokens=parsed.tokens, error=error, timed_out=done.timed_out, duration_s=done.duration_s,
         unavailable=unavailable, usage_limit=limit,
     )

@@ -11,7 +11,8 @@ PRICES_PER_MTOK below for a known model, else None (the tick then counts max_tic
 
 An `error` event is also Codex's retry notice ("Reconnecting... 1/5 (exceeded retry limit,
 last status: 429 Too Many Requests)", codex-cli 0.171.0, recorded in tests/e2e/recorded): one
-that a later `turn.completed` got past is no error of the run.
+that a later `turn.completed` got past is no error of the run, and neither is a `turn.failed`
+before it (one exec runs one turn: its last turn event decides).
 
 Usage limits (`usage_limit`, reset times read by `_limits`): a failed run whose `turn.failed`
 or `error` event, or stderr, says "You've hit your usage limit. … try again at 12:16 PM." (the
@@ -54,6 +55,10 @@ PRICES_PER_MTOK: dict[str, tuple[float, float, float]] = {
 }
 
 
+# The flags by which the user's args choose Codex's own sandbox mode (or turn it off).
+OWN_SANDBOX_FLAGS = ("-s", "--sandbox", "--dangerously-bypass-approvals-and-sandbox")
+
+
 def invocation(req: HarnessRequest) -> Invocation:
     """argv: `codex exec --json [--sandbox MODE] [-m M] ARGS… -` with the prompt on stdin.
 
@@ -67,7 +72,7 @@ def invocation(req: HarnessRequest) -> Invocation:
     sandbox the kernel is what holds the writes either way.
     """
     argv = [EXECUTABLE, "exec", "--json"]
-    if not has_flag(req.args, "-s", "--sandbox", "--dangerously-bypass-approvals-and-sandbox"):
+    if not has_flag(req.args, *OWN_SANDBOX_FLAGS):
         argv += ["--sandbox", "workspace-write" if req.sandbox is None else "danger-full-access"]
     if req.model:
         argv += ["--model", req.model]
@@ -98,8 +103,11 @@ def parse_for(model: str | None) -> Parser:
             if kind == "turn.completed" and isinstance(ev.get("usage"), dict):
                 for key, value in ev["usage"].items():
                     tokens[key] = tokens.get(key, 0) + count(value)
-                if not turn_failed:  # the turn got past the `error` events before it (retries)
-                    error = None
+                # The last turn event decides: the turn got past the `error` events before it
+                # (retries), and one exec runs one turn, so a `turn.failed` before it was not
+                # codex's (the agent's processes can append to this stdout).
+                error, turn_failed = None, False
+                said.clear()
             elif kind == "turn.failed":
                 err = ev.get("error")
                 msg = err.get("message") if isinstance(err, dict) else err

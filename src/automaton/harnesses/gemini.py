@@ -77,6 +77,21 @@ def invocation(req: HarnessRequest) -> Invocation:
     return Invocation(argv=argv)
 
 
+def stderr_error(stderr: str) -> str | None:
+    """`error.message` of the JSON object gemini-cli 0.61.0 prints last on stderr when a run
+    fails (stdout empty; recorded in tests/e2e), or None. It names the quota that ran out, where
+    the error dump before it (longer than the stderr tail read for a limit) quotes the API's
+    generic message."""
+    start = stderr.rstrip().rfind("\n{")
+    try:
+        doc = json.loads(stderr[start + 1:] if start >= 0 else stderr)
+    except ValueError:
+        return None
+    err = doc.get("error") if isinstance(doc, dict) else None
+    msg = err.get("message") if isinstance(err, dict) else None
+    return msg if isinstance(msg, str) and msg else None
+
+
 def parse(stdout: str, stderr: str, code: int) -> HarnessResult:
     """Read `response`, sum `stats.models[*].tokens`, and report `error` or a known exit code."""
     try:
@@ -89,7 +104,8 @@ def parse(stdout: str, stderr: str, code: int) -> HarnessResult:
     elif code != 0:
         error = f"gemini exited {code}"
     if not isinstance(obj, dict):
-        limit = detect([tail(stderr)], LIMIT_NEEDLES) if code != 0 else None
+        said = [m for m in (stderr_error(stderr),) if m]
+        limit = detect([*said, tail(stderr)], LIMIT_NEEDLES) if code != 0 else None
         return HarnessResult(code, "", None, {}, error or f"gemini printed no JSON: {tail(stderr, 200)}",
                              usage_limit=limit)
     tokens: dict[str, int] = {}

@@ -22,7 +22,10 @@ import json
 import os
 import re
 import shutil
+import stat
 from dataclasses import dataclass
+
+from automaton.harnesses import get
 
 MAX_PACKAGE_JSON = 256 * 1024  # bytes read of a package.json
 _SEMVER = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
@@ -51,9 +54,15 @@ def _key(version: str) -> tuple[int, int, int] | None:
 
 
 def _package_version(path: str, package: str) -> str | None:
+    # O_NONBLOCK and a regular file only: a FIFO (or device) named package.json, planted where
+    # the runner looks after a tick, must never block it.
     try:
-        with open(path, "rb") as fh:
-            doc = json.loads(fh.read(MAX_PACKAGE_JSON))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            doc = json.loads(fh.read(MAX_PACKAGE_JSON)) if stat.S_ISREG(os.fstat(fh.fileno()).st_mode) else None
     except (OSError, ValueError):
         return None
     version = doc.get("version") if isinstance(doc, dict) and doc.get("name") == package else None
@@ -63,15 +72,10 @@ def _package_version(path: str, package: str) -> str | None:
 def installed(harness: str, path_env: str | None = None) -> str | None:
     """The version (`X.Y.Z`) of `harness`'s CLI found on `path_env` (default: this process's
     PATH), or None when it is not found, not one of `TESTED`, or its version cannot be read."""
-    from automaton.harnesses import REGISTRY
-
     tested = TESTED.get(harness)
-    module = REGISTRY.get(harness)
-    if tested is None or module is None:
+    if tested is None:  # every harness of TESTED is one of harnesses.REGISTRY (a test keeps them so)
         return None
-    import importlib
-
-    exe = getattr(importlib.import_module(module), "EXECUTABLE", None)
+    exe = getattr(get(harness), "EXECUTABLE", None)
     found = shutil.which(exe, path=path_env if path_env is not None else os.environ.get("PATH", os.defpath)) \
         if isinstance(exe, str) else None
     return None if found is None else version_of(os.path.realpath(found), tested.package)
