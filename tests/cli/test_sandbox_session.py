@@ -383,3 +383,25 @@ def test_a_supervisor_killed_outright_takes_its_command_with_it(project: Path) -
         proc.wait(timeout=10)
     time.sleep(4)
     assert not marker.exists()  # the command died with its supervisor
+
+
+def test_a_program_linked_from_node_modules_bin_starts_with_its_sibling_packages(
+        project: Path, tmp_path: Path, human: None) -> None:
+    # npm's layout, outside the project under /tmp (private in the sandbox): `.bin/tool` is a
+    # link to the package's script, which loads a sibling package. Before, the link's folder was
+    # kept visible but not its target: exec failed with ENOENT ("command not found", exit 127).
+    modules = tmp_path / "npm" / "node_modules"
+    (modules / "tool" / "bin").mkdir(parents=True)
+    (modules / "dep").mkdir()
+    (modules / "dep" / "dep.py").write_text("WORD = 'sibling loaded'\n")
+    script = modules / "tool" / "bin" / "tool.py"
+    script.write_text(f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(modules / 'dep')!r})\n"
+                      "import dep\nprint(dep.WORD)\n")
+    script.chmod(0o755)
+    (modules / ".bin").mkdir()
+    (modules / ".bin" / "tool").symlink_to("../tool/bin/tool.py")
+    bring_task(project, "t", "implement", focus=True)
+    done = run_exe("automaton", "--sandbox", "--project", str(project), "--", str(modules / ".bin" / "tool"),
+                   cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert "sibling loaded" in done.stdout

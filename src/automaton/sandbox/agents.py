@@ -124,15 +124,31 @@ def own_install() -> list[Path]:
     return [Path(sys.prefix), package.parent]
 
 
+def _program_folders(program: str) -> list[Path]:
+    """The folder of `program` as named and, when it is a link (npm puts `node_modules/.bin/X`
+    links to the package's script), the folder it really lives in; each with its virtual
+    environment, and for a program inside a `node_modules` tree the outermost `node_modules`,
+    whose other packages the program loads (codex's script loads its platform binary from a
+    sibling package). A link's target must be visible too, or exec fails with ENOENT."""
+    named = Path(os.path.abspath(program))
+    real = Path(os.path.realpath(program))
+    out = _with_venv(named.parent)
+    if real.parent != named.parent:
+        out += _with_venv(real.parent)
+    modules = [p for p in (named, real) for p in p.parents if p.name == "node_modules"]
+    out += [min(modules, key=lambda p: len(p.parts))] if modules else []
+    return out
+
+
 def program_paths(argv: Sequence[str], cwd: Path | None = None) -> list[Path]:
     """What any sandboxed command needs to see to start at all: its working directory (`cwd`,
-    default this process's), the folder of `argv[0]` (looked up on PATH when it is a bare
-    name) and, when that folder is a virtual environment's `bin`, the environment itself, and
-    the folder of each other absolute path in `argv` that exists (a script it runs)."""
+    default this process's), the folders of `argv[0]` (looked up on PATH when it is a bare
+    name: `_program_folders`, the real one behind a link too) and the folder of each other
+    absolute path in `argv` that exists (a script it runs)."""
     out = [Path(os.path.abspath(cwd if cwd is not None else os.getcwd()))]
     if argv:
         found = argv[0] if os.sep in argv[0] else shutil.which(argv[0])
         if found:
-            out += _with_venv(Path(os.path.abspath(found)).parent)
+            out += _program_folders(found)
     out += [Path(a).parent for a in argv[1:] if os.path.isabs(a) and os.path.exists(a)]
     return out
