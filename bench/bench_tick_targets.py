@@ -43,12 +43,14 @@ def log_lines(project: Path, name: str) -> int:
 def grow_log(project: Path, name: str, lines: int) -> None:
     """Append keyed WARNING lines to the log of loop `name` (through the store, under its lock,
     anchored as every line is) until it has `lines` lines."""
+    from automaton.core.loopstate import Event, LogEvent
     from automaton.store.layout import Project
     from automaton.store.loops import Loop
 
     loop = Loop.resolve(Project(project), name)
     for i in range(max(0, lines - log_lines(project, name))):
-        loop.log_event("WARNING", {"reason": "bench_padding", "detail": f"line {i} of a long-lived loop's log"})
+        loop.log_event(LogEvent(Event.WARNING, {"reason": "bench_padding",
+                                                "detail": f"line {i} of a long-lived loop's log"}))
 
 
 def first_ticker(project: Path, template: str) -> Callable[[], c.Sample]:
