@@ -18,9 +18,10 @@ import contextlib
 import os
 from pathlib import Path
 
+from automaton.store.layout import SIZE_SUFFIX, kept_export_marks
+
 SETTING = "AUTOMATON_EXPORTS_MAX_MB"
 DEFAULT_MAX_MB = 4096
-SIZE_SUFFIX = ".size"
 _MIB = 1 << 20
 
 
@@ -39,7 +40,7 @@ def limit_bytes() -> int | str:
 
 def size_file(folder: Path) -> Path:
     """Where the recorded size of the kept export `folder` lives."""
-    return folder.with_name(folder.name + SIZE_SUFFIX)
+    return kept_export_marks(folder)[1]
 
 
 def recorded(folder: Path) -> int:
