@@ -190,3 +190,19 @@ def test_a_keyed_checkpoint_whose_count_disagrees_with_its_prefix_means_a_full_c
     check, sizes = _full_check_after(log, monkeypatch)
     assert check.ok and sizes == [PREFIX + 2]
     assert [x.raw for x in check.lines] == [x.raw for x in _whole(log).lines]
+
+
+def test_a_write_that_fails_leaves_no_temp_file_in_the_keys_folder(log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    key = load_key(create=False) or b""
+    made = checkpoint.read(log, key)
+    assert made is not None
+    folder = checkpoint.file_of(log).parent
+    before = sorted(p.name for p in folder.iterdir())
+
+    def full_disk(fd: int, data: bytes) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(checkpoint.os, "write", full_disk)
+    with pytest.raises(OSError):
+        checkpoint.write(log, key, made)
+    assert sorted(p.name for p in folder.iterdir()) == before
