@@ -206,3 +206,20 @@ def test_a_write_that_fails_leaves_no_temp_file_in_the_keys_folder(log: Path, mo
     with pytest.raises(OSError):
         checkpoint.write(log, key, made)
     assert sorted(p.name for p in folder.iterdir()) == before
+
+
+def test_a_fold_continued_in_process_does_not_read_the_checkpoint_again(
+        log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert looplog.log_finding(chainlog.read_chain(log).lines, log) == ""
+    _append(log, "TICK", PREFIX // 2, 19.75, n=PREFIX // 2)
+    lines = chainlog.read_chain(log).lines
+    calls: list[int] = []
+    real = looplog._restored
+
+    def counting(found: list[chain.LogLine]) -> object:
+        calls.append(len(found))
+        return real(found)
+
+    monkeypatch.setattr(looplog, "_restored", counting)
+    assert looplog.log_finding(lines, log) == ""
+    assert calls == []  # the in-process fold of the same lines was continued
