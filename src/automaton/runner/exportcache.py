@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from pathlib import Path
 
 from automaton.store.layout import SIZE_SUFFIX, kept_export_marks
@@ -44,9 +45,15 @@ def size_file(folder: Path) -> Path:
 
 
 def recorded(folder: Path) -> int:
-    """The recorded size in bytes of the kept export `folder`; 0 when none or unreadable."""
+    """The recorded size in bytes of the kept export `folder`; 0 when none, unreadable or not a
+    regular file (opened without blocking: a FIFO in its place must not hang the tick)."""
     try:
-        text = size_file(folder).read_text(encoding="ascii").strip()
+        fd = os.open(size_file(folder), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            data = os.read(fd, 64) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+        finally:
+            os.close(fd)
+        text = data.decode("ascii").strip()
     except (OSError, UnicodeDecodeError):
         return 0
     return int(text) if text.isdigit() else 0
