@@ -202,7 +202,7 @@ def test_a_loop_tick_runs_the_real_cli_commits_and_charges_its_cost(project: Pat
     # The prompt the tick wrote reached the model.
     first = next(server.scripted_requests()).body
     assert "Make the tests pass." in json.dumps(first["messages"])
-    assert store.read_state(proj, "demo")["status"] in ("running", "complete")
+    assert store.read_state(proj, "demo").status in ("running", "complete")
     record_fixture("claude-result.json", real, proj.root, Path(os.environ["HOME"]))
 
 

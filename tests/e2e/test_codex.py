@@ -77,7 +77,7 @@ def test_a_sandboxed_codex_tick_commits_its_work_and_charges_its_tokens(project:
     # codex's turn.completed sums both model calls; gpt-5 list prices (harnesses.codex.PRICES_PER_MTOK)
     inp, cached, outp = 2 * USAGE["input_tokens"], 2 * 200, 2 * USAGE["output_tokens"]
     assert out.data["cost_usd"] == pytest.approx(((inp - cached) * 1.25 + cached * 0.125 + outp * 10.0) / 1e6)
-    assert store.read_state(proj, "demo")["spent_usd"] == pytest.approx(out.data["cost_usd"])
+    assert store.read_state(proj, "demo").spent_usd == pytest.approx(out.data["cost_usd"])
     run = Path(out.data["run_dir"])
     assert json.loads((run / "tick.json").read_text())["agent_version"] == pinned()["codex"].version
     record("codex", "exec-tick.jsonl", (run / "implement.log").read_text())

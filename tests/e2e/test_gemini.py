@@ -70,7 +70,7 @@ def test_a_sandboxed_gemini_tick_commits_its_work_and_counts_its_tokens(project:
     assert result["response"] == "Done: src/app.py written."
     # Gemini prints tokens, no cost: the tick counts max_tick_usd (harnesses.gemini)
     assert out.data["cost_known"] is False and out.data["cost_usd"] == 1.0
-    assert store.read_state(proj, "demo")["spent_usd"] == 1.0
+    assert store.read_state(proj, "demo").spent_usd == 1.0
     calls = list(srv.scripted_requests())
     assert calls and calls[0].headers["x-goog-api-key"] == "test-key"
     assert any(p.get("functionResponse", {}).get("name") == "write_file"
@@ -89,7 +89,7 @@ def test_a_daily_quota_defers_the_tick(project: Path, scripted: Any) -> None:
     assert deferred["harness"] == "gemini" and deferred["source"] == "backoff", deferred
     assert "exhausted your daily quota" in deferred["message"], deferred
     assert (run / "implement.log").read_text() == ""  # 0.61.0 writes the JSON error to stderr, exit 173
-    assert store.read_state(proj, "demo")["iteration_count"] == 0
+    assert store.read_state(proj, "demo").iteration_count == 0
 
 
 def test_without_skip_trust_gemini_refuses_a_new_folder(gemini_bin: Path, tmp_path: Path) -> None:

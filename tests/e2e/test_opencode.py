@@ -79,7 +79,7 @@ def test_a_sandboxed_opencode_tick_commits_its_work_and_charges_its_step_costs(p
     assert len(steps) == 3
     per_step = (USAGE["prompt_tokens"] * PRICE_IN + USAGE["completion_tokens"] * PRICE_OUT) / 1e6
     assert out.data["cost_known"] is True and out.data["cost_usd"] == pytest.approx(3 * per_step)
-    assert store.read_state(proj, "demo")["spent_usd"] == pytest.approx(3 * per_step)
+    assert store.read_state(proj, "demo").spent_usd == pytest.approx(3 * per_step)
     bash = [e["part"] for e in events if e["type"] == "tool_use" and e["part"]["tool"] == "bash"]
     assert bash and "denied" in bash[0]["state"]["output"] and not outside.exists()
     assert not (project.parent / "src").exists()  # PWD pointed nowhere near the worktree's edits

@@ -143,8 +143,9 @@ def test_an_agent_cli_that_cannot_start_halts_and_charges_nothing(project: Path,
     out = tick(proj, "demo")
     assert out.code == 0 and out.data is not None and out.data["cost_usd"] == 0.0
     s = store.read_state(proj, "demo")
-    assert (s["status"], s["halt_reason"]) == ("halted", "human_intervention")
-    assert s["halt_detail"].startswith("harness_unavailable: codex exited 1 before printing any output of its own"
-                                       " (Error: failed to initialize in-process app-server client")
-    assert s["spent_usd"] == 0.0 and s["score_history"] == []  # never verified, never charged
+    assert (s.status, s.halt_reason) == ("halted", "human_intervention")
+    assert s.halt_detail is not None and s.halt_detail.startswith(
+        "harness_unavailable: codex exited 1 before printing any output of its own"
+        " (Error: failed to initialize in-process app-server client")
+    assert s.spent_usd == 0.0 and s.score_history == ()  # never verified, never charged
     assert not (Path(out.data["run_dir"]) / "verify.log").exists()
