@@ -24,6 +24,7 @@ Run: .venv/bin/python bench/bench_tick.py [--quick] [--reps N]
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import json
 import os
@@ -36,6 +37,8 @@ import _common as c
 
 TARGET, SANDBOX_TARGET = 3.0, 1.2
 VERIFY = {"command": ["echo", "1 passed, 1 failed"], "score": "summary"}
+# What a tick imports before it does anything: the "imports only" case of figures 4 and 14.
+IMPORTS = [sys.executable, "-c", "import automaton.runner.cli, automaton.runner.tick"]
 
 
 def ticker(project: Path, name: str) -> Callable[[], c.Sample]:
@@ -127,22 +130,33 @@ def floor_of(project: Path, direct: Path) -> Callable[[], c.Sample]:
     return lambda: c.measure(lambda: [c.run(argv, cwd=direct) for argv in steps])
 
 
+def sizes(ns: argparse.Namespace, full_reps: int) -> tuple[int, int]:
+    """(files in the repository, timed runs per case) for `ns` (`--quick`, `--reps`)."""
+    return (200 if ns.quick else 2_000), ns.reps or (3 if ns.quick else full_reps)
+
+
+def prepare(tmp: Path, files: int, loops: dict[str, str]) -> tuple[Path, Path]:
+    """(project, direct) under `tmp`: a repository of `files` files with the templates
+    `bench-on` (sandbox on) and `bench-off` (sandbox off), each loop of `loops` (name ->
+    template) created and ticked once (the first tick makes the worktree: untimed), and a
+    plain worktree `direct` for the baselines run by hand."""
+    over = {"roles": {"verify": VERIFY}, "brakes": {"score_plateau_window": 1000}}
+    project = c.init_repo(tmp / "proj", files=files)
+    c.write_template(project, "bench-on", c.loop_json("x", **over))
+    c.write_template(project, "bench-off", c.loop_json("x", sandbox="off", **over))
+    for name, template in loops.items():
+        c.create_loop(project, name, template)
+        ticker(project, name)()
+    direct = tmp / "direct"
+    c.git(project, "worktree", "add", "-q", "-b", "direct", str(direct), "HEAD")
+    return project, direct
+
+
 def main() -> int:
     ns = c.args(__doc__)
-    files = 200 if ns.quick else 2_000
-    reps = ns.reps or (3 if ns.quick else 12)
-    over = {"roles": {"verify": VERIFY}, "brakes": {"score_plateau_window": 1000}}
+    files, reps = sizes(ns, 12)
     with c.workspace("tick", ns.keep) as tmp:
-        project = c.init_repo(tmp / "proj", files=files)
-        c.write_template(project, "bench-on", c.loop_json("x", **over))
-        c.write_template(project, "bench-off", c.loop_json("x", sandbox="off", **over))
-        c.create_loop(project, "on", "bench-on")
-        c.create_loop(project, "off", "bench-off")
-        for name in ("on", "off"):  # the first tick makes the worktree: untimed
-            ticker(project, name)()
-        direct = tmp / "direct"
-        c.git(project, "worktree", "add", "-q", "-b", "direct", str(direct), "HEAD")
-        imports = [sys.executable, "-c", "import automaton.runner.cli, automaton.runner.tick"]
+        project, direct = prepare(tmp, files, {"on": "bench-on", "off": "bench-off"})
         floor = floor_of(project, direct)
         cases = {
             "git add -A + commit": lambda: c.measure(lambda: (
@@ -153,7 +167,7 @@ def main() -> int:
             "export (kept folder)": exporter(project, "on", tmp, kept=True),
             "full export": exporter(project, "on", tmp, kept=False),
             "write the files": file_writer(project, tmp),
-            "imports only": lambda: c.timed(imports, cwd=project),
+            "imports only": lambda: c.timed(IMPORTS, cwd=project),
             "the tick's processes": floor,
         }
         times = c.interleave(cases, reps, warmup=1)

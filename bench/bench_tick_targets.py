@@ -24,12 +24,11 @@ Run: .venv/bin/python bench/bench_tick_targets.py [--quick] [--reps N]
 from __future__ import annotations
 
 import itertools
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import _common as c
-from bench_tick import VERIFY, floor_of, ticker
+from bench_tick import IMPORTS, floor_of, prepare, sizes, ticker
 
 from automaton.core.loopstate import Event, LogEvent
 
@@ -82,24 +81,15 @@ def worktree_baseline(project: Path, tmp: Path) -> Callable[[], c.Sample]:
 
 def main() -> int:
     ns = c.args(__doc__)
-    files = 200 if ns.quick else 2_000
-    reps = ns.reps or (3 if ns.quick else 9)
-    over = {"roles": {"verify": VERIFY}, "brakes": {"score_plateau_window": 1000}}
+    files, reps = sizes(ns, 9)
     with c.workspace("ticktargets", ns.keep) as tmp:
-        project = c.init_repo(tmp / "proj", files=files)
-        c.write_template(project, "bench-on", c.loop_json("x", **over))
-        for name in ("on", "short", "long"):
-            c.create_loop(project, name, "bench-on")
-            ticker(project, name)()  # the first tick makes the worktree: untimed
+        project, direct = prepare(tmp, files, dict.fromkeys(("on", "short", "long"), "bench-on"))
         grow_log(project, "short", SHORT)
         grow_log(project, "long", LONG)
-        direct = tmp / "direct"
-        c.git(project, "worktree", "add", "-q", "-b", "direct", str(direct), "HEAD")
-        imports = [sys.executable, "-c", "import automaton.runner.cli, automaton.runner.tick"]
         cases = {
             "steady tick": ticker(project, "on"),
             "the tick's processes": floor_of(project, direct),
-            "imports only": lambda: c.timed(imports, cwd=project),
+            "imports only": lambda: c.timed(IMPORTS, cwd=project),
             f"tick, {SHORT}-line log": ticker(project, "short"),
             f"tick, {LONG}-line log": ticker(project, "long"),
             "first tick": first_ticker(project, "bench-on"),

@@ -62,3 +62,12 @@ def test_past_the_bound_a_tick_exports_into_its_temp_folder_and_says_so(
     assert len(notes) == 1 and str(kept_exports_dir()) in notes[0] and "AUTOMATON_EXPORTS_MAX_MB=4" in notes[0]
     assert not where.cwd.exists()  # the loop's own kept export is removed, its size still counted
     assert exportcache.recorded(where.cwd) > 0
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="needs FIFOs")
+@pytest.mark.timeout(20)
+def test_a_fifo_in_place_of_a_size_file_counts_as_nothing_and_never_hangs(tmp_path: Path) -> None:
+    import os
+
+    os.mkfifo(exportcache.size_file(tmp_path / "x"))
+    assert exportcache.recorded(tmp_path / "x") == 0

@@ -175,3 +175,51 @@ def test_the_digest_is_sha256_with_or_without_hashlib_loaded(monkeypatch: pytest
     assert checkpoint.digest(text) == want
     monkeypatch.delitem(sys.modules, "hashlib")
     assert checkpoint.digest(text) == want
+
+
+@pytest.mark.parametrize("off", [-1, 1])
+def test_a_keyed_checkpoint_whose_count_disagrees_with_its_prefix_means_a_full_check(
+        log: Path, monkeypatch: pytest.MonkeyPatch, off: int) -> None:
+    # Only a writer's bug makes one (the mac needs the key): the lines must still be the log's own.
+    key = load_key(create=False) or b""
+    made = checkpoint.read(log, key)
+    assert made is not None
+    checkpoint.write(log, key, checkpoint.Checkpoint(made.count + off, made.chars, made.head, made.digest, made.fold))
+    _append(log, "TICK", PREFIX // 2, 19.75, n=PREFIX // 2)
+    _append(log, "WARNING", 20, 19.75, reason="x")
+    check, sizes = _full_check_after(log, monkeypatch)
+    assert check.ok and sizes == [PREFIX + 2]
+    assert [x.raw for x in check.lines] == [x.raw for x in _whole(log).lines]
+
+
+def test_a_write_that_fails_leaves_no_temp_file_in_the_keys_folder(log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    key = load_key(create=False) or b""
+    made = checkpoint.read(log, key)
+    assert made is not None
+    folder = checkpoint.file_of(log).parent
+    before = sorted(p.name for p in folder.iterdir())
+
+    def full_disk(fd: int, data: bytes) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(checkpoint.os, "write", full_disk)
+    with pytest.raises(OSError):
+        checkpoint.write(log, key, made)
+    assert sorted(p.name for p in folder.iterdir()) == before
+
+
+def test_a_fold_continued_in_process_does_not_read_the_checkpoint_again(
+        log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert looplog.log_finding(chainlog.read_chain(log).lines, log) == ""
+    _append(log, "TICK", PREFIX // 2, 19.75, n=PREFIX // 2)
+    lines = chainlog.read_chain(log).lines
+    calls: list[int] = []
+    real = looplog._restored
+
+    def counting(found: list[chain.LogLine]) -> object:
+        calls.append(len(found))
+        return real(found)
+
+    monkeypatch.setattr(looplog, "_restored", counting)
+    assert looplog.log_finding(lines, log) == ""
+    assert calls == []  # the in-process fold of the same lines was continued

@@ -25,7 +25,7 @@ from automaton.git import run_git
 from automaton.git.export import remove_tree
 from automaton.git.worktree import branch_name, list_worktrees
 from automaton.store import anchor, chainlog, loops
-from automaton.store.layout import Project, kept_export_of
+from automaton.store.layout import Project, kept_export_marks, kept_export_of
 from automaton.store.locks import locked
 
 # Files that only exist to be locked: never archived, and removed last (Windows cannot delete
@@ -132,8 +132,9 @@ def _drop_kept_export(project: Project, loop: LoopName, out: Outcome) -> None:
     idle mark; a symlink in their place is removed itself, never followed. A failure is a
     warning: the folder only costs disk."""
     folder = kept_export_of(project.root, loop)
+    idle, size = kept_export_marks(folder)
     # the mark first (never a mark without its folder), its recorded size last (runner.exportcache)
-    for path in (folder.with_name(folder.name + ".idle"), folder, folder.with_name(folder.name + ".size")):
+    for path in (idle, folder, size):
         try:
             remove_tree(path)
         except OSError as exc:

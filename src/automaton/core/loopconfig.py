@@ -240,11 +240,20 @@ def _prompt_name(r: _Reader, key: str, *, null: bool) -> Any:
     value = r.string(key, null=null)
     if value is None:
         return None
+    if _in_loop_folder(value) is None:
+        raise r.fail(key, "a file name relative to the loop folder (no absolute path, no '..')")
+    return value
+
+
+def _in_loop_folder(value: str) -> list[str] | None:
+    """The parts of `value` (`/` or `\\` between them) when it names a path inside the loop folder
+    that is none of the loop's own entries (`runs/`, `worktree/`, `sealed/`, dot files); None
+    for an empty, absolute or drive path, or one with an empty, `.` or `..` part."""
     parts = value.replace("\\", "/").split("/")
     if not value or value.startswith(("/", "\\")) or ":" in value or any(p in ("", ".", "..") for p in parts) \
             or parts[0].startswith(".") or parts[0] in ("runs", "worktree", "sealed"):
-        raise r.fail(key, "a file name relative to the loop folder (no absolute path, no '..')")
-    return value
+        return None
+    return parts
 
 
 def loads_strict(text: str, source: str, exc: type[BadInput] = BadInput) -> object:
@@ -401,9 +410,8 @@ def _holdout(ver: _Reader) -> str | None:
     value = ver.string("holdout", null=True)
     if value is None:
         return None
-    parts = value.replace("\\", "/").split("/")
-    if not value or value.startswith(("/", "\\")) or ":" in value or any(p in ("", ".", "..") for p in parts) \
-            or parts[0].startswith(".") or parts[0] in ("runs", "worktree", "sealed"):
+    parts = _in_loop_folder(value)
+    if parts is None:
         raise ver.fail("holdout", "a folder path relative to the loop folder (no '..', not absolute, not one of"
                        " the loop's own runs/, worktree/, sealed/ or dot files)")
     return "/".join(parts)

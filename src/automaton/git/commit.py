@@ -5,17 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from automaton.git import run_git
-from automaton.git.errors import first_line
+from automaton.git.errors import FULL_COMMIT_ID, first_line
 from automaton.git.ignore import DEFAULT_EXCLUDES
 from automaton.git.locks import clear_stale_lock
-
-COMMIT_ID = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?\Z")  # SHA-1 or SHA-256 object id
 
 # Used for author and committer alike unless both name and email are known for both roles,
 # so a tick's work is never lost to "Please tell me who you are".
@@ -63,7 +60,7 @@ def _git_dirs(worktree: Path) -> tuple[list[Path], str | None] | None:
     asked = ["rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir", "--show-toplevel"]
     out = run_git(worktree, [*asked, "HEAD^{commit}"])
     lines = out.out.splitlines()
-    if out.code == 0 and len(lines) == 4 and COMMIT_ID.match(lines[3]):
+    if out.code == 0 and len(lines) == 4 and FULL_COMMIT_ID.match(lines[3]):
         return [Path(line) for line in lines[:3]], lines[3]
     out = run_git(worktree, asked)  # an unborn HEAD fails the whole call: ask for the folders alone
     lines = out.out.splitlines()

@@ -11,6 +11,7 @@ from pathlib import Path
 from automaton.git import run_git
 
 COMMIT_ID = re.compile(r"^[0-9a-fA-F]{7,64}$")
+FULL_COMMIT_ID = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?\Z")  # a whole SHA-1 or SHA-256 object id, as git prints it
 
 
 class GitMissing(Exception):
@@ -48,13 +49,12 @@ def nul_fields(text: str) -> list[str]:
 # names its content for good, so the answer cannot change (a tick asks it of the same base
 # commit up to four times). Names that are not full ids (HEAD, branches) are asked every time.
 _COMMITS: set[tuple[str, str]] = set()
-_FULL_ID = (40, 64)
 
 
 def require_commit(repo: Path, rev: str, what: str) -> str:
     """The full id of commit `rev` in `repo`. Raises DriftError naming `what` when `rev` is
     not a commit there (GitMissing without git)."""
-    known = (os.path.realpath(repo), rev) if len(rev) in _FULL_ID and COMMIT_ID.match(rev) else None
+    known = (os.path.realpath(repo), rev) if FULL_COMMIT_ID.match(rev) else None
     if known is not None and known in _COMMITS:
         return rev
     try:

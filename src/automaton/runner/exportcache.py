@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from pathlib import Path
+
+from automaton.store.layout import SIZE_SUFFIX, kept_export_marks
 
 SETTING = "AUTOMATON_EXPORTS_MAX_MB"
 DEFAULT_MAX_MB = 4096
-SIZE_SUFFIX = ".size"
 _MIB = 1 << 20
 
 
@@ -39,13 +41,19 @@ def limit_bytes() -> int | str:
 
 def size_file(folder: Path) -> Path:
     """Where the recorded size of the kept export `folder` lives."""
-    return folder.with_name(folder.name + SIZE_SUFFIX)
+    return kept_export_marks(folder)[1]
 
 
 def recorded(folder: Path) -> int:
-    """The recorded size in bytes of the kept export `folder`; 0 when none or unreadable."""
+    """The recorded size in bytes of the kept export `folder`; 0 when none, unreadable or not a
+    regular file (opened without blocking: a FIFO in its place must not hang the tick)."""
     try:
-        text = size_file(folder).read_text(encoding="ascii").strip()
+        fd = os.open(size_file(folder), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            data = os.read(fd, 64) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+        finally:
+            os.close(fd)
+        text = data.decode("ascii").strip()
     except (OSError, UnicodeDecodeError):
         return 0
     return int(text) if text.isdigit() else 0

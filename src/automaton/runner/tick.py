@@ -24,6 +24,7 @@ from typing import Any
 
 from automaton import harnesses
 from automaton.commands import loop_gate
+from automaton.commands.halts import halt_now
 from automaton.core.errors import ExitCode
 from automaton.core.gates import CONFIG_CHANGED, remaining
 from automaton.core.loopconfig import MIB, LoopConfig
@@ -324,8 +325,6 @@ def _verify_halt(loop: Loop, verdict: Verdict, after: aftercommit.After) -> list
     `after` like a halt after the commit. Returns the warning lines ([] without one)."""
     if verdict.halt is None or after.halt is not None:
         return []
-    from automaton.commands.halts import halt_now
-
     halt_now(loop, "human_intervention", verdict.halt, "verify")
     after.halt = f"human_intervention: {verdict.halt}"
     after.notes.append(f"halted: {after.halt}")

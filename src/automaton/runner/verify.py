@@ -41,7 +41,7 @@ from automaton.harnesses import HarnessRequest
 from automaton.proc import run_streaming
 from automaton.runner import exportcache, freeze, leftovers
 from automaton.sandbox import reaper
-from automaton.store.layout import kept_export_of, kept_exports_dir
+from automaton.store.layout import kept_export_marks, kept_export_of, kept_exports_dir
 
 # Builds the policy of one process: (cwd, label, harness name) -> Policy | None.
 PolicyFor = Callable[[Path, str, str], Policy | None]
@@ -136,7 +136,7 @@ def kept_export(repo: Path, loop: str) -> tuple[Path, Path] | None:
         except OSError:
             return None
     folder = kept_export_of(repo, loop)
-    return folder, folder.with_name(folder.name + ".idle")
+    return folder, kept_export_marks(folder)[0]
 
 
 def _take_mark(idle: Path) -> bool:

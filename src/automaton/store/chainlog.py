@@ -129,13 +129,16 @@ def _from_checkpoint(log_path: str | Path, text: str, key: bytes, found: anchor.
     """`verify_text(text, key)` from the log's keyed checkpoint: only the lines after its prefix
     are verified, the prefix's lines parsed when read (`Lines`). None (a full check is needed)
     when there is no checkpoint whose mac verifies, or the text's first `chars` characters do not
-    hash to its digest or end in its head line, or the anchor is behind its head."""
+    hash to its digest, hold its count of lines or end in its head line, or the anchor is behind
+    its head."""
     start = checkpoint.read(log_path, key)
     if start is None or found.count < start.count or (found.count == start.count and found.mac != start.head):
         return None
     prefix = text[:start.chars]
+    # The line count too: `Lines` numbers the lines after the prefix from it, and the anchor is
+    # compared by number, so a count its own prefix does not hold is never taken on the mac alone.
     if (len(prefix) != start.chars or not prefix.endswith(f" mac={start.head}\n")
-            or not equal(checkpoint.digest(prefix), start.digest)):
+            or prefix.count("\n") != start.count or not equal(checkpoint.digest(prefix), start.digest)):
         return None
     return verify_text(text[start.chars:], key, after=ChainCheck(True, Lines.from_prefix(prefix, start.count, start)))
 

@@ -106,12 +106,12 @@ def write(log_path: str | Path, key: bytes, found: Checkpoint) -> None:
     tmp = target.with_name(f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        os.write(fd, f"v1 {body} {_mac(key, log_path, body)}\n".encode("ascii"))
-    finally:
-        os.close(fd)
-    try:
+        try:
+            os.write(fd, f"v1 {body} {_mac(key, log_path, body)}\n".encode("ascii"))
+        finally:
+            os.close(fd)
         os.replace(tmp, target)
-    except OSError:
+    except OSError:  # a full disk, say: no temp file is left in the key's folder
         tmp.unlink(missing_ok=True)
         raise
 

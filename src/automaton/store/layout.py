@@ -45,6 +45,16 @@ def kept_export_of(repo: Path, loop: str) -> Path:
     return kept_exports_dir() / key
 
 
+IDLE_SUFFIX, SIZE_SUFFIX = ".idle", ".size"  # the files kept beside a kept export
+
+
+def kept_export_marks(folder: Path) -> tuple[Path, Path]:
+    """(idle mark, recorded size) of the kept export `folder`: `<folder>.idle`, written when no
+    process of its last run is left (`runner/verify.py`), and `<folder>.size`, its size in bytes
+    (`runner/exportcache.py`)."""
+    return folder.with_name(folder.name + IDLE_SUFFIX), folder.with_name(folder.name + SIZE_SUFFIX)
+
+
 def _git_common_root(start: Path) -> Path | None:
     """Inside a linked worktree, the main checkout that owns it: the parent of the common git
     folder, found as git finds it (gitrepository-layout(5)) without starting git: `start/.git`

@@ -98,13 +98,12 @@ def log_finding(lines: list[LogLine], log_file: Path) -> str:
     memo_key = str(log_file)
     seen = _FOLDS.pop(memo_key, None)
     high: dict[str, float] = {}
-    restored = _restored(lines)
     if seen is not None and _extends(seen[0], lines):
         # Only the lines appended since this process checked the same line objects (the chain
         # reader hands out the lines it verified before: `store.chainlog`) are folded in; a
         # new re-seal among them moves the start, so that is checked from scratch.
         done, start, prev, reserved = len(seen[0]), seen[1], seen[2], seen[3]
-    elif restored is not None:  # another process folded the checkpoint's prefix (`store.checkpoint`)
+    elif (restored := _restored(lines)) is not None:  # another process folded the checkpoint's prefix
         done, start, prev, reserved = restored
     else:
         start = max((i for i, line in enumerate(lines) if _is_reseal(line)), default=0)

@@ -455,11 +455,10 @@ def read_state(project: Project, name: str) -> LoopState:
 
 def _fields(state: LoopState, fields: Mapping[str, object]) -> dict[str, object]:
     out = dict(fields)
-    out.update({log_key: value for key, value in counters(state).items() for log_key in (COUNTERS[key],)})
+    out.update({COUNTERS[key]: value for key, value in counters(state).items()})
     return out
 
 
-# (state key, how far it may go down): the growing counters, checked by `Session.commit`.
 def _lowered(old: LoopState, new: LoopState, event: LogEvent) -> str | None:
     """Why `new` lowers a counter of `old` beyond what `event` gives back (None when it does not)."""
     pairs = (("iteration_count", old.iteration_count, new.iteration_count, event.refund_iterations),
