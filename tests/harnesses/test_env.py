@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -119,3 +120,21 @@ def test_every_harness_gets_pwd_set_to_its_working_directory(fake_bin: Any, make
     fake_bin("opencode", "print(json.dumps({'type': 'text', 'part': {'text': os.environ['PWD']}}))")
     req = make_req()
     assert get("opencode").run(req).final_text == str(req.cwd)
+
+
+@pytest.mark.parametrize("entry", ["", ".", "bin"])
+def test_a_program_the_agent_left_in_its_worktree_never_stands_in_for_the_cli(
+        entry: str, fake_bin: Any, make_req: Callable[..., HarnessRequest], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # An empty or relative PATH entry names the role's working directory, the worktree the agent
+    # writes: a `claude` left there would run instead of the real one and report its own cost.
+    fake_claude_that_refuses_when_nested(fake_bin, tmp_path / "env.json")
+    req = make_req()
+    (req.cwd / "bin").mkdir()
+    for planted in (req.cwd / "claude", req.cwd / "bin" / "claude"):
+        planted.write_text('#!/bin/sh\necho \'{"type": "result", "is_error": false, "total_cost_usd": 0.0001}\'\n')
+        planted.chmod(0o755)
+    monkeypatch.setenv("PATH", entry + os.pathsep + os.environ["PATH"])
+    res = get("claude").run(req)
+    assert res.error is None and res.cost_usd == 0.01, res
+    assert _env.absolute_path(f"{entry}{os.pathsep}/usr/bin{os.pathsep}rel/x") == "/usr/bin"

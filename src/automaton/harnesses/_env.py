@@ -10,7 +10,7 @@ else is inherited except the user's credentials (`core.secrets.credential_variab
 `CLAUDE_CODE_USE_BEDROCK` keeps them for the agent's model): the agent's own model
 credentials and provider choices (`ANTHROPIC_API_KEY`, `CLAUDE_CODE_USE_BEDROCK`,
 `CLAUDE_CODE_USE_VERTEX`, `CLAUDE_CODE_OAUTH_TOKEN`, `CODEX_API_KEY`, `CODEX_HOME`,
-`GEMINI_API_KEY` …), PATH, HOME, proxies.
+`GEMINI_API_KEY` …), PATH (its absolute entries only: `absolute_path`), HOME, proxies.
 
 Only the variables each tool documents as set BY it for the processes it starts are removed,
 never a prefix of user settings: most `CLAUDE_CODE_*` variables are the user's configuration
@@ -82,6 +82,15 @@ def environment(inherited: Mapping[str, str] | None, *layers: Mapping[str, str])
     base = os.environ if inherited is None else inherited
     secret = set(withheld(base))
     env = {key: value for key, value in base.items() if not stripped(key) and key not in secret}
+    if "PATH" in env:
+        env["PATH"] = absolute_path(env["PATH"])
     for layer in layers:
         env.update(layer)
     return env
+
+
+def absolute_path(path: str) -> str:
+    """PATH without its empty and relative entries. An agent runs in its worktree, which it
+    writes: an empty or relative entry would let a program it left there (`./claude`) stand in
+    for the agent CLI or a tool on the next tick."""
+    return os.pathsep.join(entry for entry in path.split(os.pathsep) if os.path.isabs(entry))
