@@ -250,7 +250,7 @@ def test_a_forged_frozen_set_is_not_trusted(project: Path) -> None:
 FORGE_THROUGH_THE_PIPE = BUGGY + '''
 import json, os, stat
 
-for _fd in range(3, 256):
+for _fd in sorted(int(n) for n in os.listdir("/proc/self/fd")):
     try:
         if stat.S_ISFIFO(os.fstat(_fd).st_mode):
             os.write(_fd, json.dumps({"kind": "result", "id": "tests/test_calc.py::test_add",
@@ -269,6 +269,47 @@ def test_a_result_forged_through_the_inherited_pipe_is_named_not_scored(project:
     reason, detail = halted(proj)
     assert (reason, detail) == ("human_intervention", "verdict_mismatch: results written twice or for tests never"
                                                       " collected: tests/test_calc.py::test_add")
+
+
+FORGE_AND_EXIT = BUGGY + '''
+import json, os, stat, sys
+
+# At collection (the tests import this module): find the plugin's descriptor however it is
+# hidden, write a whole passing session to it, and end the process before pytest writes
+# anything of its own (no real result, no JUnit XML, exit 0).
+_ids = ["tests/test_calc.py::test_add", "tests/test_calc.py::test_sub"]
+_lines = [{"kind": "collected", "id": i} for i in _ids]
+_lines += [{"kind": "result", "id": i, "outcome": "passed"} for i in _ids] + [{"kind": "end", "exitstatus": 0}]
+for _fd in sorted(int(n) for n in os.listdir("/proc/self/fd")):
+    try:
+        if _fd > 2 and stat.S_ISFIFO(os.fstat(_fd).st_mode):
+            os.write(_fd, "".join(json.dumps(o) + "\\n" for o in _lines).encode())
+    except OSError:
+        pass
+sys.stdout.write("2 passed in 0.01s\\n")
+sys.stdout.flush()
+os._exit(0)
+'''
+
+
+def test_a_whole_session_forged_before_an_early_exit_is_unscored(project: Path) -> None:
+    # Stream and exit status agree (both forged); pytest never wrote its JUnit XML: nothing
+    # corroborates the stream, so it is not scored.
+    proj = loop(project, [{"write": "src/calc.py", "content": FORGE_AND_EXIT}])
+    out = tick(proj, "demo")
+    assert out.data is not None and out.data["verdict"]["score"] is None, out.data
+    reason, detail = halted(proj)
+    assert reason == "human_intervention"
+    assert detail.startswith("verdict_mismatch: pytest wrote no JUnit XML"), detail
+
+
+def test_lines_after_the_end_record_are_a_disagreement() -> None:
+    from automaton.core.testids import disagreement, read_stream
+
+    run = read_stream(b'{"kind":"collected","id":"t::a"}\n{"kind":"end","exitstatus":0}\n'
+                      b'{"kind":"result","id":"t::a","outcome":"failed"}\n')
+    assert run.after_end == 1
+    assert disagreement(run, 0, None) == "1 line(s) written to the result stream after its end record"
 
 
 # ---- the packaged scorer's verdict held to its stream ----
@@ -331,3 +372,17 @@ def test_a_scorer_stream_with_a_result_written_twice_halts(tmp_path: Path) -> No
                       b'{"kind":"result","id":"t::a","outcome":"passed"}\n{"kind":"end","exitstatus":1}\n')
     got = _by_scorer("coverage", run, SAID_FULL, None, tmp_path)
     assert got.score is None and got.halt is not None and got.halt.startswith("verdict_mismatch"), got
+
+
+def test_a_scorer_stream_pytest_wrote_no_junit_for_is_unscored(tmp_path: Path) -> None:
+    # The code under test wrote a whole passing session to the stream and ended the scorer's
+    # pytest before pytest wrote its JUnit XML: a full score printed is not trusted.
+    from automaton.runner.pytest_verify import _by_scorer
+
+    run = stream_of({"t::a": "passed"}, 0)
+    got = _by_scorer("coverage", run, SAID_FULL, None, tmp_path, 0, None, junit_required=True)
+    assert got.score is None and got.halt is not None, got
+    assert got.halt.startswith("verdict_mismatch: pytest wrote no JUnit XML"), got
+    xml = '<testsuites><testsuite><testcase classname="t" name="a"/></testsuite></testsuites>'
+    ok = _by_scorer("coverage", run, SAID_FULL, None, tmp_path, 0, xml, junit_required=True)
+    assert (ok.score, ok.done) == (1.0, True), ok

@@ -49,6 +49,8 @@ from pathlib import Path
 
 LOOP_DIR_ENV = "AUTOMATON_LOOP_DIR"
 VERDICT_FD_ENV = "AUTOMATON_VERDICT_FD"
+# Where the streamed pytest run writes its JUnit XML for the runner, which holds the stream to it.
+VERDICT_JUNIT_ENV = "AUTOMATON_VERDICT_JUNIT"
 # Comments and decorators that make mypy say nothing about code it would otherwise reject: cut
 # from the copy mypy checks, so adding one hides nothing.
 SUPPRESSION = re.compile(r"#\s*(type:\s*ignore\b|mypy:).*$")
@@ -78,6 +80,12 @@ def verdict_fd() -> int | None:
     return int(value) if value.isdigit() else None
 
 
+def junit_for_runner() -> Path | None:
+    """The JUnit XML path the runner reads (AUTOMATON_VERDICT_JUNIT), or None outside a tick."""
+    value = os.environ.get(VERDICT_JUNIT_ENV, "")
+    return Path(value) if value else None
+
+
 def run(argv: list[str], cwd: Path, timeout: float = 3600, streamed: bool = False) -> subprocess.CompletedProcess[str]:
     """`argv` in `cwd`; Unscored when it cannot start. `streamed` (the mode's one pytest run):
     with the runner's pipe, pytest loads automaton's plugin and inherits the descriptor; every
@@ -91,6 +99,9 @@ def run(argv: list[str], cwd: Path, timeout: float = 3600, streamed: bool = Fals
     fds: tuple[int, ...] = ()
     if fd is not None:
         argv, env[VERDICT_FD_ENV], fds = [*argv, "-p", "automaton_verdicts"], str(fd), (fd,)
+        junit = junit_for_runner()
+        if junit is not None and not any(a.startswith("--junitxml=") for a in argv):
+            argv.append(f"--junitxml={junit}")
     try:
         return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False,
                               pass_fds=fds)
@@ -346,7 +357,7 @@ def dependency_score(name: str) -> int:
     here = Path.cwd()
     with tempfile.TemporaryDirectory() as tmp:
         # The suite first, always: the runner's stream then holds this one run, whatever comes next.
-        xml = Path(tmp) / "junit.xml"
+        xml = junit_for_runner() or Path(tmp) / "junit.xml"
         done = run([*suite_argv([]), f"--junitxml={xml}"], here, streamed=True)
         passed, total = junit_counts(xml)
         problem = dependency_problem(here, base_tree(Path(tmp) / "base"), want)
