@@ -153,3 +153,13 @@ def test_outside_a_tick_nothing_is_streamed_and_no_plugin_is_asked_for(tmp_path:
     root = tree(tmp_path, CALC)
     code, verdict = score(root, "coverage", "--target", "src", env={"AUTOMATON_VERDICT_FD": ""})
     assert code == 0 and verdict["score"] == 1.0, verdict  # no `-p automaton_verdicts` without the pipe
+
+
+@pytest.mark.parametrize("hider", [{"src/.ignore": "*.py\n"}, {"src/.gitignore": "*.py\n"},
+                                   {".ignore": "src/\n"}, {"src/sub/.ignore": "*\n"}],
+                         ids=["dot-ignore", "gitignore", "root-ignore", "nested-ignore"])
+def test_lint_an_ignore_file_hides_no_file_from_ruff(tmp_path: Path, hider: dict[str, str]) -> None:
+    # ruff skips what .ignore / .gitignore files list, even outside a git repository (the export).
+    root = tree(tmp_path, {"src/calc.py": "import os\n", "src/sub/more.py": "import sys\n", **hider})
+    code, verdict = score(root, "lint", "--target", "src")
+    assert code == 0 and verdict["summary"] == "2 ruff violations (base: 2)", verdict

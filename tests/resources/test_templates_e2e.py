@@ -80,6 +80,13 @@ def test_lint_fix_a_noqa_fixes_nothing_and_the_loop_halts_on_the_plateau(linty: 
     assert verdict(state)["summary"].startswith("2 ruff violations (base: 2)")
 
 
+def test_lint_fix_an_ignore_file_hides_nothing_and_the_loop_halts_on_the_plateau(linty: Path) -> None:
+    hide = {"write": "src/.ignore", "content": "*.py\n"}
+    state = run_ticks(loop_from(linty, "lint-fix", steps([hide])), 3)
+    halted(state, "verifier_failed", "scores flat")
+    assert verdict(state)["summary"].startswith("2 ruff violations (base: 2)")
+
+
 def test_lint_fix_deleting_the_file_scores_nothing(linty: Path) -> None:
     state = run_ticks(loop_from(linty, "lint-fix", steps([{"delete": "src/calc.py"}])), 1)
     assert state.status == "running" and verdict(state)["score"] == 0.0, state
