@@ -6,7 +6,8 @@ cron job's short PATH finds the same interpreter). Standard library only: that i
 ruff, mypy, pytest and pytest-cov, never automaton itself.
 
     python scorer.py lint --target DIR [--suite]    ruff: 1 - violations now / at the base commit
-    python scorer.py types --target DIR [--suite]   mypy: 1 - errors now / at the base, suppressions cut
+    python scorer.py types --target DIR [--suite]   mypy: 1 - errors now / at the base, suppressions cut,
+                                                    every body checked, annotations never fewer
     python scorer.py coverage --target DIR          pytest-cov: line coverage of DIR, 0..1
     python scorer.py flaky --repeat N NODEID...     pytest N times: runs where every test passed / N
     python scorer.py dependency --name DIST         the suite, and DIST's pin equal to its installed version
@@ -199,13 +200,41 @@ def stripped_copy(root: Path, into: Path, target: str, stubs_from: Path | None) 
     return into
 
 
-def mypy_count(root: Path, target: str, cache: Path) -> int:
-    """mypy errors under `target` in `root` (a stripped copy)."""
+# mypy checks every body (an unannotated function is no place to hide an error), and reports
+# each function without full annotations as `no-untyped-def`: counted apart, never scored, and
+# never allowed to grow over the base's, file by file (removing annotations hides errors).
+MYPY_FLAGS = ("--check-untyped-defs", "--disallow-untyped-defs", "--disallow-incomplete-defs", "--show-error-codes")
+MYPY_ERROR = re.compile(r"^(?P<file>.+?):\d+(?::\d+)?: error: .*?(?:\s+\[(?P<code>[a-z0-9-]+)\])?$")
+UNTYPED = "no-untyped-def"
+
+
+def mypy_count(root: Path, target: str, cache: Path) -> tuple[int, dict[str, int]]:
+    """(mypy errors under `target` in `root` (a stripped copy) other than missing annotations,
+    {file: functions without full annotations})."""
     done = run([sys.executable, "-m", "mypy", "--no-error-summary", "--no-pretty", "--hide-error-context",
-                "--cache-dir", str(cache), target], root)
+                *MYPY_FLAGS, "--cache-dir", str(cache), target], root)
     if done.returncode not in (0, 1):
         raise Unscored(f"mypy failed (exit {done.returncode}): {(done.stderr or done.stdout).strip()[:200]}")
-    return sum(1 for line in done.stdout.splitlines() if re.search(r":\d+(:\d+)?: error:", line))
+    errors, untyped = 0, dict[str, int]()
+    for line in done.stdout.splitlines():
+        m = MYPY_ERROR.match(line)
+        if m is None:
+            continue
+        if m.group("code") == UNTYPED:
+            untyped[m.group("file")] = untyped.get(m.group("file"), 0) + 1
+        else:
+            errors += 1
+    return errors, untyped
+
+
+def annotations_removed(now: dict[str, int], base: dict[str, int]) -> str | None:
+    """Why the tree has fewer annotations than the base (a file with more functions lacking
+    them), or None."""
+    grown = sorted(f for f, n in now.items() if n > base.get(f, 0))
+    if not grown:
+        return None
+    return (f"annotations removed: more functions without full annotations than at the base in"
+            f" {', '.join(grown[:5])}")
 
 
 def suite_argv(tests: list[str]) -> list[str]:
@@ -250,9 +279,12 @@ def count_score(kind: str, target: str, suite: bool = False) -> int:
             now = ruff_count(here, target)
             start = ruff_count(base, target) if base is not None else now
         else:
-            now = mypy_count(stripped_copy(here, tmp / "now", target, base), target, tmp / "cache-now")
-            start = (mypy_count(stripped_copy(base, tmp / "base-stripped", target, None), target, tmp / "cache-base")
-                     if base is not None else now)
+            now, untyped = mypy_count(stripped_copy(here, tmp / "now", target, base), target, tmp / "cache-now")
+            start, untyped_base = (mypy_count(stripped_copy(base, tmp / "base-stripped", target, None), target,
+                                              tmp / "cache-base") if base is not None else (now, untyped))
+            stripped = annotations_removed(untyped, untyped_base)
+            if stripped:
+                return emit(0.0, False, f"{stripped}: {what} not counted")
     if now == 0:
         return emit(1.0, True, f"0 {what} (base: {start})")
     score = 0.0 if start == 0 else 1.0 - now / start
