@@ -163,3 +163,17 @@ def test_lint_an_ignore_file_hides_no_file_from_ruff(tmp_path: Path, hider: dict
     root = tree(tmp_path, {"src/calc.py": "import os\n", "src/sub/more.py": "import sys\n", **hider})
     code, verdict = score(root, "lint", "--target", "src")
     assert code == 0 and verdict["summary"] == "2 ruff violations (base: 2)", verdict
+
+
+@pytest.mark.parametrize(("body", "why"), [
+    # exit 0 before pytest writes its report (a forged run that skipped the real one)
+    ("import os\n\n\ndef test_x():\n    os._exit(0)\n", "wrote no JUnit report"),
+    # the report rewritten at exit to a pass while pytest still exits 1
+    ("import atexit, sys\n\n\ndef _clean():\n    path = [a for a in sys.argv if a.startswith('--junitxml=')][0][11:]\n"
+     "    open(path, 'w').write('<testsuite><testcase name=\"test_x\"/></testsuite>')\n\n\n"
+     "atexit.register(_clean)\n\n\ndef test_x():\n    assert False\n", "shows every test passing"),
+], ids=["exit-0-no-report", "report-rewritten"])
+def test_flaky_a_run_whose_exit_and_report_disagree_is_unscored(tmp_path: Path, body: str, why: str) -> None:
+    root = tree(tmp_path, {"tests/test_x.py": body})
+    code, verdict = score(root, "flaky", "--repeat", "2", "tests/test_x.py::test_x")
+    assert code == 2 and "score" not in verdict and why in verdict["summary"], verdict

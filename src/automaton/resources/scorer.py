@@ -331,8 +331,27 @@ def clean_run(xml_path: Path) -> bool:
                                for case in cases)
 
 
+def run_passed(code: int, xml_path: Path) -> bool:
+    """Whether one flaky run passed: pytest exited 0 and its JUnit report is clean. Unscored
+    when the two contradict each other (exit 0 with no readable report, or a failed test in
+    it; exit 1 with a clean report): the code under test rewrote one of them, and neither can
+    be trusted."""
+    clean = clean_run(xml_path)
+    if code == 0 and not clean:
+        try:
+            cases = list(ET.parse(xml_path).getroot().iter("testcase"))
+        except (OSError, ET.ParseError):
+            raise Unscored("pytest exited 0 but wrote no JUnit report: the run contradicts itself") from None
+        if any(child.tag in ("failure", "error") for case in cases for child in case):
+            raise Unscored("pytest exited 0 but its JUnit report has a failed test: the run contradicts itself")
+    if code == 1 and clean:
+        raise Unscored("pytest exited 1 (tests failed) but its JUnit report shows every test passing")
+    return code == 0 and clean
+
+
 def flaky_score(repeat: int, ids: list[str]) -> int:
-    """Stable passes / `repeat`: runs of `ids` where pytest exited 0 and every test passed."""
+    """Stable passes / `repeat`: runs of `ids` where pytest exited 0 and every test passed
+    (`run_passed`: a run whose exit status and JUnit report disagree leaves the verify unscored)."""
     if repeat < 1 or not ids:
         raise Unscored("flaky needs --repeat N >= 1 and at least one test id")
     good = 0
@@ -340,7 +359,7 @@ def flaky_score(repeat: int, ids: list[str]) -> int:
         for i in range(repeat):
             xml = Path(tmp) / f"run-{i}.xml"
             done = run([sys.executable, "-m", "pytest", "-q", *NO_RETRY, f"--junitxml={xml}", *ids], Path.cwd())
-            good += done.returncode == 0 and clean_run(xml)
+            good += run_passed(done.returncode, xml)
     return emit(good / repeat, good == repeat, f"{good}/{repeat} runs passed: {' '.join(ids)[:160]}")
 
 
