@@ -386,3 +386,24 @@ def test_a_scorer_stream_pytest_wrote_no_junit_for_is_unscored(tmp_path: Path) -
     xml = '<testsuites><testsuite><testcase classname="t" name="a"/></testsuite></testsuites>'
     ok = _by_scorer("coverage", run, SAID_FULL, None, tmp_path, 0, xml, junit_required=True)
     assert (ok.score, ok.done) == (1.0, True), ok
+
+
+def test_an_approval_refuses_a_holdout_with_symlinks_naming_each(project: Path, approver: str,
+                                                                 tmp_path: Path) -> None:
+    # Each tick would fail on them (unscored, at the tick's cost), one file at a time.
+    from automaton.core.errors import BadInput
+
+    proj = loop(project, [], holdout={"test_h.py": "def test_h():\n    assert True\n"})
+    folder = proj.loop_dir(store.require_tracked(proj, "demo")) / "holdout"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "test_out.py").write_text("def test_out():\n    assert False\n")
+    (folder / "test_link.py").symlink_to(outside / "test_out.py")
+    (folder / "dirlink").symlink_to(outside)
+    (folder / "test_dangling.py").symlink_to(tmp_path / "nonexistent")
+    with pytest.raises(BadInput) as err:
+        approve_loop(proj, "demo", review_loop(proj, "demo"))
+    message = str(err.value)
+    assert "roles.verify.holdout cannot be used" in message and "\n" not in message
+    for name in ("test_link.py", "dirlink", "test_dangling.py"):
+        assert f"{folder / name}: a symlink" in message, message
