@@ -94,16 +94,23 @@ def test_no_fix_scores_half_from_the_stream(project: Path) -> None:
 
 # ---- the attacks ----
 
-def test_deleting_the_failing_test_halts_on_the_default_protection(project: Path) -> None:
-    only_sub = "from calc import sub\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n"
-    proj = loop(project, [{"write": "tests/test_calc.py", "content": only_sub}])
+ONLY_SUB = "from calc import sub\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n"
+ASSERT_TRUE = "def test_add():\n    assert True\n\n\ndef test_sub():\n    assert True\n"
+
+
+def tests_rewritten_halt_on_the_default_protection(project: Path, content: str) -> None:
+    """A tick that rewrites tests/test_calc.py to `content` halts on the default protection."""
+    proj = loop(project, [{"write": "tests/test_calc.py", "content": content}])
     tick(proj, "demo")
     assert halted(proj) == ("drift_detected", "protected: tests/test_calc.py")
 
 
+def test_deleting_the_failing_test_halts_on_the_default_protection(project: Path) -> None:
+    tests_rewritten_halt_on_the_default_protection(project, ONLY_SUB)
+
+
 def test_deleting_the_failing_test_halts_tests_removed_without_protection(project: Path) -> None:
-    only_sub = "from calc import sub\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n"
-    proj = loop(project, [{"write": "tests/test_calc.py", "content": only_sub}], protected=[])
+    proj = loop(project, [{"write": "tests/test_calc.py", "content": ONLY_SUB}], protected=[])
     out = tick(proj, "demo")
     assert out.data is not None and out.data["verdict"]["score"] is None
     reason, detail = halted(proj)
@@ -112,16 +119,12 @@ def test_deleting_the_failing_test_halts_tests_removed_without_protection(projec
 
 
 def test_tests_rewritten_to_assert_true_halt_on_the_default_protection(project: Path) -> None:
-    fake = "def test_add():\n    assert True\n\n\ndef test_sub():\n    assert True\n"
-    proj = loop(project, [{"write": "tests/test_calc.py", "content": fake}])
-    tick(proj, "demo")
-    assert halted(proj) == ("drift_detected", "protected: tests/test_calc.py")
+    tests_rewritten_halt_on_the_default_protection(project, ASSERT_TRUE)
 
 
 def test_tests_rewritten_to_assert_true_are_caught_by_the_holdout(project: Path) -> None:
-    fake = "def test_add():\n    assert True\n\n\ndef test_sub():\n    assert True\n"
     holdout = {"test_calc_holdout.py": "from calc import add\n\n\ndef test_add_holdout():\n    assert add(1, 1) == 2\n"}
-    proj = loop(project, [{"write": "tests/test_calc.py", "content": fake}], protected=[], holdout=holdout)
+    proj = loop(project, [{"write": "tests/test_calc.py", "content": ASSERT_TRUE}], protected=[], holdout=holdout)
     out = tick(proj, "demo")
     assert out.data is not None and out.data["verdict"]["score"] == pytest.approx(2 / 3), out.data
     assert store.read_state(proj, "demo").status == "running"
