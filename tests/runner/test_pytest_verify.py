@@ -98,7 +98,7 @@ ONLY_SUB = "from calc import sub\n\n\ndef test_sub():\n    assert sub(5, 3) == 2
 ASSERT_TRUE = "def test_add():\n    assert True\n\n\ndef test_sub():\n    assert True\n"
 
 
-def tests_rewritten_halt_on_the_default_protection(project: Path, content: str) -> None:
+def rewritten_tests_halt_on_the_default_protection(project: Path, content: str) -> None:
     """A tick that rewrites tests/test_calc.py to `content` halts on the default protection."""
     proj = loop(project, [{"write": "tests/test_calc.py", "content": content}])
     tick(proj, "demo")
@@ -106,7 +106,7 @@ def tests_rewritten_halt_on_the_default_protection(project: Path, content: str) 
 
 
 def test_deleting_the_failing_test_halts_on_the_default_protection(project: Path) -> None:
-    tests_rewritten_halt_on_the_default_protection(project, ONLY_SUB)
+    rewritten_tests_halt_on_the_default_protection(project, ONLY_SUB)
 
 
 def test_deleting_the_failing_test_halts_tests_removed_without_protection(project: Path) -> None:
@@ -119,7 +119,7 @@ def test_deleting_the_failing_test_halts_tests_removed_without_protection(projec
 
 
 def test_tests_rewritten_to_assert_true_halt_on_the_default_protection(project: Path) -> None:
-    tests_rewritten_halt_on_the_default_protection(project, ASSERT_TRUE)
+    rewritten_tests_halt_on_the_default_protection(project, ASSERT_TRUE)
 
 
 def test_tests_rewritten_to_assert_true_are_caught_by_the_holdout(project: Path) -> None:
