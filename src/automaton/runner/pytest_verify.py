@@ -140,13 +140,18 @@ def _scored(stream: Streamed, code: int, frozen: Frozen | None, loop_dir: Path) 
         return _unscored(f"no result stream from the plugin (exit {code})")
     if stream.end == 2 and not stream.results:  # pytest: interrupted, e.g. by a collection error
         return Verdict(0.0, False, False, "no test ran: collection failed (exit 2)", "stream")
-    if frozen is not None:
-        removed = freeze.removed_detail(frozen, stream)
-        if removed is not None:
-            detail, ids = removed
-            frozen_tests.write_proposed(loop_dir, frozen, ids)
-            return _unscored(f"unscored: {detail}", detail)
-    return verdict(stream, code)
+    return _removed(frozen, stream, loop_dir) or verdict(stream, code)
+
+
+def _removed(frozen: Frozen | None, stream: Streamed, loop_dir: Path) -> Verdict | None:
+    """The unscored `tests_removed` verdict when the stream did not judge every frozen id (the
+    run's ids kept as the proposal a human may accept), else None."""
+    found = None if frozen is None else freeze.removed_detail(frozen, stream)
+    if frozen is None or found is None:
+        return None
+    detail, ids = found
+    frozen_tests.write_proposed(loop_dir, frozen, ids)
+    return _unscored(f"unscored: {detail}", detail)
 
 
 def _by_scorer(mode: str, stream: Streamed, output: str, frozen: Frozen | None, loop_dir: Path,
@@ -164,12 +169,9 @@ def _by_scorer(mode: str, stream: Streamed, output: str, frozen: Frozen | None, 
         why = disagreement(stream, -1 if stream.end is None else stream.end, xml, junit_required)
         if why is not None:
             return _unscored(f"unscored: {why}", f"{VERDICT_MISMATCH}: {why}")
-    if stream.end is not None and frozen is not None:
-        removed = freeze.removed_detail(frozen, stream)
-        if removed is not None:
-            detail, ids = removed
-            frozen_tests.write_proposed(loop_dir, frozen, ids)
-            return _unscored(f"unscored: {detail}", detail)
+    removed = _removed(frozen, stream, loop_dir) if stream.end is not None else None
+    if removed is not None:
+        return removed
     said = from_agent(output)
     if said.score is None:
         return said
