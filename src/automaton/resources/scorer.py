@@ -36,6 +36,8 @@ Outside a tick (no AUTOMATON_LOOP_DIR) the tree itself is the base.
 from __future__ import annotations
 
 import argparse
+import atexit
+import functools
 import io
 import json
 import os
@@ -82,6 +84,15 @@ def verdict_fd() -> int | None:
     return int(value) if value.isdigit() else None
 
 
+@functools.lru_cache(maxsize=1)
+def private_cache() -> str:
+    """An empty folder of this process's own for PYTHONPYCACHEPREFIX (nothing is written to it:
+    PYTHONDONTWRITEBYTECODE), removed at exit."""
+    folder = tempfile.mkdtemp(prefix="automaton-scorer-pycache-")
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
 def junit_for_runner() -> Path | None:
     """The JUnit XML path the runner reads (AUTOMATON_VERDICT_JUNIT), or None outside a tick."""
     value = os.environ.get(VERDICT_JUNIT_ENV, "")
@@ -96,7 +107,8 @@ def run(argv: list[str], cwd: Path, timeout: float = 3600, streamed: bool = Fals
     env.pop(VERDICT_FD_ENV, None)
     # Python then never reads a `__pycache__` of the tree: committed bytecode cannot stand in
     # for the source the tools check.
-    env.setdefault("PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / "automaton-scorer-pycache"))
+    # A folder of its own (fresh, empty), never a fixed path another process could fill first.
+    env.setdefault("PYTHONPYCACHEPREFIX", private_cache())
     fd = verdict_fd() if streamed else None
     fds: tuple[int, ...] = ()
     if fd is not None:
@@ -322,13 +334,8 @@ def coverage_score(target: str, tests: list[str]) -> int:
 def clean_run(xml_path: Path) -> bool:
     """Whether a JUnit report ran at least one test and every test passed (a skip or xfail
     counts as not passing: a skip marker must not make a flaky test stable)."""
-    try:
-        root = ET.parse(xml_path).getroot()
-    except (OSError, ET.ParseError):
-        return False
-    cases = list(root.iter("testcase"))
-    return bool(cases) and all(len(case) == 0 or all(child.tag in ("system-out", "system-err") for child in case)
-                               for case in cases)
+    passed, ran = junit_counts(xml_path)
+    return ran > 0 and passed == ran
 
 
 def run_passed(code: int, xml_path: Path) -> bool:
