@@ -177,3 +177,21 @@ def test_flaky_a_run_whose_exit_and_report_disagree_is_unscored(tmp_path: Path, 
     root = tree(tmp_path, {"tests/test_x.py": body})
     code, verdict = score(root, "flaky", "--repeat", "2", "tests/test_x.py::test_x")
     assert code == 2 and "score" not in verdict and why in verdict["summary"], verdict
+
+
+def test_dependency_a_line_added_behind_the_pin_is_a_change_beyond_it(tmp_path: Path) -> None:
+    # Only the pin's version may change: a second line that starts like the pin (carrying
+    # another pin, or test options) is a change beyond it.
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("packaged_scorer", SCORER)
+    assert spec is not None and spec.loader is not None
+    scorer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(scorer)
+    base = tree(tmp_path / "base", {"requirements.txt": "requests==2.0\nidna==3.0\n"})
+    upgraded = tree(tmp_path / "now", {"requirements.txt": "requests==2.31\nidna==3.0\n"})
+    assert scorer.dependency_problem(upgraded, base, "requests") is None
+    sneaky = tree(tmp_path / "sneaky", {"requirements.txt": "requests==2.31\nrequests==2.31 ; idna==9\nidna==3.0\n"})
+    assert "changed beyond the pin of requests" in scorer.dependency_problem(sneaky, base, "requests")
+    inline = tree(tmp_path / "inline", {"requirements.txt": "requests==2.31 ; python_version<'4' \nidna==3.0\n"})
+    assert "changed beyond the pin of requests" in scorer.dependency_problem(inline, base, "requests")

@@ -392,8 +392,13 @@ def pins(root: Path) -> dict[str, dict[str, str]]:
 
 
 def _without_pin(text: str, name: str) -> str:
-    return "\n".join(line for line in text.splitlines()
-                     if not ((m := PIN.match(line)) and _norm(m.group(1)) == name))
+    """`text` with the version of each `name==version` pin blanked: the rest of each line, and
+    every line, still count (a line added after a pin is a change beyond the pin)."""
+    out = []
+    for line in text.splitlines():
+        m = PIN.match(line)
+        out.append(line[:m.start(3)] + "<pin>" + line[m.end(3):] if m and _norm(m.group(1)) == name else line)
+    return "\n".join(out)
 
 
 def dependency_problem(here: Path, base: Path | None, name: str) -> str | None:
