@@ -99,6 +99,13 @@ def test_a_missing_or_stray_var_is_bad_input_and_creates_nothing(project: Path, 
 
 
 def test_a_value_cannot_break_out_of_its_json_string(project: Path) -> None:
+    # A project copy of the template whose var declares no kind: only the rules every value
+    # follows apply, and the quote still cannot leave its JSON string.
+    copy = project / ".automaton" / "templates" / "loops" / "dependency-upgrade"
+    shutil.copytree(framework_home() / "templates" / "loops" / "dependency-upgrade", copy)
+    meta = json.loads((copy / "template.json").read_text())
+    del meta["vars"]["dependency"]["kind"]
+    (copy / "template.json").write_text(json.dumps(meta))
     out = create_loop(Project(project), "dep", "dependency-upgrade", variables=['dependency=x", "evil": "1'])
     doc = json.loads((Path(out.data["path"]) / "loop.json").read_text())
     assert doc["roles"]["verify"]["command"][-1] == 'x", "evil": "1'
@@ -135,3 +142,42 @@ def test_a_target_out_of_the_project_is_bad_input(project: Path) -> None:
     with pytest.raises(BadInput, match="file_scope"):
         create_loop(Project(project), "lint", "lint-fix", variables=["target=src/../.."])
     assert not (project / ".automaton" / "loops" / "lint").exists()
+
+
+@pytest.mark.parametrize(("template", "variables", "message"), [
+    ("flaky-test", ["test=tests/test_x.py::test_y", "repeat=abc"], "--var repeat='abc': expected a whole number"),
+    ("flaky-test", ["test=tests/test_x.py::test_y", "repeat=0"], "--var repeat='0': expected a whole number"),
+    ("flaky-test", ["test=tests/test_x.py::test_y", "repeat=-5"], "--var repeat='-5': a value may not start"),
+    ("flaky-test", ["test=tests/test_x.py::test_y", "repeat=99999999999"], "--var repeat='99999999999': expected"),
+    ("flaky-test", ["test="], "--var test= is empty"),
+    ("flaky-test", ["test=--co"], "--var test='--co': a value may not start with '-'"),
+    ("flaky-test", ["test=tests/x"], "--var test='tests/x': expected a pytest node id"),
+    ("lint-fix", ["target=src\nother"], "--var target='src\\nother': a control character"),
+    ("lint-fix", ["target={{python}}"], "--var target='{{python}}': '{{' is placeholder syntax"),
+    ("lint-fix", ["target=/"], "--var target='/': must be a relative path inside the project"),
+    ("lint-fix", ["target=."], "--var target='.': must be a relative path inside the project"),
+    ("coverage-raise", ["target="], "--var target= is empty"),
+    ("dependency-upgrade", ["dependency=requests; rm -rf /"], "--var dependency='requests; rm -rf /': expected a"
+                                                              " distribution name"),
+    ("lint-fix", ["target=src", "target=lib"], "--var target is given twice ('src' and 'lib')"),
+    ("lint-fix", ["python=surely-no-such-python"], "--var python='surely-no-such-python': no executable file"),
+], ids=["int-word", "int-zero", "int-negative", "int-huge", "empty", "option", "not-a-node-id", "newline",
+        "placeholder", "root", "dot", "empty-target", "package", "twice", "no-python"])
+def test_a_bad_var_value_is_bad_input_and_creates_nothing(project: Path, template: str, variables: list[str],
+                                                          message: str) -> None:
+    with pytest.raises(BadInput) as err:
+        create_loop(Project(project), "x", template, variables=variables)
+    assert str(err.value).startswith(message), str(err.value)
+    assert "\n" not in str(err.value)
+    assert not (project / ".automaton" / "loops" / "x").exists()
+
+
+def test_a_relative_python_is_written_absolute(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    exe = project / "bin" / "py"
+    exe.parent.mkdir()
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    monkeypatch.chdir(project)
+    out = create_loop(Project(project), "lint", "lint-fix", variables=["python=bin/py"])
+    command = json.loads((Path(out.data["path"]) / "loop.json").read_text())["roles"]["verify"]["command"]
+    assert command[0] == str(exe)

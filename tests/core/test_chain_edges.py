@@ -68,7 +68,8 @@ def test_a_line_under_another_key_is_a_forgery() -> None:
     forged = log(2)
     forged.append(format_line(TS, "TICK", {"n": 3}, "s3", line_hash(forged[1]), b"x" * 32))
     assert verdict(verify_text(text(forged), KEY)) == (
-        False, 2, "line 3 has a mac the key does not verify: it was forged (or written with another user's key)",
+        False, 2, "line 3 has a mac the key does not verify: it was forged, or this tick runs with another HOME/key"
+        " than the one that wrote it; check HOME",
         False)
 
 

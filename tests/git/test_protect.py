@@ -54,3 +54,38 @@ def test_bytecode_is_protected_whatever_the_loop_lists() -> None:
     assert effective_protected([], ["pytest"], None) == list(BYTECODE)
     spec = protected_spec(effective_protected([], ["pytest"], None))
     assert spec.match_file("src/__pycache__/x.pyc") and spec.match_file("a/b/c.pyo") and not spec.match_file("x.py")
+
+
+def _commit_all(repo: Path, message: str) -> str:
+    from tests.helpers import git
+
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
+def test_a_plus_pattern_protects_the_base_files_and_lets_new_ones_in(tmp_path: Path) -> None:
+    # `+tests/**`: the base's test files may not change or go; a new test file may be added.
+    from automaton.git.export import export_tree
+    from automaton.git.protect import protected_changes
+    from tests.helpers import init_repo
+
+    repo = init_repo(tmp_path / "repo")
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_a.py").write_text("def test_a():\n    assert 1 + 1 == 2\n")
+    (repo / "tests" / "test_gone.py").write_text("def test_gone():\n    assert True\n")
+    base = _commit_all(repo, "base")
+    (repo / "tests" / "test_a.py").write_text("def test_a():\n    pass\n")
+    (repo / "tests" / "test_gone.py").unlink()
+    (repo / "tests" / "test_new.py").write_text("def test_new():\n    assert True\n")
+    tip = _commit_all(repo, "tick")
+    protected = ["+tests/**", "conftest.py"]
+    assert protected_changes(repo, base, tip, protected) == ["tests/test_a.py", "tests/test_gone.py"]
+    assert protected_changes(repo, base, tip, ["tests/**"]) == [
+        "tests/test_a.py", "tests/test_gone.py", "tests/test_new.py"]
+    dest = tmp_path / "export"
+    export_tree(repo, tip, dest, protected=protected, base_commit=base)
+    assert (dest / "tests" / "test_a.py").read_text() == "def test_a():\n    assert 1 + 1 == 2\n"
+    assert (dest / "tests" / "test_gone.py").is_file()
+    assert (dest / "tests" / "test_new.py").is_file()
+    assert protected_spec(protected).match_file("tests/test_new.py")  # doctor's view: under a protected pattern

@@ -40,17 +40,20 @@ def steps(*ticks: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def loop_from(root: Path, template: str, script: dict[str, Any], variables: list[str] | None = None,
-              name: str = "tpl", window: int = 2) -> Project:
+              name: str = "tpl", window: int = 2, protected: list[str] | None = None) -> Project:
     """Loop `name` made from the packaged `template` as shipped (verify command, file scope,
     protected paths, prompts), but with the scripted harness playing the agent and a plateau
     window of `window` scores, so that a hack the score sees halts within a few ticks (a
-    project copy of the template: it waits for a first approval, which a human gives here)."""
+    project copy of the template: it waits for a first approval, which a human gives here).
+    `protected`: replaces the template's `blast_radius.protected` (to reach a later layer)."""
     project = Project(root.resolve())
     copy = project.dot / "templates" / "loops" / template
     shutil.copytree(framework_home() / "templates" / "loops" / template, copy)
     doc = json.loads((copy / "loop.json").read_text())
     doc["harness"] = {"name": "scripted", "model": None, "args": ["script.json"], "timeout_s": 300}
     doc["brakes"]["score_plateau_window"] = window
+    if protected is not None:
+        doc["blast_radius"]["protected"] = protected
     (copy / "loop.json").write_text(json.dumps(doc))
     out = create_loop(project, name, template, variables=[f"python={PY}", *(variables or [])])
     assert out.ok, out.lines

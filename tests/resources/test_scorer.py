@@ -153,3 +153,45 @@ def test_outside_a_tick_nothing_is_streamed_and_no_plugin_is_asked_for(tmp_path:
     root = tree(tmp_path, CALC)
     code, verdict = score(root, "coverage", "--target", "src", env={"AUTOMATON_VERDICT_FD": ""})
     assert code == 0 and verdict["score"] == 1.0, verdict  # no `-p automaton_verdicts` without the pipe
+
+
+@pytest.mark.parametrize("hider", [{"src/.ignore": "*.py\n"}, {"src/.gitignore": "*.py\n"},
+                                   {".ignore": "src/\n"}, {"src/sub/.ignore": "*\n"}],
+                         ids=["dot-ignore", "gitignore", "root-ignore", "nested-ignore"])
+def test_lint_an_ignore_file_hides_no_file_from_ruff(tmp_path: Path, hider: dict[str, str]) -> None:
+    # ruff skips what .ignore / .gitignore files list, even outside a git repository (the export).
+    root = tree(tmp_path, {"src/calc.py": "import os\n", "src/sub/more.py": "import sys\n", **hider})
+    code, verdict = score(root, "lint", "--target", "src")
+    assert code == 0 and verdict["summary"] == "2 ruff violations (base: 2)", verdict
+
+
+@pytest.mark.parametrize(("body", "why"), [
+    # exit 0 before pytest writes its report (a forged run that skipped the real one)
+    ("import os\n\n\ndef test_x():\n    os._exit(0)\n", "wrote no JUnit report"),
+    # the report rewritten at exit to a pass while pytest still exits 1
+    ("import atexit, sys\n\n\ndef _clean():\n    path = [a for a in sys.argv if a.startswith('--junitxml=')][0][11:]\n"
+     "    open(path, 'w').write('<testsuite><testcase name=\"test_x\"/></testsuite>')\n\n\n"
+     "atexit.register(_clean)\n\n\ndef test_x():\n    assert False\n", "shows every test passing"),
+], ids=["exit-0-no-report", "report-rewritten"])
+def test_flaky_a_run_whose_exit_and_report_disagree_is_unscored(tmp_path: Path, body: str, why: str) -> None:
+    root = tree(tmp_path, {"tests/test_x.py": body})
+    code, verdict = score(root, "flaky", "--repeat", "2", "tests/test_x.py::test_x")
+    assert code == 2 and "score" not in verdict and why in verdict["summary"], verdict
+
+
+def test_dependency_a_line_added_behind_the_pin_is_a_change_beyond_it(tmp_path: Path) -> None:
+    # Only the pin's version may change: a second line that starts like the pin (carrying
+    # another pin, or test options) is a change beyond it.
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("packaged_scorer", SCORER)
+    assert spec is not None and spec.loader is not None
+    scorer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(scorer)
+    base = tree(tmp_path / "base", {"requirements.txt": "requests==2.0\nidna==3.0\n"})
+    upgraded = tree(tmp_path / "now", {"requirements.txt": "requests==2.31\nidna==3.0\n"})
+    assert scorer.dependency_problem(upgraded, base, "requests") is None
+    sneaky = tree(tmp_path / "sneaky", {"requirements.txt": "requests==2.31\nrequests==2.31 ; idna==9\nidna==3.0\n"})
+    assert "changed beyond the pin of requests" in scorer.dependency_problem(sneaky, base, "requests")
+    inline = tree(tmp_path / "inline", {"requirements.txt": "requests==2.31 ; python_version<'4' \nidna==3.0\n"})
+    assert "changed beyond the pin of requests" in scorer.dependency_problem(inline, base, "requests")

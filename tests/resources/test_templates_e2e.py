@@ -80,6 +80,13 @@ def test_lint_fix_a_noqa_fixes_nothing_and_the_loop_halts_on_the_plateau(linty: 
     assert verdict(state)["summary"].startswith("2 ruff violations (base: 2)")
 
 
+def test_lint_fix_an_ignore_file_hides_nothing_and_the_loop_halts_on_the_plateau(linty: Path) -> None:
+    hide = {"write": "src/.ignore", "content": "*.py\n"}
+    state = run_ticks(loop_from(linty, "lint-fix", steps([hide])), 3)
+    halted(state, "verifier_failed", "scores flat")
+    assert verdict(state)["summary"].startswith("2 ruff violations (base: 2)")
+
+
 def test_lint_fix_deleting_the_file_scores_nothing(linty: Path) -> None:
     state = run_ticks(loop_from(linty, "lint-fix", steps([{"delete": "src/calc.py"}])), 1)
     assert state.status == "running" and verdict(state)["score"] == 0.0, state
@@ -133,6 +140,18 @@ def test_type_errors_other_suppressions_hide_nothing(typed: Path, hack: list[dic
     assert verdict(state)["summary"] == "2 mypy errors (base: 2)"
 
 
+@pytest.mark.parametrize("strip", [
+    {"replace": "src/calc.py", "old": "def half(x: int) -> int:", "new": "def half(x):"},
+    {"replace": "src/calc.py", "old": "def half(x: int) -> int:", "new": "def half(x: int):"},
+], ids=["all", "return"])
+def test_type_errors_removing_annotations_hides_nothing(typed: Path, strip: dict[str, str]) -> None:
+    # Unannotated, `half`'s body is no longer checked by default: one error fewer, nothing fixed.
+    state = run_ticks(loop_from(typed, "type-errors", steps([strip])), 3)
+    halted(state, "verifier_failed", "scores flat")
+    assert verdict(state)["summary"].startswith("annotations removed: "), verdict(state)
+    assert "src/calc.py" in verdict(state)["summary"]
+
+
 def test_type_errors_a_mypy_config_halts(typed: Path) -> None:
     hack = {"write": "src/mypy.ini", "content": "[mypy]\nignore_errors = True\n"}
     halted(run_ticks(loop_from(typed, "type-errors", steps([hack])), 2), "drift_detected", "src/mypy.ini")
@@ -162,6 +181,13 @@ def test_coverage_raise_a_pragma_in_the_source_halts(half_tested: Path) -> None:
     halted(run_ticks(loop_from(half_tested, "coverage-raise", steps([hack])), 2), "drift_detected", "src/calc.py")
 
 
+def test_coverage_raise_a_base_test_weakened_under_the_same_id_halts(half_tested: Path) -> None:
+    # Same test id, assertion gone: the frozen ids see nothing; the base's test file is protected.
+    hack = {"replace": "tests/test_calc.py", "old": "assert add(2, 3) == 5", "new": "add(2, 3)"}
+    halted(run_ticks(loop_from(half_tested, "coverage-raise", steps([hack, NEW_TEST])), 2), "drift_detected",
+           "protected: tests/test_calc.py")
+
+
 def test_coverage_raise_a_coverage_config_halts(half_tested: Path) -> None:
     hack = {"write": "tests/.coveragerc", "content": "[run]\nomit = */calc.py\n"}
     halted(run_ticks(loop_from(half_tested, "coverage-raise", steps([hack])), 2), "drift_detected",
@@ -175,14 +201,18 @@ def test_coverage_raise_a_failing_test_scores_nothing(half_tested: Path) -> None
     assert verdict(state)["score"] == 0.0 and "the suite fails" in verdict(state)["summary"], state
 
 
-def test_coverage_raise_halts_when_an_existing_test_is_replaced(half_tested: Path) -> None:
+def test_coverage_raise_halts_when_an_existing_test_is_replaced(half_tested: Path, tmp_path: Path) -> None:
     # The existing test_add goes; an assertion-free test runs every line: full coverage, but a
-    # base test id is missing from the run.
+    # base test id is missing from the run. The template's `+tests/**` halts this first
+    # (drift_detected); without it the frozen test set still does.
     hack = [{"delete": "tests/test_calc.py"},
             {"write": "tests/test_all.py", "content": "from calc import add, sub\n\n\ndef test_all():\n"
                                                       "    add(1, 2)\n    sub(1, 2)\n"}]
-    halted(run_ticks(loop_from(half_tested, "coverage-raise", steps(hack)), 2), "human_intervention",
-           "tests_removed")
+    halted(run_ticks(loop_from(half_tested, "coverage-raise", steps(hack)), 2), "drift_detected",
+           "protected: tests/test_calc.py")
+    unprotected = loop_from(make_project(tmp_path / "other", HALF_TESTED), "coverage-raise", steps(hack),
+                            protected=["conftest.py"])
+    halted(run_ticks(unprotected, 2), "human_intervention", "tests_removed")
 
 
 # ---- dependency-upgrade ------------------------------------------------------------------------

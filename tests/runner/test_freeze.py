@@ -80,6 +80,29 @@ def test_the_pipe_is_passed_by_descriptor_and_its_variable_is_gone_before_the_te
     assert verdict.summary == "2/3 passed", verdict
 
 
+def test_the_descriptor_is_no_module_attribute_nor_left_at_its_number(tmp_path: Path) -> None:
+    # The plugin's module holds no global that names the descriptor (the old `_stream["fd"]`),
+    # and the number it came in on is closed: the descriptor sits at a random high number,
+    # close-on-exec. (Code in the process can still find it through /proc/self/fd.)
+    cwd = tree(tmp_path / "export")
+    (cwd / "tests" / "test_fd.py").write_text(
+        "import os, sys\n\n\ndef test_fd():\n"
+        "    mod = sys.modules['automaton_verdicts']\n"
+        "    assert not any(isinstance(v, (dict, int)) and not isinstance(v, bool) for k, v in vars(mod).items()\n"
+        "                   if not k.startswith('__') and k not in ('ENV_FD', '_RANK'))\n"
+        "    pipes = []\n"
+        "    for n in os.listdir('/proc/self/fd'):\n"
+        "        try:\n"
+        "            if os.readlink(f'/proc/self/fd/{n}').startswith('pipe:'):\n"
+        "                pipes.append(int(n))\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "    high = [n for n in pipes if n >= 256]\n"
+        "    assert len(high) == 1 and not os.get_inheritable(high[0]), pipes\n")
+    verdict = run_here(tmp_path, cwd)
+    assert verdict.summary == "2/3 passed", verdict
+
+
 def test_the_holdout_is_hidden_from_the_agent_and_removed_from_the_export(project: Path) -> None:
     holdout = {"test_calc_holdout.py": "from calc import add\n\n\ndef test_add_holdout():\n    assert add(1, 1) == 2\n"}
     spy = ("import pathlib\nhold = pathlib.Path('../holdout/test_calc_holdout.py')\n"

@@ -94,16 +94,23 @@ def test_no_fix_scores_half_from_the_stream(project: Path) -> None:
 
 # ---- the attacks ----
 
-def test_deleting_the_failing_test_halts_on_the_default_protection(project: Path) -> None:
-    only_sub = "from calc import sub\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n"
-    proj = loop(project, [{"write": "tests/test_calc.py", "content": only_sub}])
+ONLY_SUB = "from calc import sub\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n"
+ASSERT_TRUE = "def test_add():\n    assert True\n\n\ndef test_sub():\n    assert True\n"
+
+
+def rewritten_tests_halt_on_the_default_protection(project: Path, content: str) -> None:
+    """A tick that rewrites tests/test_calc.py to `content` halts on the default protection."""
+    proj = loop(project, [{"write": "tests/test_calc.py", "content": content}])
     tick(proj, "demo")
     assert halted(proj) == ("drift_detected", "protected: tests/test_calc.py")
 
 
+def test_deleting_the_failing_test_halts_on_the_default_protection(project: Path) -> None:
+    rewritten_tests_halt_on_the_default_protection(project, ONLY_SUB)
+
+
 def test_deleting_the_failing_test_halts_tests_removed_without_protection(project: Path) -> None:
-    only_sub = "from calc import sub\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n"
-    proj = loop(project, [{"write": "tests/test_calc.py", "content": only_sub}], protected=[])
+    proj = loop(project, [{"write": "tests/test_calc.py", "content": ONLY_SUB}], protected=[])
     out = tick(proj, "demo")
     assert out.data is not None and out.data["verdict"]["score"] is None
     reason, detail = halted(proj)
@@ -112,16 +119,12 @@ def test_deleting_the_failing_test_halts_tests_removed_without_protection(projec
 
 
 def test_tests_rewritten_to_assert_true_halt_on_the_default_protection(project: Path) -> None:
-    fake = "def test_add():\n    assert True\n\n\ndef test_sub():\n    assert True\n"
-    proj = loop(project, [{"write": "tests/test_calc.py", "content": fake}])
-    tick(proj, "demo")
-    assert halted(proj) == ("drift_detected", "protected: tests/test_calc.py")
+    rewritten_tests_halt_on_the_default_protection(project, ASSERT_TRUE)
 
 
 def test_tests_rewritten_to_assert_true_are_caught_by_the_holdout(project: Path) -> None:
-    fake = "def test_add():\n    assert True\n\n\ndef test_sub():\n    assert True\n"
     holdout = {"test_calc_holdout.py": "from calc import add\n\n\ndef test_add_holdout():\n    assert add(1, 1) == 2\n"}
-    proj = loop(project, [{"write": "tests/test_calc.py", "content": fake}], protected=[], holdout=holdout)
+    proj = loop(project, [{"write": "tests/test_calc.py", "content": ASSERT_TRUE}], protected=[], holdout=holdout)
     out = tick(proj, "demo")
     assert out.data is not None and out.data["verdict"]["score"] == pytest.approx(2 / 3), out.data
     assert store.read_state(proj, "demo").status == "running"
@@ -250,7 +253,7 @@ def test_a_forged_frozen_set_is_not_trusted(project: Path) -> None:
 FORGE_THROUGH_THE_PIPE = BUGGY + '''
 import json, os, stat
 
-for _fd in range(3, 256):
+for _fd in sorted(int(n) for n in os.listdir("/proc/self/fd")):
     try:
         if stat.S_ISFIFO(os.fstat(_fd).st_mode):
             os.write(_fd, json.dumps({"kind": "result", "id": "tests/test_calc.py::test_add",
@@ -269,6 +272,47 @@ def test_a_result_forged_through_the_inherited_pipe_is_named_not_scored(project:
     reason, detail = halted(proj)
     assert (reason, detail) == ("human_intervention", "verdict_mismatch: results written twice or for tests never"
                                                       " collected: tests/test_calc.py::test_add")
+
+
+FORGE_AND_EXIT = BUGGY + '''
+import json, os, stat, sys
+
+# At collection (the tests import this module): find the plugin's descriptor however it is
+# hidden, write a whole passing session to it, and end the process before pytest writes
+# anything of its own (no real result, no JUnit XML, exit 0).
+_ids = ["tests/test_calc.py::test_add", "tests/test_calc.py::test_sub"]
+_lines = [{"kind": "collected", "id": i} for i in _ids]
+_lines += [{"kind": "result", "id": i, "outcome": "passed"} for i in _ids] + [{"kind": "end", "exitstatus": 0}]
+for _fd in sorted(int(n) for n in os.listdir("/proc/self/fd")):
+    try:
+        if _fd > 2 and stat.S_ISFIFO(os.fstat(_fd).st_mode):
+            os.write(_fd, "".join(json.dumps(o) + "\\n" for o in _lines).encode())
+    except OSError:
+        pass
+sys.stdout.write("2 passed in 0.01s\\n")
+sys.stdout.flush()
+os._exit(0)
+'''
+
+
+def test_a_whole_session_forged_before_an_early_exit_is_unscored(project: Path) -> None:
+    # Stream and exit status agree (both forged); pytest never wrote its JUnit XML: nothing
+    # corroborates the stream, so it is not scored.
+    proj = loop(project, [{"write": "src/calc.py", "content": FORGE_AND_EXIT}])
+    out = tick(proj, "demo")
+    assert out.data is not None and out.data["verdict"]["score"] is None, out.data
+    reason, detail = halted(proj)
+    assert reason == "human_intervention"
+    assert detail.startswith("verdict_mismatch: pytest wrote no JUnit XML"), detail
+
+
+def test_lines_after_the_end_record_are_a_disagreement() -> None:
+    from automaton.core.testids import disagreement, read_stream
+
+    run = read_stream(b'{"kind":"collected","id":"t::a"}\n{"kind":"end","exitstatus":0}\n'
+                      b'{"kind":"result","id":"t::a","outcome":"failed"}\n')
+    assert run.after_end == 1
+    assert disagreement(run, 0, None) == "1 line(s) written to the result stream after its end record"
 
 
 # ---- the packaged scorer's verdict held to its stream ----
@@ -331,3 +375,38 @@ def test_a_scorer_stream_with_a_result_written_twice_halts(tmp_path: Path) -> No
                       b'{"kind":"result","id":"t::a","outcome":"passed"}\n{"kind":"end","exitstatus":1}\n')
     got = _by_scorer("coverage", run, SAID_FULL, None, tmp_path)
     assert got.score is None and got.halt is not None and got.halt.startswith("verdict_mismatch"), got
+
+
+def test_a_scorer_stream_pytest_wrote_no_junit_for_is_unscored(tmp_path: Path) -> None:
+    # The code under test wrote a whole passing session to the stream and ended the scorer's
+    # pytest before pytest wrote its JUnit XML: a full score printed is not trusted.
+    from automaton.runner.pytest_verify import _by_scorer
+
+    run = stream_of({"t::a": "passed"}, 0)
+    got = _by_scorer("coverage", run, SAID_FULL, None, tmp_path, 0, None, junit_required=True)
+    assert got.score is None and got.halt is not None, got
+    assert got.halt.startswith("verdict_mismatch: pytest wrote no JUnit XML"), got
+    xml = '<testsuites><testsuite><testcase classname="t" name="a"/></testsuite></testsuites>'
+    ok = _by_scorer("coverage", run, SAID_FULL, None, tmp_path, 0, xml, junit_required=True)
+    assert (ok.score, ok.done) == (1.0, True), ok
+
+
+def test_an_approval_refuses_a_holdout_with_symlinks_naming_each(project: Path, approver: str,
+                                                                 tmp_path: Path) -> None:
+    # Each tick would fail on them (unscored, at the tick's cost), one file at a time.
+    from automaton.core.errors import BadInput
+
+    proj = loop(project, [], holdout={"test_h.py": "def test_h():\n    assert True\n"})
+    folder = proj.loop_dir(store.require_tracked(proj, "demo")) / "holdout"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "test_out.py").write_text("def test_out():\n    assert False\n")
+    (folder / "test_link.py").symlink_to(outside / "test_out.py")
+    (folder / "dirlink").symlink_to(outside)
+    (folder / "test_dangling.py").symlink_to(tmp_path / "nonexistent")
+    with pytest.raises(BadInput) as err:
+        approve_loop(proj, "demo", review_loop(proj, "demo"))
+    message = str(err.value)
+    assert "roles.verify.holdout cannot be used" in message and "\n" not in message
+    for name in ("test_link.py", "dirlink", "test_dangling.py"):
+        assert f"{folder / name}: a symlink" in message, message

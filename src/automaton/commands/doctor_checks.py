@@ -258,7 +258,7 @@ def collection_check(project: Project, name: str, config: LoopConfig, state: Loo
     from automaton.core.scope import Scope
     from automaton.core.testids import runs_pytest
     from automaton.git.errors import DriftError
-    from automaton.git.protect import collected_patterns, effective_protected
+    from automaton.git.protect import collected_patterns, effective_protected, protected_spec
     from automaton.git.tree import list_tree
 
     argv = list(config.roles.verify.command or [])
@@ -269,7 +269,7 @@ def collection_check(project: Project, name: str, config: LoopConfig, state: Loo
         files = list(list_tree(project.root, base))
         collected, scope = Scope(collected_patterns(project.root)), Scope(config.blast_radius.file_scope)
         blast = config.blast_radius.protected
-        protected = Scope(effective_protected(None if blast is None else list(blast), argv, project.root))
+        protected = protected_spec(effective_protected(None if blast is None else list(blast), argv, project.root))
     except (DriftError, ValueError, TypeError):
         return None
     open_files = sorted(f for f in files if collected.match_file(f) and scope.match_file(f)

@@ -380,6 +380,14 @@ def _config_as_reviewed(loop: Loop, review: Review) -> LoopConfig:
     if config.sha256 != json.loads(review.seen)[0]:
         raise Refused(f"loop {loop.name}: loop.json changed while it was being approved: nothing was approved;"
                       f" run automaton --approve --loop {loop.name} again")
+    holdout = None if config.roles.verify.holdout is None else loop.dir / config.roles.verify.holdout
+    if holdout is not None and os.path.lexists(holdout):  # one not there yet may be added after approval
+        from automaton.store import frozen_tests
+
+        problems = frozen_tests.holdout_problems(holdout)  # every tick would fail on these, unscored
+        if problems:
+            raise BadInput(f"loop {loop.name}: roles.verify.holdout cannot be used: {'; '.join(problems)}; nothing"
+                           " was approved: replace each with a regular file (or remove it), then approve again")
     return config
 
 

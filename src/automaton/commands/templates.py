@@ -12,8 +12,17 @@ Placeholders, `{{name}}` in any string of loop.json and in the prompts:
 - `{{scorer}}`: the loop folder's `scorer.py`, the packaged verifier (`resources/scorer.py`),
   copied there when loop.json names it.
 - any other name: `--var NAME=VALUE`, else its default in the template's `template.json`
-  (`{"vars": {"NAME": {"default": "VALUE" | null, "help": "one line"}}}`); without either,
-  `--create-loop` fails (exit 2) naming what to pass.
+  (`{"vars": {"NAME": {"default": "VALUE" | null, "help": "one line", "kind": KIND}}}`);
+  without either, `--create-loop` fails (exit 2) naming what to pass.
+
+Every value (given or default) is checked before anything is created (`check_value`, BadInput,
+exit 2): never empty, no control character (a newline would split a file_scope line), no
+leading `-` (it would read as an option where it lands in the verify command), no `{{`. A
+declared `kind` checks more: `int` (a whole number within `min`..`max` when given), `path` (a
+relative path inside the project: no `..` out of it, not the project root itself), `test_id`
+(a pytest node id `path.py` or `path.py::name`, its path as `path`), `package` (a distribution
+name, PEP 508: letters, digits, `.`, `_`, `-`). A `--var` given twice is refused; `python=`
+is resolved to an absolute path (a bare name on this PATH) and must be an executable file.
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import posixpath
 import re
 import shutil
 from pathlib import Path
@@ -111,14 +121,74 @@ def list_templates(project: Project) -> Outcome:
 # ---- placeholders -----------------------------------------------------------------------------
 
 def parse_vars(given: list[str] | None) -> dict[str, str]:
-    """`--var NAME=VALUE` flags as a dict; BadInput (exit 2) for one without `=` or a bad name."""
+    """`--var NAME=VALUE` flags as a dict; BadInput (exit 2) for one without `=`, a bad name,
+    or a name given twice."""
     out: dict[str, str] = {}
     for item in given or []:
         name, sep, value = item.partition("=")
         if not sep or not _VAR_NAME.match(name):
             raise BadInput(f"--var {item!r}: expected NAME=VALUE with a lower-case NAME like target=src")
+        if name in out:
+            raise BadInput(f"--var {name} is given twice ({out[name]!r} and {value!r}): pass it once")
         out[name] = value
     return out
+
+
+KINDS = ("text", "int", "path", "test_id", "package")
+_PACKAGE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")  # PEP 508 distribution name
+
+
+def _inside(name: str, value: str) -> str:
+    """`value` as a path inside the project (normalised posix), else BadInput."""
+    rel = posixpath.normpath(value.replace("\\", "/"))
+    if value.startswith("/") or os.path.isabs(value) or rel in (".", "..") or rel.startswith("../"):
+        raise BadInput(f"--var {name}={value!r}: must be a relative path inside the project, not its root or"
+                       " outside it (it goes into blast_radius.file_scope and the verify command)")
+    return rel
+
+
+def check_value(name: str, value: str, spec: dict[str, Any]) -> str:
+    """`value` of placeholder `name` checked against the rules every value follows and its
+    declared `kind` (see the module docstring); BadInput (exit 2) naming the value and what
+    to pass instead."""
+    help_text = spec.get("help")
+    hint = f" ({help_text})" if isinstance(help_text, str) else ""
+    if not value:
+        raise BadInput(f"--var {name}= is empty: pass a value{hint}")
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise BadInput(f"--var {name}={value!r}: a control character (newline, tab) is not allowed{hint}")
+    if value.startswith("-"):
+        raise BadInput(f"--var {name}={value!r}: a value may not start with '-' (it would read as an option){hint}")
+    if "{{" in value:
+        raise BadInput(f"--var {name}={value!r}: '{{{{' is placeholder syntax, not a value{hint}")
+    kind = spec.get("kind", "text")
+    if kind == "int":
+        low, high = spec.get("min"), spec.get("max")
+        ok = value.isascii() and value.isdigit() and (not isinstance(low, int) or int(value) >= low) and \
+            (not isinstance(high, int) or int(value) <= high)
+        if not ok:
+            span = f" from {low if isinstance(low, int) else 0} to {high}" if isinstance(high, int) else ""
+            raise BadInput(f"--var {name}={value!r}: expected a whole number{span}{hint}")
+    elif kind == "path":
+        _inside(name, value)
+    elif kind == "test_id":
+        path = value.split("::", 1)[0]
+        if not path.endswith(".py") or value.endswith("::"):
+            raise BadInput(f"--var {name}={value!r}: expected a pytest node id like tests/test_x.py::test_y{hint}")
+        _inside(name, path)
+    elif kind == "package" and not _PACKAGE.match(value):
+        raise BadInput(f"--var {name}={value!r}: expected a distribution name like requests{hint}")
+    return value
+
+
+def resolve_python(value: str) -> str:
+    """`--var python=` as an absolute path: a bare name is looked up on this PATH, a relative
+    path taken from the working directory; BadInput unless it is an executable file."""
+    found = shutil.which(value) if "/" not in value and os.sep not in value else value
+    if not found or not os.path.isfile(found) or not os.access(found, os.X_OK):
+        raise BadInput(f"--var python={value!r}: no executable file there; pass the absolute path of the Python"
+                       " that has the verifier's tools (e.g. --var python=$PWD/.venv/bin/python)")
+    return os.path.abspath(found)
 
 
 def _declared(folder: Path) -> dict[str, dict[str, Any]]:
@@ -133,6 +203,9 @@ def _declared(folder: Path) -> dict[str, dict[str, Any]]:
     found = obj.get("vars") if isinstance(obj, dict) else None
     if not isinstance(found, dict) or not all(isinstance(v, dict) for v in found.values()):
         raise BadInput(f'{path}: expected {{"vars": {{"NAME": {{"default": ..., "help": ...}}}}}}')
+    odd = sorted(n for n, v in found.items() if v.get("kind", "text") not in KINDS)
+    if odd:
+        raise BadInput(f"{path}: unknown kind for var(s) {', '.join(odd)}: use one of {', '.join(KINDS)}")
     return found
 
 
@@ -161,8 +234,10 @@ def values(project: Project, folder: Path, loop_dir: Path, used: set[str], given
     out: dict[str, str] = {}
     missing: list[str] = []
     for name in sorted(used):
-        if name in given:
-            out[name] = given[name]
+        if name == "python" and name in given:
+            out[name] = resolve_python(check_value(name, given[name], {}))
+        elif name in given:
+            out[name] = check_value(name, given[name], declared.get(name, {}))
         elif name == "scorer":
             out[name] = str(loop_dir / SCORER)
         elif name == "python":
@@ -172,7 +247,7 @@ def values(project: Project, folder: Path, loop_dir: Path, used: set[str], given
             else:
                 out[name] = found
         elif isinstance(declared.get(name, {}).get("default"), str):
-            out[name] = declared[name]["default"]
+            out[name] = check_value(name, declared[name]["default"], declared[name])
         else:
             help_text = declared.get(name, {}).get("help")
             missing.append(f"{name}=VALUE" + (f" ({help_text})" if isinstance(help_text, str) else ""))

@@ -327,7 +327,8 @@ def _mac_refusal(raw: str, mac: str, n: int, key: bytes | None) -> str | None:
         return f"line {n} is sealed with a key (mac=) but there is no key to verify it"
     # `parsed.body`: a keyed line ends in exactly the _MAC_LEN characters of its mac
     if not equal(mac, line_mac(key, raw[:-_MAC_LEN])):
-        return f"line {n} has a mac the key does not verify: it was forged (or written with another user's key)"
+        return (f"line {n} has a mac the key does not verify: it was forged, or this tick runs with another"
+                " HOME/key than the one that wrote it; check HOME")
     return None
 
 

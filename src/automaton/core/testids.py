@@ -42,7 +42,8 @@ class Streamed:
     stream ended before it); junk: lines that were no record (counted, never trusted);
     conflicts: ids with a second result that differs from the first, or a result for an id
     that was not collected (the plugin writes one result per collected test: anything else was
-    written by someone else)."""
+    written by someone else); after_end: non-empty lines after the `end` record (the plugin
+    closes its descriptor after `end`: whatever follows was written by someone else)."""
 
     collected: list[str] = field(default_factory=list)
     deselected: list[str] = field(default_factory=list)
@@ -50,6 +51,7 @@ class Streamed:
     end: int | None = None
     junk: int = 0
     conflicts: list[str] = field(default_factory=list)
+    after_end: int = 0
 
 
 def _record(line: bytes) -> dict[str, object] | None:
@@ -63,12 +65,14 @@ def _record(line: bytes) -> dict[str, object] | None:
 
 
 def read_stream(data: bytes) -> Streamed:
-    """The records in `data` (see the module docstring). Records after `end` are ignored."""
+    """The records in `data` (see the module docstring). Lines after `end` are counted
+    (`after_end`), never read."""
     out = Streamed()
     seen: set[str] = set()
     for line in data.splitlines():
         if out.end is not None:
-            break
+            out.after_end += int(bool(line.strip()))
+            continue
         obj = _record(line)
         if obj is None:
             out.junk += int(bool(line.strip()))
@@ -134,10 +138,13 @@ def junit_counts(xml_text: str) -> tuple[int, int, int] | None:
     return passed, failed, skipped
 
 
-def disagreement(run: Streamed, exit_code: int, junit_xml: str | None) -> str | None:
+def disagreement(run: Streamed, exit_code: int, junit_xml: str | None, junit_required: bool = False) -> str | None:
     """Why the run's other reports contradict the stream, or None: the stream ended without its
     `end` record while the process exited 0; a result written twice with different outcomes,
-    or for an id never collected; an exit status other than the stream's `end`; an exit 0 with
+    or for an id never collected; lines after the `end` record; with `junit_required` (pytest
+    was told to write JUnit XML), a stream with its `end` record but no JUnit XML (a process
+    that ended before pytest wrote it: the stream was never corroborated, whoever wrote it);
+    an exit status other than the stream's `end`; an exit 0 with
     failed tests streamed, or an exit 1 with none (pytest exits 0 when every test passed, 1
     when some failed: also for collection errors under `--continue-on-collection-errors`,
     which therefore read as a contradiction); JUnit XML
@@ -147,8 +154,12 @@ def disagreement(run: Streamed, exit_code: int, junit_xml: str | None) -> str | 
     if run.conflicts:
         more = f" (+{len(run.conflicts) - 3} more)" if len(run.conflicts) > 3 else ""
         return f"results written twice or for tests never collected: {', '.join(run.conflicts[:3])}{more}"
+    if run.after_end:
+        return f"{run.after_end} line(s) written to the result stream after its end record"
     if run.end is None:
         return "the result stream ended early, yet the process exited 0" if exit_code == 0 else None
+    if junit_required and junit_xml is None:
+        return "pytest wrote no JUnit XML, yet the result stream says the session finished"
     if run.end != exit_code:
         return f"exit status {exit_code}, but pytest finished with {run.end}"
     if exit_code == 0 and failed:

@@ -33,7 +33,7 @@ from pathlib import Path
 from pathspec.util import normalize_file
 
 from automaton.git.errors import DriftError, GitMissing, git_text, nul_fields, require_commit, require_commit_id
-from automaton.git.protect import default_protected, protected_changes, protected_spec
+from automaton.git.protect import default_protected, protected_changes, protected_spec, split_protected
 from automaton.git.tree import EXECUTABLE, GITLINK, SYMLINK, Entry, list_tree, read_blobs
 
 __all__ = ["MAX_EXPORT_BYTES", "MAX_EXPORT_FILES", "ExportError", "ExportResult", "default_protected",
@@ -80,10 +80,13 @@ def _check_path(path: str) -> None:
 def _plan(tree: dict[str, Entry], base: dict[str, Entry], protected: list[str]) -> tuple[
         dict[str, Entry], list[str], list[str]]:
     """(entries to write, restored, removed): the commit's entries with protected ones replaced
-    by the base's. Where a commit entry and a protected base entry collide (one is a folder
-    of the other), the base entry wins."""
-    matches = protected_matcher(protected)
-    hit = {p: matches(p) for p in tree.keys() | base.keys()}  # once per path: it is most of the cost
+    by the base's (a `+` pattern: only the paths the base has). Where a commit entry and a
+    protected base entry collide (one is a folder of the other), the base entry wins."""
+    every, existing = split_protected(protected)
+    matches = protected_matcher(every)
+    in_base = protected_matcher(existing) if existing else None
+    # once per path: it is most of the cost
+    hit = {p: matches(p) or (in_base is not None and p in base and in_base(p)) for p in tree.keys() | base.keys()}
     plan = {p: e for p, e in tree.items() if not hit[p]}
     kept = {p: e for p, e in base.items() if hit[p]}
     restored = sorted(p for p, e in kept.items() if tree.get(p) != e)

@@ -3,6 +3,11 @@
 The verifier runs on an export of the tick's commit (`automaton.git.export`) in which every
 protected path holds the base commit's version; a tick whose commit changed one halts
 `drift_detected` (detail `protected`): `protected_changes` lists them.
+
+A pattern that starts with `+` (`+tests/**`) protects only the paths the base commit has: each
+of them keeps the base's version, and a new path under it is the tick's to add (tests may be
+added, the base's tests never changed or removed). Every other pattern protects every path it
+matches, new ones included (a new path is left out of the export).
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from automaton.core.scope import Scope
-from automaton.git.drift import committed_paths
+from automaton.git.drift import DELETED, commit_blobs, committed_paths
 from automaton.git.errors import DriftError
 
 # Test configuration that changes what a Python verify command runs or how it scores, wherever
@@ -30,16 +35,30 @@ BYTECODE: tuple[str, ...] = ("*.pyc", "*.pyo", "__pycache__/")
 # (docs.pytest.org, "Conventions for Python test discovery").
 DEFAULT_TEST_FILES: tuple[str, ...] = ("test_*.py", "*_test.py")
 _SPECIAL = set("*?[]!#\\")
+EXISTING_ONLY = "+"  # pattern prefix: protect the paths the base commit has, allow new ones
 
 
 def protected_spec(protected: Iterable[str]) -> Scope:
-    """`protected` (gitignore patterns) as one spec (`core.scope`: pathspec's answers, pathspec
-    imported only for patterns that are not plain). Raises DriftError for a pattern pathspec
-    cannot read (the caller halts rather than protect less than configured)."""
+    """`protected` (gitignore patterns, `+` prefixes dropped: a path the spec matches is
+    protected at least where the base commit has it) as one spec (`core.scope`: pathspec's
+    answers, pathspec imported only for patterns that are not plain). Raises DriftError for a
+    pattern pathspec cannot read (the caller halts rather than protect less than configured)."""
     try:
-        return Scope(protected)
+        return Scope([p.removeprefix(EXISTING_ONLY) for p in protected])
     except (ValueError, TypeError) as exc:
         raise DriftError(f"invalid protected pattern: {exc}") from None
+
+
+def split_protected(protected: Iterable[str]) -> tuple[list[str], list[str]]:
+    """(patterns that protect every path they match, `+` patterns without the `+`: they
+    protect only paths the base commit has)."""
+    every, existing = [], []
+    for pattern in protected:
+        if pattern.startswith(EXISTING_ONLY):
+            existing.append(pattern[len(EXISTING_ONLY):])
+        else:
+            every.append(pattern)
+    return every, existing
 
 
 def _escape(rel: str) -> str:
@@ -217,8 +236,15 @@ def effective_protected(protected: list[str] | None, verify_argv: list[str], roo
 
 
 def protected_changes(repo: Path, base_commit: str, commit: str, protected: Iterable[str]) -> list[str]:
-    """Sorted paths matching `protected` (gitignore patterns) that differ between the trees of
-    `base_commit` and `commit` (added, removed, changed, or a mode change). Raises
-    GitMissing, or DriftError when either is not a commit, a pattern is invalid or git fails."""
-    spec = protected_spec(protected)
-    return [p for p in committed_paths(repo, base_commit, commit) if spec.match_file(p)]
+    """Sorted paths matching `protected` (gitignore patterns; a `+` pattern only for paths the
+    base commit has) that differ between the trees of `base_commit` and `commit` (added,
+    removed, changed, or a mode change). Raises GitMissing, or DriftError when either is not
+    a commit, a pattern is invalid or git fails."""
+
+    every, existing = split_protected(protected)
+    spec, only_base = protected_spec(every), protected_spec(existing)
+    changed = committed_paths(repo, base_commit, commit)
+    found = [p for p in changed if spec.match_file(p)]
+    maybe = [p for p in changed if p not in found and only_base.match_file(p)]
+    in_base = {p for p, blob in commit_blobs(repo, base_commit, maybe).items() if blob != DELETED}
+    return sorted([*found, *in_base])

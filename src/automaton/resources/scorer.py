@@ -6,7 +6,8 @@ cron job's short PATH finds the same interpreter). Standard library only: that i
 ruff, mypy, pytest and pytest-cov, never automaton itself.
 
     python scorer.py lint --target DIR [--suite]    ruff: 1 - violations now / at the base commit
-    python scorer.py types --target DIR [--suite]   mypy: 1 - errors now / at the base, suppressions cut
+    python scorer.py types --target DIR [--suite]   mypy: 1 - errors now / at the base, suppressions cut,
+                                                    every body checked, annotations never fewer
     python scorer.py coverage --target DIR          pytest-cov: line coverage of DIR, 0..1
     python scorer.py flaky --repeat N NODEID...     pytest N times: runs where every test passed / N
     python scorer.py dependency --name DIST         the suite, and DIST's pin equal to its installed version
@@ -35,6 +36,8 @@ Outside a tick (no AUTOMATON_LOOP_DIR) the tree itself is the base.
 from __future__ import annotations
 
 import argparse
+import atexit
+import functools
 import io
 import json
 import os
@@ -49,12 +52,15 @@ from pathlib import Path
 
 LOOP_DIR_ENV = "AUTOMATON_LOOP_DIR"
 VERDICT_FD_ENV = "AUTOMATON_VERDICT_FD"
+# Where the streamed pytest run writes its JUnit XML for the runner, which holds the stream to it.
+VERDICT_JUNIT_ENV = "AUTOMATON_VERDICT_JUNIT"
 # Comments and decorators that make mypy say nothing about code it would otherwise reject: cut
 # from the copy mypy checks, so adding one hides nothing.
 SUPPRESSION = re.compile(r"#\s*(type:\s*ignore\b|mypy:).*$")
 DECORATOR = re.compile(r"^\s*@\s*(typing\.)?no_type_check\b")
 # Not copied for mypy: version control, environments, caches.
 COPY_SKIP = (".git", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache", ".ruff_cache", ".tox")
+RUFF_BATCH = 500  # files per ruff command line (a command line has a length limit)
 # Retry plugins whose reruns would turn a flaky failure into a pass.
 NO_RETRY = ("-p", "no:rerunfailures", "-p", "no:flaky", "-p", "no:cacheprovider")
 
@@ -78,6 +84,21 @@ def verdict_fd() -> int | None:
     return int(value) if value.isdigit() else None
 
 
+@functools.lru_cache(maxsize=1)
+def private_cache() -> str:
+    """An empty folder of this process's own for PYTHONPYCACHEPREFIX (nothing is written to it:
+    PYTHONDONTWRITEBYTECODE), removed at exit."""
+    folder = tempfile.mkdtemp(prefix="automaton-scorer-pycache-")
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
+def junit_for_runner() -> Path | None:
+    """The JUnit XML path the runner reads (AUTOMATON_VERDICT_JUNIT), or None outside a tick."""
+    value = os.environ.get(VERDICT_JUNIT_ENV, "")
+    return Path(value) if value else None
+
+
 def run(argv: list[str], cwd: Path, timeout: float = 3600, streamed: bool = False) -> subprocess.CompletedProcess[str]:
     """`argv` in `cwd`; Unscored when it cannot start. `streamed` (the mode's one pytest run):
     with the runner's pipe, pytest loads automaton's plugin and inherits the descriptor; every
@@ -86,11 +107,15 @@ def run(argv: list[str], cwd: Path, timeout: float = 3600, streamed: bool = Fals
     env.pop(VERDICT_FD_ENV, None)
     # Python then never reads a `__pycache__` of the tree: committed bytecode cannot stand in
     # for the source the tools check.
-    env.setdefault("PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / "automaton-scorer-pycache"))
+    # A folder of its own (fresh, empty), never a fixed path another process could fill first.
+    env.setdefault("PYTHONPYCACHEPREFIX", private_cache())
     fd = verdict_fd() if streamed else None
     fds: tuple[int, ...] = ()
     if fd is not None:
         argv, env[VERDICT_FD_ENV], fds = [*argv, "-p", "automaton_verdicts"], str(fd), (fd,)
+        junit = junit_for_runner()
+        if junit is not None and not any(a.startswith("--junitxml=") for a in argv):
+            argv.append(f"--junitxml={junit}")
     try:
         return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False,
                               pass_fds=fds)
@@ -149,15 +174,23 @@ def removed(now: Path, base: Path | None, target: str) -> list[str]:
 # ---- lint: ruff ---------------------------------------------------------------------------------
 
 def ruff_count(root: Path, target: str) -> int:
-    """Ruff violations under `target` with every `# noqa` ignored (adding one fixes nothing)."""
-    done = run([sys.executable, "-m", "ruff", "check", "--ignore-noqa", "--no-cache", "--exit-zero",
-                "--output-format", "json", target], root)
-    try:
-        found = json.loads(done.stdout or "null")
-    except ValueError:
-        found = None
-    if not isinstance(found, list):
-        raise Unscored(f"ruff gave no JSON report (exit {done.returncode}): {done.stderr.strip()[:200]}")
+    """Ruff violations in every .py and .pyi file under `target` with every `# noqa` ignored
+    (adding one fixes nothing). The files are named to ruff one by one (found here, not by
+    ruff's walk), with `--no-respect-gitignore`: no `.gitignore`, `.ignore` or `exclude` in
+    the tree can hide a file (ruff lints a file named on its command line unless
+    `--force-exclude`, never given here)."""
+    files = sorted(python_files(root, target))
+    found: list[object] = []
+    for i in range(0, len(files), RUFF_BATCH):
+        done = run([sys.executable, "-m", "ruff", "check", "--ignore-noqa", "--no-cache", "--exit-zero",
+                    "--no-respect-gitignore", "--output-format", "json", "--", *files[i:i + RUFF_BATCH]], root)
+        try:
+            batch = json.loads(done.stdout or "null")
+        except ValueError:
+            batch = None
+        if not isinstance(batch, list):
+            raise Unscored(f"ruff gave no JSON report (exit {done.returncode}): {done.stderr.strip()[:200]}")
+        found += batch
     return len(found)
 
 
@@ -179,13 +212,41 @@ def stripped_copy(root: Path, into: Path, target: str, stubs_from: Path | None) 
     return into
 
 
-def mypy_count(root: Path, target: str, cache: Path) -> int:
-    """mypy errors under `target` in `root` (a stripped copy)."""
+# mypy checks every body (an unannotated function is no place to hide an error), and reports
+# each function without full annotations as `no-untyped-def`: counted apart, never scored, and
+# never allowed to grow over the base's, file by file (removing annotations hides errors).
+MYPY_FLAGS = ("--check-untyped-defs", "--disallow-untyped-defs", "--disallow-incomplete-defs", "--show-error-codes")
+MYPY_ERROR = re.compile(r"^(?P<file>.+?):\d+(?::\d+)?: error: .*?(?:\s+\[(?P<code>[a-z0-9-]+)\])?$")
+UNTYPED = "no-untyped-def"
+
+
+def mypy_count(root: Path, target: str, cache: Path) -> tuple[int, dict[str, int]]:
+    """(mypy errors under `target` in `root` (a stripped copy) other than missing annotations,
+    {file: functions without full annotations})."""
     done = run([sys.executable, "-m", "mypy", "--no-error-summary", "--no-pretty", "--hide-error-context",
-                "--cache-dir", str(cache), target], root)
+                *MYPY_FLAGS, "--cache-dir", str(cache), target], root)
     if done.returncode not in (0, 1):
         raise Unscored(f"mypy failed (exit {done.returncode}): {(done.stderr or done.stdout).strip()[:200]}")
-    return sum(1 for line in done.stdout.splitlines() if re.search(r":\d+(:\d+)?: error:", line))
+    errors, untyped = 0, dict[str, int]()
+    for line in done.stdout.splitlines():
+        m = MYPY_ERROR.match(line)
+        if m is None:
+            continue
+        if m.group("code") == UNTYPED:
+            untyped[m.group("file")] = untyped.get(m.group("file"), 0) + 1
+        else:
+            errors += 1
+    return errors, untyped
+
+
+def annotations_removed(now: dict[str, int], base: dict[str, int]) -> str | None:
+    """Why the tree has fewer annotations than the base (a file with more functions lacking
+    them), or None."""
+    grown = sorted(f for f, n in now.items() if n > base.get(f, 0))
+    if not grown:
+        return None
+    return (f"annotations removed: more functions without full annotations than at the base in"
+            f" {', '.join(grown[:5])}")
 
 
 def suite_argv(tests: list[str]) -> list[str]:
@@ -230,9 +291,12 @@ def count_score(kind: str, target: str, suite: bool = False) -> int:
             now = ruff_count(here, target)
             start = ruff_count(base, target) if base is not None else now
         else:
-            now = mypy_count(stripped_copy(here, tmp / "now", target, base), target, tmp / "cache-now")
-            start = (mypy_count(stripped_copy(base, tmp / "base-stripped", target, None), target, tmp / "cache-base")
-                     if base is not None else now)
+            now, untyped = mypy_count(stripped_copy(here, tmp / "now", target, base), target, tmp / "cache-now")
+            start, untyped_base = (mypy_count(stripped_copy(base, tmp / "base-stripped", target, None), target,
+                                              tmp / "cache-base") if base is not None else (now, untyped))
+            stripped = annotations_removed(untyped, untyped_base)
+            if stripped:
+                return emit(0.0, False, f"{stripped}: {what} not counted")
     if now == 0:
         return emit(1.0, True, f"0 {what} (base: {start})")
     score = 0.0 if start == 0 else 1.0 - now / start
@@ -270,17 +334,31 @@ def coverage_score(target: str, tests: list[str]) -> int:
 def clean_run(xml_path: Path) -> bool:
     """Whether a JUnit report ran at least one test and every test passed (a skip or xfail
     counts as not passing: a skip marker must not make a flaky test stable)."""
-    try:
-        root = ET.parse(xml_path).getroot()
-    except (OSError, ET.ParseError):
-        return False
-    cases = list(root.iter("testcase"))
-    return bool(cases) and all(len(case) == 0 or all(child.tag in ("system-out", "system-err") for child in case)
-                               for case in cases)
+    passed, ran = junit_counts(xml_path)
+    return ran > 0 and passed == ran
+
+
+def run_passed(code: int, xml_path: Path) -> bool:
+    """Whether one flaky run passed: pytest exited 0 and its JUnit report is clean. Unscored
+    when the two contradict each other (exit 0 with no readable report, or a failed test in
+    it; exit 1 with a clean report): the code under test rewrote one of them, and neither can
+    be trusted."""
+    clean = clean_run(xml_path)
+    if code == 0 and not clean:
+        try:
+            cases = list(ET.parse(xml_path).getroot().iter("testcase"))
+        except (OSError, ET.ParseError):
+            raise Unscored("pytest exited 0 but wrote no JUnit report: the run contradicts itself") from None
+        if any(child.tag in ("failure", "error") for case in cases for child in case):
+            raise Unscored("pytest exited 0 but its JUnit report has a failed test: the run contradicts itself")
+    if code == 1 and clean:
+        raise Unscored("pytest exited 1 (tests failed) but its JUnit report shows every test passing")
+    return code == 0 and clean
 
 
 def flaky_score(repeat: int, ids: list[str]) -> int:
-    """Stable passes / `repeat`: runs of `ids` where pytest exited 0 and every test passed."""
+    """Stable passes / `repeat`: runs of `ids` where pytest exited 0 and every test passed
+    (`run_passed`: a run whose exit status and JUnit report disagree leaves the verify unscored)."""
     if repeat < 1 or not ids:
         raise Unscored("flaky needs --repeat N >= 1 and at least one test id")
     good = 0
@@ -288,7 +366,7 @@ def flaky_score(repeat: int, ids: list[str]) -> int:
         for i in range(repeat):
             xml = Path(tmp) / f"run-{i}.xml"
             done = run([sys.executable, "-m", "pytest", "-q", *NO_RETRY, f"--junitxml={xml}", *ids], Path.cwd())
-            good += done.returncode == 0 and clean_run(xml)
+            good += run_passed(done.returncode, xml)
     return emit(good / repeat, good == repeat, f"{good}/{repeat} runs passed: {' '.join(ids)[:160]}")
 
 
@@ -314,8 +392,13 @@ def pins(root: Path) -> dict[str, dict[str, str]]:
 
 
 def _without_pin(text: str, name: str) -> str:
-    return "\n".join(line for line in text.splitlines()
-                     if not ((m := PIN.match(line)) and _norm(m.group(1)) == name))
+    """`text` with the version of each `name==version` pin blanked: the rest of each line, and
+    every line, still count (a line added after a pin is a change beyond the pin)."""
+    out = []
+    for line in text.splitlines():
+        m = PIN.match(line)
+        out.append(line[:m.start(3)] + "<pin>" + line[m.end(3):] if m and _norm(m.group(1)) == name else line)
+    return "\n".join(out)
 
 
 def dependency_problem(here: Path, base: Path | None, name: str) -> str | None:
@@ -346,7 +429,7 @@ def dependency_score(name: str) -> int:
     here = Path.cwd()
     with tempfile.TemporaryDirectory() as tmp:
         # The suite first, always: the runner's stream then holds this one run, whatever comes next.
-        xml = Path(tmp) / "junit.xml"
+        xml = junit_for_runner() or Path(tmp) / "junit.xml"
         done = run([*suite_argv([]), f"--junitxml={xml}"], here, streamed=True)
         passed, total = junit_counts(xml)
         problem = dependency_problem(here, base_tree(Path(tmp) / "base"), want)

@@ -42,6 +42,9 @@ from automaton.store import frozen_tests
 
 PLUGIN = "automaton_verdicts"
 ENV_FD = "AUTOMATON_VERDICT_FD"
+# Where the packaged scorer's one pytest run writes its JUnit XML (the runner checks it
+# against the stream; a pytest command is given `--junitxml` directly).
+ENV_JUNIT = "AUTOMATON_VERDICT_JUNIT"
 HOLDOUT_DIR = "automaton_holdout"
 MAX_STREAM = 64 << 20  # bytes of plugin records kept; past this the stream reads as broken
 SHOWN = 10  # ids named in a halt's detail

@@ -104,16 +104,22 @@ def _collect(cfg: LoopConfig, folder: Path, tmp: Path, loop_dir: Path, policy_fo
 
 def _judged(cfg: LoopConfig, folder: Path, cwd: Path, tmp: Path, policy: Policy | None, env: dict[str, str],
             plugin: Path, frozen: Frozen | None, loop_dir: Path) -> Verdict:
+    """The verdict of one verify run. pytest (run here, or by the scorer: its path in
+    `freeze.ENV_JUNIT`) always writes JUnit XML to the tick's temp dir: a stream that pytest's
+    own JUnit file does not corroborate (missing, or other counts) is unscored."""
     argv = list(cfg.roles.verify.command or [])
     mode = freeze.scorer_mode(cfg, loop_dir)
     junit = tmp / "junit.xml"
     junit.unlink(missing_ok=True)
-    if cfg.roles.verify.score == "junit" and mode is None:
+    if mode is None:
         argv.append(f"--junitxml={junit}")
+    else:
+        env = {**env, freeze.ENV_JUNIT: str(junit)}
     code, timed_out, stream = _run(cfg, argv, folder / "verify.log", cwd, tmp, policy, env, plugin)
     if timed_out:
         return _unscored(f"verify timed out after {cfg.harness.timeout_s} s")
-    if code == 126 and "sandbox" in (folder / "verify.log").read_text(encoding="utf-8", errors="replace"):
+    log = (folder / "verify.log").read_text(encoding="utf-8", errors="replace")
+    if code == 126 and "sandbox" in log:
         return _unscored("verify could not start in the sandbox")
     xml = None
     if junit.is_file():
@@ -122,9 +128,8 @@ def _judged(cfg: LoopConfig, folder: Path, cwd: Path, tmp: Path, policy: Policy 
     if stream is None:
         return _unscored("the verifier's result stream was too long", f"{VERDICT_MISMATCH}: result stream overflowed")
     if mode is not None:
-        return _by_scorer(mode, stream, (folder / "verify.log").read_text(encoding="utf-8", errors="replace"),
-                          frozen, loop_dir, code)
-    why = disagreement(stream, code, xml)
+        return _by_scorer(mode, stream, log, frozen, loop_dir, code, xml, junit_required=True)
+    why = disagreement(stream, code, xml, junit_required=True)
     if why is not None:
         return _unscored(f"unscored: {why}", f"{VERDICT_MISMATCH}: {why}")
     return _scored(stream, code, frozen, loop_dir)
@@ -135,32 +140,38 @@ def _scored(stream: Streamed, code: int, frozen: Frozen | None, loop_dir: Path) 
         return _unscored(f"no result stream from the plugin (exit {code})")
     if stream.end == 2 and not stream.results:  # pytest: interrupted, e.g. by a collection error
         return Verdict(0.0, False, False, "no test ran: collection failed (exit 2)", "stream")
-    if frozen is not None:
-        removed = freeze.removed_detail(frozen, stream)
-        if removed is not None:
-            detail, ids = removed
-            frozen_tests.write_proposed(loop_dir, frozen, ids)
-            return _unscored(f"unscored: {detail}", detail)
-    return verdict(stream, code)
+    return _removed(frozen, stream, loop_dir) or verdict(stream, code)
+
+
+def _removed(frozen: Frozen | None, stream: Streamed, loop_dir: Path) -> Verdict | None:
+    """The unscored `tests_removed` verdict when the stream did not judge every frozen id (the
+    run's ids kept as the proposal a human may accept), else None."""
+    found = None if frozen is None else freeze.removed_detail(frozen, stream)
+    if frozen is None or found is None:
+        return None
+    detail, ids = found
+    frozen_tests.write_proposed(loop_dir, frozen, ids)
+    return _unscored(f"unscored: {detail}", detail)
 
 
 def _by_scorer(mode: str, stream: Streamed, output: str, frozen: Frozen | None, loop_dir: Path,
-               code: int = 0) -> Verdict:
+               code: int = 0, xml: str | None = None, junit_required: bool = False) -> Verdict:
     """The scorer's printed verdict, held to the stream of its one pytest run and to its exit
-    status `code`: results written twice halt `verdict_mismatch`; a frozen id left out halts
+    status `code`: results written twice, lines after the end record, or (`junit_required`)
+    a finished stream that the JUnit XML `xml` of that run does not corroborate (missing,
+    other counts) halt `verdict_mismatch`; a frozen id left out halts
     `tests_removed`; a score with an exit other than 0 (the scorer exits 0 after a score: one
     that was killed, say by the code under test after a forged line, does not), or a stream
     without its end record (the run was cut short, or never started), is unscored; a suite the
     stream shows failing caps the score (`_capped`)."""
-    if stream.conflicts:
-        why = disagreement(stream, 0, None) or "results written twice"
-        return _unscored(f"unscored: {why}", f"{VERDICT_MISMATCH}: {why}")
-    if stream.end is not None and frozen is not None:
-        removed = freeze.removed_detail(frozen, stream)
-        if removed is not None:
-            detail, ids = removed
-            frozen_tests.write_proposed(loop_dir, frozen, ids)
-            return _unscored(f"unscored: {detail}", detail)
+    if stream.conflicts or stream.after_end or (stream.end is not None and junit_required):
+        # The scorer does not pass pytest's exit status on: the stream's own stands in for it.
+        why = disagreement(stream, -1 if stream.end is None else stream.end, xml, junit_required)
+        if why is not None:
+            return _unscored(f"unscored: {why}", f"{VERDICT_MISMATCH}: {why}")
+    removed = _removed(frozen, stream, loop_dir) if stream.end is not None else None
+    if removed is not None:
+        return removed
     said = from_agent(output)
     if said.score is None:
         return said

@@ -115,22 +115,36 @@ def approve(loop_dir: Path, halt_detail: str | None) -> None:
         (loop_dir / FROZEN).unlink(missing_ok=True)
 
 
+def holdout_problems(folder: Path) -> list[str]:
+    """Why `folder` cannot be the holdout tests, every offending path named: not a folder (or a
+    symlink to one), a symlink inside it (file or folder: the copy into the export would leave
+    it out or lead outside), anything but a regular file. [] when it can be used."""
+    if not folder.is_dir() or folder.is_symlink():
+        return [f"{folder}: not a folder"]
+    found: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames.sort()
+        for name in sorted([*dirnames, *filenames]):
+            path = Path(dirpath) / name
+            if path.is_symlink():
+                found.append(f"{path}: a symlink")
+            elif name in filenames and not path.is_file():
+                found.append(f"{path}: not a regular file")
+    return found
+
+
 def holdout_digest(folder: Path) -> str:
     """SHA-256 hex over the regular files under `folder` (sorted relative posix paths and their
-    bytes); symlinks are refused (OSError), a missing folder is OSError too."""
+    bytes). OSError naming every problem `holdout_problems` finds (symlinks, a missing folder)."""
+    problems = holdout_problems(folder)
+    if problems:
+        raise OSError("; ".join(problems))
     digest = sha256()
-    if not folder.is_dir() or folder.is_symlink():
-        raise OSError(f"{folder}: not a folder")
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames.sort()
         for name in sorted(filenames):
             path = Path(dirpath) / name
-            if path.is_symlink() or not path.is_file():
-                raise OSError(f"{path}: not a regular file")
             rel = path.relative_to(folder).as_posix().encode("utf-8", "surrogateescape")
             data = read_all(path)
             digest.update(len(rel).to_bytes(8, "big") + rel + len(data).to_bytes(8, "big") + data)
-        for name in dirnames:
-            if (Path(dirpath) / name).is_symlink():
-                raise OSError(f"{Path(dirpath) / name}: a symlink")
     return digest.hexdigest()
