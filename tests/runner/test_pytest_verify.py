@@ -173,12 +173,19 @@ atexit.register(_forge)
 '''
 
 
-def test_junit_rewritten_at_exit_by_code_under_test_is_unscored_and_halts(project: Path) -> None:
-    proj = loop(project, [{"write": "src/calc.py", "content": JUNIT_AT_EXIT}])
+def unscored_mismatch(project: Path, calc: str) -> str:
+    """Tick with `calc` as the agent's src/calc.py: the verdict is unscored and the loop halted
+    `human_intervention`; returns the halt's detail."""
+    proj = loop(project, [{"write": "src/calc.py", "content": calc}])
     out = tick(proj, "demo")
     assert out.data is not None and out.data["verdict"]["score"] is None, out.data
     reason, detail = halted(proj)
     assert reason == "human_intervention"
+    return detail
+
+
+def test_junit_rewritten_at_exit_by_code_under_test_is_unscored_and_halts(project: Path) -> None:
+    detail = unscored_mismatch(project, JUNIT_AT_EXIT)
     assert detail.startswith("verdict_mismatch: exit status 0, but pytest finished with 1"), detail
 
 
@@ -298,11 +305,7 @@ os._exit(0)
 def test_a_whole_session_forged_before_an_early_exit_is_unscored(project: Path) -> None:
     # Stream and exit status agree (both forged); pytest never wrote its JUnit XML: nothing
     # corroborates the stream, so it is not scored.
-    proj = loop(project, [{"write": "src/calc.py", "content": FORGE_AND_EXIT}])
-    out = tick(proj, "demo")
-    assert out.data is not None and out.data["verdict"]["score"] is None, out.data
-    reason, detail = halted(proj)
-    assert reason == "human_intervention"
+    detail = unscored_mismatch(project, FORGE_AND_EXIT)
     assert detail.startswith("verdict_mismatch: pytest wrote no JUnit XML"), detail
 
 
