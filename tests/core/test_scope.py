@@ -66,10 +66,12 @@ def test_a_set_pathspec_cannot_read_raises_when_compiled() -> None:
 def test_patterns_must_be_a_list_of_strings() -> None:
     """A bare string would be an iterable of one-character patterns (`*` matching everything)."""
     from automaton.git.errors import DriftError
-    from automaton.git.protect import protected_spec
+    from automaton.git.protect import protected_spec, split_protected
 
     for bad in ("src/**", b"src/**", ["src/**", 1]):
         with pytest.raises(TypeError):
             Scope(bad)  # type: ignore[arg-type]
     with pytest.raises(DriftError):
         protected_spec([1])  # type: ignore[list-item]
+    with pytest.raises(DriftError):
+        split_protected(["src/**", 1])  # type: ignore[list-item]

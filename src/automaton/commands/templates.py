@@ -161,6 +161,12 @@ def check_value(name: str, value: str, spec: dict[str, Any]) -> str:
         raise BadInput(f"--var {name}={value!r}: a value may not start with '-' (it would read as an option){hint}")
     if "{{" in value:
         raise BadInput(f"--var {name}={value!r}: '{{{{' is placeholder syntax, not a value{hint}")
+    _check_kind(name, value, spec, hint)
+    return value
+
+
+def _check_kind(name: str, value: str, spec: dict[str, Any], hint: str) -> None:
+    """BadInput unless `value` reads as the placeholder's declared `kind` (text: anything)."""
     kind = spec.get("kind", "text")
     if kind == "int":
         low, high = spec.get("min"), spec.get("max")
@@ -178,7 +184,6 @@ def check_value(name: str, value: str, spec: dict[str, Any]) -> str:
         _inside(name, path)
     elif kind == "package" and not _PACKAGE.match(value):
         raise BadInput(f"--var {name}={value!r}: expected a distribution name like requests{hint}")
-    return value
 
 
 def resolve_python(value: str) -> str:

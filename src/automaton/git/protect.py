@@ -43,17 +43,28 @@ def protected_spec(protected: Iterable[str]) -> Scope:
     protected at least where the base commit has it) as one spec (`core.scope`: pathspec's
     answers, pathspec imported only for patterns that are not plain). Raises DriftError for a
     pattern pathspec cannot read (the caller halts rather than protect less than configured)."""
+    patterns = _strings(protected)
     try:
-        return Scope([p.removeprefix(EXISTING_ONLY) for p in protected])
+        return Scope([p.removeprefix(EXISTING_ONLY) for p in patterns])
     except (ValueError, TypeError) as exc:
         raise DriftError(f"invalid protected pattern: {exc}") from None
+
+
+def _strings(protected: Iterable[str]) -> list[str]:
+    """`protected` as a list; DriftError for an entry that is not a string (loop.json is
+    hand-edited: a number there must halt the loop, not crash the tick)."""
+    patterns = list(protected)
+    odd = [p for p in patterns if not isinstance(p, str)]
+    if odd:
+        raise DriftError(f"invalid protected pattern {odd[0]!r}: each pattern must be a string")
+    return patterns
 
 
 def split_protected(protected: Iterable[str]) -> tuple[list[str], list[str]]:
     """(patterns that protect every path they match, `+` patterns without the `+`: they
     protect only paths the base commit has)."""
     every, existing = [], []
-    for pattern in protected:
+    for pattern in _strings(protected):
         if pattern.startswith(EXISTING_ONLY):
             existing.append(pattern[len(EXISTING_ONLY):])
         else:
