@@ -136,6 +136,26 @@ def test_the_child_holds_pipes_not_the_transcript(tmp_path: Path) -> None:
     assert out.read_text().splitlines() == ["first line", "seek ESPIPE", "truncate EINVAL", "reopen ESPIPE"]
 
 
+def test_a_sealed_run_holds_sockets_no_other_process_can_open(tmp_path: Path) -> None:
+    """`sealed=True` (an agent CLI, whose output its cost is read from): another process of the
+    same user cannot open the child's stdout through /proc/<pid>/fd/1 (a pipe's link opens: the
+    test above), so it cannot append a result of its own (issue 24)."""
+    out, err = tmp_path / "out.log", tmp_path / "err.log"
+    argv = _script(tmp_path, """
+        import errno, os, subprocess, sys
+        print("the cli's own line", flush=True)
+        sys.stderr.write("to stderr\\n")
+        other = "import errno, os, sys\\ntry:\\n    os.open(f'/proc/{sys.argv[1]}/fd/1', os.O_WRONLY)\\n" \\
+                "    print('opened')\\nexcept OSError as exc:\\n    print(errno.errorcode[exc.errno])"
+        said = subprocess.run([sys.executable, "-c", other, str(os.getpid())], capture_output=True, text=True)
+        print("other process:", said.stdout.strip(), flush=True)
+        """)
+    done = run_streaming(argv, out_path=out, err_path=err, timeout_s=30, sealed=True)
+    assert done.code == 0
+    assert out.read_text().splitlines() == ["the cli's own line", "other process: ENXIO"]
+    assert err.read_text() == "to stderr\n"
+
+
 def test_output_past_the_cap_keeps_the_tail(tmp_path: Path) -> None:
     argv = _script(tmp_path, """
         import sys

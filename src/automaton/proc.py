@@ -7,6 +7,7 @@ import os
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -238,6 +239,7 @@ def run_streaming(
     sandbox: Policy | None = None,
     max_bytes: int = MAX_BYTES,
     pass_fds: tuple[int, ...] = (),
+    sealed: bool = False,
 ) -> Streamed:
     """Run a long child (a harness) with its output streamed to files through pipes.
 
@@ -251,6 +253,11 @@ def run_streaming(
     be done it is not started at all: code 126 and a line `sandbox unavailable: …` or
     `sandbox failed: …` in the stderr file. `pass_fds`: descriptors of this process the child
     inherits under the same numbers (POSIX; the verifier's result pipe, `runner.freeze`).
+    `sealed` (an agent CLI whose output its cost is read from, `harnesses._cli.run_cli`): the
+    child's stdout and stderr are the ends of connected Unix socket pairs (`sealed_channel`)
+    instead of pipes: no other process can open them, so what the files hold is what the child
+    itself wrote (a pipe is reopened for writing through /proc/<pid>/fd/1 by any process of the
+    same user that may read that folder).
 
     The child starts in its own session and process group; after `timeout_s` seconds the
     group gets SIGTERM, then SIGKILL after `grace_s` seconds. When it ends, everything it
@@ -269,9 +276,26 @@ def run_streaming(
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(pipes.Sink(out_path, max_bytes))
         err = out if err_path is None or err_path == out_path else stack.enter_context(pipes.Sink(err_path, max_bytes))
-        code, timed_out = _run(argv, out, err, cwd, stdin, env, timeout_s, grace_s, sandbox, stack, pass_fds)
+        code, timed_out = _run(argv, out, err, cwd, stdin, env, timeout_s, grace_s, sandbox, stack, pass_fds,
+                               sealed)
     dropped = out.dropped + (err.dropped if err is not out else 0)
     return Streamed(code, timed_out, time.monotonic() - started, dropped)
+
+
+def sealed_channel() -> tuple[int, int]:
+    """(read end, write end) of a one-way byte stream no third process can open: a connected
+    AF_UNIX stream socket pair, each end shut in the direction it does not use. The kernel
+    refuses open(2) of a socket's /proc/<pid>/fd/<n> link (ENXIO; a pipe's link opens: see
+    tests/test_proc.py), so a process that does not inherit the write end cannot add to the
+    stream. Where there are no Unix sockets
+    (Windows), an ordinary pipe."""
+    family = getattr(socket, "AF_UNIX", None)
+    if family is None:  # pragma: no cover - Windows
+        return os.pipe()
+    reader, writer = socket.socketpair(family, socket.SOCK_STREAM)
+    reader.shutdown(socket.SHUT_WR)
+    writer.shutdown(socket.SHUT_RD)
+    return reader.detach(), writer.detach()
 
 
 def _spawn(argv: list[str], preexec_fn: Confinement | None, **popen: Any) -> subprocess.Popen[bytes] | tuple[int, str]:
@@ -320,7 +344,7 @@ def _wait(child: subprocess.Popen[bytes], timeout_s: float) -> None:
 
 def _run(argv: list[str], out: Sink, err: Sink, cwd: Path | None, stdin: str | None, env: Mapping[str, str] | None,
          timeout_s: float, grace_s: float, policy: Policy | None, stack: contextlib.ExitStack,
-         pass_fds: tuple[int, ...] = ()) -> tuple[int, bool]:
+         pass_fds: tuple[int, ...] = (), sealed: bool = False) -> tuple[int, bool]:
     """Start, wait for and clean up after one run; (exit code, timed out)."""
     from automaton.sandbox import launch, pipes, reaper  # see the note at the top
 
@@ -344,8 +368,9 @@ def _run(argv: list[str], out: Sink, err: Sink, cwd: Path | None, stdin: str | N
         extra["pass_fds"] = pass_fds
     if os.name == "nt":  # pragma: no cover
         extra = {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
-    out_r, out_w = os.pipe()
-    err_r, err_w = (None, out_w) if err is out else os.pipe()
+    channel = sealed_channel if sealed else os.pipe
+    out_r, out_w = channel()
+    err_r, err_w = (None, out_w) if err is out else channel()
     reaper.become_subreaper()
     before = set(reaper.descendants())
     try:

@@ -116,9 +116,38 @@ def test_first_failure_wins_iterations_before_budget_before_plateau() -> None:
 
 
 def test_budget_spent_since_approval() -> None:
-    assert run_gates(state(spent_usd=9.99), Facts())[0].ok
+    assert run_gates(state(spent_usd=8.0), Facts())[0].ok  # $2 left covers a tick's $2 reservation
     assert run_gates(state(spent_usd=10.0), Facts())[0].halt == "budget_exhausted"
     assert run_gates(state(spent_usd=15.0, spent_usd_at_approval=10.0), Facts())[0].ok
+
+
+def test_a_tick_starts_only_when_what_is_left_covers_its_reservation() -> None:
+    """README "Budgets", the worked example: max_budget_usd 5, max_tick_usd 2, one agent role.
+    Ticks start at $5 and $3 left; at $1 left the tick's $2 worst case does not fit: halt with
+    what is left, so spent never passes $5 (on the old gate a third tick ran: $6 of $5)."""
+    five = Facts(cfg=config(brakes__max_budget_usd=5.0, brakes__max_tick_usd=2.0))
+    assert run_gates(state(spent_usd=0.0), five)[0].ok
+    assert run_gates(state(spent_usd=2.0), five)[0].ok
+    third, _ = run_gates(state(spent_usd=4.0), five)
+    assert (third.ok, third.halt, third.gate) == (False, "budget_exhausted", "budget")
+    assert third.detail == "spent $4.0000 of $5.00; $1.0000 left, a tick reserves $2.0000"
+
+
+@pytest.mark.parametrize(("roles", "n"), [
+    ({}, 1),
+    ({"roles__verify": {"prompt": "verify.md", "score": "agent"}}, 2),
+    ({"roles__verify": {"prompt": "verify.md", "score": "agent"},
+      "roles__orchestrate": {"builtin": False, "prompt": "orchestrate.md"}}, 3),
+])
+def test_the_reservation_is_max_tick_usd_per_agent_role(roles: dict[str, Any], n: int) -> None:
+    from automaton.core.gates import agent_roles, reservation_micro
+
+    c = config(brakes__max_tick_usd=0.5, **roles)
+    assert agent_roles(c) == n and reservation_micro(c) == n * 500_000
+    # every role's cost may be unknown and is then counted at max_tick_usd: the gate wants all of it
+    left_short, _ = run_gates(state(spent_usd=10.0 - n * 0.5 + 0.000001), Facts(cfg=c))
+    assert left_short.halt == "budget_exhausted"
+    assert run_gates(state(spent_usd=10.0 - n * 0.5), Facts(cfg=c))[0].ok
 
 
 def test_local_harness_asks_the_vram_probe() -> None:

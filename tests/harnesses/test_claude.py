@@ -124,3 +124,22 @@ def test_the_real_spend_limit_result_defers_until_the_reset_it_names() -> None:
     real = fixture("claude-result-spend_limit.json")
     res = claude.parse(json.dumps(real), "", 1)
     assert res.usage_limit is not None and res.usage_limit.reset_epoch == 1_899_999_960
+
+
+def test_a_limit_reported_without_a_cost_before_any_model_work_costs_nothing() -> None:
+    """Issue 24: a usage-limit result with no `total_cost_usd`, no output tokens and one turn is
+    the provider's refusal: $0. With output tokens (or an assistant message, or more turns) the
+    model worked: unknown, counted at max_tick_usd. A cost Claude reported is always taken."""
+    refused = {"type": "result", "subtype": "success", "is_error": True, "num_turns": 1,
+               "result": "Claude AI usage limit reached|1999999999", "usage": {"input_tokens": 0, "output_tokens": 0}}
+    res = claude.parse(json.dumps(refused), "", 1)
+    assert res.usage_limit is not None and res.cost_usd == 0.0
+    worked = {**refused, "usage": {"input_tokens": 900, "output_tokens": 40}}
+    assert claude.parse(json.dumps(worked), "", 1).cost_usd is None
+    assert claude.parse(json.dumps({**refused, "num_turns": 4}), "", 1).cost_usd is None
+    streamed = "\n".join(json.dumps(m) for m in ({"type": "assistant", "message": {}}, refused))
+    assert claude.parse(streamed, "", 1).cost_usd is None
+    assert claude.parse(json.dumps({**refused, "total_cost_usd": 0.02}), "", 1).cost_usd == 0.02
+    assert claude.parse("", "Claude AI usage limit reached|1999999999", 1).cost_usd == 0.0  # plain text only
+    real = fixture("claude-result-rate_limit.json")  # recorded: it reports what the call cost
+    assert claude.parse(json.dumps(real), "", 1).cost_usd == real["total_cost_usd"]

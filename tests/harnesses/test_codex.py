@@ -151,3 +151,19 @@ def test_a_recorded_start_failure_is_unavailable(fake_bin: Any, make_req: Callab
     fake_bin("codex", f"sys.stdin.read()\nsys.stderr.write({stderr!r})\nsys.exit(1)")
     res = get("codex").run(make_req())
     assert res.unavailable is not None and "failed to initialize in-process app-server client" in res.unavailable
+
+
+def test_a_refusal_before_any_model_work_costs_nothing() -> None:
+    """Issue 24: the recorded 429 storm and usage limit show no item but Codex's own `error`
+    notice and no completed turn: the provider refused, Codex reports no cost, so $0 (never
+    unknown, which would be counted at max_tick_usd). A limit after a command ran is unknown."""
+    parse = codex.parse_for("gpt-5")
+    for name in ("rate-limit-429.jsonl", "usage-limit.jsonl"):
+        res = parse((RECORDED / name).read_text(), "", 1)
+        assert res.usage_limit is not None and res.cost_usd == 0.0, name
+    worked = jsonl({"type": "thread.started", "thread_id": "t"}, {"type": "turn.started"},
+                   {"type": "item.completed", "item": {"id": "i", "type": "command_execution", "exit_code": 0}},
+                   {"type": "turn.failed", "error": {"message": "You've hit your usage limit. Try again at 5:02 AM."}})
+    after = parse(worked, "", 1)
+    assert after.usage_limit is not None and after.cost_usd is None  # model work: unknown, at the cap
+    assert not codex.worked([]) and codex.worked([{"type": "turn.completed", "usage": {}}])

@@ -214,3 +214,25 @@ def test_a_deferred_tick_records_the_agent_version(project: Path, fake_bin: Any)
     assert out.data["agent_version"] == "2.1.332"
     kept = json.loads((Path(out.data["run_dir"]) / "tick.json").read_text())
     assert kept["agent_version"] == "2.1.332"
+
+
+def test_a_codex_429_storm_charges_nothing_and_never_halts(project: Path, fake_bin: Any) -> None:
+    """Issue 24: Codex's `exceeded retry limit, last status: 429` before any model work (the
+    recorded codex-cli 0.171.0 output) is the provider's refusal. Each such tick was charged
+    max_tick_usd as unknown cost, and six of them halted the loop budget_exhausted with $0
+    really spent; now each is charged $0 and the loop keeps running."""
+    recorded = Path(__file__).parents[1] / "e2e" / "recorded" / "codex-0.171.0" / "rate-limit-429.jsonl"
+    fake_bin("codex", f"sys.stdin.read()\nsys.stdout.write({recorded.read_text()!r})\nsys.exit(1)\n")
+    proj = make_loop(project, harness={"name": "codex", "args": [], "model": "gpt-5"}, sandbox="off",
+                     brakes={"max_budget_usd": 5.0, "max_tick_usd": 1.0},
+                     roles={"implement": {"prompt": "implement.md"},
+                            "verify": {"command": [PY, "-c", "print('1 passed')"], "score": "summary"},
+                            "orchestrate": {"builtin": True}})
+    for _ in range(6):
+        out = tick(proj, "demo")
+        assert out.code == 0 and out.data is not None and out.data["deferred"] is not None, out.lines
+        assert (out.data["cost_usd"], out.data["cost_known"]) == (0.0, True)
+        deferrals.path("codex").unlink()  # the backoff ended: the next tick may start
+    s = store.read_state(proj, "demo")
+    assert (s.spent_usd, s.iteration_count, s.status) == (0.0, 0, "running")
+    assert check_gate(proj, "demo").code == 0

@@ -194,17 +194,19 @@ def test_claude_gets_the_budget_cap_and_the_hook_settings(project: Path, fake_bi
     proj = make_loop(project, harness={"name": "claude", "args": []}, sandbox="off",
                      **verify_cmd("print('1 failed, 1 passed')"))
     assert tick(proj, "demo").code == 0
-    assert tick(proj, "demo").code == 0
-    first, second = calls(fake_bin.dir, "claude")
+    # Claude checks its cap between turns, so one turn can pass it (here $4.8 of a $1 cap): what
+    # it reports is counted. What is left ($0.20) no longer covers a tick's $1 reservation.
+    refused = tick(proj, "demo")
+    assert refused.code == 1 and refused.data is not None and refused.data["reason"] == "halted:budget_exhausted"
+    assert st(proj).halt_detail == "spent $4.8000 of $5.00; $0.2000 left, a tick reserves $1.0000"
+    [first] = calls(fake_bin.dir, "claude")
     assert first[first.index("--max-budget-usd") + 1] == "1.0000"  # min(max_tick_usd 1.0, budget left 5.0)
-    assert second[second.index("--max-budget-usd") + 1] == "0.2000"  # min(1.0, 5.0 - 4.8)
     passed = Path(first[first.index("--settings") + 1])
     assert passed == proj.loop_dir(store.require_tracked(proj, "demo")) / "claude-settings.json"
     doc = json.loads(passed.read_text())
     assert doc["env"] == {"USER_SETTING": "kept"}  # the project's own settings travel along
     assert "--hook claude" in doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
-    assert st(proj).spent_usd == 9.6
-    assert tick(proj, "demo").code == 1  # budget gate
+    assert st(proj).spent_usd == 4.8
 
 
 def test_dry_run_changes_nothing(project: Path) -> None:

@@ -124,6 +124,24 @@ def remaining(state: LoopState, brakes: Brakes) -> tuple[int, float | None]:
     return max(0, brakes.max_iterations - iters), left_usd
 
 
+def agent_roles(config: LoopConfig) -> int:
+    """How many roles of one tick run the loop's agent harness: implement always, verify when it
+    is a prompt (not a command), orchestrate when it is not the builtin rule (1..3)."""
+    roles = config.roles
+    return 1 + (roles.verify.command is None) + (not roles.orchestrate.builtin)
+
+
+def reservation_micro(config: LoopConfig) -> int:
+    """A tick's worst-case charge, in integer micro-USD: `max_tick_usd` for each role that runs
+    the agent harness (`agent_roles`), since each role's cost may be unknown and an unknown cost
+    is counted at `max_tick_usd` (`runner.ledger.tick_cost`). The tick reserves exactly this
+    before any agent starts (`TICK_START reserved_usd=`), and the budget gate lets a tick start
+    only when what is left of `max_budget_usd` covers it. A harness that reports a cost above
+    its cap (one with no cap of its own) is counted at what it reported: the reservation bounds
+    only what automaton can bound."""
+    return agent_roles(config) * usd_to_micro(config.brakes.max_tick_usd)
+
+
 def gate_iterations(state: LoopState, brakes: Brakes) -> GateResult | None:
     """Gate 2: iteration_count - iterations_at_approval >= max_iterations -> iterations_exhausted."""
     iters, _ = state.used()
@@ -132,14 +150,22 @@ def gate_iterations(state: LoopState, brakes: Brakes) -> GateResult | None:
     return _halt("iterations", "iterations_exhausted", f"{iters} of {brakes.max_iterations} iterations used")
 
 
-def gate_budget(state: LoopState, brakes: Brakes, vram: VramFacts | None) -> GateResult | None:
-    """Gate 3: USD spent since approval >= max_budget_usd -> budget_exhausted; for a local
+def gate_budget(state: LoopState, brakes: Brakes, vram: VramFacts | None,
+                reserve_micro: int = 0) -> GateResult | None:
+    """Gate 3: budget_exhausted when what is left of `max_budget_usd` since the approval does
+    not cover the next tick's reservation (`reserve_micro`, micro-USD: `reservation_micro`),
+    so that a tick never starts that could take spent past the budget; detail
+    `spent $S of $B` (+ `; $L left, a tick reserves $R` when something is left). For a local
     harness (`vram` given) a probe that says not loop-mode eligible -> budget_exhausted, and a
     probe that could not run -> not ok without a halt ("budget_unknown")."""
     _, micro = state.used()
-    if brakes.max_budget_usd is not None and micro >= usd_to_micro(brakes.max_budget_usd):
-        return _halt("budget", "budget_exhausted",
-                     f"spent ${micro_to_usd(micro):.4f} of ${brakes.max_budget_usd:.2f}")
+    if brakes.max_budget_usd is not None:
+        left = usd_to_micro(brakes.max_budget_usd) - micro
+        if left <= 0 or left < reserve_micro:
+            more = f"; ${micro_to_usd(left):.4f} left, a tick reserves ${micro_to_usd(reserve_micro):.4f}" \
+                if left > 0 else ""
+            return _halt("budget", "budget_exhausted",
+                         f"spent ${micro_to_usd(micro):.4f} of ${brakes.max_budget_usd:.2f}{more}")
     if vram is None:
         return None
     if vram.error is not None:
@@ -254,7 +280,7 @@ def run_gates(state: LoopState, facts: GateFacts) -> tuple[GateResult, LoopConfi
     result = gate_iterations(state, brakes)
     if result is None:
         vram = facts.vram(config.harness.kv_kib_per_token) if config.harness.local else None
-        result = gate_budget(state, brakes, vram)
+        result = gate_budget(state, brakes, vram, reservation_micro(config))
     if result is None:
         result = gate_task_phase(facts.task())
     if result is None:

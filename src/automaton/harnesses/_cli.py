@@ -51,21 +51,22 @@ def run_cli(req: HarnessRequest, inv: Invocation, parse: Parser, refusals: tuple
     (an agent CLI whose every run prints its own events or result on stdout), a non-zero exit
     with nothing on stdout (`_unavailable.silent_failure`). `usage_limit` is
     what `parse` found (see `_limits`) and `cost_usd` what it read, both kept only for a run
-    that ended by itself (not timed out, not killed by a signal: `cost_usd` is then None, so
-    the tick counts `max_tick_usd`). Each output file keeps its last `req.max_output_bytes` bytes."""
+    that ended by itself (`ended_by_itself`: `cost_usd` is otherwise None, so the tick counts
+    `max_tick_usd`, and no limit is read). The CLI's stdout and stderr are sealed
+    (`proc.run_streaming(sealed=True)`): no process of the agent can reopen them to add a
+    result of its own. Each output file keeps its last `req.max_output_bytes` bytes."""
     req.run_dir.mkdir(parents=True, exist_ok=True)
     err_path = req.run_dir / f"{req.role}.stderr.log"
     done = run_streaming(inv.argv, out_path=req.transcript, err_path=err_path, cwd=req.cwd,
                          stdin=inv.stdin, env=environment(req, inv), timeout_s=req.timeout_s,
-                         sandbox=req.sandbox, max_bytes=req.max_output_bytes)
+                         sandbox=req.sandbox, max_bytes=req.max_output_bytes, sealed=True)
     out, err = read_text(req.transcript), read_text(err_path)
     parsed = parse(out, err, done.code)
     error, unavailable, limit = parsed.error, None, None
     # A run stopped by a signal (the timeout's, or one from the agent's own processes) did not
-    # end by itself: what it printed is at most a part of its spend, and its last lines may be
-    # the agent's (any of its processes can append to this stdout through /proc/<pid>/fd/1,
-    # then kill the CLI). Its cost is unknown and a limit it "reported" is not read.
-    ended = not done.timed_out and done.code >= 0
+    # end by itself: what it printed is at most a part of its spend. Its cost is unknown and a
+    # limit it "reported" is not read.
+    ended = ended_by_itself(done.code, done.timed_out)
     if done.timed_out:
         error = f"timed out after {req.timeout_s:g} s; process group stopped"
     elif parsed.usage_limit is not None and ended:
@@ -81,6 +82,19 @@ def run_cli(req: HarnessRequest, inv: Invocation, parse: Parser, refusals: tuple
         tokens=parsed.tokens, error=error, timed_out=done.timed_out, duration_s=done.duration_s,
         unavailable=unavailable, usage_limit=limit,
     )
+
+
+# Exit statuses 128 + N (N = 1..31) are how a CLI that caught signal N, or a shell or launcher
+# whose child died of it, reports that death (bash(1), "EXIT STATUS"); no agent CLI automaton
+# runs uses them for an outcome of its own (gemini's own codes are 41..55).
+SIGNAL_STATUSES = range(129, 160)
+
+
+def ended_by_itself(code: int, timed_out: bool) -> bool:
+    """Whether a CLI's run ended on its own: not stopped at its timeout, not killed by a signal
+    (Popen's -N), and not exiting 128 + N after catching one (`SIGNAL_STATUSES`). Only such a
+    run's cost and usage limit are read."""
+    return not timed_out and code >= 0 and code not in SIGNAL_STATUSES
 
 
 def number(value: object) -> float | None:

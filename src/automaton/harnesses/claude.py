@@ -98,10 +98,19 @@ def _messages(stdout: str) -> list[Any]:
     return candidates
 
 
-def result_object(stdout: str) -> dict[str, Any] | None:
-    """The result message in `stdout`: one object, an array (last `type=="result"`), or JSON
-    lines (last `type=="result"` line). None when there is none."""
-    candidates = _messages(stdout)
+def _one_document(stdout: str) -> bool:
+    """Whether `stdout` is one JSON document (`--output-format json`: an object, or with verbose
+    on the array of messages), which nothing appended to it leaves one."""
+    try:
+        json.loads(stdout.strip())
+    except ValueError:
+        return False
+    return True
+
+
+def _result_in(candidates: list[Any]) -> dict[str, Any] | None:
+    """The result message among `stdout`'s messages (`_messages`): the last `type=="result"`
+    one, of one object, an array or JSON lines. None when there is none."""
     results = [c for c in candidates if isinstance(c, dict) and c.get("type") == "result"]
     if results:
         return results[-1]
@@ -110,17 +119,35 @@ def result_object(stdout: str) -> dict[str, Any] | None:
     return singles[-1] if singles else None
 
 
+def worked(messages: list[Any], obj: dict[str, Any] | None) -> bool:
+    """Whether Claude's own output shows model work: an `assistant` message (verbose and
+    stream-json output), output tokens in the result's `usage`, or more than one turn. A run
+    refused before any of it (a 429 or usage limit on its first request) shows none."""
+    if any(isinstance(m, dict) and m.get("type") == "assistant" for m in messages):
+        return True
+    if obj is None:
+        return False
+    turns = obj.get("num_turns")
+    return count(sub(obj, "usage").get("output_tokens")) > 0 or (isinstance(turns, int) and turns > 1)
+
+
 def parse(stdout: str, stderr: str, code: int) -> HarnessResult:
     """Read the result message: final text, cost (None when `total_cost_usd` is missing),
     tokens from `usage`, and an error when `is_error` is true, the subtype is an error, or
-    no result was printed."""
-    obj = result_object(stdout)
+    no result was printed. Output in JSON lines (stream-json) must END with the result: lines
+    after it are not Claude's (cost None, no limit read). A usage limit whose output shows no model work
+    (`worked`) costs what Claude reported, $0 when it reported nothing: the provider refused."""
+    messages = _messages(stdout)
+    obj = _result_in(messages)
     if obj is None:
         why = tail(stderr, 300) or tail(stdout, 300) or f"claude printed no result (exit {code})"
         # No result object: plain text on stdout is the CLI's own message; JSON messages (verbose,
         # stream-json) are the agent's work and never read for a limit.
-        limit = detect([tail(stderr), "" if _messages(stdout) else tail(stdout)], LIMIT_NEEDLES)
-        return HarnessResult(code, "", None, {}, why.splitlines()[-1], usage_limit=limit)
+        limit = detect([tail(stderr), "" if messages else tail(stdout)], LIMIT_NEEDLES)
+        refused = limit is not None and not worked(messages, None)
+        return HarnessResult(code, "", 0.0 if refused else None, {}, why.splitlines()[-1], usage_limit=limit)
+    if not _one_document(stdout) and messages[-1] is not obj:
+        return HarnessResult(code, "", None, {}, "claude's output does not end with its result message")
     text = text_of(obj, "result")
     usage = sub(obj, "usage")
     tokens = {k: count(usage.get(k)) for k in TOKEN_KEYS if k in usage}
@@ -132,7 +159,10 @@ def parse(stdout: str, stderr: str, code: int) -> HarnessResult:
     elif code != 0:
         error = f"claude exited {code}"
     limit = usage_limit(obj, stdout, stderr) if error is not None else None
-    return HarnessResult(code, str(text), number(obj.get("total_cost_usd")), tokens, error, usage_limit=limit)
+    cost = number(obj.get("total_cost_usd"))
+    if cost is None and limit is not None and not worked(messages, obj):
+        cost = 0.0
+    return HarnessResult(code, str(text), cost, tokens, error, usage_limit=limit)
 
 
 def usage_limit(obj: dict[str, Any], stdout: str, stderr: str) -> UsageLimit | None:

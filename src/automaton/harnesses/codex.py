@@ -24,6 +24,8 @@ prints `error` events for retries that later succeed.
 
 from __future__ import annotations
 
+from typing import Any
+
 from automaton.harnesses import HarnessRequest, HarnessResult, Invocation
 from automaton.harnesses._cli import Parser, count, has_flag, json_lines, run_cli, tail
 from automaton.harnesses._limits import detect
@@ -90,22 +92,46 @@ def price(model: str | None, tokens: dict[str, int]) -> float | None:
     return (fresh * p_in + cached * p_cached + tokens.get("output_tokens", 0) * p_out) / 1e6
 
 
+# The events that end a `codex exec` run (one exec runs one turn): its output must end with one.
+FINAL_EVENTS = ("turn.completed", "turn.failed")
+
+
+def worked(events: list[dict[str, Any]]) -> bool:
+    """Whether Codex's own events show model work: a completed turn, or an item started or
+    completed other than Codex's own `error` notices (a command, a file change, a message).
+    The 429 storm (`exceeded retry limit, last status: 429`, recorded in
+    tests/e2e/recorded/codex-0.171.0/rate-limit-429.jsonl) shows none."""
+    for ev in events:
+        kind = ev.get("type")
+        if kind == "turn.completed":
+            return True
+        item = ev.get("item")
+        if kind in ("item.started", "item.completed", "item.updated") and \
+                not (isinstance(item, dict) and item.get("type") == "error"):
+            return True
+    return False
+
+
 def parse_for(model: str | None) -> Parser:
-    """A parser bound to `model` (for the price table)."""
+    """A parser bound to `model` (for the price table). Output that does not end with a final
+    turn event (`FINAL_EVENTS`) is not a finished run's: its cost is unknown and no limit is
+    read from its events. A usage limit whose events show no model work (`worked`) costs $0:
+    Codex reports no cost and the provider refused the work."""
 
     def parse(stdout: str, stderr: str, code: int) -> HarnessResult:
         tokens: dict[str, int] = {}
         text, error = "", None
         said: list[str] = []  # what Codex itself reported as errors (never a tool's output)
         turn_failed = False
-        for ev in json_lines(stdout):
+        events = json_lines(stdout)
+        for ev in events:
             kind = ev.get("type")
             if kind == "turn.completed" and isinstance(ev.get("usage"), dict):
                 for key, value in ev["usage"].items():
                     tokens[key] = tokens.get(key, 0) + count(value)
                 # The last turn event decides: the turn got past the `error` events before it
                 # (retries), and one exec runs one turn, so a `turn.failed` before it was not
-                # codex's (the agent's processes can append to this stdout).
+                # codex's.
                 error, turn_failed = None, False
                 said.clear()
             elif kind == "turn.failed":
@@ -124,9 +150,14 @@ def parse_for(model: str | None) -> Parser:
                     text = item["text"]
         if error is None and code != 0:
             error = f"codex exited {code}: {tail(stderr, 200)}".strip().rstrip(":")
-        cost = price(model, tokens) if tokens else None
+        final = events[-1].get("type") if events else None
+        if events and final not in FINAL_EVENTS:
+            return HarnessResult(code, text, None, tokens, error or "codex's output does not end with a turn event")
+        cost = price(model, tokens) if tokens and final == "turn.completed" else None
         failed = error is not None and (code != 0 or turn_failed)
         limit = detect([*reversed(said), tail(stderr)], LIMIT_NEEDLES) if failed else None
+        if limit is not None and not worked(events):
+            cost = 0.0
         return HarnessResult(code, text, cost, tokens, error, usage_limit=limit)
 
     return parse

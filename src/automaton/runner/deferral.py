@@ -5,7 +5,7 @@ When any role's harness reports a `UsageLimit` (the provider refused the work: C
 "usage limit reached", Codex's "You've hit your usage limit", Gemini's RESOURCE_EXHAUSTED; see
 `automaton.harnesses._limits`), the tick skips the roles still to come and settles with ONE
 locked update logged `TICK_DEFERRED n=… refund_usd=… cost=… until=…`: iteration_count goes back
-down by this tick's one iteration and spent_usd by `refund_usd` = max_tick_usd − the counted
+down by this tick's one iteration and spent_usd by `refund_usd` = the reservation − the counted
 cost (unknown costs counted at max_tick_usd, as for every tick), which `store.looplog` accepts
 only as the closing of this tick's own `TICK_START`. What the agent changed before the limit is
 committed as usual (the checks after the commit still apply; a tick they halt is recorded as an
@@ -32,7 +32,7 @@ from automaton.core.loopconfig import LoopConfig
 from automaton.core.loopstate import LoopState
 from automaton.core.outcome import Outcome
 from automaton.harnesses import HarnessRequest, HarnessResult, Invocation, UsageLimit, versions
-from automaton.runner.ledger import tick_cost
+from automaton.runner.ledger import reserved_usd, tick_cost
 from automaton.store import deferrals
 from automaton.store.chainlog import utc_now
 from automaton.store.loops import Loop
@@ -83,8 +83,8 @@ def settle(loop: Loop, cfg: LoopConfig, n: int, folder: Path, limit: UsageLimit,
     The iteration is given back only down to the approval mark, spent_usd only down to its
     mark (an approval made while the tick ran is never undercut). Raises what
     `Loop.update_state` raises (StateTampered, CorruptState)."""
-    reserved = cfg.brakes.max_tick_usd
-    counted, known = tick_cost(costs, reserved)
+    reserved = reserved_usd(cfg)
+    counted, known = tick_cost(costs, cfg.brakes.max_tick_usd)
     refund = max(0.0, reserved - counted)
     project, name = loop.project, loop.name
     account = deferrals.record(cfg.harness.name, limit.reset_epoch, limit.message, name)

@@ -1,7 +1,8 @@
 """The tick's two ledger writes: the reservation before any agent runs, and the settling record.
 
 `reserve` (`TICK_START n=… reserved_usd=…`): ONE locked update counts the iteration and charges
-`max_tick_usd` before any harness starts. `record` (`TICK n=…`): ONE locked update settles it to
+the tick's reservation (`reserved_usd`: `core.gates.reservation_micro`, `max_tick_usd` per role
+that runs the agent) before any harness starts. `record` (`TICK n=…`): ONE locked update settles it to
 the counted cost (`tick_cost`), with the verdict and the score window. A tick put off by the
 agent's usage limit settles with `TICK_DEFERRED` instead (`runner.deferral`).
 """
@@ -12,20 +13,27 @@ import math
 from functools import partial
 
 from automaton.core import loopstate
+from automaton.core.gates import reservation_micro
 from automaton.core.loopconfig import LoopConfig
-from automaton.core.loopstate import LoopState
+from automaton.core.loopstate import LoopState, micro_to_usd
 from automaton.core.verdicts import Verdict
 from automaton.harnesses import HarnessResult
 from automaton.store.chainlog import utc_now
 from automaton.store.loops import Loop
 
 
+def reserved_usd(cfg: LoopConfig) -> float:
+    """USD one tick of `cfg` reserves: its worst-case charge (`core.gates.reservation_micro`),
+    which the budget gate checked that what is left covers."""
+    return micro_to_usd(reservation_micro(cfg))
+
+
 def reserve(loop: Loop, cfg: LoopConfig) -> LoopState:
-    """Before any harness: ONE locked update counts the iteration and charges max_tick_usd
+    """Before any harness: ONE locked update counts the iteration and charges `reserved_usd`
     (logged `TICK_START n=… reserved_usd=…`, `core.loopstate.reserve`); returns the new state
     (its iteration_count is n)."""
     n = loop.read_state().iteration_count + 1
-    new = loop.update_state(partial(loopstate.reserve, reserved_usd=cfg.brakes.max_tick_usd, now=utc_now()))
+    new = loop.update_state(partial(loopstate.reserve, reserved_usd=reserved_usd(cfg), now=utc_now()))
     if new.iteration_count != n:  # impossible under the tick lock; never mis-number runs/<n>
         raise RuntimeError(f"loop {loop.name}: iteration moved under the tick lock ({n} -> {new.iteration_count})")
     return new
@@ -49,12 +57,12 @@ def tick_cost(costs: dict[str, float | None], max_tick_usd: float) -> tuple[floa
 def record(loop: Loop, cfg: LoopConfig, n: int, verdict: Verdict, counted: float, known: bool,
            complete: bool, impl: HarnessResult, commit_sha: str | None, *, halted: bool = False) -> LoopState:
     """Tick step 13 (docs/architecture.md, "Settle"): ONE locked read-modify-write settling the
-    reservation (spent_usd += counted − max_tick_usd; the iteration was counted by `reserve`),
+    reservation (spent_usd += counted − `reserved_usd`; the iteration was counted by `reserve`),
     the verdict and the score window.
     `halted`: the tick halted after its commit (logged `halted=True`: its missing score is not
     the verifier's, see `runner.unscored`)."""
     window = cfg.brakes.score_plateau_window
-    reserved = cfg.brakes.max_tick_usd
+    reserved = reserved_usd(cfg)
     # Never complete on a loop.json other than the one the tick started with, which its gates
     # checked against the seal (an agent without the sandbox may have rewritten it since): the
     # loop stays running and its next gate halts it `config_changed`, where a complete loop

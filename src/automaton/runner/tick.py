@@ -6,9 +6,11 @@ update. Every artefact lands in `runs/<n>/`.
 that `Loop` handle: nothing in the pipeline looks the loop up by name again.
 
 The reservation (`TICK_START n=… reserved_usd=…`): before any harness starts, ONE locked update
-counts the iteration and charges `max_tick_usd`; the closing `TICK` line corrects spent_usd by
-(counted − reserved). A tick killed at any point (even `kill -9` of the runner by its own
-agent) leaves its iteration counted and `max_tick_usd` charged: never a free tick, and never
+counts the iteration and charges the tick's worst case (`max_tick_usd` per role that runs the
+agent, `core.gates.reservation_micro`; the budget gate let the tick start only because what is
+left covers it); the closing `TICK` line corrects spent_usd by (counted − reserved). A tick
+killed at any point (even `kill -9` of the runner by its own agent) leaves its iteration
+counted and its reservation charged: never a free tick, and never
 a reused `runs/<n>`."""
 
 from __future__ import annotations
@@ -166,7 +168,7 @@ def _locked_tick(loop: Loop, opts: TickOptions) -> Outcome:
     folder.mkdir(parents=True)
     (folder / "runner.json").write_text(json.dumps(
         {"pid": os.getpid(), "pgid": os.getpgrp() if hasattr(os, "getpgrp") else None,
-         "marker": leftovers.marker(loop_dir), "reserved_usd": cfg.brakes.max_tick_usd,
+         "marker": leftovers.marker(loop_dir), "reserved_usd": ledger.reserved_usd(cfg),
          "sandbox": cfg.sandbox}) + "\n", encoding="utf-8")
     with confine.private_tmp(name, n) as tmp:
         return _run_roles(loop, cfg, opts, wt, state, n, folder, tmp, iters_left, usd_left, warnings)
