@@ -236,3 +236,23 @@ def test_a_codex_429_storm_charges_nothing_and_never_halts(project: Path, fake_b
     s = store.read_state(proj, "demo")
     assert (s.spent_usd, s.iteration_count, s.status) == (0.0, 0, "running")
     assert check_gate(proj, "demo").code == 0
+
+
+@pytest.mark.parametrize("forged", ["claude-success", "claude-limit"])
+def test_a_result_forged_into_claudes_stdout_charges_the_cap_and_defers_nothing(
+        project: Path, fake_bin: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forged: str) -> None:
+    """Issue 24, through a whole tick: a tool of the agent writes a Claude result into the CLI's
+    stdout through /proc/<pid>/fd/1 and stops the CLI, which exits 0. Measured on the old
+    runner: the tick charged $0.0001, or was taken as a usage limit ($0, the iteration given
+    back, every Claude loop deferred). Now the line never gets in: unknown cost, at the cap."""
+    from tests.harnesses.test_cli import CLAUDE_LIMIT, CLAUDE_SUCCESS, forging_cli
+
+    monkeypatch.setenv("FORGE_DONE", str(tmp_path / "forge-done"))
+    fake_bin("claude", forging_cli(CLAUDE_SUCCESS if forged == "claude-success" else CLAUDE_LIMIT))
+    proj = claude_loop(project)
+    out = tick(proj, "demo")
+    assert out.code == 0 and out.data is not None and out.data.get("deferred") is None, out.lines
+    assert (out.data["cost_usd"], out.data["cost_known"]) == (1.0, False)  # max_tick_usd
+    s = store.read_state(proj, "demo")
+    assert (s.iteration_count, s.spent_usd) == (1, 1.0)
+    assert not deferrals.path("claude").exists()
