@@ -136,6 +136,7 @@ def test_the_child_holds_pipes_not_the_transcript(tmp_path: Path) -> None:
     assert out.read_text().splitlines() == ["first line", "seek ESPIPE", "truncate EINVAL", "reopen ESPIPE"]
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/<pid>/fd reopens a pipe on Linux only")
 def test_a_sealed_run_holds_sockets_no_other_process_can_open(tmp_path: Path) -> None:
     """`sealed=True` (an agent CLI, whose output its cost is read from): another process of the
     same user cannot open the child's stdout through /proc/<pid>/fd/1 (a pipe's link opens: the

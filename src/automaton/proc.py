@@ -9,6 +9,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -283,16 +284,16 @@ def run_streaming(
 
 
 def sealed_channel() -> tuple[int, int]:
-    """(read end, write end) of a one-way byte stream no third process can open: a connected
-    AF_UNIX stream socket pair, each end shut in the direction it does not use. The kernel
-    refuses open(2) of a socket's /proc/<pid>/fd/<n> link (ENXIO; a pipe's link opens: see
-    tests/test_proc.py), so a process that does not inherit the write end cannot add to the
-    stream. Where there are no Unix sockets
-    (Windows), an ordinary pipe."""
-    family = getattr(socket, "AF_UNIX", None)
-    if family is None:  # pragma: no cover - Windows
+    """(read end, write end) of a one-way byte stream no third process can open: on Linux a
+    connected AF_UNIX stream socket pair, each end shut in the direction it does not use. The
+    kernel refuses open(2) of a socket's /proc/<pid>/fd/<n> link (ENXIO; a pipe's link opens:
+    see tests/test_proc.py), so a process that does not inherit the write end cannot add to
+    the stream. Elsewhere an ordinary pipe: without /proc no other process can reopen it (macOS
+    /dev/fd names the caller's own descriptors), and Seatbelt's rule against UNIX sockets would
+    be in the way."""
+    if not sys.platform.startswith("linux"):
         return os.pipe()
-    reader, writer = socket.socketpair(family, socket.SOCK_STREAM)
+    reader, writer = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     reader.shutdown(socket.SHUT_WR)
     writer.shutdown(socket.SHUT_RD)
     return reader.detach(), writer.detach()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,7 @@ CODEX_USAGE = "".join(json.dumps(e) + "\n" for e in (
     {"type": "turn.completed", "usage": {"input_tokens": 10, "cached_input_tokens": 0, "output_tokens": 2}}))
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/<pid>/fd reopens a pipe on Linux only")
 @pytest.mark.parametrize(("harness", "forged"), [("claude", CLAUDE_SUCCESS), ("claude", CLAUDE_LIMIT),
                                                  ("codex", CODEX_USAGE)],
                          ids=["claude-success", "claude-limit", "codex-usage"])

@@ -238,6 +238,7 @@ def test_a_codex_429_storm_charges_nothing_and_never_halts(project: Path, fake_b
     assert check_gate(proj, "demo").code == 0
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/<pid>/fd reopens a pipe on Linux only")
 @pytest.mark.parametrize("forged", ["claude-success", "claude-limit"])
 def test_a_result_forged_into_claudes_stdout_charges_the_cap_and_defers_nothing(
         project: Path, fake_bin: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forged: str) -> None:
