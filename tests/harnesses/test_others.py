@@ -216,3 +216,10 @@ def test_a_recorded_opencode_run_parses_as_the_adapter_says() -> None:
     assert res.error is None and res.final_text == "Done: src/app.py written."
     assert res.cost_usd == pytest.approx(sum(p["cost"] for p in steps))
     assert res.tokens["input"] == sum(p["tokens"]["input"] for p in steps)
+
+
+def test_a_command_harness_may_write_to_dev_stdout(make_req: Callable[..., HarnessRequest]) -> None:
+    """The agent CLIs' output is sealed (sockets); a command's is not: its cost is always unknown,
+    and bash opens /dev/stdout for `> /dev/stdout`, which a socket refuses."""
+    res = get("command").run(make_req(command=("bash", "-c", "echo hi > /dev/stdout")))
+    assert res.exit_status == 0 and res.final_text == "hi"

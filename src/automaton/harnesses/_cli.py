@@ -41,7 +41,7 @@ def tail(text: str, limit: int = TAIL_CHARS) -> str:
 
 
 def run_cli(req: HarnessRequest, inv: Invocation, parse: Parser, refusals: tuple[Refusal, ...] = (), *,
-            silent: bool = False) -> HarnessResult:
+            silent: bool = False, sealed: bool = True) -> HarnessResult:
     """Run `inv` in `req.cwd`, confined to `req.sandbox` when set, with stdout streamed to
     `req.transcript` (stderr beside it as `<role>.stderr.log`), then `parse` what it wrote.
 
@@ -52,14 +52,14 @@ def run_cli(req: HarnessRequest, inv: Invocation, parse: Parser, refusals: tuple
     with nothing on stdout (`_unavailable.silent_failure`). `usage_limit` is
     what `parse` found (see `_limits`) and `cost_usd` what it read, both kept only for a run
     that ended by itself (`ended_by_itself`: `cost_usd` is otherwise None, so the tick counts
-    `max_tick_usd`, and no limit is read). The CLI's stdout and stderr are sealed
-    (`proc.run_streaming(sealed=True)`): no process of the agent can reopen them to add a
-    result of its own. Each output file keeps its last `req.max_output_bytes` bytes."""
+    `max_tick_usd`, and no limit is read). With `sealed` (every agent CLI) its stdout and
+    stderr are sealed (`proc.run_streaming(sealed=True)`): no process of the agent can reopen
+    them to add a result of its own. Each output file keeps its last `req.max_output_bytes` bytes."""
     req.run_dir.mkdir(parents=True, exist_ok=True)
     err_path = req.run_dir / f"{req.role}.stderr.log"
     done = run_streaming(inv.argv, out_path=req.transcript, err_path=err_path, cwd=req.cwd,
                          stdin=inv.stdin, env=environment(req, inv), timeout_s=req.timeout_s,
-                         sandbox=req.sandbox, max_bytes=req.max_output_bytes, sealed=True)
+                         sandbox=req.sandbox, max_bytes=req.max_output_bytes, sealed=sealed)
     out, err = read_text(req.transcript), read_text(err_path)
     parsed = parse(out, err, done.code)
     error, unavailable, limit = parsed.error, None, None
