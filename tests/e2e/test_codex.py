@@ -112,6 +112,8 @@ def test_a_usage_limit_or_429_storm_defers_the_tick(project: Path, scripted: Any
     assert out.data["agent_version"] == pinned()["codex"].version  # a deferred tick records it too
     state = store.read_state(proj, "demo")
     assert state.iteration_count == 0
+    # The provider refused before any model work: $0, never max_tick_usd (issue 24)
+    assert (out.data["cost_usd"], out.data["cost_known"], state.spent_usd) == (0.0, True, 0.0)
 
 
 def test_a_429_that_a_retry_gets_past_is_a_normal_charged_tick(project: Path, scripted: Any) -> None:
