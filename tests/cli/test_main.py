@@ -220,3 +220,25 @@ def test_an_abbreviated_flag_is_refused(args: list[str], tmp_path: Path) -> None
     """Every flag is spelled in full: argparse's prefix matching is off (`allow_abbrev=False`)."""
     res = run_cli(*args, cwd=tmp_path)
     assert res.code == 2 and "unrecognized arguments" in res.err and res.out == ""
+
+
+@pytest.mark.parametrize("args", [("--loop-status", "demo"), ("--loop-status", "demo", "--json"), ("--loop-list",),
+                                  ("--loop-status", "nosuch")])
+def test_a_closed_output_pipe_is_no_crash(project: Path, args: tuple[str, ...]) -> None:
+    """`automaton --loop-status L | head -0`: the command's own exit status, no traceback, no
+    crash log (a closed pipe once gave exit 1 and "Exception ignored ... BrokenPipeError")."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.runner.loopkit import make_loop
+
+    make_loop(project)
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        res = subprocess.run([sys.executable, "-m", "automaton.cli.main", *args], cwd=project, stdout=write_end,
+                             stderr=write_end, check=False, timeout=120)
+    finally:
+        os.close(write_end)
+    assert res.returncode == (2 if "nosuch" in args else 0)

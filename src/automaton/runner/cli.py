@@ -104,13 +104,38 @@ def crash_log(exc: BaseException) -> str:
 
 
 def _error(message: str, code: int, as_json: bool) -> int:
-    print(f"automaton-loop: {one_line(message)}", file=sys.stderr)
-    if as_json:
-        print(json.dumps({"ok": False, "error": message, "exit_code": code}))
+    try:
+        print(f"automaton-loop: {one_line(message)}", file=sys.stderr)
+        if as_json:
+            print(json.dumps({"ok": False, "error": message, "exit_code": code}))
+        _flush()
+    except (OSError, ValueError):
+        _gone()
     return code
 
 
+def _flush() -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+
+
+def _gone() -> None:
+    """A write failed after the work was done: a closed pipe (`| head -1`) is the reader's
+    choice and changes neither what the tick did nor its exit status (core/streams.py)."""
+    from automaton.core import streams
+
+    streams.silence()
+
+
 def _emit(out: Outcome, as_json: bool) -> None:
+    try:
+        _print_outcome(out, as_json)
+        _flush()
+    except (OSError, ValueError):
+        _gone()
+
+
+def _print_outcome(out: Outcome, as_json: bool) -> None:
     for warning in out.warnings:
         print(f"automaton-loop: warning: {one_line(warning)}", file=sys.stderr)
     if as_json:
