@@ -242,3 +242,22 @@ def test_a_closed_output_pipe_is_no_crash(project: Path, args: tuple[str, ...]) 
     finally:
         os.close(write_end)
     assert res.returncode == (2 if "nosuch" in args else 0)
+
+
+@pytest.mark.parametrize("args", [["--create-task", "t2"], ["--create-loop", "l", "--from-template", "ci-triage"],
+                                  ["--install-hooks", "claude"]])
+def test_state_is_never_created_outside_a_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  args: list[str]) -> None:
+    import os
+
+    monkeypatch.setenv("AUTOMATON_APPROVER", "tester")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    res = run_cli(*args, cwd=plain)
+    assert res.code == 2 and "not the top of a git repository" in res.err, res.err
+    assert len(res.err.strip().splitlines()) == 1 and list(plain.iterdir()) == []
+    res = run_cli(*args, cwd=Path("/"))
+    assert res.code == 2 and "never a project" in res.err and not Path("/tasks/t2").exists()
+    for never in ("/", os.environ["HOME"]):
+        res = run_cli(*args, "--project", never)
+        assert res.code == 2 and "never a project" in res.err

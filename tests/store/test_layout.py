@@ -185,3 +185,25 @@ def test_pointers_git_would_refuse_own_nothing(repo: Path, tmp_path: Path) -> No
     (gitdir / "commondir").write_text("../..\n")
     (gitdir / "HEAD").unlink()  # the worktree's own git folder is not one either
     assert _git_common_root(wt) is None and git_says(wt) is None
+
+
+# ---- Project.to_create: where state may be created ----------------------------------------------
+
+def test_state_is_created_only_at_a_git_top_or_a_named_project(tmp_path: Path, project: Path) -> None:
+    """`cd / && automaton --create-task t2` once wrote `/tasks/t2/`; a loop outside git was accepted."""
+    from automaton.core.errors import BadInput
+    from automaton.store.layout import Project
+
+    plain = tmp_path / "plain"
+    (plain / "sub").mkdir(parents=True)
+    with pytest.raises(BadInput, match="is not the top of a git repository.*--project DIR"):
+        Project.to_create(None, plain / "sub")
+    assert Project.to_create(str(plain)).root == plain.resolve()  # named: a project of its own
+    (project / "src").mkdir()
+    assert Project.to_create(None, project / "src").root == project.resolve()  # the top, from below
+    (plain / ".automaton").mkdir()
+    assert Project.to_create(None, plain / "sub").root == plain.resolve()  # made a project before
+    for never in ("/", os.environ["HOME"]):
+        for flag, cwd in ((never, None), (None, Path(never))):
+            with pytest.raises(BadInput, match="never a project"):
+                Project.to_create(flag, cwd)

@@ -158,6 +158,26 @@ class Project:
             return cls(path.resolve())
         return cls(find_root(cwd or Path.cwd()))
 
+    @classmethod
+    def to_create(cls, project: str | None, cwd: Path | None = None) -> Project:
+        """`Project.at` for a verb that creates state there (`--create-task`, `--create-loop`,
+        `--install-hooks`, `--install-prompts`). A project is the top of a git repository
+        (or of a linked worktree), a folder automaton already made a project (it holds
+        `.automaton/`), or the folder `--project DIR` names; never `/` or the home folder,
+        whatever names it (BadInput, exit 2, one line: `cd / && automaton --create-task t`
+        once wrote `/tasks/t/`)."""
+        found = cls.at(project, cwd)
+        root = found.root
+        home = Path(os.path.expanduser("~")).resolve()
+        if root == Path(root.anchor) or root == home:
+            what = "the file system's root" if root == Path(root.anchor) else "your home folder"
+            raise BadInput(f"{root} is {what}, never a project: run automaton in your project's top folder"
+                           " (or pass --project DIR naming it)")
+        if project is None and not ((root / ".git").exists() or (root / DOT).is_dir()):
+            raise BadInput(f"{root} is not the top of a git repository: run automaton in your project's top"
+                           " folder (git init makes one), or name the folder with --project DIR")
+        return found
+
     # Cached (the instance's __dict__, which a frozen record still has): listing 500 loops
     # asked for these paths some 14,000 times, each a new Path.
     @cached_property
