@@ -261,3 +261,24 @@ def test_state_is_never_created_outside_a_project(tmp_path: Path, monkeypatch: p
     for never in ("/", os.environ["HOME"]):
         res = run_cli(*args, "--project", never)
         assert res.code == 2 and "never a project" in res.err
+
+
+def test_a_linked_worktree_is_a_project_of_its_own(project: Path, tmp_path: Path) -> None:
+    """Run from a linked worktree, automaton once put tasks/, .automaton/ and the hook settings
+    in the main checkout (on another branch): a session in the worktree then ran with no hook."""
+    import json
+
+    from tests.helpers import git
+
+    (project / "README").write_text("x\n")
+    git(project, "add", "README")
+    git(project, "commit", "-qm", "first")
+    wt = tmp_path / "side"
+    git(project, "worktree", "add", "-q", "-b", "side", str(wt))
+    (wt / "src").mkdir()
+    assert run_cli("--create-task", "t", cwd=wt / "src").code == 0
+    assert (wt / "tasks" / "t" / ".state").is_file() and not (project / "tasks").exists()
+    res = run_cli("--install-hooks", "claude", cwd=wt)
+    assert res.code == 0, res.err
+    settings = json.loads((wt / ".claude" / "settings.json").read_text())
+    assert f"--project {wt.resolve()}" in json.dumps(settings) and not (project / ".claude").exists()
