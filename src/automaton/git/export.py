@@ -32,6 +32,7 @@ from pathlib import Path
 
 from pathspec.util import normalize_file
 
+from automaton.git import submodules
 from automaton.git.errors import DriftError, GitMissing, git_text, nul_fields, require_commit, require_commit_id
 from automaton.git.protect import default_protected, protected_changes, protected_spec, split_protected
 from automaton.git.tree import EXECUTABLE, GITLINK, SYMLINK, Entry, list_tree, read_blobs
@@ -68,6 +69,8 @@ class ExportResult:
     # were (export_tree: 0), and entries removed from it (found there, not in the export)
     kept: int = 0
     cleared: int = 0
+    # submodule folders left empty: their commit is in no local `modules/` folder (git/submodules.py)
+    empty_submodules: tuple[str, ...] = ()
 
 
 def _check_path(path: str) -> None:
@@ -226,8 +229,10 @@ def export_tree(repo: Path, commit: str, dest: Path, *, protected: list[str], ba
         out = _Writer(root)
         _write_files(repo, plan, [e for e in plan.values() if e.mode not in (SYMLINK, GITLINK)], out)
         skipped = _write_links(repo, plan, out)
+        empty = submodules.fill(repo, tip, Path(root), [e for e in plan.values() if e.mode == GITLINK])
     files = len(plan) - len(skipped)
-    return ExportResult(dest, tip, files, total, tuple(restored), tuple(removed), tuple(skipped))
+    return ExportResult(dest, tip, files, total, tuple(restored), tuple(removed), tuple(skipped),
+                        empty_submodules=tuple(empty))
 
 
 def refresh_export(repo: Path, commit: str, dest: Path, *, protected: list[str], base_commit: str,
@@ -263,9 +268,10 @@ def refresh_export(repo: Path, commit: str, dest: Path, *, protected: list[str],
         out.dirs |= sync.dirs
         _write_files(repo, sized, [sized[e.path] for e in missing], out)
         skipped = _write_links(repo, sized, out)
+        empty = submodules.fill(repo, tip, Path(root), [e for e in plan.values() if e.mode == GITLINK])
     files = len(plan) - len(skipped)
     return ExportResult(dest, tip, files, total, tuple(restored), tuple(removed), tuple(skipped),
-                        kept=len(sync.good), cleared=sync.cleared)
+                        kept=len(sync.good), cleared=sync.cleared, empty_submodules=tuple(empty))
 
 
 def _list_both(repo: Path, tip: str, base: str) -> tuple[dict[str, Entry], dict[str, Entry]]:
@@ -525,7 +531,7 @@ def _write_files(repo: Path, plan: dict[str, Entry], blobs: list[Entry], out: _W
             out.file(entry.path, data, entry.mode == EXECUTABLE)
     for entry in plan.values():
         if entry.mode == GITLINK:
-            out.folder(entry.path)  # a submodule is checked out as an empty folder
+            out.folder(entry.path)  # a submodule's folder: filled from local objects (git/submodules.py)
 
 
 def _write_links(repo: Path, plan: dict[str, Entry], out: _Writer) -> list[str]:
