@@ -19,7 +19,6 @@ from automaton.runner.iohalt import PENDING
 from automaton.runner.tick import tick
 from automaton.store import atomic
 from automaton.store import loops as store
-from automaton.store.layout import Project
 from tests.helpers import git, run_cli
 from tests.runner.loopkit import make_loop
 

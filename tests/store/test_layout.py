@@ -133,7 +133,7 @@ def test_state_is_created_only_at_a_git_top_or_a_named_project(tmp_path: Path, p
 
     plain = tmp_path / "plain"
     (plain / "sub").mkdir(parents=True)
-    with pytest.raises(BadInput, match="is not the top of a git repository.*--project DIR"):
+    with pytest.raises(BadInput, match=r"is not the top of a git repository.*--project DIR"):
         Project.to_create(None, plain / "sub")
     assert Project.to_create(str(plain)).root == plain.resolve()  # named: a project of its own
     (project / "src").mkdir()

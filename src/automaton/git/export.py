@@ -38,7 +38,7 @@ from automaton.git.protect import default_protected, protected_changes, protecte
 from automaton.git.tree import EXECUTABLE, GITLINK, SYMLINK, Entry, list_tree, read_blobs
 
 __all__ = ["MAX_EXPORT_BYTES", "MAX_EXPORT_FILES", "ExportError", "ExportResult", "default_protected",
-           "export_tree", "protected_changes", "refresh_export"]
+           "export_tree", "fill_submodules", "protected_changes", "refresh_export"]
 
 # Bounds of one export: it is a repository-sized copy, written for every tick.
 MAX_EXPORT_FILES = 200_000
@@ -229,7 +229,7 @@ def export_tree(repo: Path, commit: str, dest: Path, *, protected: list[str], ba
         out = _Writer(root)
         _write_files(repo, plan, [e for e in plan.values() if e.mode not in (SYMLINK, GITLINK)], out)
         skipped = _write_links(repo, plan, out)
-        empty = submodules.fill(repo, tip, Path(root), [e for e in plan.values() if e.mode == GITLINK])
+        empty = fill_submodules(repo, tip, Path(root), [e for e in plan.values() if e.mode == GITLINK])
     files = len(plan) - len(skipped)
     return ExportResult(dest, tip, files, total, tuple(restored), tuple(removed), tuple(skipped),
                         empty_submodules=tuple(empty))
@@ -268,7 +268,7 @@ def refresh_export(repo: Path, commit: str, dest: Path, *, protected: list[str],
         out.dirs |= sync.dirs
         _write_files(repo, sized, [sized[e.path] for e in missing], out)
         skipped = _write_links(repo, sized, out)
-        empty = submodules.fill(repo, tip, Path(root), [e for e in plan.values() if e.mode == GITLINK])
+        empty = fill_submodules(repo, tip, Path(root), [e for e in plan.values() if e.mode == GITLINK])
     files = len(plan) - len(skipped)
     return ExportResult(dest, tip, files, total, tuple(restored), tuple(removed), tuple(skipped),
                         kept=len(sync.good), cleared=sync.cleared, empty_submodules=tuple(empty))
@@ -532,6 +532,25 @@ def _write_files(repo: Path, plan: dict[str, Entry], blobs: list[Entry], out: _W
     for entry in plan.values():
         if entry.mode == GITLINK:
             out.folder(entry.path)  # a submodule's folder: filled from local objects (git/submodules.py)
+
+
+def fill_submodules(repo: Path, commit: str, dest: Path, gitlinks: list[Entry]) -> list[str]:
+    """Write into `dest/<path>` (an empty folder) the files of each submodule commit of
+    `gitlinks` (entries of `commit`'s tree), read from the local `modules/` folder that holds
+    it (git/submodules.py), with export_tree's rules and without a `.git`. Returns the paths
+    left empty (no local copy of the commit, or a folder that is not an empty real folder).
+    Raises DriftError when git fails or a submodule's tree is unsafe, as for the superproject."""
+    found, empty = submodules.locate(repo, commit, gitlinks)
+    for entry, store in found:
+        folder = dest / entry.path
+        if not folder.is_dir() or folder.is_symlink() or any(folder.iterdir()):
+            empty.append(entry.path)
+            continue
+        try:
+            export_tree(store, entry.oid, folder, protected=[], base_commit=entry.oid)
+        except DriftError as exc:
+            raise DriftError(f"submodule {entry.path}: {exc}") from None
+    return sorted(empty)
 
 
 def _write_links(repo: Path, plan: dict[str, Entry], out: _Writer) -> list[str]:

@@ -13,9 +13,10 @@ agent), and the files are written without a `.git`: the superproject's git keeps
 uninitialised submodule (no status, never added), and a gitlink the agent changes is halted
 by the drift gate before any export.
 
-One level: a submodule's own submodules stay empty folders. A submodule whose commit is not
-in a local `modules/` folder (never initialised in the main checkout) stays empty and is named
-in the result, for the caller to say so.
+A submodule's own submodules are filled the same way from its `modules/` folder. A submodule
+whose commit is in no local `modules/` folder (never fetched in the main checkout) stays
+empty and is named, for the caller to say so. The writing is git/export.py's
+`fill_submodules`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ import os
 from pathlib import Path
 
 from automaton.git import run_git
-from automaton.git.errors import DriftError
 from automaton.git.tree import GITLINK, Entry
 
 
@@ -61,29 +61,23 @@ def _store(modules: Path, names: list[str], commit: str) -> Path | None:
     return None
 
 
-def fill(repo: Path, commit: str, dest: Path, gitlinks: list[Entry]) -> list[str]:
-    """Write into `dest/<path>` (an empty folder) the files of each submodule commit of
-    `gitlinks` (entries of `commit`'s tree, mode 160000), read from the local `modules/`
-    folder of `repo`'s common git folder. Returns the paths left empty (no local copy of the
-    commit, or a folder that is not empty); raises DriftError (an ExportError) when git fails
-    or a submodule's tree is unsafe, as the export of the superproject does."""
-    from automaton.git.export import export_tree  # export calls this module: imported when used
-
+def locate(repo: Path, commit: str, gitlinks: list[Entry]) -> tuple[list[tuple[Entry, Path]], list[str]]:
+    """For each submodule entry of `gitlinks` (entries of `commit`'s tree, mode 160000): the
+    local git folder holding its commit (`<common git folder>/modules/<name>`, the name from
+    the commit's `.gitmodules`, else the path), as (entry, folder) pairs; and the paths of
+    those no local folder holds (never fetched in the main checkout)."""
     links = sorted((e for e in gitlinks if e.mode == GITLINK), key=lambda e: e.path)
     if not links:
-        return []
+        return [], []
     common = _common_dir(repo)
     modules = Path(os.path.realpath(common / "modules")) if common is not None else None
     names = _names(repo, commit)
-    empty: list[str] = []
+    found: list[tuple[Entry, Path]] = []
+    missing: list[str] = []
     for entry in links:
-        folder = dest / entry.path
         store = None if modules is None else _store(modules, [names.get(entry.path, ""), entry.path], entry.oid)
-        if store is None or not folder.is_dir() or folder.is_symlink() or any(folder.iterdir()):
-            empty.append(entry.path)
-            continue
-        try:
-            export_tree(store, entry.oid, folder, protected=[], base_commit=entry.oid)
-        except DriftError as exc:
-            raise DriftError(f"submodule {entry.path}: {exc}") from None
-    return empty
+        if store is None:
+            missing.append(entry.path)
+        else:
+            found.append((entry, store))
+    return found, missing

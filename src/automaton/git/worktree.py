@@ -236,7 +236,7 @@ def _fill_submodules(root: Path, path: Path) -> None:
     """The new worktree's submodule folders get their commits' files from the project's own
     objects (git/submodules.py): git leaves them empty, and an agent cannot build or test what
     is not there. Best effort: a submodule that cannot be filled stays empty, as before."""
-    from automaton.git import submodules
+    from automaton.git.export import fill_submodules
     from automaton.git.tree import GITLINK, list_tree
 
     head = _commit(path, "HEAD")
@@ -244,7 +244,7 @@ def _fill_submodules(root: Path, path: Path) -> None:
         return
     try:
         links = [e for e in list_tree(root, head).values() if e.mode == GITLINK]
-        submodules.fill(root, head, path, links)
+        fill_submodules(root, head, path, links)
     except (DriftError, OSError):
         return
 

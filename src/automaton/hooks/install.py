@@ -297,7 +297,6 @@ def git_hooks_dir(project: Project, line: str) -> Path:
 
 def install_git(project: Project) -> Outcome:
     """Install the pre-commit hook; refuses (exit 1) to replace a hook automaton did not write."""
-    from automaton.git import run_git
 
     line = f"{shell_join([*automaton_argv(), '--hook', 'git', '--project', str(project.root)])} || exit 2"
     hooks_dir = git_hooks_dir(project, line)
