@@ -6,7 +6,9 @@
     automaton-loop --version
 
 Exit codes as everywhere (README.md#exit-codes): 0 a tick ran or was skipped busy / run stopped
-normally; 1 a gate refused; 2 bad input or a corrupt file (one line on stderr); 3 a bug (one
+normally; 1 a gate refused, or the machine refused a write (a full disk, a read-only file
+system: one line naming the path and the fix; a tick halts `human_intervention: io_error`,
+runner/iohalt.py); 2 bad input or a corrupt file (one line on stderr); 3 a bug (one
 line plus the path of a crash log with the traceback).
 """
 
