@@ -220,3 +220,65 @@ def test_an_abbreviated_flag_is_refused(args: list[str], tmp_path: Path) -> None
     """Every flag is spelled in full: argparse's prefix matching is off (`allow_abbrev=False`)."""
     res = run_cli(*args, cwd=tmp_path)
     assert res.code == 2 and "unrecognized arguments" in res.err and res.out == ""
+
+
+@pytest.mark.parametrize("args", [("--loop-status", "demo"), ("--loop-status", "demo", "--json"), ("--loop-list",),
+                                  ("--loop-status", "nosuch")])
+def test_a_closed_output_pipe_is_no_crash(project: Path, args: tuple[str, ...]) -> None:
+    """`automaton --loop-status L | head -0`: the command's own exit status, no traceback, no
+    crash log (a closed pipe once gave exit 1 and "Exception ignored ... BrokenPipeError")."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.runner.loopkit import make_loop
+
+    make_loop(project)
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        res = subprocess.run([sys.executable, "-m", "automaton.cli.main", *args], cwd=project, stdout=write_end,
+                             stderr=write_end, check=False, timeout=120)
+    finally:
+        os.close(write_end)
+    assert res.returncode == (2 if "nosuch" in args else 0)
+
+
+@pytest.mark.parametrize("args", [["--create-task", "t2"], ["--create-loop", "l", "--from-template", "ci-triage"],
+                                  ["--install-hooks", "claude"]])
+def test_state_is_never_created_outside_a_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  args: list[str]) -> None:
+    import os
+
+    monkeypatch.setenv("AUTOMATON_APPROVER", "tester")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    res = run_cli(*args, cwd=plain)
+    assert res.code == 2 and "not the top of a git repository" in res.err, res.err
+    assert len(res.err.strip().splitlines()) == 1 and list(plain.iterdir()) == []
+    res = run_cli(*args, cwd=Path("/"))
+    assert res.code == 2 and "never a project" in res.err and not Path("/tasks/t2").exists()
+    for never in ("/", os.environ["HOME"]):
+        res = run_cli(*args, "--project", never)
+        assert res.code == 2 and "never a project" in res.err
+
+
+def test_a_linked_worktree_is_a_project_of_its_own(project: Path, tmp_path: Path) -> None:
+    """Run from a linked worktree, automaton once put tasks/, .automaton/ and the hook settings
+    in the main checkout (on another branch): a session in the worktree then ran with no hook."""
+    import json
+
+    from tests.helpers import git
+
+    (project / "README").write_text("x\n")
+    git(project, "add", "README")
+    git(project, "commit", "-qm", "first")
+    wt = tmp_path / "side"
+    git(project, "worktree", "add", "-q", "-b", "side", str(wt))
+    (wt / "src").mkdir()
+    assert run_cli("--create-task", "t", cwd=wt / "src").code == 0
+    assert (wt / "tasks" / "t" / ".state").is_file() and not (project / "tasks").exists()
+    res = run_cli("--install-hooks", "claude", cwd=wt)
+    assert res.code == 0, res.err
+    settings = json.loads((wt / ".claude" / "settings.json").read_text())
+    assert f"--project {wt.resolve()}" in json.dumps(settings) and not (project / ".claude").exists()

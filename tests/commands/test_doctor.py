@@ -399,3 +399,40 @@ def test_doctor_notes_a_cli_whose_version_it_cannot_read(project: Path, fake_bin
     p = healthy(project, harness={"name": "claude", "model": None, "args": [], "timeout_s": 60})
     [found] = checks(p)["harness-version"]
     assert found["level"] == "note" and found["message"].startswith("cannot read the version of ")
+
+
+def _with_submodule(project: Path, tmp_path: Path, *, initialised: bool) -> Project:
+    """`project` with submodule `vendor/lib` whose score.txt the verifier prints; `initialised`
+    False: a clone of it whose `.git/modules` holds nothing (the submodule was never fetched)."""
+    import subprocess
+
+    from tests.helpers import GIT_ENV
+
+    lib = init_repo(tmp_path / "lib")
+    (lib / "score.txt").write_text("1 passed, 1 failed\n")
+    git(lib, "add", ".")
+    git(lib, "commit", "-qm", "lib")
+    subprocess.run(["git", "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "vendor/lib"],
+                   cwd=project, check=True, capture_output=True, env={**os.environ, **GIT_ENV})
+    git(project, "commit", "-qm", "submodule")
+    root = project
+    if not initialised:
+        root = tmp_path / "clone"
+        subprocess.run(["git", "clone", "-q", str(project), str(root)], check=True, capture_output=True)
+    read = [sys.executable, "-c", "import pathlib; print(pathlib.Path('vendor/lib/score.txt').read_text())"]
+    return healthy(root, roles={"implement": {"prompt": "implement.md"},
+                                "verify": {"command": read, "score": "summary"},
+                                "orchestrate": {"builtin": True}})
+
+
+def test_the_verifier_scores_on_an_export_with_the_submodules_files(project: Path, tmp_path: Path,
+                                                                    agent: Path) -> None:
+    """Submodules were empty in the verifier's export: an honest fix scored 0 and --doctor said ok."""
+    [verify] = checks(_with_submodule(project, tmp_path, initialised=True))["verify"]
+    assert verify["level"] == "ok" and "scores 0.50 on the base commit" in verify["message"]
+
+
+def test_a_submodule_the_export_cannot_fill_is_a_problem(project: Path, tmp_path: Path, agent: Path) -> None:
+    [verify] = checks(_with_submodule(project, tmp_path, initialised=False))["verify"]
+    assert verify["level"] == "problem" and "submodule vendor/lib is empty" in verify["message"]
+    assert "git submodule update --init" in verify["fix"]

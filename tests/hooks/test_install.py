@@ -240,3 +240,46 @@ def test_install_refuses_for_an_install_given_inside_the_project(project: Path) 
     outside = project.parent / "elsewhere"
     outside.mkdir()
     assert install(Project.at(str(project)), "codex", own=own_roots(prefixes=[str(outside)], files=[])).code == 0
+
+
+# ---- core.hooksPath: git runs the hooks from there, never from .git/hooks --------------------
+
+def test_git_hook_goes_where_a_local_core_hookspath_points(project: Path, make_task: Callable[..., Path]) -> None:
+    make_task("demo", "research")
+    git(project, "config", "core.hooksPath", ".githooks")
+    result = run_cli("--install-hooks", "git", "--project", str(project), "--json")
+    assert result.code == 0, result.err
+    assert Path(result.json["path"]) == project / ".githooks" / "pre-commit"
+    assert not (project / ".git/hooks/pre-commit").exists()
+    (project / "src").mkdir()
+    (project / "src/app.py").write_text("x\n")
+    git(project, "add", "src/app.py")
+    done = _commit(project, "-m", "out of scope")  # git really runs it
+    assert done.returncode != 0 and "outside the scope of task demo" in done.stderr
+
+
+@pytest.mark.parametrize("hooks_path", [".husky/_", ".husky"])
+def test_git_hook_refuses_a_husky_hookspath_with_the_fix(project: Path, hooks_path: str) -> None:
+    """husky sets core.hooksPath: a hook reported installed into .git/hooks never ran (typicode/husky #435)."""
+    (project / ".husky" / "_").mkdir(parents=True)
+    (project / ".husky" / "_" / "h").write_text("#!/bin/sh\n")
+    git(project, "config", "core.hooksPath", hooks_path)
+    result = run_cli("--install-hooks", "git", "--project", str(project))
+    assert result.code == 1 and len(result.err.strip().splitlines()) == 1
+    assert "husky" in result.err and f"{project / '.husky' / 'pre-commit'}" in result.err
+    assert "--hook git" in result.err
+    assert not (project / ".git/hooks/pre-commit").exists() and not (project / ".husky/_/pre-commit").exists()
+
+
+def test_git_hook_refuses_a_global_hookspath_outside_the_project(project: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A global core.hooksPath (entireio/cli #228): git never runs .git/hooks, and a shared folder
+    is no place for one project's hook."""
+    shared = tmp_path / "shared-hooks"
+    shared.mkdir()
+    config = tmp_path / "gitconfig"
+    config.write_text(f"[core]\n\thooksPath = {shared}\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    result = run_cli("--install-hooks", "git", "--project", str(project))
+    assert result.code == 1 and "outside this project" in result.err and str(shared) in result.err
+    assert not (project / ".git/hooks/pre-commit").exists() and list(shared.iterdir()) == []

@@ -58,3 +58,37 @@ def test_seed_path_shims_run_the_package() -> None:
     status = subprocess.run([sys.executable, str(SCRIPTS / "status.py"), "--version"], capture_output=True,
                             text=True, check=False, timeout=60)
     assert status.returncode == 0 and status.stdout.startswith("automaton ")
+
+
+def _closed_pipe_run(cwd: Path, *args: str, module: str) -> subprocess.CompletedProcess[bytes]:
+    """Run `python -m module args` with stdout and stderr a pipe whose reader has gone
+    (`… 2>&1 | head -0`): every write fails with EPIPE."""
+    import os
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, stdout=write_end,
+                              stderr=write_end, check=False, timeout=120)
+    finally:
+        os.close(write_end)
+
+
+@pytest.mark.parametrize("extra", [(), ("--json",)])
+def test_a_closed_output_pipe_changes_neither_the_tick_nor_its_exit_status(project: Path,
+                                                                           extra: tuple[str, ...]) -> None:
+    """`automaton-loop --mode tick --loop L 2>&1 | head -1`: once died half-way (BrokenPipeError,
+    exit 1, a crash log), leaving its reservation unsettled."""
+    from automaton.store import loops as store
+    from tests.helpers import git
+    from tests.runner.loopkit import make_loop
+
+    (project / "verify.py").write_text("print('1 passed, 1 failed')\n")
+    git(project, "add", "verify.py")
+    git(project, "commit", "-qm", "verify")
+    proj = make_loop(project)
+    res = _closed_pipe_run(project, "--mode", "tick", "--loop", "demo", *extra, module="automaton.runner.cli")
+    assert res.returncode == 0
+    state = store.read_state(proj, "demo")
+    assert state.iteration_count == 1 and state.last_verdict is not None and state.last_verdict.score == 0.5
+    assert (proj.loop_dir(store.require_tracked(proj, "demo")) / "runs" / "1" / "tick.json").is_file()

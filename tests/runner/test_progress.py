@@ -68,3 +68,21 @@ def test_tail_lines_reads_the_end_of_a_big_file(tmp_path: Path) -> None:
     log.write_text("".join(f"line {i}\n" for i in range(100000)))
     assert tail_lines(log, 3) == ["line 99997", "line 99998", "line 99999"]
     assert tail_lines(tmp_path / "missing") == [] and tail_lines(None) == []
+
+
+class _Gone(io.StringIO):
+    """A stream whose reader has gone: every write fails as on a closed pipe."""
+
+    def write(self, s: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_closed_stream_ends_the_display_never_the_tick() -> None:
+    show = Progress(stream=_Gone())
+    ran = []
+    with show.phase("loop x tick 1: implement", Path("nowhere.log")):
+        ran.append("implement")
+    show.note("halted: commit_failed")  # between a HALT and the settling record once
+    with show.phase("loop x tick 1: verify"):
+        ran.append("verify")
+    assert ran == ["implement", "verify"] and not show.enabled

@@ -329,3 +329,25 @@ def test_a_git_the_agent_plants_in_the_projects_venv_never_runs_for_the_runner(
     second = tick(proj, "demo")
     assert second.data is not None and second.data["ran"] is True, second.lines
     assert not marker.exists()
+
+
+def test_a_tick_scores_code_that_lives_in_a_submodule(project: Path, tmp_path: Path) -> None:
+    """The loop worktree and the verifier's export hold the submodule's files (from the project's
+    own `.git/modules`; no network): an honest tick once scored nothing there."""
+    from tests.helpers import GIT_ENV, git, init_repo
+
+    lib = init_repo(tmp_path / "lib")
+    (lib / "score.txt").write_text("3 passed, 1 failed\n")
+    git(lib, "add", ".")
+    git(lib, "commit", "-qm", "lib")
+    subprocess.run(["git", "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "vendor/lib"],
+                   cwd=project, check=True, capture_output=True, env={**os.environ, **GIT_ENV})
+    git(project, "commit", "-qm", "submodule")
+    read = [sys.executable, "-c", "import pathlib; print(pathlib.Path('vendor/lib/score.txt').read_text())"]
+    proj = make_loop(project, roles={"implement": {"prompt": "implement.md"},
+                                     "verify": {"command": read, "score": "summary"},
+                                     "orchestrate": {"builtin": True}})
+    out = tick(proj, "demo")
+    assert out.code == 0 and out.data is not None, out.lines
+    assert out.data["verdict"]["score"] == 0.75 and out.data["halt"] is None
+    assert (Path(out.data["worktree"]) / "vendor/lib/score.txt").is_file()

@@ -1,26 +1,15 @@
-"""store.layout: the main checkout that owns a linked worktree, read as git reads it."""
+"""store.layout: where a project is (a loop worktree's from its path, a linked worktree its own)."""
 
 from __future__ import annotations
 
 import os
-import subprocess
 import threading
 from pathlib import Path
 
 import pytest
 
-from automaton.store.layout import _git_common_root, find_root
+from automaton.store.layout import find_root
 from tests.helpers import git, init_repo
-
-
-def git_says(folder: Path) -> Path | None:
-    """What `git rev-parse --git-common-dir` makes of `folder` (the answer automaton used to ask git for)."""
-    out = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-common-dir"], cwd=folder,
-                         capture_output=True, text=True, check=False)
-    if out.returncode != 0 or not out.stdout.strip():
-        return None
-    common = Path(out.stdout.strip()).resolve()
-    return common.parent if common.name == ".git" else None
 
 
 @pytest.fixture
@@ -31,61 +20,28 @@ def repo(tmp_path: Path) -> Path:
     return root.resolve()
 
 
-def test_a_linked_worktree_belongs_to_its_main_checkout(repo: Path, tmp_path: Path) -> None:
+def test_a_linked_worktree_is_a_project_of_its_own(repo: Path, tmp_path: Path) -> None:
+    """Its own `tasks/`, `.automaton/` and hook settings (intellectronica/ruler #515: automaton
+    wrote them into the main checkout, on another branch, and a session there had no hook)."""
     wt = tmp_path / "elsewhere" / "wt"
     git(repo, "worktree", "add", "-q", "-b", "side", str(wt))
-    assert _git_common_root(wt) == git_says(wt) == repo
     (wt / "src" / "deep").mkdir(parents=True)
-    assert find_root(wt / "src" / "deep") == repo
+    assert find_root(wt / "src" / "deep") == wt.resolve()
+    inside = repo / "wt"  # one made inside the main checkout too
+    git(repo, "worktree", "add", "-q", "-b", "inside", str(inside))
+    assert find_root(inside) == inside.resolve() and find_root(repo / ".git") == repo
 
 
-def test_relative_pointers_as_git_reads_them(repo: Path, tmp_path: Path) -> None:
-    wt = tmp_path / "wt"
-    git(repo, "worktree", "add", "-q", "-b", "rel", str(wt))
-    gitdir = Path((wt / ".git").read_text().removeprefix("gitdir: ").strip())
-    (wt / ".git").write_text(f"gitdir: {os.path.relpath(gitdir, wt)}\r\n")
-    (gitdir / "commondir").write_text(f"{os.path.relpath(repo / '.git', gitdir)}\n")
-    assert _git_common_root(wt) == git_says(wt) == repo
-
-
-def test_a_gitfile_naming_a_repository_of_its_own(repo: Path, tmp_path: Path) -> None:
-    """No `commondir`: the named folder is the common one (a submodule's is not a `.git` folder)."""
-    other = tmp_path / "other"
-    other.mkdir()
-    (other / ".git").write_text(f"gitdir: {repo / '.git'}\n")
-    assert _git_common_root(other) == git_says(other) == repo
-    module = repo / ".git" / "modules" / "sub"
-    subprocess.run(["git", "init", "-q", "--bare", str(module)], check=True)
-    (other / ".git").write_text(f"gitdir: {module}\n")
-    assert _git_common_root(other) is None and git_says(other) is None
-
-
-@pytest.mark.parametrize("pointer", [b"", b"gitdir:\n", b"gitdir: /nowhere/at/all\n", b"not a pointer\n",
-                                     b"gitdir: \x00x\n", b"gitdir: .\n"])
-def test_a_broken_pointer_owns_nothing(tmp_path: Path, pointer: bytes) -> None:
-    (tmp_path / ".git").write_bytes(pointer)
-    assert _git_common_root(tmp_path) is None
-
-
-def test_a_fifo_or_a_folder_for_a_pointer_never_blocks(repo: Path, tmp_path: Path) -> None:
+def test_a_fifo_for_a_pointer_never_blocks(repo: Path, tmp_path: Path) -> None:
     wt = tmp_path / "wt"
     git(repo, "worktree", "add", "-q", "-b", "fifo", str(wt))
     (wt / ".git").unlink()
     os.mkfifo(wt / ".git")
-    found: list[Path | None] = []
-    reader = threading.Thread(target=lambda: found.append(_git_common_root(wt)), daemon=True)
+    found: list[Path] = []
+    reader = threading.Thread(target=lambda: found.append(find_root(wt)), daemon=True)
     reader.start()
     reader.join(10)
-    assert found == [None]
-    gitdir = next((repo / ".git" / "worktrees").iterdir())
-    (gitdir / "commondir").unlink()
-    os.mkfifo(gitdir / "commondir")  # the worktree's git folder names no common folder it can read
-    (wt / ".git").unlink()
-    (wt / ".git").write_text(f"gitdir: {gitdir}\n")
-    reader = threading.Thread(target=lambda: found.append(_git_common_root(wt)), daemon=True)
-    reader.start()
-    reader.join(10)
-    assert found == [None, None]
+    assert found == [wt.resolve()]
 
 
 @pytest.mark.parametrize("pointer", ["other", "garbage", "fifo", "gone"])
@@ -168,20 +124,23 @@ def test_loop_worktree_names_are_compared_as_a_case_insensitive_volume_would(pro
     assert find_root(spelled / "src") == project.resolve()
 
 
-def test_pointers_git_would_refuse_own_nothing(repo: Path, tmp_path: Path) -> None:
-    wt = tmp_path / "wt"
-    git(repo, "worktree", "add", "-q", "-b", "odd", str(wt))
-    gitdir = Path((wt / ".git").read_text().removeprefix("gitdir: ").strip())
-    pointer = (wt / ".git").read_bytes()
-    (wt / ".git").write_bytes(pointer.rstrip(b"\n") + b"/" * 5000 + b"\n")  # over 4 KiB: refused
-    assert _git_common_root(wt) is None
-    (wt / ".git").write_bytes(pointer)
-    assert _git_common_root(wt) == repo
-    fake = tmp_path / "fake" / ".git"
-    fake.mkdir(parents=True)
-    (fake / "HEAD").write_text("ref: refs/heads/main\n")  # no objects/, no refs/: not a repository
-    (gitdir / "commondir").write_text(f"{fake}\n")
-    assert _git_common_root(wt) is None and git_says(wt) is None
-    (gitdir / "commondir").write_text("../..\n")
-    (gitdir / "HEAD").unlink()  # the worktree's own git folder is not one either
-    assert _git_common_root(wt) is None and git_says(wt) is None
+# ---- Project.to_create: where state may be created ----------------------------------------------
+
+def test_state_is_created_only_at_a_git_top_or_a_named_project(tmp_path: Path, project: Path) -> None:
+    """`cd / && automaton --create-task t2` once wrote `/tasks/t2/`; a loop outside git was accepted."""
+    from automaton.core.errors import BadInput
+    from automaton.store.layout import Project
+
+    plain = tmp_path / "plain"
+    (plain / "sub").mkdir(parents=True)
+    with pytest.raises(BadInput, match=r"is not the top of a git repository.*--project DIR"):
+        Project.to_create(None, plain / "sub")
+    assert Project.to_create(str(plain)).root == plain.resolve()  # named: a project of its own
+    (project / "src").mkdir()
+    assert Project.to_create(None, project / "src").root == project.resolve()  # the top, from below
+    (plain / ".automaton").mkdir()
+    assert Project.to_create(None, plain / "sub").root == plain.resolve()  # made a project before
+    for never in ("/", os.environ["HOME"]):
+        for flag, cwd in ((never, None), (None, Path(never))):
+            with pytest.raises(BadInput, match="never a project"):
+                Project.to_create(flag, cwd)

@@ -93,6 +93,21 @@ def _sandbox(args: list[str]) -> int:
         return int(ExitCode.INTERNAL)
 
 
+def _lost_output() -> None:
+    """Writing the output failed (a closed pipe: `automaton --loop-list | head -1`; a closed
+    terminal): the command's work is done or was never started, and its exit status stands.
+    Later writes, the interpreter's flush at exit included, go to the null device."""
+    from automaton.core import streams
+
+    streams.silence()
+
+
+def _flushed() -> None:
+    """Flush inside the caller's handler: a block-buffered pipe fails only at exit otherwise."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+
+
 def _run(args: list[str], hook: list[bool]) -> tuple[int, bool]:
     """`main` without the hook's exit-code rule: (exit code, whether the adapter returned it).
     Sets `hook[0]` when the verb turns out to be `--hook`."""
@@ -107,33 +122,49 @@ def _run(args: list[str], hook: list[bool]) -> tuple[int, bool]:
         outcome = adapter(ns)
     except p.UsageError as exc:
         hint = "" if "--help" in str(exc) else " (see automaton --help)"
-        emit_error(f"usage: {exc}{hint}", ExitCode.BAD_INPUT, as_json)
+        _say_error(f"usage: {exc}{hint}", ExitCode.BAD_INPUT, as_json)
         return int(ExitCode.BAD_INPUT), False
     except AutomatonError as exc:
-        emit_error(exc.message, exc.code, as_json)
+        _say_error(exc.message, exc.code, as_json)
         return int(exc.code), False
+    except BrokenPipeError:  # e.g. a review printed before its question: nothing was approved
+        _lost_output()
+        return int(ExitCode.REFUSED), False
     except OSError as exc:
         bad = path_error(exc)
         if bad is None:
-            emit_error(f"internal error: {type(exc).__name__}: {exc}; traceback in {crash_log(exc)}",
+            _say_error(f"internal error: {type(exc).__name__}: {exc}; traceback in {crash_log(exc)}",
                        ExitCode.INTERNAL, as_json)
             return int(ExitCode.INTERNAL), False
-        emit_error(bad.message, bad.code, as_json)
+        _say_error(bad.message, bad.code, as_json)
         return int(bad.code), False
     except KeyboardInterrupt:
-        emit_error("interrupted", ExitCode.REFUSED, as_json)
+        _say_error("interrupted", ExitCode.REFUSED, as_json)
         return 130, False
     except SystemExit as exc:  # argparse --help
         if hook[0]:  # a hook never allows by printing help: deny with a line (Gemini needs one)
             emit_error("--hook does not take --help here: the tool call is denied", ExitCode.BAD_INPUT, False)
         return int(exc.code or 0) if isinstance(exc.code, int | None) else int(ExitCode.BAD_INPUT), False
     except Exception as exc:  # a bug: one line plus the log, never a traceback on screen
-        emit_error(f"internal error: {type(exc).__name__}: {exc}; traceback in {crash_log(exc)}",
+        _say_error(f"internal error: {type(exc).__name__}: {exc}; traceback in {crash_log(exc)}",
                    ExitCode.INTERNAL, as_json)
         return int(ExitCode.INTERNAL), False
     if not (hook[0] and outcome.code == ExitCode.OK):  # an allowed hook call prints nothing
-        emit(outcome, as_json)
+        try:
+            emit(outcome, as_json)
+            _flushed()
+        except (OSError, ValueError):
+            _lost_output()
     return int(outcome.code), True
+
+
+def _say_error(message: str, code: int, as_json: bool) -> None:
+    """`emit_error`, whose own failure to write (a closed pipe) never replaces the exit code."""
+    try:
+        emit_error(message, code, as_json)
+        _flushed()
+    except (OSError, ValueError):
+        _lost_output()
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ def install_hooks(ns: argparse.Namespace) -> Outcome:
     from automaton.hooks.install import install
     from automaton.store.layout import Project
 
-    project = Project.at(ns.project)
+    project = Project.to_create(ns.project)
     out = install(project, ns.install_hooks)
     if ns.install_hooks == "git" or not out.ok:
         return out
@@ -55,4 +55,4 @@ def install_prompts(ns: argparse.Namespace) -> Outcome:
     from automaton.commands.prompts import install_prompts as run
     from automaton.store.layout import Project
 
-    return run(Project.at(ns.project), ns.install_prompts)
+    return run(Project.to_create(ns.project), ns.install_prompts)

@@ -40,7 +40,8 @@ def create_loop(ns: argparse.Namespace) -> Outcome:
     if not ns.from_template:
         raise UsageError("--create-loop needs --from-template T")
     _human("--create-loop")
-    return _call("automaton.commands.loops", "create_loop", project_of(ns), ns.create_loop, ns.from_template,
+    return _call("automaton.commands.loops", "create_loop", Project.to_create(ns.project), ns.create_loop,
+                 ns.from_template,
                  task=ns.task, variables=ns.var)
 
 

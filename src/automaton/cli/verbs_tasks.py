@@ -34,7 +34,7 @@ def version(ns: argparse.Namespace) -> Outcome:
 def create_task(ns: argparse.Namespace) -> Outcome:
     from automaton.commands.tasks import create_task as run
 
-    return run(project_of(ns), ns.create_task, ns.parent)
+    return run(Project.to_create(ns.project), ns.create_task, ns.parent)
 
 
 def transition(ns: argparse.Namespace) -> Outcome:

@@ -157,8 +157,9 @@ def verify_policy(project: Project, config: LoopConfig, tree: Path, tmp: Path) -
 
 def verify_check(project: Project, name: str, config: LoopConfig, state: LoopState,
                  path_env: str | None = None) -> Finding:
-    """Run the verify command on a clean export of the base commit (the tick's PATH when
-    scheduled, at most VERIFY_TIMEOUT_S seconds), inside the verifier's sandbox
+    """Run the verify command on a clean export of the base commit (its submodules filled from
+    the project's own objects, git/submodules.py; a submodule left empty is a problem), with
+    the tick's PATH when scheduled, at most VERIFY_TIMEOUT_S seconds, inside the verifier's sandbox
     (`verify_policy`) and without credential variables, and read a score from it as a tick
     would. A problem when it cannot start, times out or gives no score; an agent verifier is a
     note. The caller runs it only for a loop.json a human approved (`doctor.doctor_loop`)."""
@@ -176,7 +177,7 @@ def verify_check(project: Project, name: str, config: LoopConfig, state: LoopSta
     try:
         tree = tmp / "tree"
         try:
-            export_tree(project.root, base, tree, protected=[], base_commit=base)
+            empty = export_tree(project.root, base, tree, protected=[], base_commit=base).empty_submodules
         except (DriftError, GitMissing, OSError) as exc:
             return Finding(name, "verify", "problem", f"cannot export the base commit {base[:12]}: {exc}")
         argv = list(role.command) + ([f"--junitxml={tmp / 'junit.xml'}"] if role.score == "junit" else [])
@@ -202,6 +203,10 @@ def verify_check(project: Project, name: str, config: LoopConfig, state: LoopSta
         verdict = from_agent(output) if role.score == "agent" else from_command(got.code, output, xml)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    if empty:  # an empty submodule folder: the verifier scored code it never saw
+        return Finding(name, "verify", "problem", f"submodule {', '.join(empty)} is empty in the verifier's export of"
+                       f" {base[:12]}: its commit is in no local .git/modules folder",
+                       "run git submodule update --init in the project, then automaton --doctor again")
     if verdict.score is None:
         return Finding(name, "verify", "problem", f"verify command {shown!r} gave no score on the base commit"
                        f" {base[:12]} ({verdict.summary}): every tick would be unscored",

@@ -59,10 +59,69 @@ class Refused(AutomatonError):
     code = ExitCode.REFUSED
 
 
-def path_error(exc: OSError) -> BadInput | None:
-    """An OS error on a named path (a file where a folder should be, no permission, a full
-    disk) is the environment's fault, not a bug: BadInput (exit 2) naming the path and the
-    fix. None when the error names no path (then it is a bug, exit 3)."""
+class EnvironmentFailure(Refused):
+    """The machine refused a write or a read automaton needs: a full disk (ENOSPC), an
+    exceeded quota (EDQUOT), a read-only file system (EROFS), no permission (EACCES, EPERM).
+    Not a bug and not bad input: exit 1, one line naming the path and the fix."""
+
+
+# errno values (POSIX; EDQUOT is 122 on Linux, 69 on macOS and the BSDs) -> what to do.
+_ENV_FIXES = {
+    "ENOSPC": "the disk is full: free space on it and run the command again",
+    "EDQUOT": "the disk quota is exceeded: free space (or raise the quota) and run the command again",
+    "EROFS": "the file system is read-only: remount it writable (or work in a writable copy) and run the command again",
+    "EACCES": "permission denied: give your user access to it (ls -ld the path) and run the command again",
+    "EPERM": "operation not permitted: give your user access to it (ls -ld the path) and run the command again",
+}
+
+
+_NEED_A_PATH = ("EACCES", "EPERM")  # without a file named, a refusal is a process's (kill, prctl): a bug
+
+
+def environment_errno(exc: BaseException) -> bool:
+    """Whether `exc` is an OSError the environment caused (`environment_failure` has a line)."""
+    return isinstance(exc, OSError) and environment_failure(exc) is not None
+
+
+def environment_failure(exc: OSError, where: str | None = None) -> EnvironmentFailure | None:
+    """EnvironmentFailure for a full disk, exceeded quota or read-only file system, and for a
+    refused access to a named file, naming `exc.filename` or else `where` (the caller's best
+    name for what it was writing); None for any other error."""
+    import errno
+
+    code = errno.errorcode.get(exc.errno or -1, "")
+    fix = _ENV_FIXES.get(code)
+    path = exc.filename if exc.filename is not None else where
+    if fix is None or (path is None and code in _NEED_A_PATH):
+        return None
+    verb = "use" if code in _NEED_A_PATH else "write"
+    named = f"cannot {verb} {path}" if path is not None else "a file automaton needs could not be written"
+    return EnvironmentFailure(f"{named}: {fix}")
+
+
+# What git (and any C program) prints for those errno values: strerror's glibc and BSD texts.
+_ENV_TEXTS = {"No space left on device": "ENOSPC", "Disk quota exceeded": "EDQUOT",
+              "Read-only file system": "EROFS"}
+
+
+def environment_said(text: str, where: str) -> EnvironmentFailure | None:
+    """EnvironmentFailure for a program's error output `text` that says the disk is full, the
+    quota exceeded or the file system read-only (a `git worktree add` on a full disk), naming
+    `where`; None when it says none of those."""
+    for said, code in _ENV_TEXTS.items():
+        if said in text:
+            return EnvironmentFailure(f"cannot write {where}: {_ENV_FIXES[code]}")
+    return None
+
+
+def path_error(exc: OSError) -> AutomatonError | None:
+    """An OS error is the environment's fault, not a bug: a full disk, a read-only file system,
+    an exceeded quota or no permission is EnvironmentFailure (exit 1, `environment_failure`);
+    any other error on a named path (a file where a folder should be) is BadInput (exit 2)
+    naming the path and the fix. None when the error is neither (then it is a bug, exit 3)."""
+    env = environment_failure(exc)
+    if env is not None:
+        return env
     if exc.filename is None:
         return None
     what = exc.strerror or type(exc).__name__

@@ -32,12 +32,13 @@ from pathlib import Path
 
 from pathspec.util import normalize_file
 
+from automaton.git import submodules
 from automaton.git.errors import DriftError, GitMissing, git_text, nul_fields, require_commit, require_commit_id
 from automaton.git.protect import default_protected, protected_changes, protected_spec, split_protected
 from automaton.git.tree import EXECUTABLE, GITLINK, SYMLINK, Entry, list_tree, read_blobs
 
 __all__ = ["MAX_EXPORT_BYTES", "MAX_EXPORT_FILES", "ExportError", "ExportResult", "default_protected",
-           "export_tree", "protected_changes", "refresh_export"]
+           "export_tree", "fill_submodules", "protected_changes", "refresh_export"]
 
 # Bounds of one export: it is a repository-sized copy, written for every tick.
 MAX_EXPORT_FILES = 200_000
@@ -68,6 +69,8 @@ class ExportResult:
     # were (export_tree: 0), and entries removed from it (found there, not in the export)
     kept: int = 0
     cleared: int = 0
+    # submodule folders left empty: their commit is in no local `modules/` folder (git/submodules.py)
+    empty_submodules: tuple[str, ...] = ()
 
 
 def _check_path(path: str) -> None:
@@ -226,8 +229,10 @@ def export_tree(repo: Path, commit: str, dest: Path, *, protected: list[str], ba
         out = _Writer(root)
         _write_files(repo, plan, [e for e in plan.values() if e.mode not in (SYMLINK, GITLINK)], out)
         skipped = _write_links(repo, plan, out)
+        empty = fill_submodules(repo, tip, Path(root), [e for e in plan.values() if e.mode == GITLINK])
     files = len(plan) - len(skipped)
-    return ExportResult(dest, tip, files, total, tuple(restored), tuple(removed), tuple(skipped))
+    return ExportResult(dest, tip, files, total, tuple(restored), tuple(removed), tuple(skipped),
+                        empty_submodules=tuple(empty))
 
 
 def refresh_export(repo: Path, commit: str, dest: Path, *, protected: list[str], base_commit: str,
@@ -263,9 +268,10 @@ def refresh_export(repo: Path, commit: str, dest: Path, *, protected: list[str],
         out.dirs |= sync.dirs
         _write_files(repo, sized, [sized[e.path] for e in missing], out)
         skipped = _write_links(repo, sized, out)
+        empty = fill_submodules(repo, tip, Path(root), [e for e in plan.values() if e.mode == GITLINK])
     files = len(plan) - len(skipped)
     return ExportResult(dest, tip, files, total, tuple(restored), tuple(removed), tuple(skipped),
-                        kept=len(sync.good), cleared=sync.cleared)
+                        kept=len(sync.good), cleared=sync.cleared, empty_submodules=tuple(empty))
 
 
 def _list_both(repo: Path, tip: str, base: str) -> tuple[dict[str, Entry], dict[str, Entry]]:
@@ -525,7 +531,26 @@ def _write_files(repo: Path, plan: dict[str, Entry], blobs: list[Entry], out: _W
             out.file(entry.path, data, entry.mode == EXECUTABLE)
     for entry in plan.values():
         if entry.mode == GITLINK:
-            out.folder(entry.path)  # a submodule is checked out as an empty folder
+            out.folder(entry.path)  # a submodule's folder: filled from local objects (git/submodules.py)
+
+
+def fill_submodules(repo: Path, commit: str, dest: Path, gitlinks: list[Entry]) -> list[str]:
+    """Write into `dest/<path>` (an empty folder) the files of each submodule commit of
+    `gitlinks` (entries of `commit`'s tree), read from the local `modules/` folder that holds
+    it (git/submodules.py), with export_tree's rules and without a `.git`. Returns the paths
+    left empty (no local copy of the commit, or a folder that is not an empty real folder).
+    Raises DriftError when git fails or a submodule's tree is unsafe, as for the superproject."""
+    found, empty = submodules.locate(repo, commit, gitlinks)
+    for entry, store in found:
+        folder = dest / entry.path
+        if not folder.is_dir() or folder.is_symlink() or any(folder.iterdir()):
+            empty.append(entry.path)
+            continue
+        try:
+            export_tree(store, entry.oid, folder, protected=[], base_commit=entry.oid)
+        except DriftError as exc:
+            raise DriftError(f"submodule {entry.path}: {exc}") from None
+    return sorted(empty)
 
 
 def _write_links(repo: Path, plan: dict[str, Entry], out: _Writer) -> list[str]:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from automaton.git import run_git
 from automaton.git.commit import CommitResult, commit_all
+from automaton.git.errors import DriftError
 
 __all__ = ["BRANCH_PREFIX", "FALLBACK_KINDS", "LOOP_WORKTREE_DIR", "CommitResult", "WorktreeResult", "branch_name",
            "commit_all", "ensure_worktree", "list_worktrees", "worktree_path"]
@@ -227,7 +228,25 @@ def _add(root: Path, path: Path, branch: str, base_branch: str | None, recorded_
         run_git(root, ["worktree", "remove", "--force", str(path)])
         detail = (filled.err.strip().splitlines() or [f"exit {filled.code}"])[-1]
         return _fallback(root, f"checking out {branch} in {path} failed: {detail}", cleared, "failed")
+    _fill_submodules(root, path)
     return WorktreeResult(path, branch, base, created=True, cleared_stale=cleared)
+
+
+def _fill_submodules(root: Path, path: Path) -> None:
+    """The new worktree's submodule folders get their commits' files from the project's own
+    objects (git/submodules.py): git leaves them empty, and an agent cannot build or test what
+    is not there. Best effort: a submodule that cannot be filled stays empty, as before."""
+    from automaton.git.export import fill_submodules
+    from automaton.git.tree import GITLINK, list_tree
+
+    head = _commit(path, "HEAD")
+    if head is None:
+        return
+    try:
+        links = [e for e in list_tree(root, head).values() if e.mode == GITLINK]
+        fill_submodules(root, head, path, links)
+    except (DriftError, OSError):
+        return
 
 
 def _merge_base(root: Path, base_branch: str | None, branch: str) -> str | None:

@@ -259,18 +259,48 @@ def loop_settings(project: Project, loop_name: str) -> Path:
     return path
 
 
-def install_git(project: Project) -> Outcome:
-    """Install the pre-commit hook; refuses (exit 1) to replace a hook automaton did not write."""
+# Hook managers that own the folder `core.hooksPath` names and write its scripts themselves:
+# a file of automaton's there is overwritten or never run. husky (typicode/husky) sets
+# core.hooksPath to `.husky/_` (v9; `.husky` before) and keeps `husky.sh` or `h` in it.
+_MANAGED = (".husky",)
+_MANAGER_FILES = ("husky.sh", "h")
+
+
+def git_hooks_dir(project: Project, line: str) -> Path:
+    """The folder git runs the project's hooks from, as git finds it: `core.hooksPath` from
+    any config scope (the user's global config too, which automaton's hardened git otherwise
+    never reads; read-only), else the repository's `hooks` folder. Refused (exit 1) with the
+    fix when `core.hooksPath` names a hook manager's folder (husky) or a folder outside the
+    project (a global one: this project's hook would run for every repository). BadInput when
+    the project is no git repository."""
     from automaton.git import run_git
 
-    found = run_git(project.root, ["rev-parse", "--git-path", "hooks"])
-    if found.code != 0:
-        raise BadInput(f"{project.root} is not a git repository ({found.err.strip()}): run git init first")
-    hooks_dir = Path(found.out.strip())
-    if not hooks_dir.is_absolute():
-        hooks_dir = project.root / hooks_dir
-    path = hooks_dir / "pre-commit"
+    found = run_git(project.root, ["rev-parse", "--git-path", "hooks"], user_config=True)
+    own = run_git(project.root, ["rev-parse", "--git-common-dir"])
+    if found.code != 0 or own.code != 0:
+        raise BadInput(f"{project.root} is not a git repository ({(found.err or own.err).strip()}): run git init first")
+    hooks_dir = project.root / Path(found.out.strip())
+    if hooks_dir.resolve() == (project.root / Path(own.out.strip()) / "hooks").resolve():
+        return hooks_dir
+    where = hooks_dir.resolve()
+    if any(part in _MANAGED for part in where.parts) or any((where / f).is_file() for f in _MANAGER_FILES):
+        manager = where.parent if where.name == "_" else where
+        raise Refused(f"core.hooksPath is {hooks_dir}, a hook manager's folder (husky): git runs its hooks,"
+                      f" not automaton's; add this line to {manager / 'pre-commit'}: {line}")
+    if where != project.root and project.root not in where.parents:
+        raise Refused(f"core.hooksPath is {hooks_dir}, outside this project (a global setting?): automaton will"
+                      f" not put this project's hook where every repository runs it; add this line to"
+                      f" {hooks_dir / 'pre-commit'}, or give this repository its own hooks folder"
+                      f" (git config core.hooksPath .githooks) and run --install-hooks git again: {line}")
+    return hooks_dir
+
+
+def install_git(project: Project) -> Outcome:
+    """Install the pre-commit hook; refuses (exit 1) to replace a hook automaton did not write."""
+
     line = f"{shell_join([*automaton_argv(), '--hook', 'git', '--project', str(project.root)])} || exit 2"
+    hooks_dir = git_hooks_dir(project, line)
+    path = hooks_dir / "pre-commit"
     text = f"#!/bin/sh\n{GIT_MARKER}: installed by automaton --install-hooks git\n{line}\n"
     try:
         old = path.read_text(encoding="utf-8")

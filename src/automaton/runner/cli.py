@@ -6,7 +6,9 @@
     automaton-loop --version
 
 Exit codes as everywhere (README.md#exit-codes): 0 a tick ran or was skipped busy / run stopped
-normally; 1 a gate refused; 2 bad input or a corrupt file (one line on stderr); 3 a bug (one
+normally; 1 a gate refused, or the machine refused a write (a full disk, a read-only file
+system: one line naming the path and the fix; a tick halts `human_intervention: io_error`,
+runner/iohalt.py); 2 bad input or a corrupt file (one line on stderr); 3 a bug (one
 line plus the path of a crash log with the traceback).
 """
 
@@ -104,13 +106,38 @@ def crash_log(exc: BaseException) -> str:
 
 
 def _error(message: str, code: int, as_json: bool) -> int:
-    print(f"automaton-loop: {one_line(message)}", file=sys.stderr)
-    if as_json:
-        print(json.dumps({"ok": False, "error": message, "exit_code": code}))
+    try:
+        print(f"automaton-loop: {one_line(message)}", file=sys.stderr)
+        if as_json:
+            print(json.dumps({"ok": False, "error": message, "exit_code": code}))
+        _flush()
+    except (OSError, ValueError):
+        _gone()
     return code
 
 
+def _flush() -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+
+
+def _gone() -> None:
+    """A write failed after the work was done: a closed pipe (`| head -1`) is the reader's
+    choice and changes neither what the tick did nor its exit status (core/streams.py)."""
+    from automaton.core import streams
+
+    streams.silence()
+
+
 def _emit(out: Outcome, as_json: bool) -> None:
+    try:
+        _print_outcome(out, as_json)
+        _flush()
+    except (OSError, ValueError):
+        _gone()
+
+
+def _print_outcome(out: Outcome, as_json: bool) -> None:
     for warning in out.warnings:
         print(f"automaton-loop: warning: {one_line(warning)}", file=sys.stderr)
     if as_json:

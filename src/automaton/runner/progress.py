@@ -79,14 +79,23 @@ class Progress:
 
             self.console = Console(file=self.stream, highlight=False)
 
-    def note(self, text: str) -> None:
-        """One line of information (a phase result, a warning)."""
+    def _say(self, text: str) -> None:
+        """Write one line; a stream that is gone (a closed pipe: `… 2>&1 | head -1`, a closed
+        terminal) ends the display, never the tick: a write error here once killed a tick
+        between its HALT line and its settling record."""
         if not self.enabled:
             return
-        if self.console is not None:
-            self.console.print(text, markup=False)
-        else:
-            print(text, file=self.stream, flush=True)
+        try:
+            if self.console is not None:
+                self.console.print(text, markup=False)
+            else:
+                print(text, file=self.stream, flush=True)
+        except (OSError, ValueError):  # ValueError: the stream was closed under us
+            self.enabled = False
+
+    def note(self, text: str) -> None:
+        """One line of information (a phase result, a warning)."""
+        self._say(text)
 
     @contextmanager
     def phase(self, label: str, tail: Path | None = None) -> Iterator[None]:
@@ -97,15 +106,31 @@ class Progress:
         started = time.monotonic()
         if self.console is None:  # plain lines: a start line only for phases that run a process
             if tail is not None:
-                print(f"{label} ...", file=self.stream, flush=True)
+                self._say(f"{label} ...")
             yield
-            print(f"{label}: done ({time.monotonic() - started:.1f}s)", file=self.stream, flush=True)
+            self._say(f"{label}: done ({time.monotonic() - started:.1f}s)")
             return
         from rich.live import Live
 
-        with Live(_PhaseView(label, tail), console=self.console, refresh_per_second=8, transient=True):
+        live = Live(_PhaseView(label, tail), console=self.console, refresh_per_second=8, transient=True)
+        try:
+            live.start()
+        except (OSError, ValueError):  # the terminal is gone: run the phase without a display
+            self.enabled = False
             yield
-        self.console.print(f"[green]✓[/] {label} [dim]({time.monotonic() - started:.1f}s)[/]")
+            return
+        try:
+            yield
+        finally:
+            try:
+                live.stop()
+            except (OSError, ValueError):
+                self.enabled = False
+        if self.enabled:
+            try:
+                self.console.print(f"[green]✓[/] {label} [dim]({time.monotonic() - started:.1f}s)[/]")
+            except (OSError, ValueError):
+                self.enabled = False
 
 
 QUIET = Progress(enabled=False)

@@ -27,7 +27,7 @@ from typing import Any
 from automaton import harnesses
 from automaton.commands import loop_gate
 from automaton.commands.halts import halt_now
-from automaton.core.errors import ExitCode
+from automaton.core.errors import ExitCode, environment_errno
 from automaton.core.gates import CONFIG_CHANGED, remaining
 from automaton.core.loopconfig import MIB, LoopConfig
 from automaton.core.loopstate import Event, LogEvent, LoopState
@@ -47,6 +47,7 @@ from automaton.runner import (
     confine,
     deferral,
     freeze,
+    iohalt,
     ledger,
     leftovers,
     orchestrate,
@@ -111,7 +112,13 @@ def tick(project: Project, name: str, options: TickOptions | None = None, *, loc
                 stack.enter_context(locked(loop.tick_lock, timeout_s=0))
             except Busy:
                 return skip.skipped(project, loop.name, opts.progress)
-        return _locked_tick(loop, opts)
+        try:
+            held = iohalt.record_pending(loop)
+            return held if held is not None else _locked_tick(loop, opts)
+        except OSError as exc:  # a full disk or a refused write: halted io_error, never a crash
+            if not environment_errno(exc):
+                raise
+            raise iohalt.on_error(loop, exc) from exc
     raise AssertionError("unreachable")  # pragma: no cover
 
 

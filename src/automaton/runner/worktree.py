@@ -8,7 +8,7 @@ from pathlib import Path
 
 from automaton.commands.halts import stop_schedule
 from automaton.core import loopstate
-from automaton.core.errors import BadInput, Refused
+from automaton.core.errors import BadInput, EnvironmentFailure, Refused, environment_said
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.loopstate import Event, LogEvent, LoopState
 from automaton.git.worktree import WorktreeResult, ensure_worktree, worktree_path
@@ -49,8 +49,13 @@ def ensure_for_tick(loop: Loop, cfg: LoopConfig, state: LoopState) -> WorktreeRe
         # A repository is there but no worktree can be made (no commit yet, a base_branch that
         # names no commit, git failing): running in the main checkout would drop the drift and
         # protected-path checks, so the tick refuses (exit 2, before anything is charged).
-        raise BadInput(f"loop {name}: {result.fallback}; the tick did not run. Fix it (make a first commit,"
-                       f" or correct blast_radius.base_branch and approve loop.json), then tick again")
+        full = environment_said(result.fallback or "", str(worktree_path(loop_dir)))
+        if full is not None:  # a full disk is no missing commit: say what it is (exit 1)
+            raise EnvironmentFailure(f"loop {name}: the worktree could not be made: {full.message}")
+        if "is not a commit" in (result.fallback or ""):
+            raise BadInput(f"loop {name}: {result.fallback}; the tick did not run. Fix it (make a first commit,"
+                           f" or correct blast_radius.base_branch and approve loop.json), then tick again")
+        raise BadInput(f"loop {name}: {result.fallback}; the tick did not run. Fix what git said, then tick again")
     want: tuple[str | None, str | None, str | None, str | None]  # path, branch, base_commit, fallback
     if result.in_worktree:
         want = (str(result.path), result.branch, result.base_commit, state.worktree_fallback)

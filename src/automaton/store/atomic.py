@@ -104,14 +104,29 @@ def write_tmp(path: Path, data: bytes) -> Path:
         pass
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        try:  # noqa: SIM105 - a half-written temp file helps nobody on a full disk
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise named(exc, path) from None
     return tmp
+
+
+def named(exc: OSError, path: Path) -> OSError:
+    """`exc` naming `path` when it names no file (os.write and os.fsync name none): a full
+    disk is then reported as the file it could not write (core.errors.environment_failure)."""
+    if exc.filename is not None:
+        return exc
+    return type(exc)(exc.errno, exc.strerror, str(path))
 
 
 def publish(tmp: Path, path: Path) -> None:
@@ -139,7 +154,10 @@ def append_line(path: Path, line: str) -> None:
             import errno
 
             raise OSError(errno.EINVAL, "not a regular file", str(path))
-        os.write(fd, (line + "\n").encode("utf-8"))
-        os.fsync(fd)
+        try:
+            os.write(fd, (line + "\n").encode("utf-8"))
+            os.fsync(fd)
+        except OSError as exc:
+            raise named(exc, path) from None
     finally:
         os.close(fd)

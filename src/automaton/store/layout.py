@@ -9,7 +9,6 @@ from pathlib import Path
 from automaton.core.errors import BadInput
 from automaton.core.names import LoopName, TaskRef
 from automaton.core.record import record  # not dataclasses: on the hook path
-from automaton.store.atomic import read_regular
 
 TASKS = "tasks"
 DOT = ".automaton"
@@ -55,46 +54,6 @@ def kept_export_marks(folder: Path) -> tuple[Path, Path]:
     return folder.with_name(folder.name + IDLE_SUFFIX), folder.with_name(folder.name + SIZE_SUFFIX)
 
 
-def _git_common_root(start: Path) -> Path | None:
-    """Inside a linked worktree, the main checkout that owns it: the parent of the common git
-    folder, found as git finds it (gitrepository-layout(5)) without starting git: `start/.git`
-    is a file `gitdir: <path>` (relative to `start` or absolute) naming the worktree's git
-    folder, whose `commondir` file names the common one (relative to it, or absolute; without
-    one the git folder is the common one). None when the pointer is missing, malformed or
-    longer than 4 KiB, either folder lacks what git requires of it (`_git_dir`), or the common
-    folder is not a repository's `.git` folder (a submodule's is not). Files are
-    read only when regular and without blocking: an agent can put a FIFO where its worktree's
-    `.git` was, and the hook before its next edit must not hang. Not `git rev-parse`: a
-    process and the `subprocess` import were a sixth of that hook's CPU."""
-    pointer = read_regular(start / ".git", _POINTER_MAX + 1)
-    if pointer is None or len(pointer) > _POINTER_MAX or not pointer.startswith(b"gitdir: "):
-        return None
-    try:
-        gitdir = os.path.join(start, os.fsdecode(pointer[8:].rstrip(b"\r\n")))
-        commondir = read_regular(os.path.join(gitdir, "commondir"), _POINTER_MAX + 1)
-        if commondir is not None and len(commondir) > _POINTER_MAX:
-            return None
-        # No `commondir`: the gitdir is a repository's own (a submodule's, or one `.git` names)
-        common = os.path.realpath(gitdir if commondir is None else
-                                  os.path.join(gitdir, os.fsdecode(commondir.rstrip(b"\r\n"))))
-    except ValueError:  # a NUL in either file
-        return None
-    if os.path.basename(common) != ".git" or not _git_dir(gitdir) or not _git_dir(common, whole=True):
-        return None
-    return Path(common).parent
-
-
-_POINTER_MAX = 4096  # bytes of a `.git` pointer or a `commondir` file; a longer one is refused
-
-
-def _git_dir(path: str, *, whole: bool = False) -> bool:
-    """`path` has what git requires of a git folder before it uses one: a `HEAD` file, and for
-    a repository's own folder (`whole`) also `objects/` and `refs/`."""
-    if not os.path.isfile(os.path.join(path, "HEAD")):
-        return False
-    return not whole or all(os.path.isdir(os.path.join(path, sub)) for sub in ("objects", "refs"))
-
-
 def is_loop_worktree(parts: tuple[str, ...] | list[str]) -> bool:
     """Whether four path parts are `.automaton/loops/<name>/worktree`, names compared
     case-insensitively (a case-insensitive volume takes any spelling)."""
@@ -120,9 +79,11 @@ def find_root(start: Path) -> Path:
 
     A loop's worktree (`<project>/.automaton/loops/<name>/worktree`, also a folder inside one)
     belongs to the project it sits in: known from the path, never from the worktree's `.git`
-    pointer, which the agent working there may rewrite. Any other `.git` *file* marks a linked
-    worktree: the project is the main checkout owning it. Falls back to `start` itself when
-    nothing is found.
+    pointer, which the agent working there may rewrite. Any other linked worktree (its `.git`
+    is a file) is a project of its own, with its own `tasks/`, `.automaton/` and hook settings:
+    it has its own branch and files, and an agent session started there reads the hook
+    settings there (once the main checkout's were used, so such a session ran with no hook).
+    Falls back to `start` itself when nothing is found.
     """
     # The path as given first: a folder of the worktree may be a symlink out of it (to `/`,
     # to a folder with an `.automaton/` of the agent's own), and an agent whose cwd is such a
@@ -133,10 +94,6 @@ def find_root(start: Path) -> Path:
             return found[0]
     start = start.resolve()
     for folder in (start, *start.parents):
-        if (folder / ".git").is_file():
-            owner = _git_common_root(folder)
-            if owner is not None:
-                return owner
         if (folder / DOT).is_dir() or (folder / TASKS).is_dir() or (folder / ".git").exists():
             return folder
     return start
@@ -157,6 +114,26 @@ class Project:
                 raise BadInput(f"--project {project!r} is not a directory: pass an existing project folder")
             return cls(path.resolve())
         return cls(find_root(cwd or Path.cwd()))
+
+    @classmethod
+    def to_create(cls, project: str | None, cwd: Path | None = None) -> Project:
+        """`Project.at` for a verb that creates state there (`--create-task`, `--create-loop`,
+        `--install-hooks`, `--install-prompts`). A project is the top of a git repository
+        (or of a linked worktree), a folder automaton already made a project (it holds
+        `.automaton/`), or the folder `--project DIR` names; never `/` or the home folder,
+        whatever names it (BadInput, exit 2, one line: `cd / && automaton --create-task t`
+        once wrote `/tasks/t/`)."""
+        found = cls.at(project, cwd)
+        root = found.root
+        home = Path(os.path.expanduser("~")).resolve()
+        if root == Path(root.anchor) or root == home:
+            what = "the file system's root" if root == Path(root.anchor) else "your home folder"
+            raise BadInput(f"{root} is {what}, never a project: run automaton in your project's top folder"
+                           " (or pass --project DIR naming it)")
+        if project is None and not ((root / ".git").exists() or (root / DOT).is_dir()):
+            raise BadInput(f"{root} is not the top of a git repository: run automaton in your project's top"
+                           " folder (git init makes one), or name the folder with --project DIR")
+        return found
 
     # Cached (the instance's __dict__, which a frozen record still has): listing 500 loops
     # asked for these paths some 14,000 times, each a new Path.
