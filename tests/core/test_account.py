@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from automaton.core.account import Caps, Entry, decide, iso, parse_caps, spend_rows, usd, windows, uses
+from automaton.core.account import Caps, Entry, decide, iso, parse_caps, spend_rows, usd, uses, windows
 from automaton.core.errors import BadInput
 
 
@@ -61,7 +61,7 @@ def test_decide_counts_open_reservations_whole_and_names_the_latest_reached_wind
 
 def test_uses_and_left() -> None:
     now = ts("2026-12-06T12:00:00")
-    day, week, month = uses(Caps(day=3_000_000), [entry("2026-12-06T01:00:00", 4_000_000, 3_500_000)], now)
+    day, week, _month = uses(Caps(day=3_000_000), [entry("2026-12-06T01:00:00", 4_000_000, 3_500_000)], now)
     assert (day.used, day.left, week.left) == (3_500_000, 0, None)
 
 

@@ -143,7 +143,8 @@ def windows(now: int) -> tuple[Window, ...]:
     month = day.replace(day=1)
     month_end = (month + timedelta(days=32)).replace(day=1)
     spans = ((day, day + timedelta(days=1)), (week, week + timedelta(days=7)), (month, month_end))
-    return tuple(Window(kind, int(a.timestamp()), int(b.timestamp())) for kind, (a, b) in zip(KINDS, spans, strict=True))
+    return tuple(Window(kind, int(a.timestamp()), int(b.timestamp()))
+                 for kind, (a, b) in zip(KINDS, spans, strict=True))
 
 
 def uses(caps: Caps, entries: list[Entry], now: int) -> tuple[Use, ...]:

@@ -67,7 +67,8 @@ def _refused(loop: Loop, refusal: Refusal, first: bool) -> Outcome:
     if first:  # once per window for the account: the first loop to meet the cap tells its human
         body = notify.payload(loop.project, loop.name, "deferred", None, reason=REASON, detail=refusal.line(),
                               until=until, next_step="automaton --spend",
-                              message=f"automaton: the account's spending cap is reached; every loop waits until {until}")
+                              message=f"automaton: the account's spending cap is reached; every loop waits until"
+                                      f" {until}")
         failed = notify.notify_logged(loop.project, loop.name, "deferred", body, once=f"{REASON}:{until}")
         if failed is not None:
             warnings.append(failed)
