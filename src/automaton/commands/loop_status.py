@@ -307,7 +307,8 @@ def loop_status(project: Project, name: str) -> Outcome:
     if sp["reserved"]:
         split.append(f"held by an unsettled tick {_usd(sp['reserved'])}")
     lines.append(f"  spend: {budget} ({', '.join(split)}; {_usd(sp['total'])} in all)")
-    lines.append(f"  {account_line(d['account'])}")
+    if d["account"]["caps_set"] or d["account"]["error"]:  # the account-wide caps beside the loop's
+        lines.append(f"  {account_line(d['account'])}")
     scores = [s["score"] for s in d["scores"]]
     if scores:
         bars = d["sparkline"] if len(scores) <= SHOWN_BARS else "…" + d["sparkline"][-SHOWN_BARS:]
