@@ -116,10 +116,11 @@ def test_concurrent_reservations_never_pass_the_cap() -> None:
 
 
 # Each step a reservation or a settlement takes, as a (module, function) the child dies in,
-# before or after it runs: the lock taken, the anchor rolled forward, the chain read, the line
-# appended, the anchor moved, the keyed mark written.
+# before or after it runs: the lock taken, the anchor rolled forward, the chain read, its
+# checkpoint kept, the line appended, the anchor moved, the keyed mark written.
 _STEPS = [("automaton.store.account", "locked"), ("automaton.store.chainlog", "settle_anchor"),
-          ("automaton.store.chainlog", "read_chain"), ("automaton.store.chainlog", "append_line"),
+          ("automaton.store.chainlog", "read_chain"), ("automaton.store.checkpoint", "write"),
+          ("automaton.store.chainlog", "append_line"),
           ("automaton.store.anchor", "write"), ("automaton.store.key", "mark_keyed")]
 _KILLER = textwrap.dedent("""
     import importlib, os, sys
@@ -145,6 +146,22 @@ _KILLER = textwrap.dedent("""
 """)
 
 
+def _history() -> None:
+    """Nine settled ticks two days ago (18 lines): enough for the next read to keep a checkpoint
+    (`store.checkpoint.STEP`), outside today's window."""
+    for i in range(9):
+        got = account.reserve("/old", "l", 1_000_000, 60, NOW - 2 * 86400 + i)
+        assert isinstance(got, account.Reserved)
+        account.settle(got.rid, 1_000_000, NOW - 2 * 86400 + i)
+    for found in (account.keys.key_path().parent / "keyed").glob("*.checkpoint"):
+        found.unlink()  # the child's read writes the next one
+    account.chainlog._SAVED.clear()
+
+
+def _today() -> list[account.Entry]:
+    return [e for e in account.read_ledger().entries if e.at >= NOW - 3600]
+
+
 def _die_at(module: str, name: str, when: str, op: str) -> None:
     got = subprocess.run([PY, "-c", _KILLER, module, name, when, op, str(NOW)], capture_output=True, text=True,
                          timeout=120, check=False)
@@ -155,32 +172,37 @@ def _die_at(module: str, name: str, when: str, op: str) -> None:
 @pytest.mark.parametrize(("module", "name"), _STEPS)
 def test_kill_9_at_every_step_of_a_reservation_leaves_the_ledger_consistent(module: str, name: str,
                                                                              when: str) -> None:
+    _history()
     set_caps('{"day_usd": 5}')
     _die_at(module, name, when, "reserve")
-    book = account.read_ledger()  # verifies: keyed chain, anchor at or one line behind
-    assert [(e.reserved, e.charged) for e in book.entries] in ([], [(2_000_000, None)])
-    killed = used()  # the killed reservation counts whole, or never was
+    # read_ledger verifies: keyed chain, anchor at or one line behind, any checkpoint
+    assert [(e.reserved, e.charged) for e in _today()] in ([], [(2_000_000, None)])
+    killed = sum(e.counted for e in _today())  # the killed reservation counts whole, or never was
     # the lock died with the process, and the next writer rolls the anchor forward
     nxt = account.reserve("/p", "l", 3_000_000, 60, NOW)
     assert isinstance(nxt, account.Reserved)
     assert isinstance(account.reserve("/p", "l", 1, 60, NOW), account.Refused) == (killed == 2_000_000)
     account.settle(nxt.rid, 1_000_000, NOW)
-    assert used() == (3_000_000 if killed else 1_000_001)
+    assert sum(e.counted for e in _today()) == (3_000_000 if killed else 1_000_001)
 
 
 @pytest.mark.parametrize("when", ["before", "after"])
 @pytest.mark.parametrize(("module", "name"), _STEPS)
 def test_kill_9_at_every_step_of_a_settlement_leaves_the_ledger_consistent(module: str, name: str,
                                                                             when: str) -> None:
+    _history()
     held = account.reserve("/p", "l", 2_000_000, 60, NOW)
     assert isinstance(held, account.Reserved)
+    for found in (account.keys.key_path().parent / "keyed").glob("*.checkpoint"):
+        found.unlink()
+    account.chainlog._SAVED.clear()
     _die_at(module, name, when, held.rid)
-    (entry,) = account.read_ledger().entries
+    (entry,) = _today()
     assert (entry.reserved, entry.charged) in ((2_000_000, None), (2_000_000, 500_000))
     account.settle(held.rid, 500_000, NOW)  # settling again finishes it, once
-    (entry,) = account.read_ledger().entries
+    (entry,) = _today()
     assert entry.charged == 500_000
-    assert len(account.ledger_path().read_text().splitlines()) == 2
+    assert len(account.ledger_path().read_text().splitlines()) == 18 + 2
 
 
 def test_an_unsettled_reservation_counts_until_settled_even_past_its_expiry() -> None:

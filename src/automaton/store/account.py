@@ -100,10 +100,18 @@ def read_ledger() -> Ledger:
     the file when its chain does not verify (edited, cut, rolled back) or a line is not one
     automaton writes; BadInput for a bad key file (`store.key`)."""
     path = ledger_path()
+    return fold(_checked(path).lines, path)
+
+
+def _checked(path: Path) -> ChainCheck:
+    """The ledger's verified chain; CorruptState when it does not verify. A keyed checkpoint of
+    the verified prefix is kept (`store.checkpoint`), so a later process checks only the lines
+    appended since, as for a loop's log: the ledger only grows."""
     chain = chainlog.read_chain(path)
     if not chain.ok:
         raise CorruptState(_tampered(path, chain.error))
-    return fold(chain.lines, path)
+    chainlog.save_checkpoint(chain.lines, "")
+    return chain
 
 
 def _tampered(path: Path, why: str) -> str:
@@ -171,9 +179,7 @@ def reserve(project: str, loop: str, micro: int, ttl_s: int, now: int) -> Reserv
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     with locked(lock_path()):
         chainlog.settle_anchor(path)
-        chain = chainlog.read_chain(path)
-        if not chain.ok:
-            raise CorruptState(_tampered(path, chain.error))
+        chain = _checked(path)
         book = fold(chain.lines, path)
         refusal = core.decide(caps, book.entries, micro, now) if caps is not None else None
         if refusal is not None:
@@ -195,9 +201,7 @@ def settle(rid: str, charged: int, now: int) -> None:
     path = ledger_path()
     with locked(lock_path()):
         chainlog.settle_anchor(path)
-        chain = chainlog.read_chain(path)
-        if not chain.ok:
-            raise CorruptState(_tampered(path, chain.error))
+        chain = _checked(path)
         found = {e.rid: e for e in fold(chain.lines, path).entries}.get(rid)
         if found is None:
             raise CorruptState(_tampered(path, f"it holds no reservation {rid}"))
