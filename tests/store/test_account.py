@@ -220,3 +220,11 @@ def test_the_ledger_is_keyed() -> None:
     account.reserve("/p", "l", 1, 60, NOW)
     assert all(" mac=" in line for line in account.ledger_path().read_text().splitlines())
     assert os.stat(account.ledger_path().parent).st_mode & 0o077 == 0
+
+
+def test_odd_project_paths_round_trip() -> None:
+    odd = '/home/a b/"quoted" x=1 mac=00\nnext'
+    got = account.reserve(odd, "l", 1, 60, NOW)
+    assert isinstance(got, account.Reserved)
+    (entry,) = account.read_ledger().entries
+    assert entry.project == odd
