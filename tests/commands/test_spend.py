@@ -38,7 +38,7 @@ def test_spend_by_day_loop_and_project() -> None:
             for r in out.data["rows"]] == [("2026-12-06", "/a", "one", 1_250_000, 2, 1),
                                            ("2026-12-07", "/b", "two", 2_000_000, 1, 0)]
     text = "\n".join(out.lines)
-    assert "$3.25 in all" in text and "2026-12-06: $1.25" in text and "1 unsettled (counted whole)" in text
+    assert "$3.25 in all" in text and "2026-12-06: $1.25" in text and "(2 ticks, 1 unsettled: counted whole)" in text
 
 
 def test_spend_cli_json_and_bad_input_is_one_line_exit_2() -> None:

@@ -118,3 +118,21 @@ def test_a_tick_that_dies_after_reserving_keeps_its_reservation(tmp_path: Path, 
     at[0] = NOON + 60
     out = tick(p, "l")  # $1 open + $1 would pass $1.50
     assert out.code == ExitCode.REFUSED and out.data.get("deferred", {}).get("reason") == "account_cap", out.lines
+
+
+def test_the_scheduled_entry_point_refuses_with_one_line_and_exit_1(tmp_path: Path) -> None:
+    import subprocess
+
+    p = command_loop(tmp_path / "p", "l")
+    set_caps('{"month_usd": 0}')  # a zero cap stops every tick
+    exe = str(Path(PY).parent / "automaton-loop")
+    got = subprocess.run([exe, "--mode", "tick", "--loop", "l", "--project", str(p.root), "--quiet"],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert got.returncode == 1, (got.stdout, got.stderr)
+    assert "tick not run: deferred: account_cap: the account's month cap $0.00" in got.stdout
+    assert "Traceback" not in got.stderr
+    set_caps("{")
+    got = subprocess.run([exe, "--mode", "tick", "--loop", "l", "--project", str(p.root), "--quiet"],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert got.returncode == 2 and str(account.caps_path()) in got.stderr and "Traceback" not in got.stderr
+    assert store.read_state(p, "l").iteration_count == 0

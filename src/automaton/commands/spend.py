@@ -108,7 +108,7 @@ def spend(since: str | None = None, now: int | None = None) -> Outcome:
         if r.day != day:
             day = r.day
             lines.append(f"  {day}: {usd(sum(x.micro for x in rows if x.day == day))}")
-        held = f", {r.unsettled} unsettled (counted whole)" if r.unsettled else ""
+        held = f", {r.unsettled} unsettled: counted whole" if r.unsettled else ""
         lines.append(f"    {usd(r.micro):>12}  {r.loop} in {r.project} ({r.ticks} tick{'s' * (r.ticks != 1)}{held})")
     if not rows:
         lines.append("  no ticks recorded")
