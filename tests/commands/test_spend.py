@@ -34,11 +34,12 @@ def test_spend_by_day_loop_and_project() -> None:
     book("/b", "two", DAY1 - 86400, 9_000_000, 9_000_000)  # before --since
     out = spend("2026-12-06", now=DAY1 + 86400 + 60)
     assert out.data["since"] == "2026-12-06" and out.data["total_micro_usd"] == 3_250_000
-    assert [(r["day"], r["project"], r["loop"], r["micro_usd"], r["ticks"], r["unsettled"])
-            for r in out.data["rows"]] == [("2026-12-06", "/a", "one", 1_250_000, 2, 1),
-                                           ("2026-12-07", "/b", "two", 2_000_000, 1, 0)]
+    assert [(r["day"], r["project"], r["loop"], r["micro_usd"], r["ticks"], r["unsettled"], r["abandoned"])
+            for r in out.data["rows"]] == [("2026-12-06", "/a", "one", 1_250_000, 2, 1, 1),
+                                           ("2026-12-07", "/b", "two", 2_000_000, 1, 0, 0)]
     text = "\n".join(out.lines)
-    assert "$3.25 in all" in text and "2026-12-06: $1.25" in text and "(2 ticks, 1 unsettled: counted whole)" in text
+    assert "$3.25 in all" in text and "2026-12-06: $1.25" in text
+    assert "(2 ticks, 1 unsettled: counted whole (1 abandoned: the tick died))" in text
 
 
 def test_spend_cli_json_and_bad_input_is_one_line_exit_2() -> None:

@@ -69,8 +69,10 @@ def test_spend_rows_by_day_project_and_loop() -> None:
     book = [entry("2026-12-05T23:00:00", 1_000_000, 250_000), entry("2026-12-06T01:00:00", 1_000_000),
             entry("2026-12-06T02:00:00", 1_000_000, 500_000), entry("2026-12-06T03:00:00", 1, 1, loop="m")]
     rows = spend_rows(book, ts("2026-12-06T00:00:00"))
-    assert [(r.day, r.loop, r.micro, r.ticks, r.unsettled) for r in rows] == [
-        ("2026-12-06", "l", 1_500_000, 2, 1), ("2026-12-06", "m", 1, 1, 0)]
+    assert [(r.day, r.loop, r.micro, r.ticks, r.unsettled, r.abandoned) for r in rows] == [
+        ("2026-12-06", "l", 1_500_000, 2, 1, 0), ("2026-12-06", "m", 1, 1, 0, 0)]
+    later = spend_rows(book, ts("2026-12-06T00:00:00"), now=ts("2026-12-06T01:01:00"))
+    assert later[0].abandoned == 1 and later[0].micro == 1_500_000  # past its expiry: still counted whole
 
 
 def test_usd_text() -> None:

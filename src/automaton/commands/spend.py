@@ -86,20 +86,22 @@ def spend(since: str | None = None, now: int | None = None) -> Outcome:
     """`--spend [--since DATE] [--json]`: spend by UTC day, then project and loop, from the
     account ledger. data: {since (YYYY-MM-DD), total_usd, total_micro_usd, rows: [{day,
     project (root path), loop, used_usd, micro_usd, ticks, unsettled (ticks whose reservation
-    is still counted whole: running, or died unsettled)}], account (`account_view`)}.
+    is still counted whole: running, or died unsettled), abandoned (those of them past their
+    tick's timeout: the tick died)}], account (`account_view`)}.
     Exit 0; exit 2 (BadInput) for a bad DATE, a bad caps file, or a ledger that does not
     verify (CorruptState), each naming the value or the file."""
     at = int(time.time()) if now is None else now
     start = parse_since(since, at)
     caps = store.read_caps()  # a bad caps file is the user's to hear about here, exit 2
     book = store.read_ledger()
-    rows = core.spend_rows(book.entries, start)
+    rows = core.spend_rows(book.entries, start, at)
     total = sum(r.micro for r in rows)
     view = account_view(at)
     data: dict[str, Any] = {
         "since": core.day_of(start), "total_usd": total / core.MICRO, "total_micro_usd": total,
         "rows": [{"day": r.day, "project": r.project, "loop": r.loop, "used_usd": r.micro / core.MICRO,
-                  "micro_usd": r.micro, "ticks": r.ticks, "unsettled": r.unsettled} for r in rows],
+                  "micro_usd": r.micro, "ticks": r.ticks, "unsettled": r.unsettled, "abandoned": r.abandoned}
+                 for r in rows],
         "account": view,
     }
     lines = [f"spend since {data['since']} (UTC days): {usd(total)} in all"]
@@ -109,6 +111,7 @@ def spend(since: str | None = None, now: int | None = None) -> Outcome:
             day = r.day
             lines.append(f"  {day}: {usd(sum(x.micro for x in rows if x.day == day))}")
         held = f", {r.unsettled} unsettled: counted whole" if r.unsettled else ""
+        held += f" ({r.abandoned} abandoned: the tick died)" if r.abandoned else ""
         lines.append(f"    {usd(r.micro):>12}  {r.loop} in {r.project} ({r.ticks} tick{'s' * (r.ticks != 1)}{held})")
     if not rows:
         lines.append("  no ticks recorded")

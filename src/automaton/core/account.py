@@ -202,7 +202,8 @@ def _short(exc: Exception) -> str:
 @dataclass(frozen=True)
 class SpendRow:
     """Spend of one loop on one UTC day: `day` (YYYY-MM-DD), project root, loop, micro-USD
-    counted, ticks (entries), and how many of them are unsettled (open or abandoned)."""
+    counted, ticks (entries), how many of them are unsettled (counted at their reservation),
+    and how many of those are abandoned (past their tick's timeout: the tick died)."""
 
     day: str
     project: str
@@ -210,16 +211,19 @@ class SpendRow:
     micro: int
     ticks: int
     unsettled: int
+    abandoned: int = 0
 
 
-def spend_rows(entries: list[Entry], since: int) -> list[SpendRow]:
+def spend_rows(entries: list[Entry], since: int, now: int | None = None) -> list[SpendRow]:
     """The entries made at or after `since` (UTC epoch seconds), summed by day, project and
-    loop; sorted by day, then project, then loop."""
-    sums: dict[tuple[str, str, str], tuple[int, int, int]] = {}
+    loop; sorted by day, then project, then loop. `now` (UTC epoch seconds) tells abandoned
+    reservations from open ones (None: none is abandoned)."""
+    sums: dict[tuple[str, str, str], tuple[int, int, int, int]] = {}
     for e in entries:
         if e.at < since:
             continue
         k = (day_of(e.at), e.project, e.loop)
-        micro, ticks, unsettled = sums.get(k, (0, 0, 0))
-        sums[k] = (micro + e.counted, ticks + 1, unsettled + (e.charged is None))
+        micro, ticks, unsettled, abandoned = sums.get(k, (0, 0, 0, 0))
+        gone = now is not None and e.state(now) == "abandoned"
+        sums[k] = (micro + e.counted, ticks + 1, unsettled + (e.charged is None), abandoned + gone)
     return [SpendRow(*k, *v) for k, v in sorted(sums.items())]
