@@ -136,3 +136,20 @@ def test_the_scheduled_entry_point_refuses_with_one_line_and_exit_1(tmp_path: Pa
                          capture_output=True, text=True, timeout=120, check=False)
     assert got.returncode == 2 and str(account.caps_path()) in got.stderr and "Traceback" not in got.stderr
     assert store.read_state(p, "l").iteration_count == 0
+
+
+def test_a_ledger_that_cannot_be_settled_warns_and_keeps_the_reservation(tmp_path: Path, at: list[int],
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from automaton.core.errors import CorruptState
+
+    p = command_loop(tmp_path / "p", "l")
+
+    def broken(*args: object) -> None:
+        raise CorruptState(f"{account.ledger_path()}: the account ledger does not verify")
+
+    monkeypatch.setattr(account, "settle", broken)
+    out = tick(p, "l")
+    assert out.code == ExitCode.OK and out.data["ran"]
+    assert any("account ledger not settled" in w for w in out.warnings)
+    (entry,) = account.read_ledger().entries
+    assert entry.charged is None and entry.counted == 1_000_000

@@ -19,7 +19,7 @@ from typing import Any
 
 from automaton import notify
 from automaton.core.account import REASON, Refusal, iso
-from automaton.core.errors import ExitCode
+from automaton.core.errors import AutomatonError, ExitCode
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.loopstate import usd_to_micro
 from automaton.core.outcome import Outcome
@@ -75,9 +75,15 @@ def _refused(loop: Loop, refusal: Refusal, first: bool) -> Outcome:
     return Outcome(ExitCode.REFUSED, [line], data, warnings)
 
 
-def settle(held: store.Reserved, out: Outcome) -> None:
+def settle(held: store.Reserved, out: Outcome) -> str | None:
     """Settle `held` at the tick's counted cost (`cost_usd` of its Outcome's data, USD; a tick
-    that ran without one is charged its reservation)."""
+    that ran without one is charged its reservation). Returns None, or the warning line when
+    the ledger could not be written: the tick has run and is recorded in its loop, and its
+    reservation stays counted whole (never less than it cost), so this never raises."""
     cost = (out.data or {}).get("cost_usd")
     charged = usd_to_micro(float(cost)) if isinstance(cost, (int, float)) else held.micro
-    store.settle(held.rid, charged, int(clock()))
+    try:
+        store.settle(held.rid, charged, int(clock()))
+    except AutomatonError as exc:
+        return f"account ledger not settled (the tick stays counted at its reservation): {exc.message}"
+    return None

@@ -177,7 +177,10 @@ def _locked_tick(loop: Loop, opts: TickOptions) -> Outcome:
          "sandbox": cfg.sandbox}) + "\n", encoding="utf-8")
     with confine.private_tmp(name, n) as tmp:
         out = _run_roles(loop, cfg, opts, wt, state, n, folder, tmp, iters_left, usd_left, warnings)
-    account.settle(held, out)  # a tick that died before here stays reserved at its full amount
+    unsettled = account.settle(held, out)  # a tick that died before here stays reserved at its full amount
+    if unsettled is not None:
+        show.note(f"warning: {unsettled}")
+        out.warnings.append(unsettled)
     return out
 
 
