@@ -220,11 +220,20 @@ def test_the_ledger_is_keyed() -> None:
     account.reserve("/p", "l", 1, 60, NOW)
     assert all(" mac=" in line for line in account.ledger_path().read_text().splitlines())
     assert os.stat(account.ledger_path().parent).st_mode & 0o077 == 0
+    assert os.stat(account.caps_path().parent).st_mode & 0o077 == 0  # the key's folder, made by the ledger
 
 
-def test_odd_project_paths_round_trip() -> None:
-    odd = '/home/a b/"quoted" x=1 mac=00\nnext'
-    got = account.reserve(odd, "l", 1, 60, NOW)
-    assert isinstance(got, account.Reserved)
-    (entry,) = account.read_ledger().entries
-    assert entry.project == odd
+def test_a_read_only_disk_is_named_not_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    real = Path.mkdir
+    folder = account.ledger_path().parent
+
+    def read_only(self: Path, *args: object, **kwargs: object) -> None:
+        if self == folder:
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(self))
+        real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "mkdir", read_only)
+    with pytest.raises(BadInput, match=r"cannot create the account ledger's folder .*Read-only file system"):
+        account.reserve("/p", "l", 1, 60, NOW)

@@ -171,12 +171,12 @@ def reserve(project: str, loop: str, micro: int, ttl_s: int, now: int) -> Reserv
     """Under the ledger lock: reserve `micro` micro-USD for a tick of `loop` of the project at
     `project` (its root), expiring `ttl_s` seconds after `now` (UTC epoch seconds), unless a cap
     would be passed (`core.account.decide`). Raises BadInput (a bad caps file, read first, so
-    nothing is reserved; a bad key file; `store.locks.Busy` after a minute), CorruptState (a
-    ledger that does not verify), and BadInput naming the file for a ledger that cannot be
-    written (disk full, read-only)."""
+    nothing is reserved; a bad key file), `store.locks.Busy` (exit 1) when the lock is held
+    for a minute, CorruptState (a ledger that does not verify), and BadInput naming the file
+    or folder for a ledger that cannot be written (disk full, read-only)."""
     caps = read_caps()
     path = ledger_path()
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _make_folder(path.parent)
     with locked(lock_path()):
         chainlog.settle_anchor(path)
         chain = _checked(path)
@@ -207,6 +207,18 @@ def settle(rid: str, charged: int, now: int) -> None:
             raise CorruptState(_tampered(path, f"it holds no reservation {rid}"))
         if found.charged is None:
             _append(path, "SETTLE", {"id": rid, "at": now, "micro_usd": max(0, charged)}, chain)
+
+
+def _make_folder(folder: Path) -> None:
+    """The ledger's folder, mode 0700, inside the key's folder made as `store.key` makes it
+    (the key first: its folder must be 0700 whoever creates it). BadInput naming the folder
+    when it cannot be made (a read-only or full disk)."""
+    keys.load_key(create=True)
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+    except OSError as exc:
+        raise BadInput(f"{folder}: cannot create the account ledger's folder ({exc.strerror}): the disk is full"
+                       f" or read-only, or {folder.parent} is not yours; fix it, then run it again") from None
 
 
 def _append(path: Path, event: str, fields: dict[str, object], chain: ChainCheck) -> None:
