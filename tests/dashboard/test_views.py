@@ -287,3 +287,27 @@ def test_a_project_folder_deleted_while_serving_is_an_error_row_naming_it(root: 
     assert row is not None and 'data-status="error"' in row.group(0)
     assert f"project folder {root} is gone" in row.group(0)
     assert f"project folder {root} is gone" in c.get("/tasks").text
+
+
+def test_the_account_caps_are_shown_and_spend_is_plotted_per_day(root: Path) -> None:
+    import time
+
+    from automaton.store import account
+
+    p = loop_with(root, "demo")
+    where = account.caps_path()
+    where.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    where.write_text('{"day_usd": 3}')
+    now = int(time.time())
+    for at, charged in ((now - 86400, 2_000_000), (now, 500_000)):
+        got = account.reserve(str(root), "demo", 1_000_000, 60, at)
+        assert isinstance(got, account.Reserved)
+        account.settle(got.rid, charged, at)
+    c = client(site(p, human=False))
+    page = c.get("/").text
+    assert '<p id="account-caps">account caps: day $0.50 of $3.00 ($2.50 left)' in page
+    plot = re.search(r'<svg id="account-spend-plot".*?</svg>', page, re.S)
+    assert plot is not None and plot.group(0).count('<rect class="bar"') == 2
+    assert '<line class="cap"' in plot.group(0) and ": $2.00</title>" in plot.group(0)
+    loop = c.get("/p/0/loop/demo").text
+    assert '<dd id="account-caps">account caps: day $0.50 of $3.00' in loop

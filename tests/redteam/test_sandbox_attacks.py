@@ -282,6 +282,32 @@ def test_s11_the_key_is_hidden(looped: Looped, tmp_path: Path) -> None:
     assert key_path().read_bytes() == before
 
 
+def test_s37_account_caps_and_ledger_are_hidden(looped: Looped, tmp_path: Path) -> None:
+    """S37: raise or remove the account caps, or rewrite the account ledger, from inside a tick."""
+    from automaton.store import account
+
+    caps = account.caps_path()
+    caps.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    caps.write_text('{"day_usd": 100}')
+    ledger = account.ledger_path()
+    proj, _ = looped(harness=agent(tmp_path, f"""
+        try:
+            print('read', open({str(caps)!r}).read())
+        except OSError as exc:
+            print('denied', errno.errorcode.get(exc.errno))
+        attempt({str(caps)!r}, '{{}}')
+        attempt({str(ledger)!r}, '', 'w')
+        attempt({str(ledger)!r}, 'x\\n', 'a')
+    """), roles=PASSING)
+    before = (caps.read_bytes(), ledger.read_bytes())
+    second_tick(proj)
+    log = transcript(proj)
+    assert "read " not in log and refused(log) == 4, log
+    assert caps.read_bytes() == before[0]
+    assert ledger.read_bytes().startswith(before[1])  # only the runner appended: the second tick's lines
+    assert len(account.read_ledger().entries) == 2  # and it verifies
+
+
 def test_s17_browser_cookies_are_hidden(looped: Looped, tmp_path: Path) -> None:
     """S17: read the browser's cookie store for the dashboard's session cookie, to approve a halt."""
     cookies = Path.home() / ".config" / "google-chrome" / "Default" / "Cookies"

@@ -49,6 +49,9 @@ LOOP_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--check-gate",), {"metavar": "NAME", "help": "run the six pre-tick gates"}),
     (("--loop-list",), {"action": "store_true", "help": "list loops"}),
     (("--loop-status",), {"metavar": "NAME", "help": "one loop at a glance: limits left, scores, schedule, worktree"}),
+    (("--spend",), {"action": "store_true", "help": "spend of every loop here by day, loop and project, and the"
+                     " account caps (read-only)"}),
+    (("--since",), {"metavar": "DATE", "help": "with --spend: from this UTC day (YYYY-MM-DD; default 30 days ago)"}),
     (("--doctor",), {"action": "store_true", "help": "preflight checks of every loop (or --loop NAME)"}),
     (("--rearm-loop",), {"metavar": "NAME", "help": "give a complete loop a fresh allowance (human act)"}),
     (("--remove-loop",), {"metavar": "NAME", "help": "unschedule, archive and remove a loop (human act)"}),
@@ -100,6 +103,7 @@ VERBS: dict[str, str] = {
     "check_gate": "automaton.cli.verbs_loops:check_gate",
     "loop_list": "automaton.cli.verbs_loops:loop_list",
     "loop_status": "automaton.cli.verbs_loops:loop_status",
+    "spend": "automaton.cli.verbs_loops:spend",
     "doctor": "automaton.cli.verbs_loops:doctor",
     "rearm_loop": "automaton.cli.verbs_loops:rearm_loop",
     "remove_loop": "automaton.cli.verbs_loops:remove_loop",
@@ -126,11 +130,12 @@ MODIFIERS: dict[str, frozenset[str]] = {
     "install_schedule": frozenset({"interval"}),
     "check_gate": frozenset({"task"}),
     "doctor": frozenset({"loop"}),
+    "spend": frozenset({"since"}),
     "remove_loop": frozenset({"delete_branch"}),
     "dashboard": frozenset({"port", "host"}),
 }
 ALL_MODIFIERS = frozenset({"parent", "task", "to", "clear", "file", "from_template", "var", "interval", "loop",
-                           "loop_worktree", "config", "yes", "delete_branch", "port", "host"})
+                           "loop_worktree", "config", "yes", "delete_branch", "port", "host", "since"})
 
 
 class Given(str):

@@ -104,6 +104,10 @@ def loop_status(ns: argparse.Namespace) -> Outcome:
     return _call("automaton.commands.loop_status", "loop_status", project_of(ns), ns.loop_status)
 
 
+def spend(ns: argparse.Namespace) -> Outcome:
+    return _call("automaton.commands.spend", "spend", ns.since)
+
+
 def doctor(ns: argparse.Namespace) -> Outcome:
     return _call("automaton.commands.doctor", "doctor", project_of(ns), ns.loop)
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from automaton.commands.schedule import read_record
 from automaton.commands.schedule_info import schedule_info
+from automaton.commands.spend import account_line, account_view
 from automaton.core.errors import AutomatonError
 from automaton.core.gates import remaining
 from automaton.core.loopconfig import LoopConfig
@@ -203,7 +204,8 @@ def status_data(project: Project, name: str) -> dict[str, Any]:
      exists, base (the branch it is compared with), ahead, behind (commits; null on error),
      error}, deferred ({until (ISO UTC), harness, source ("reported"|"backoff"), streak, reason}
      while the account of the loop's harness is deferred on this machine by a usage limit, else
-     null), next_step (str|null: the command a human runs next)}.
+     null), account (the account-wide caps beside the loop's own budget: `commands.spend.account_view`),
+     next_step (str|null: the command a human runs next)}.
     The fields that read only the loop's files come from `loop_summary` (one source).
     Errors: BadInput (exit 2) for an unknown, untracked or unreadable loop.
     """
@@ -227,6 +229,7 @@ def _status_data(loop: Loop, rec: LoopRecord | None = None) -> dict[str, Any]:
     data["schedule"] = schedule_info(loop.project, loop.name, last_tick_at=state.last_tick_at)
     data["worktree"] = _worktree(loop, state, config)
     data["deferred"] = deferred
+    data["account"] = account_view()
     data["next_step"] = _next_step(data)
     return data
 
@@ -304,6 +307,8 @@ def loop_status(project: Project, name: str) -> Outcome:
     if sp["reserved"]:
         split.append(f"held by an unsettled tick {_usd(sp['reserved'])}")
     lines.append(f"  spend: {budget} ({', '.join(split)}; {_usd(sp['total'])} in all)")
+    if d["account"]["caps_set"] or d["account"]["error"]:  # the account-wide caps beside the loop's
+        lines.append(f"  {account_line(d['account'])}")
     scores = [s["score"] for s in d["scores"]]
     if scores:
         bars = d["sparkline"] if len(scores) <= SHOWN_BARS else "…" + d["sparkline"][-SHOWN_BARS:]

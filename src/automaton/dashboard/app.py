@@ -65,7 +65,7 @@ def _loop_of(site: Site, request: Request) -> tuple[int, Any, str]:
 
 
 def loops_page(site: Site, request: Request) -> Response:
-    return site.render(request, "loops.html", rows=views.loop_rows(site.projects))
+    return site.render(request, "loops.html", rows=views.loop_rows(site.projects), account=views.account_panel())
 
 
 def loops_fragment(site: Site, request: Request) -> Response:

@@ -76,3 +76,37 @@ def sparkline(scores: list[float], *, width: int = 120, height: int = 24, last: 
     return Markup(f'<svg class="spark" width="{width}" height="{height}" viewBox="0 0 {width} {height}"'
                   f' xmlns="http://www.w3.org/2000/svg" aria-label="scores"><polyline points="{pts}" fill="none"'
                   ' stroke="currentColor" stroke-width="1.5"/></svg>')
+
+
+def day_bars(svg_id: str, days: list[tuple[str, float]], *, label: str, cap: float | None = None) -> Markup:
+    """An SVG bar plot (`<svg id=svg_id>`) of USD per UTC day: `days` are (YYYY-MM-DD, USD),
+    oldest first, one `<rect class="bar">` each; `cap` (USD per day, None: none) is drawn as a
+    dashed `<line class="cap">`. `label` names the plot (escaped); the day texts are escaped."""
+    top = max([cap or 0.0, *(v for _, v in days)]) or 1.0
+    inner_w, inner_h = WIDTH - 2 * PAD, HEIGHT - 2 * PAD
+    parts = [f'<svg id="{escape(svg_id)}" class="plot" viewBox="0 0 {WIDTH} {HEIGHT}" role="img"'
+             f' aria-label="{escape(label)}" xmlns="http://www.w3.org/2000/svg">',
+             f"<title>{escape(label)}</title>",
+             f'<line class="axis" x1="{PAD}" y1="{HEIGHT - PAD}" x2="{WIDTH - PAD}" y2="{HEIGHT - PAD}"'
+             ' stroke="currentColor" stroke-opacity="0.4"/>',
+             f'<text class="tick-label" x="{PAD - 4}" y="{PAD + 4}" text-anchor="end" font-size="11"'
+             f' fill="currentColor">${top:g}</text>']
+    if not days:
+        parts.append(f'<text x="{WIDTH / 2:.0f}" y="{HEIGHT / 2:.0f}" text-anchor="middle" fill="currentColor">'
+                     "no spend yet</text>")
+    slot = inner_w / max(1, len(days))
+    for i, (day, value) in enumerate(days):
+        h = value / top * inner_h
+        parts.append(f'<rect class="bar" x="{_num(PAD + i * slot + slot * 0.1)}" y="{_num(HEIGHT - PAD - h)}"'
+                     f' width="{_num(slot * 0.8)}" height="{_num(h)}" fill="currentColor" fill-opacity="0.6">'
+                     f"<title>{escape(day)}: ${value:.2f}</title></rect>")
+    if days:
+        parts.append(f'<text x="{PAD}" y="{HEIGHT - 8}" font-size="11" fill="currentColor">{escape(days[0][0])}</text>')
+        parts.append(f'<text x="{WIDTH - PAD}" y="{HEIGHT - 8}" text-anchor="end" font-size="11"'
+                     f' fill="currentColor">{escape(days[-1][0])}</text>')
+    if cap is not None:
+        y = HEIGHT - PAD - cap / top * inner_h
+        parts.append(f'<line class="cap" x1="{PAD}" y1="{_num(y)}" x2="{WIDTH - PAD}" y2="{_num(y)}"'
+                     f' stroke="currentColor" stroke-dasharray="6 4"><title>day cap ${cap:g}</title></line>')
+    parts.append("</svg>")
+    return Markup("".join(parts))

@@ -17,10 +17,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from automaton.commands.loop_status import loop_summary, status_with_record
+from automaton.commands.spend import account_line, account_view
 from automaton.core.errors import AutomatonError, BadInput
 from automaton.core.names import LoopName, TaskRef
 from automaton.core.scores import score_text
-from automaton.dashboard.plots import line_plot, sparkline
+from automaton.dashboard.plots import day_bars, line_plot, sparkline
 from automaton.store import loops
 from automaton.store.key import key_path
 from automaton.store.layout import Project
@@ -168,6 +169,18 @@ def loop_rows(projects: list[Project]) -> list[dict[str, Any]]:
     return rows
 
 
+def account_panel() -> dict[str, Any]:
+    """The account-wide caps for the list of loops (`commands.spend.account_view`): `line`
+    (one line: each window's use beside its cap, or why it cannot be read) and `plot` (SVG:
+    USD spent per UTC day by every loop here, the day cap dashed)."""
+    view = account_view()
+    day = next((w for w in view["windows"] if w["kind"] == "day"), None)
+    days = [(d["day"], float(d["used_usd"])) for d in view["days"]]
+    return {"line": account_line(view),
+            "plot": day_bars("account-spend-plot", days, label="USD spent per UTC day by every loop here",
+                             cap=day["cap_usd"] if day else None)}
+
+
 def _error_row(i: int, project: Project, name: str, message: str) -> dict[str, Any]:
     return {"project": i, "project_name": project.root.name, "name": name, "status": "error", "halt_reason": "",
             "halt_detail": message, "iterations": "-", "iterations_left": "-", "spend": "-", "spend_left": "-",
@@ -230,4 +243,5 @@ def loop_page(project: Project, name: str) -> dict[str, Any]:
         "spend_plot": line_plot("spend-plot", spend, label=f"USD spent by loop {loop} after each tick",
                                 y_unit="$"),
         "verdict": _verdict_text(status["last_tick"]["verdict"]),
+        "account_line": account_line(status["account"]),
     }

@@ -42,6 +42,7 @@ from automaton.hooks.install import LOOP_SETTINGS, loop_settings
 from automaton.notify import notify_completion
 from automaton.proc import pinned_programs
 from automaton.runner import (
+    account,
     aftercommit,
     agentconfig,
     confine,
@@ -165,6 +166,12 @@ def _locked_tick(loop: Loop, opts: TickOptions) -> Outcome:
     if wt.fallback:
         warnings.append(f"loop {name}: running in the main checkout: {wt.fallback}")
         show.note(f"warning: {wt.fallback}; running in {wt.path}")
+    # The account-wide caps before the loop's own reservation: a reached cap refuses the tick
+    # before its iteration is counted (runner/account.py).
+    held = account.reserve(loop, cfg)
+    if isinstance(held, Outcome):
+        show.note(f"loop {name}: {held.lines[0]}")
+        return Outcome(held.code, held.lines, held.data, [*warnings, *held.warnings])
     before = loop.read_state()
     iters_left, usd_left = remaining(before, cfg.brakes)  # what the agent is told: before this tick
     state = ledger.reserve(loop, cfg)
@@ -178,7 +185,12 @@ def _locked_tick(loop: Loop, opts: TickOptions) -> Outcome:
          "marker": leftovers.marker(loop_dir), "reserved_usd": ledger.reserved_usd(cfg),
          "sandbox": cfg.sandbox}) + "\n", encoding="utf-8")
     with confine.private_tmp(name, n) as tmp:
-        return _run_roles(loop, cfg, opts, wt, state, n, folder, tmp, iters_left, usd_left, warnings)
+        out = _run_roles(loop, cfg, opts, wt, state, n, folder, tmp, iters_left, usd_left, warnings)
+    unsettled = account.settle(held, out)  # a tick that died before here stays reserved at its full amount
+    if unsettled is not None:
+        show.note(f"warning: {unsettled}")
+        out.warnings.append(unsettled)
+    return out
 
 
 def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResult,
