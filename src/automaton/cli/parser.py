@@ -41,6 +41,8 @@ LOOP_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--install-schedule",), {"metavar": "NAME", "help": "install the OS schedule of a loop"}),
     (("--uninstall-schedule",), {"metavar": "NAME", "help": "remove the OS schedule of a loop"}),
     (("--interval",), {"metavar": "SECONDS", "help": "with --install-schedule: seconds between ticks"}),
+    (("--on",), {"metavar": "ENGINE", "help": "with --install-schedule: write a github-actions workflow or a"
+                 " kubernetes CronJob instead of installing the OS schedule"}),
     (("--pause-loop",), {"metavar": "NAME", "help": "pause a running loop"}),
     (("--resume-loop",), {"metavar": "NAME", "help": "resume a paused loop (never a halted one)"}),
     (("--loop",), {"metavar": "NAME", "help": "the loop for --approve / --can-edit"}),
@@ -123,13 +125,13 @@ MODIFIERS: dict[str, frozenset[str]] = {
     "validate_folder": frozenset({"task"}),
     "can_edit": frozenset({"task", "file", "loop", "loop_worktree"}),
     "create_loop": frozenset({"from_template", "task", "var"}),
-    "install_schedule": frozenset({"interval"}),
+    "install_schedule": frozenset({"interval", "on"}),
     "check_gate": frozenset({"task"}),
     "doctor": frozenset({"loop"}),
     "remove_loop": frozenset({"delete_branch"}),
     "dashboard": frozenset({"port", "host"}),
 }
-ALL_MODIFIERS = frozenset({"parent", "task", "to", "clear", "file", "from_template", "var", "interval", "loop",
+ALL_MODIFIERS = frozenset({"parent", "task", "to", "clear", "file", "from_template", "var", "interval", "on", "loop",
                            "loop_worktree", "config", "yes", "delete_branch", "port", "host"})
 
 

@@ -56,6 +56,9 @@ def install_schedule(ns: argparse.Namespace) -> Outcome:
         except ValueError:
             raise UsageError(f"--interval {ns.interval!r} is not a whole number of seconds") from None
     _human("--install-schedule")
+    if ns.on is not None:
+        return _call("automaton.commands.schedule_remote", "install_schedule_on", project_of(ns), ns.install_schedule,
+                     interval, ns.on)
     return _call("automaton.commands.schedule", "install_schedule", project_of(ns), ns.install_schedule, interval)
 
 
