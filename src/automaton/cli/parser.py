@@ -43,6 +43,8 @@ LOOP_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--interval",), {"metavar": "SECONDS", "help": "with --install-schedule: seconds between ticks"}),
     (("--on",), {"metavar": "ENGINE", "help": "with --install-schedule: write a github-actions workflow or a"
                  " kubernetes CronJob instead of installing the OS schedule"}),
+    (("--claim-loop-task",), {"metavar": "NAME", "help": "with --task T: loop NAME claims task T, so no other"
+                              " loop's tick works it until NAME completes, halts or is removed"}),
     (("--pause-loop",), {"metavar": "NAME", "help": "pause a running loop"}),
     (("--resume-loop",), {"metavar": "NAME", "help": "resume a paused loop (never a halted one)"}),
     (("--loop",), {"metavar": "NAME", "help": "the loop for --approve / --can-edit"}),
@@ -96,6 +98,7 @@ VERBS: dict[str, str] = {
     "list_templates": "automaton.cli.verbs_loops:list_templates",
     "install_schedule": "automaton.cli.verbs_loops:install_schedule",
     "uninstall_schedule": "automaton.cli.verbs_loops:uninstall_schedule",
+    "claim_loop_task": "automaton.cli.verbs_loops:claim_loop_task",
     "pause_loop": "automaton.cli.verbs_loops:pause_loop",
     "resume_loop": "automaton.cli.verbs_loops:resume_loop",
     "can_continue": "automaton.cli.verbs_loops:can_continue",
@@ -126,6 +129,7 @@ MODIFIERS: dict[str, frozenset[str]] = {
     "can_edit": frozenset({"task", "file", "loop", "loop_worktree"}),
     "create_loop": frozenset({"from_template", "task", "var"}),
     "install_schedule": frozenset({"interval", "on"}),
+    "claim_loop_task": frozenset({"task"}),
     "check_gate": frozenset({"task"}),
     "doctor": frozenset({"loop"}),
     "remove_loop": frozenset({"delete_branch"}),

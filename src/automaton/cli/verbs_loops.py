@@ -66,6 +66,12 @@ def uninstall_schedule(ns: argparse.Namespace) -> Outcome:
     return _call("automaton.commands.schedule", "uninstall_schedule", project_of(ns), ns.uninstall_schedule)
 
 
+def claim_loop_task(ns: argparse.Namespace) -> Outcome:
+    if ns.task is None:
+        raise UsageError("--claim-loop-task NAME needs --task T")
+    return _call("automaton.commands.claims", "claim_loop_task", project_of(ns), ns.claim_loop_task, ns.task)
+
+
 def pause_loop(ns: argparse.Namespace) -> Outcome:
     return _call("automaton.commands.loops", "pause_loop", project_of(ns), ns.pause_loop)
 
