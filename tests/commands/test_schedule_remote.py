@@ -181,3 +181,31 @@ def test_unknown_engine_and_untracked_loop(project: Path) -> None:
     res = run_cli("--create-loop", "x", "--from-template", "ci-triage", "--on", "kubernetes",
                   "--project", str(project))
     assert res.code == 2 and "--on does not go with --create-loop" in res.err
+
+
+def test_the_init_clone_keeps_the_git_token_out_of_the_checkout(tmp_path: Path) -> None:
+    """The CronJob's clone step, run here against a local bare repository: full history and
+    every branch, and the token (used for that one command) is nowhere in `.git/`."""
+    import shutil
+
+    from automaton.schedulers.remote import _clone_script
+
+    if shutil.which("sh") is None or shutil.which("base64") is None:
+        pytest.skip("needs sh and base64")
+    from tests.helpers import git
+
+    src = tmp_path / "src"
+    src.mkdir()
+    git(src, "init", "-q", "-b", "main")
+    git(src, "commit", "-q", "--allow-empty", "-m", "one")
+    git(src, "branch", "loop/demo")
+    git(tmp_path, "clone", "-q", "--bare", str(src), str(tmp_path / "remote.git"))
+    repo = tmp_path / "repo"
+    script = _clone_script().split("python -m venv")[0].replace("/work/repo", str(repo))
+    env = dict(os.environ, REPO_URL=(tmp_path / "remote.git").as_uri(), GIT_TOKEN="tok-not-in-config")
+    done = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "remotes/origin/loop/demo" in git(repo, "branch", "-a")
+    for path in (repo / ".git").rglob("*"):
+        if path.is_file():
+            assert b"tok-not-in-config" not in path.read_bytes(), path
