@@ -134,6 +134,7 @@ def test_kubernetes_cronjob_is_valid_and_keeps_the_brakes(project: Path) -> None
     job = spec["jobTemplate"]["spec"]
     assert job["backoffLimit"] == 0
     pod = job["template"]["spec"]
+    assert pod["automountServiceAccountToken"] is False  # no cluster credentials for the agent to find
     assert pod["initContainers"][0]["name"] == "clone" and "git" in pod["initContainers"][0]["command"][2]
     tick = pod["containers"][0]
     assert tick["command"] == ["automaton-loop", "--mode", "tick", "--loop", "demo"]

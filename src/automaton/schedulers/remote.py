@@ -216,8 +216,9 @@ def render_kubernetes(job: RemoteJob) -> str:
     keys `repo-url`, `git-token`) and install the pinned automaton and agent CLI into an
     emptyDir; the tick container with the record key mounted from Secret key `record-key`
     (mode 0400, named by `AUTOMATON_RECORD_KEY_FILE`), the agent's API keys from their Secret
-    keys, and resource limits. The Secret itself is not written (README says how to make it).
-    BadInput for an interval cron cannot fire or a name past 52 characters."""
+    keys, resource limits, and no service account token. The Secret itself is not written
+    (README says how to make it). BadInput for an interval cron cannot fire or a name past 52
+    characters."""
     name, loop = k8s_name(job), str(job.name)
     api = [_secret_env(env, name, env.lower().replace("_", "-")) for env in (job.agent.key_env if job.agent else ())]
     path = f"{WORK}/venv/bin:{WORK}/npm/node_modules/.bin:{WORK}/bin:/usr/local/bin:/usr/bin:/bin"
@@ -233,6 +234,8 @@ def render_kubernetes(job: RemoteJob) -> str:
     }
     pod = {
         "restartPolicy": "Never",
+        # No Kubernetes API token in the pod: an agent that read it could act on the cluster.
+        "automountServiceAccountToken": False,
         "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 1000},
         "initContainers": _init_containers(job, name),
         "containers": [tick],
