@@ -32,3 +32,10 @@ def test_claim_needs_a_task_and_a_real_one(project: Path) -> None:
     res = run_cli("--claim-loop-task", "one", "--task", "t", "--project", root)
     assert res.code == 0 and "not bound to task t" in res.err
     assert run_cli("--claim-loop-task", "ghost", "--task", "t", "--project", root).code == 2
+
+
+def test_a_halted_loop_is_told_its_claim_holds_only_once_approved(project: Path) -> None:
+    seed_task(project, "t", "implement")
+    loop_with(project, "one", task="t", first_approval=False)  # halted, waiting for its first approval
+    res = run_cli("--claim-loop-task", "one", "--task", "t", "--project", str(project))
+    assert res.code == 0 and "holds once a human approves it" in res.err

@@ -96,3 +96,9 @@ def test_a_withheld_key_reads_as_hidden(tmp_path: Path, monkeypatch: pytest.Monk
     assert check.ok and check.unverified
     with pytest.raises(key.KeyHidden):
         chainlog.append_event(log, "TRANSITION", {}, "research")
+
+
+def test_the_names_are_the_ones_the_runner_withholds() -> None:
+    from automaton.core.secrets import RECORD_KEY_ENV, RECORD_KEY_WITHHELD
+
+    assert (key.KEY_ENV, key.KEY_FILE_ENV) == RECORD_KEY_ENV and key.WITHHELD_ENV == RECORD_KEY_WITHHELD

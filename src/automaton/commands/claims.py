@@ -37,6 +37,9 @@ def claim_loop_task(project: Project, name: str, task: str) -> Outcome:
                      f" until {loop.name} completes, halts or is removed")
     if stale is not None:
         out.lines.append(f"  replaced the claim of loop {stale.loop}, which no longer holds (halted, complete or gone)")
+    if state.status not in claims.LIVE:
+        out.warnings.append(f"loop {loop.name} is {state.status}: the claim holds once a human approves it, unless"
+                            " another loop claims the task first")
     bound = str(ref) in loop.bound_tasks(state)
     if not bound:
         out.warnings.append(f"loop {loop.name} is not bound to task {ref} (loop.json task, current_task): its ticks"

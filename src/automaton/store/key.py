@@ -36,7 +36,6 @@ from pathlib import Path
 
 from automaton.core.digest import sha256_hex
 from automaton.core.errors import BadInput, CorruptState
-from automaton.core.secrets import RECORD_KEY_ENV, RECORD_KEY_WITHHELD
 
 KEY_BYTES = 32
 _HEX = re.compile(rb"[0-9a-f]{64}\n?\Z")
@@ -45,8 +44,10 @@ _cache: dict[Path, bytes] = {}  # key file -> key, per process (tests give each 
 _SETUP = "(automaton creates it on its next write when it is absent)"
 
 
-KEY_ENV, KEY_FILE_ENV = RECORD_KEY_ENV
-WITHHELD_ENV = RECORD_KEY_WITHHELD
+# The names `core.secrets.RECORD_KEY_ENV` and `RECORD_KEY_WITHHELD` give (a test keeps them
+# equal): spelled here because the hook imports this module and must not load core.secrets.
+KEY_ENV, KEY_FILE_ENV = "AUTOMATON_RECORD_KEY", "AUTOMATON_RECORD_KEY_FILE"
+WITHHELD_ENV = "AUTOMATON_RECORD_KEY_WITHHELD"
 
 
 class KeyHidden(BadInput):
