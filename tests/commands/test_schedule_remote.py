@@ -93,8 +93,9 @@ def test_workflow_pins_the_tested_agent_cli(project: Path) -> None:
     steps = doc["jobs"]["tick"]["steps"]
     assert f'npm install --global "{lock["package"]}@{lock["version"]}"' in [s.get("run") for s in steps]
     assert steps[-1]["env"]["ANTHROPIC_API_KEY"] == "${{ secrets.ANTHROPIC_API_KEY }}"
-    # The record key goes to the preflight and the tick; the API key to the tick alone.
-    assert "ANTHROPIC_API_KEY" not in steps[-2]["env"]
+    # The secrets go to the preflight (--doctor checks the login) and the tick alone.
+    assert steps[-2]["env"]["ANTHROPIC_API_KEY"] == "${{ secrets.ANTHROPIC_API_KEY }}"
+    assert all("env" not in s for s in steps[:-2])
     assert check_workflow(Path(str(data["file"]))).returncode == 0
 
 

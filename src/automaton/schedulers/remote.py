@@ -122,9 +122,9 @@ def _install_steps(job: RemoteJob) -> list[dict[str, Any]]:
 def render_github(job: RemoteJob) -> str:
     """`.github/workflows/automaton-<loop>.yml`: scheduled and `workflow_dispatch`, one
     concurrency group per loop that never cancels a running tick, `contents: read` only, a
-    full-history checkout that keeps no token, pinned installs, a `--doctor` preflight, and the
-    tick with the record key (secret `AUTOMATON_RECORD_KEY`) and the agent's API key secrets
-    in its environment alone. BadInput as `github_cron`."""
+    full-history checkout that keeps no token, pinned installs, then a `--doctor` preflight and
+    the tick, the only steps with the record key (secret `AUTOMATON_RECORD_KEY`) and the
+    agent's API key secrets in their environment. BadInput as `github_cron`."""
     key = {KEY_SECRET_ENV: _secret(KEY_SECRET_ENV)}
     api = {env: _secret(env) for env in (job.agent.key_env if job.agent else ())}
     loop = str(job.name)
@@ -142,7 +142,9 @@ def render_github(job: RemoteJob) -> str:
                 {"name": "Allow the sandbox's user namespaces (Ubuntu 24.04 AppArmor)",
                  "run": f"if [ -e /proc/sys/{USERNS_SYSCTL.replace('.', '/')} ]; then"
                         f" sudo sysctl -w {USERNS_SYSCTL}=0; fi"},
-                {"name": "Preflight: automaton --doctor", "run": f"automaton --doctor --loop {loop}", "env": key},
+                # --doctor checks the agent's login too: the preflight gets the API key as the tick does.
+                {"name": "Preflight: automaton --doctor", "run": f"automaton --doctor --loop {loop}",
+                 "env": {**key, **api}},
                 {"name": "Tick", "run": f"automaton-loop --mode tick --loop {loop}", "env": {**key, **api}},
             ],
         }},
