@@ -52,3 +52,5 @@ pytest_deselected
 pytest_collection_finish
 pytest_runtest_logreport
 pytest_sessionfinish
+install_schedule_on  # commands/schedule_remote.py: called by name by cli/verbs_loops.py (`_call`)
+_.ignore_aliases  # schedulers/remote.py: a PyYAML Dumper hook, called by the library

@@ -36,6 +36,8 @@ def forbid_real_home(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.T
     monkeypatch.delenv("AUTOMATON_APPROVER", raising=False)
     monkeypatch.delenv("AUTOMATON_TASK", raising=False)
     monkeypatch.delenv("AUTOMATON_HOME", raising=False)
+    for secret in ("AUTOMATON_RECORD_KEY", "AUTOMATON_RECORD_KEY_FILE", "AUTOMATON_RECORD_KEY_WITHHELD"):
+        monkeypatch.delenv(secret, raising=False)
     # Tests may run inside an agent's shell (Claude Code, Gemini CLI, Codex): its marker
     # variables would make every human sign-off in the suite refuse.
     for marker in ("CLAUDECODE", "GEMINI_CLI", "CODEX_SANDBOX", "AUTOMATON_LOOP", "AUTOMATON_LOOP_DIR"):

@@ -436,3 +436,41 @@ def test_a_submodule_the_export_cannot_fill_is_a_problem(project: Path, tmp_path
     [verify] = checks(_with_submodule(project, tmp_path, initialised=False))["verify"]
     assert verify["level"] == "problem" and "submodule vendor/lib is empty" in verify["message"]
     assert "git submodule update --init" in verify["fix"]
+def _key_finding(root: Path) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    from automaton.store import key
+
+    key.forget()
+    [k] = [asdict(f) for f in project_checks(Project.at(str(root))) if f.check == "key"]
+    return k
+
+
+def test_a_handed_key_is_checked_present_readable_long_enough_and_outside_the_repo(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = init_repo(tmp_path / "proj")
+    hexkey = "0123456789abcdef" * 4
+    monkeypatch.setenv("AUTOMATON_RECORD_KEY", hexkey)
+    k = _key_finding(root)
+    assert k["level"] == "ok" and "$AUTOMATON_RECORD_KEY" in k["message"] and hexkey not in k["message"]
+    monkeypatch.setenv("AUTOMATON_RECORD_KEY", hexkey[:40])
+    k = _key_finding(root)
+    assert k["level"] == "problem" and "not an automaton key" in k["message"] and hexkey[:40] not in k["message"]
+    monkeypatch.delenv("AUTOMATON_RECORD_KEY")
+    outside = tmp_path / "secret" / "record-key"
+    monkeypatch.setenv("AUTOMATON_RECORD_KEY_FILE", str(outside))
+    assert "does not exist" in _key_finding(root)["message"]
+    outside.parent.mkdir()
+    outside.write_text(hexkey + "\n")
+    outside.chmod(0o644)
+    assert "lets every user see" in _key_finding(root)["message"]
+    outside.chmod(0o400)
+    assert _key_finding(root)["level"] == "ok"
+    inside = root / ".secrets" / "record-key"
+    inside.parent.mkdir()
+    inside.write_text(hexkey + "\n")
+    inside.chmod(0o400)
+    monkeypatch.setenv("AUTOMATON_RECORD_KEY_FILE", str(inside))
+    k = _key_finding(root)
+    assert k["level"] == "problem" and "inside the project" in k["message"]
+    assert not key_path().exists()  # the doctor never makes a key either

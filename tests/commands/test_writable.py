@@ -198,3 +198,76 @@ def test_unreadable_settings_name_no_install(project: Path) -> None:
     (project / ".git" / "hooks").mkdir(exist_ok=True)
     (project / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\n'unclosed --hook git\nrelative --hook git\n")
     assert configured_installs(project) == []
+
+
+def test_a_handed_key_file_is_hidden_from_every_agent(tmp_path: Path) -> None:
+    from automaton.commands.writable import handed_key_file, hidden_paths
+
+    key = tmp_path / "mounted" / "record-key"
+    assert handed_key_file({"AUTOMATON_RECORD_KEY_FILE": str(key)}) == key
+    assert key in hidden_paths(tmp_path, {"AUTOMATON_RECORD_KEY_FILE": str(key)})
+    assert handed_key_file({"AUTOMATON_RECORD_KEY_FILE": "relative/key"}) is None
+    assert handed_key_file({}) is None
+
+
+# Run as the runner is: a process started with the key in its environment, which confines an
+# agent process exactly as a tick does (commands.writable.agent_policy) and reports what it read.
+_RUNNER = r"""
+import os, subprocess, sys
+from pathlib import Path
+from automaton.commands.writable import agent_policy
+from automaton.sandbox import preexec
+from automaton.sandbox.agents import own_install, program_paths
+project, work = Path(sys.argv[1]), Path(sys.argv[2])
+policy = agent_policy(project, [work], work, "test", agent="command", cwd=work, argv=[sys.executable],
+                      isolation="namespaces")
+AGENT = '''
+import os, sys
+def attempt(path):
+    try:
+        return open(path, "rb").read()
+    except OSError as exc:
+        return type(exc).__name__.encode()
+secret = sys.argv[1].encode()
+key = attempt(os.environ.get("AUTOMATON_RECORD_KEY_FILE") or sys.argv[2])
+parent = attempt(f"/proc/{os.getppid()}/environ")
+print("key", "LEAK" if secret in key else key.decode(errors="replace")[:40])
+print("environ", "LEAK" if secret in parent else parent.decode(errors="replace")[:40])
+'''
+env = {k: v for k, v in os.environ.items() if not k.startswith("AUTOMATON_RECORD_KEY")}
+done = subprocess.run([sys.executable, "-c", AGENT, os.environ["SECRET"], os.environ["KEY_PATH"]],
+                      preexec_fn=preexec(policy), capture_output=True, text=True, env=env, cwd=work)
+print(done.stdout, done.stderr)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Landlock")
+@pytest.mark.parametrize("how", ["file", "variable"])
+def test_an_agent_reads_the_handed_key_neither_from_its_file_nor_from_the_runners_environ(
+        project: Path, tmp_path: Path, how: str) -> None:
+    from automaton.sandbox import available
+
+    if not available().ok:
+        pytest.skip(f"no kernel sandbox here: {available().detail}")
+    secret = "0123456789abcdef" * 4
+    key = Path.home() / "mounted" / "record-key"  # HOME stays visible to the agent: only the hiding hides it
+    key.parent.mkdir()
+    if how == "file":
+        key.write_text(secret + "\n")
+        key.chmod(0o400)
+    work = tmp_path / "work"
+    work.mkdir()
+    env = dict(os.environ, SECRET=secret, KEY_PATH=str(key))
+    env["AUTOMATON_RECORD_KEY_FILE" if how == "file" else "AUTOMATON_RECORD_KEY"] = str(key) if how == "file" \
+        else secret
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", _RUNNER, str(project), str(work)], capture_output=True, text=True,
+                          env=env, timeout=60, check=False)
+    out = done.stdout + done.stderr
+    assert "key " in out and "environ " in out, out
+    assert "LEAK" not in out, out
+    # The runner's environ: Landlock scopes ptrace-mode reads of processes outside the domain.
+    assert "environ PermissionError" in out, out
+    if how == "file":
+        assert "key PermissionError" in out or "key FileNotFoundError" in out, out

@@ -138,3 +138,27 @@ def test_a_program_the_agent_left_in_its_worktree_never_stands_in_for_the_cli(
     res = get("claude").run(req)
     assert res.error is None and res.cost_usd == 0.01, res
     assert _env.absolute_path(f"{entry}{os.pathsep}/usr/bin{os.pathsep}rel/x") == "/usr/bin"
+
+
+@pytest.mark.parametrize("handed", [{"AUTOMATON_RECORD_KEY": "ab" * 32},
+                                    {"AUTOMATON_RECORD_KEY_FILE": "/var/run/automaton/record-key/record-key"}])
+def test_the_record_key_and_push_credentials_never_reach_the_agent(
+        fake_bin: Any, make_req: Callable[..., HarnessRequest], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        handed: dict[str, str]) -> None:
+    """A runner handed the record key as a secret (a CI job, a pod) starts the agent without it
+    and without the token that could push; the agent's processes learn only that it is withheld."""
+    seen = tmp_path / "env.json"
+    fake_claude_that_refuses_when_nested(fake_bin, seen)
+    for key, value in {**handed, "GITHUB_TOKEN": "ghs_x", "GIT_TOKEN": "t", "ANTHROPIC_API_KEY": "sk"}.items():
+        monkeypatch.setenv(key, value)
+    res = get("claude").run(make_req())
+    assert res.error is None, res
+    env = json.loads(seen.read_text())
+    assert {"AUTOMATON_RECORD_KEY", "AUTOMATON_RECORD_KEY_FILE", "GITHUB_TOKEN", "GIT_TOKEN"}.isdisjoint(env)
+    assert ("ab" * 32) not in json.dumps(env)
+    assert env["AUTOMATON_RECORD_KEY_WITHHELD"] == "1" and env["ANTHROPIC_API_KEY"] == "sk"
+
+
+def test_no_withheld_marker_without_a_handed_key() -> None:
+    assert "AUTOMATON_RECORD_KEY_WITHHELD" not in _env.environment({"PATH": "/usr/bin"})
+    assert _env.environment({"AUTOMATON_RECORD_KEY": "x"})["AUTOMATON_RECORD_KEY_WITHHELD"] == "1"

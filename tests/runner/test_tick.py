@@ -351,3 +351,19 @@ def test_a_tick_scores_code_that_lives_in_a_submodule(project: Path, tmp_path: P
     assert out.code == 0 and out.data is not None, out.lines
     assert out.data["verdict"]["score"] == 0.75 and out.data["halt"] is None
     assert (Path(out.data["worktree"]) / "vendor/lib/score.txt").is_file()
+def test_a_task_claimed_by_another_loop_gets_no_tick_and_nothing_charged(project: Path) -> None:
+    from automaton.commands.halts import halt_now
+    from automaton.store import claims
+    from automaton.store.loops import Loop
+    from tests.helpers import seed_task
+
+    seed_task(project, "t", "implement")
+    make_loop(project, "one", script={"implement": [score_step("1 passed")]}, task="t", **SCORE_FROM_FILE)
+    proj = make_loop(project, "two", script={"implement": [score_step("1 passed")]}, task="t", **SCORE_FROM_FILE)
+    claims.claim(proj, "t", "one")
+    out = tick(proj, "two")
+    assert out.code == 1 and out.data["ran"] is False and out.data["reason"] == "task_claimed"
+    assert "claimed by loop one" in out.lines[0]
+    assert "TICK_START" not in events(proj, "two") and st(proj, "two").iteration_count == 0
+    halt_now(Loop.resolve(proj, "one"), "human_intervention", "test", "test")  # a halted holder holds nothing
+    assert tick(proj, "two").data["ran"] is True

@@ -41,6 +41,10 @@ LOOP_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--install-schedule",), {"metavar": "NAME", "help": "install the OS schedule of a loop"}),
     (("--uninstall-schedule",), {"metavar": "NAME", "help": "remove the OS schedule of a loop"}),
     (("--interval",), {"metavar": "SECONDS", "help": "with --install-schedule: seconds between ticks"}),
+    (("--on",), {"metavar": "ENGINE", "help": "with --install-schedule: write a github-actions workflow or a"
+                 " kubernetes CronJob instead of installing the OS schedule"}),
+    (("--claim-loop-task",), {"metavar": "NAME", "help": "with --task T: loop NAME claims task T, so no other"
+                              " loop's tick works it until NAME completes, halts or is removed"}),
     (("--pause-loop",), {"metavar": "NAME", "help": "pause a running loop"}),
     (("--resume-loop",), {"metavar": "NAME", "help": "resume a paused loop (never a halted one)"}),
     (("--loop",), {"metavar": "NAME", "help": "the loop for --approve / --can-edit"}),
@@ -97,6 +101,7 @@ VERBS: dict[str, str] = {
     "list_templates": "automaton.cli.verbs_loops:list_templates",
     "install_schedule": "automaton.cli.verbs_loops:install_schedule",
     "uninstall_schedule": "automaton.cli.verbs_loops:uninstall_schedule",
+    "claim_loop_task": "automaton.cli.verbs_loops:claim_loop_task",
     "pause_loop": "automaton.cli.verbs_loops:pause_loop",
     "resume_loop": "automaton.cli.verbs_loops:resume_loop",
     "can_continue": "automaton.cli.verbs_loops:can_continue",
@@ -127,14 +132,15 @@ MODIFIERS: dict[str, frozenset[str]] = {
     "validate_folder": frozenset({"task"}),
     "can_edit": frozenset({"task", "file", "loop", "loop_worktree"}),
     "create_loop": frozenset({"from_template", "task", "var"}),
-    "install_schedule": frozenset({"interval"}),
+    "install_schedule": frozenset({"interval", "on"}),
+    "claim_loop_task": frozenset({"task"}),
     "check_gate": frozenset({"task"}),
     "doctor": frozenset({"loop"}),
     "spend": frozenset({"since"}),
     "remove_loop": frozenset({"delete_branch"}),
     "dashboard": frozenset({"port", "host"}),
 }
-ALL_MODIFIERS = frozenset({"parent", "task", "to", "clear", "file", "from_template", "var", "interval", "loop",
+ALL_MODIFIERS = frozenset({"parent", "task", "to", "clear", "file", "from_template", "var", "interval", "on", "loop",
                            "loop_worktree", "config", "yes", "delete_branch", "port", "host", "since"})
 
 

@@ -57,11 +57,20 @@ def install_schedule(ns: argparse.Namespace) -> Outcome:
         except ValueError:
             raise UsageError(f"--interval {ns.interval!r} is not a whole number of seconds") from None
     _human("--install-schedule")
+    if ns.on is not None:
+        return _call("automaton.commands.schedule_remote", "install_schedule_on", project_of(ns), ns.install_schedule,
+                     interval, ns.on)
     return _call("automaton.commands.schedule", "install_schedule", project_of(ns), ns.install_schedule, interval)
 
 
 def uninstall_schedule(ns: argparse.Namespace) -> Outcome:
     return _call("automaton.commands.schedule", "uninstall_schedule", project_of(ns), ns.uninstall_schedule)
+
+
+def claim_loop_task(ns: argparse.Namespace) -> Outcome:
+    if ns.task is None:
+        raise UsageError("--claim-loop-task NAME needs --task T")
+    return _call("automaton.commands.claims", "claim_loop_task", project_of(ns), ns.claim_loop_task, ns.task)
 
 
 def pause_loop(ns: argparse.Namespace) -> Outcome:

@@ -32,7 +32,7 @@ from automaton.harnesses import hook_notes
 from automaton.sandbox import available, layers
 from automaton.store import loops
 from automaton.store import project_config as pc
-from automaton.store.key import key_path
+from automaton.store.key import key_path, load_secret, secret_source
 from automaton.store.layout import Project
 from automaton.store.loops import Loop
 
@@ -54,7 +54,7 @@ def project_checks(project: Project, *, own: tuple[str, ...] | None = None) -> l
                            " from one", "git add -A && git commit -m 'initial'"))
     else:
         out.append(Finding(None, "git", "ok", f"git repository, HEAD {head.out.strip()[:12]}"))
-    out.append(_key_check())
+    out.append(_key_check(project.root))
     unsealed = project_config_problem(project)
     if unsealed is not None:
         out.append(Finding(None, "config", "problem", unsealed))
@@ -113,7 +113,31 @@ def sessions_check(project: Project) -> Finding:
                    ' from your terminal: it records "sessions": "sandboxed" and seals it')
 
 
-def _key_check() -> Finding:
+def _secret_key_check(root: Path) -> Finding | None:
+    """The record key handed in as a secret (`store.key.secret_source`): present, readable,
+    64 hex digits, not exposed to other users, and not inside the project (where it could be
+    committed, and every agent reads the checkout). None when no secret is handed in."""
+    try:
+        source = secret_source()
+        if source is None:
+            return None
+        load_secret(source)
+    except AutomatonError as exc:
+        return Finding(None, "key", "problem", exc.message, "hand in the 64 hex digits of the record key")
+    kind, path = source
+    if path is None:
+        return Finding(None, "key", "ok", f"record key from ${kind} (64 hex digits), withheld from every agent")
+    real, top = os.path.realpath(path), os.path.realpath(root)
+    if real == top or real.startswith(top.rstrip(os.sep) + os.sep):
+        return Finding(None, "key", "problem", f"${kind} {path} lies inside the project {root}: it could be"
+                       " committed, and agents read the checkout", "mount the key outside the project")
+    return Finding(None, "key", "ok", f"record key from ${kind} {path}, hidden from every agent")
+
+
+def _key_check(root: Path) -> Finding:
+    handed = _secret_key_check(root)
+    if handed is not None:
+        return handed
     try:
         path = key_path()
         mode = path.stat().st_mode & 0o777

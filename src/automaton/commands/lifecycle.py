@@ -24,7 +24,7 @@ from automaton.core.outcome import Outcome
 from automaton.git import run_git
 from automaton.git.export import remove_tree
 from automaton.git.worktree import branch_name, list_worktrees
-from automaton.store import anchor, chainlog, loops
+from automaton.store import anchor, chainlog, claims, loops
 from automaton.store.layout import Project, kept_export_marks, kept_export_of
 from automaton.store.locks import locked
 
@@ -117,13 +117,18 @@ def remove_loop(project: Project, name: str, *, delete_branch: bool = False) -> 
             (folder / lock).unlink()
     folder.rmdir()
     _exclude_archive(project)
+    # After the folder is gone: a claim of a loop that no longer exists holds nothing already,
+    # and deleting it keeps a later loop of the same name from inheriting it.
+    released = claims.release_all(project, loop)
+    out.lines += [f"  released the claim of task {task}" for task in released]
     rel = dest.relative_to(project.root).as_posix()
     out.lines.insert(0, f"removed loop {loop} (by {who}); its log, state and runs are kept in {rel}/")
     if branch == "kept":
         out.lines.append(f"  kept branch {branch_name(loop)} with the loop's commits; automaton --create-loop {loop}"
                          f" is refused while it exists: git branch -D {branch_name(loop)} when you no longer need it")
     out.data = {"loop": loop, "by": who, "archive": str(dest), "worktree_removed": removed,
-                "discarded_changes": dirty, "branch": branch, "schedule_removed": scheduled}
+                "discarded_changes": dirty, "branch": branch, "schedule_removed": scheduled,
+                "claims_released": released}
     return out
 
 

@@ -109,7 +109,7 @@ def recorded_git(record: dict[str, Any]) -> str:
     return git if isinstance(git, str) else ""
 
 
-def _default_interval(loop: Loop) -> int:
+def default_interval(loop: Loop) -> int:
     """loop.json `schedule.interval_seconds`, else config.md's `interval_seconds` (seconds)."""
     config = loop.read_config()
     schedule = getattr(config, "schedule", None)
@@ -154,7 +154,7 @@ def install(handle: Loop, interval_s: int | None = None, *, system: str | None =
     sys_name = system or _platform()
     if handle.read_state().status == "complete":
         raise Refused(f"loop {loop} is complete (terminal): there is nothing to schedule")
-    interval = parse_interval(interval_s) or _default_interval(handle)
+    interval = parse_interval(interval_s) or default_interval(handle)
     scheduler.check_interval(interval)
     job = _job(project, loop, interval)
     out = Outcome()

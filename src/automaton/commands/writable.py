@@ -22,7 +22,8 @@ artifact fails there (EACCES); writing the file in place works. An artifact that
 or has another hard link is not granted at all (it could be `.state`'s inode).
 
 The folder of the record key is hidden from every
-agent (`key_dir`), and so are the web browsers' profile folders (`hidden_paths`): they hold the
+agent (`key_dir`), and so is a key file handed in as a secret (`$AUTOMATON_RECORD_KEY_FILE`,
+`handed_key_file`), and so are the web browsers' profile folders (`hidden_paths`): they hold the
 dashboard's session cookie, which carries a human's approvals. The user's credential stores
 (`core.secrets.CREDENTIAL_STORES`, widened or narrowed by the sealed `.automaton/config.json`)
 are masked (`secret_stores`): empty where a mount namespace is in force, hidden like the key
@@ -50,7 +51,7 @@ from automaton import install_paths
 from automaton.core import phases as ph
 from automaton.core.errors import BadInput
 from automaton.core.sandbox import Policy
-from automaton.core.secrets import CREDENTIAL_STORES, expand, provider_stores
+from automaton.core.secrets import CREDENTIAL_STORES, RECORD_KEY_ENV, expand, provider_stores
 from automaton.sandbox import visible_paths
 from automaton.store.layout import DOT, TASKS, Project
 from automaton.store.project_config import sandbox_lists
@@ -80,11 +81,22 @@ def key_dir(home: Path | None = None) -> Path:
     return (home or Path.home()).joinpath(*KEY_DIR)
 
 
-def hidden_paths(home: Path | None = None) -> tuple[Path, ...]:
+def handed_key_file(env: Mapping[str, str] | None = None) -> Path | None:
+    """The record key file `$AUTOMATON_RECORD_KEY_FILE` names in `env` (default: this
+    process's), when it is an absolute path; None otherwise (a relative one is refused where
+    the key is read, `store.key.secret_source`)."""
+    named = (os.environ if env is None else env).get(RECORD_KEY_ENV[1], "")
+    return Path(named) if named and os.path.isabs(named) else None
+
+
+def hidden_paths(home: Path | None = None, env: Mapping[str, str] | None = None) -> tuple[Path, ...]:
     """What no sandboxed agent may read or write: the record key's folder (always, even before
-    it exists) and each browser profile folder of BROWSER_PROFILES that exists now."""
+    it exists), the key file handed in as a secret (`handed_key_file` of `env`), and each
+    browser profile folder of BROWSER_PROFILES that exists now."""
     base = home or Path.home()
-    return (key_dir(base), *(p for p in (base.joinpath(*rel) for rel in BROWSER_PROFILES) if p.is_dir()))
+    handed = handed_key_file(env)
+    return (key_dir(base), *(() if handed is None else (handed,)),
+            *(p for p in (base.joinpath(*rel) for rel in BROWSER_PROFILES) if p.is_dir()))
 
 
 @dataclass(frozen=True)

@@ -83,7 +83,14 @@ CREDENTIAL_ENV: frozenset[str] = frozenset({
     "VAULT_TOKEN", "CONSUL_HTTP_TOKEN", "NOMAD_TOKEN", "DIGITALOCEAN_ACCESS_TOKEN", "HCLOUD_TOKEN",
     "HEROKU_API_KEY", "CLOUDFLARE_API_KEY", "CLOUDFLARE_API_TOKEN", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN",
     "BW_SESSION", "OP_SERVICE_ACCOUNT_TOKEN", "PGPASSWORD", "MYSQL_PWD", "REDISCLI_AUTH",
+    # automaton's own record key handed to a runner as a secret (store/key.py)
+    "AUTOMATON_RECORD_KEY", "AUTOMATON_RECORD_KEY_FILE",
 })
+# The record key as a secret (store/key.py `secret_source`): the value itself, or the path of
+# a mounted file. A process they are withheld from gets `RECORD_KEY_WITHHELD` instead, so it
+# reads keyed lines as a sandboxed process does (KeyHidden), not as if no key existed.
+RECORD_KEY_ENV: tuple[str, str] = ("AUTOMATON_RECORD_KEY", "AUTOMATON_RECORD_KEY_FILE")
+RECORD_KEY_WITHHELD = "AUTOMATON_RECORD_KEY_WITHHELD"
 CREDENTIAL_PREFIXES: tuple[str, ...] = ("OP_SESSION_", "POETRY_PYPI_TOKEN_", "POETRY_HTTP_BASIC_", "TF_TOKEN_",
                                         "CARGO_REGISTRIES_")
 _SUFFIXES = ("_TOKEN", "_SECRET", "_PASSWORD", "_PASSWD")
@@ -148,9 +155,14 @@ def withheld(env: Mapping[str, str], agent: str | None = None) -> list[str]:
 
 
 def without_credentials(env: Mapping[str, str], agent: str | None = None) -> dict[str, str]:
-    """A copy of `env` without the `withheld` names."""
+    """A copy of `env` without the `withheld` names, plus `withheld_marker(env)`."""
     drop = set(withheld(env, agent))
-    return {k: v for k, v in env.items() if k not in drop}
+    return {**{k: v for k, v in env.items() if k not in drop}, **withheld_marker(env)}
+
+
+def withheld_marker(env: Mapping[str, str]) -> dict[str, str]:
+    """`{RECORD_KEY_WITHHELD: "1"}` when `env` hands the record key in (`RECORD_KEY_ENV`), else {}."""
+    return {RECORD_KEY_WITHHELD: "1"} if any(env.get(name) for name in RECORD_KEY_ENV) else {}
 
 
 def provider_stores(env: Mapping[str, str], agent: str) -> frozenset[str]:

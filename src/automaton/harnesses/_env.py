@@ -32,7 +32,11 @@ never a prefix of user settings: most `CLAUDE_CODE_*` variables are the user's c
 - Gemini CLI, github.com/google-gemini/gemini-cli `docs/tools/shell.md`: `GEMINI_CLI=1` in
   `run_shell_command` processes.
 - automaton: `AUTOMATON_APPROVER` and `AUTOMATON_TASK` belong to a human's session (who
-  signs off, which task the human works on); an agent never inherits them.
+  signs off, which task the human works on); an agent never inherits them. The record key
+  handed in as a secret (`AUTOMATON_RECORD_KEY`, `AUTOMATON_RECORD_KEY_FILE`) is a credential
+  (`core.secrets.CREDENTIAL_ENV`): withheld, and `AUTOMATON_RECORD_KEY_WITHHELD=1` set in its
+  place (`core.secrets.withheld_marker`). Push credentials (`GITHUB_TOKEN`, `GH_TOKEN`,
+  `SSH_AUTH_SOCK` …) are withheld the same way.
 - git, git(1) "ENVIRONMENT VARIABLES": `GIT_DIR`, `GIT_WORK_TREE`, `GIT_INDEX_FILE`,
   `GIT_OBJECT_DIRECTORY`, `GIT_ALTERNATE_OBJECT_DIRECTORIES`, `GIT_COMMON_DIR` and
   `GIT_NAMESPACE` point git at another repository than the one in the agent's working
@@ -46,7 +50,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from automaton.core.secrets import withheld
+from automaton.core.secrets import withheld, withheld_marker
 
 # Exact names; an entry ending in "*" removes every name starting with what precedes it.
 STRIPPED: tuple[str, ...] = (
@@ -77,13 +81,15 @@ def stripped(name: str) -> bool:
 
 def environment(inherited: Mapping[str, str] | None, *layers: Mapping[str, str]) -> dict[str, str]:
     """The agent's environment: `inherited` (default: this process's) without the `STRIPPED`
-    variables and the user's credentials (`core.secrets.withheld`), then each of `layers` in
+    variables and the user's credentials (`core.secrets.withheld`; the record key's variables
+    replaced by `core.secrets.withheld_marker`), then each of `layers` in
     order (automaton's own variables, which may set any name). Returns a new dict; nothing is changed in place."""
     base = os.environ if inherited is None else inherited
     secret = set(withheld(base))
     env = {key: value for key, value in base.items() if not stripped(key) and key not in secret}
     if "PATH" in env:
         env["PATH"] = absolute_path(env["PATH"])
+    env.update(withheld_marker(base))
     for layer in layers:
         env.update(layer)
     return env

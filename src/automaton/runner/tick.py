@@ -61,12 +61,13 @@ from automaton.runner.ledger import tick_cost as tick_cost  # re-exported: calle
 from automaton.runner.progress import QUIET, Progress
 from automaton.runner.worktree import ensure_for_tick
 from automaton.sandbox import reaper
-from automaton.store import deferrals
+from automaton.store import claims, deferrals
 from automaton.store.layout import Project, kept_export_of
 from automaton.store.locks import Busy, locked
 from automaton.store.loops import Loop
 
 SANDBOX_UNAVAILABLE = "sandbox_unavailable"
+TASK_CLAIMED = "task_claimed"  # another loop claimed, or is ticking on, a task this loop is bound to
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,21 @@ def _locked_tick(loop: Loop, opts: TickOptions) -> Outcome:
                 " the next gate halts the loop")
         show.note(f"loop {name}: {line}")
         return Outcome(ExitCode.REFUSED, [line], {"ran": False, "reason": CONFIG_CHANGED})
+    # Read while this tick holds the loop's tick lock, which a claim by another loop must take
+    # before it lands (store.claims): no claim comes between this check and the tick's end.
+    taken = claims.tick_refusal(loop.project, loop.bound_tasks(state), str(name))
+    if taken is not None:  # before the reservation: nothing is charged
+        line = f"tick not run: {TASK_CLAIMED}: {taken}"
+        show.note(f"loop {name}: {line}")
+        return Outcome(ExitCode.REFUSED, [line], {"ran": False, "reason": TASK_CLAIMED, "detail": taken})
+    return _confined_tick(loop, cfg, state, opts, gate.warnings)
+
+
+def _confined_tick(loop: Loop, cfg: LoopConfig, state: LoopState, opts: TickOptions,
+                   gate_warnings: list[str]) -> Outcome:
+    """The tick once its gates passed and its tasks are its own: the sandbox, the worktree,
+    the reservation, then the roles."""
+    show, name, loop_dir = opts.progress, loop.name, loop.dir
     unavailable = confine.refusal(cfg)
     if unavailable is not None:  # before the reservation: a tick that cannot be confined costs nothing
         loop.log_event(LogEvent(Event.WARNING, {"reason": SANDBOX_UNAVAILABLE, "detail": unavailable}))
@@ -156,7 +172,7 @@ def _locked_tick(loop: Loop, opts: TickOptions) -> Outcome:
     with show.phase(f"loop {name}: worktree"):
         wt = ensure_for_tick(loop, cfg, state)
     said = confine.warnings(cfg, loop.project.root)
-    warnings = [*gate.warnings, *said]
+    warnings = [*gate_warnings, *said]
     for warning in said:
         show.note(f"warning: {warning}")
     held_back = confine.left_out(cfg, loop.project.root, in_worktree=wt.in_worktree)

@@ -15,6 +15,16 @@ Beside it, `keyed/` holds one small mark file per log that automaton has sealed 
 unkeyed was replaced by a forger, not left over from before keys existed (see
 `store.chainlog.read_chain`). The anchor of each log (its head: `store.anchor`) is the file
 of the same name with `.anchor` appended.
+
+On a runner that starts fresh (a GitHub Actions job, a Kubernetes pod) the key is a secret
+handed in, never made there (README.md#running-loops-on-github-actions):
+`$AUTOMATON_RECORD_KEY` (the 64 hex digits themselves) or `$AUTOMATON_RECORD_KEY_FILE` (the
+absolute path of a file holding them, e.g. a mounted Secret), checked in that order before the
+file above. Either one is used as given: never created, never copied to disk; a bad one fails
+closed. The marks and anchors stay in `~/.config/automaton`. The runner withholds both
+variables from every agent process and sets `$AUTOMATON_RECORD_KEY_WITHHELD` there instead
+(`harnesses._env`), which makes `load_key` answer KeyHidden, as for the hidden folder: a process
+that may not have the key reads keyed lines on their chain alone and writes no log.
 """
 
 from __future__ import annotations
@@ -34,8 +44,74 @@ _cache: dict[Path, bytes] = {}  # key file -> key, per process (tests give each 
 _SETUP = "(automaton creates it on its next write when it is absent)"
 
 
+# The names `core.secrets.RECORD_KEY_ENV` and `RECORD_KEY_WITHHELD` give (a test keeps them
+# equal): spelled here because the hook imports this module and must not load core.secrets.
+KEY_ENV, KEY_FILE_ENV = "AUTOMATON_RECORD_KEY", "AUTOMATON_RECORD_KEY_FILE"
+WITHHELD_ENV = "AUTOMATON_RECORD_KEY_WITHHELD"
+
+
 class KeyHidden(BadInput):
     """The key exists but this process may not open it (exit 2 for a writer): an agent's sandbox."""
+
+
+def secret_source() -> tuple[str, Path | None] | None:
+    """Where a key handed in as a secret comes from: (`KEY_ENV`, None), (`KEY_FILE_ENV`, its
+    path), or None when neither variable is set (non-empty), and the key is `key_path()`.
+    BadInput (exit 2) for a `KEY_FILE_ENV` that is not an absolute path."""
+    if os.environ.get(KEY_ENV):
+        return KEY_ENV, None
+    named = os.environ.get(KEY_FILE_ENV)
+    if not named:
+        return None
+    if not os.path.isabs(named):
+        raise BadInput(f"${KEY_FILE_ENV} {named!r} is not an absolute path: name the mounted key file by its full path")
+    return KEY_FILE_ENV, Path(named)
+
+
+def _parse_secret(data: bytes, where: str) -> bytes:
+    """The key of a secret's bytes (64 lowercase hex digits, an optional trailing newline).
+    CorruptState naming `where`, never the value, otherwise."""
+    if not _HEX.match(data):
+        raise CorruptState(f"{where} is not an automaton key ({len(data)} bytes; it holds 64 lowercase hex digits):"
+                           " put the key file's 64 hex digits there")
+    return bytes.fromhex(data[:64].decode("ascii"))
+
+
+def _read_secret_file(path: Path) -> bytes:
+    """The key in the file `$AUTOMATON_RECORD_KEY_FILE` names. A mounted secret may belong to
+    root (a Kubernetes Secret volume), so the owner is not checked; others may neither read
+    nor write it. BadInput (exit 2) for a missing, unreadable or exposed file: never created."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise BadInput(f"${KEY_FILE_ENV} names {path}, which does not exist: mount the record key there or unset"
+                       f" ${KEY_FILE_ENV}") from None
+    except OSError as exc:
+        raise BadInput(f"${KEY_FILE_ENV} {path}: cannot read the record key ({exc.strerror}); make it readable by"
+                       " this user (a Secret volume's defaultMode 0400 with the pod's fsGroup)") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise BadInput(f"${KEY_FILE_ENV} {path}: not a regular file, so not the record key")
+        data = os.read(fd, 4 * KEY_BYTES)
+    finally:
+        os.close(fd)
+    if _POSIX and info.st_mode & 0o007:
+        raise BadInput(f"${KEY_FILE_ENV} {path}: mode {info.st_mode & 0o777:04o} lets every user see or change the"
+                       f" record key; fix: chmod 600 {path} (a Secret volume: defaultMode 0400)")
+    return _parse_secret(data, f"${KEY_FILE_ENV} {path}")
+
+
+def load_secret(source: tuple[str, Path | None]) -> bytes:
+    """The key of `secret_source()`: the variable parsed each time (cheap, and it may change),
+    the file read once per process like `key_path()` (`forget` drops it)."""
+    kind, path = source
+    if path is None:
+        return _parse_secret(os.environ.get(kind, "").encode("utf-8", "surrogateescape"), f"${kind}")
+    cached = _cache.get(path)
+    if cached is None:
+        cached = _cache[path] = _read_secret_file(path)
+    return cached
 
 
 _paths: dict[str | None, Path] = {}  # $HOME -> its key path (every log read asks; the audit reads thousands)
@@ -59,10 +135,18 @@ def load_key(create: bool) -> bytes | None:
     `create=True` (writers only) makes it when absent: written whole to a private temp file,
     then published with `os.link`, which like O_EXCL fails when the name exists, so of several
     processes racing exactly one key wins and every loser reads the winner's.
+    With `$AUTOMATON_RECORD_KEY` or `$AUTOMATON_RECORD_KEY_FILE` set (`secret_source`) that
+    key, whatever `create` says; with neither and `$AUTOMATON_RECORD_KEY_WITHHELD` set, KeyHidden.
     Raises BadInput (exit 2) for a key file readable or writable by others, owned by another
     user, or unreadable, and CorruptState (exit 2) for one that is not 64 hex digits; each
     names the file and the fix. KeyHidden (a BadInput) when the key may not be opened here.
     """
+    source = secret_source()
+    if source is not None:  # a secret handed in: used as it is, never made
+        return load_secret(source)
+    if os.environ.get(WITHHELD_ENV):
+        raise KeyHidden(f"the runner withholds the record key from this process (${WITHHELD_ENV}): inside an"
+                        " agent's sandbox automaton writes no log (run it outside the sandbox)")
     path = key_path()
     cached = _cache.get(path)
     if cached is not None:
