@@ -24,7 +24,7 @@ from typing import Any
 
 from automaton import harnesses
 from automaton.commands import loop_gate
-from automaton.commands.halts import halt_now
+from automaton.commands.halts import halt_now, stop_schedule
 from automaton.core.errors import ExitCode
 from automaton.core.gates import CONFIG_CHANGED, remaining
 from automaton.core.loopconfig import MIB, LoopConfig
@@ -129,7 +129,9 @@ def _locked_tick(loop: Loop, opts: TickOptions) -> Outcome:
         reason = data.get("reason", "refused")
         show.note(f"loop {name}: gate refused ({reason})")
         code = ExitCode.BAD_INPUT if gate.code == ExitCode.BAD_INPUT else ExitCode.REFUSED
-        return Outcome(code, [*gate.lines, f"tick not run: gate says {reason}"], data, gate.warnings)
+        # A halt the gate wrote just now turned the unit off already.
+        idle = [] if data.get("halted_now") else _stop_idle_schedule(loop, data.get("status"))
+        return Outcome(code, [*gate.lines, f"tick not run: gate says {reason}"], data, [*gate.warnings, *idle])
     cfg = loop.read_config()
     state = loop.read_state()
     if cfg.sha256 != state.config_sha256:  # rewritten since its gate checked the seal: never run on it
@@ -274,6 +276,7 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
         show.note(f"  halted: {halt}")
     if new.status == "complete":
         notify_completion(project, name, new)  # never raises; a failure is logged as a WARNING
+        warnings += _stop_idle_schedule(loop, new.status)
     score = "unscored" if verdict.score is None else f"{verdict.score:.4f}"
     line = (f"tick {n} of loop {name}: score {score} ({verdict.summary}), cost ${counted:.4f}"
             f"{'' if known else ' (unknown costs counted at max_tick_usd)'}, status {new.status}")
@@ -289,6 +292,17 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
             "agent_version": versions.installed(cfg.harness.name)}
     (folder / "tick.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     return Outcome(ExitCode.OK, [line], data, warnings)
+
+
+def _stop_idle_schedule(loop: Loop, status: object) -> list[str]:
+    """Turn off the OS unit of a loop that no tick may run (`status` complete, halted or
+    paused): the loop that just completed, or a fire the status gate refused because an
+    earlier disable failed or was undone. The gate's refusal is the brake; this only stops the
+    wasted starts. Returns the warning line of a failed disable ([] otherwise); never raises."""
+    if status not in ("complete", "halted", "paused"):
+        return []
+    warning = stop_schedule(loop)
+    return [] if warning is None else [warning]
 
 
 def _verify_clean(cfg: LoopConfig, adapter: harnesses.Harness, request: Any, folder: Path, wt: WorktreeResult,
