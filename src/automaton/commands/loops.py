@@ -151,20 +151,44 @@ def _filled(project: Project, loop: LoopName, src: Path, obj: dict[str, Any],
 def _refuse_leftovers(project: Project, loop: LoopName) -> None:
     """Refused (exit 1) while branch `loop/<name>` exists or a worktree is registered at the
     loop's worktree path: they belong to an earlier loop of that name whose folder (and
-    counters) was deleted; re-creating it must not hand out a fresh allowance."""
+    counters) was deleted; re-creating it must not hand out a fresh allowance.
+
+    The message names every worktree the branch is checked out in and steps that lose nothing:
+    `git worktree remove` without `--force` (git refuses while the worktree has uncommitted
+    work) or `git worktree prune` for one whose folder is gone, and `git branch -m`, which keeps
+    the commits under another name and works while the branch is checked out (git-branch(1):
+    the worktrees that have it checked out follow the rename). `git branch -D` would do neither:
+    git refuses it for a checked-out branch, and elsewhere it drops the commits."""
     branch, wt = branch_name(loop), project.worktree_dir(loop)
     has_branch = run_git(project.root, ["rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"]).code == 0
-    registered = any(os.path.realpath(e.get("worktree", "")) == os.path.realpath(wt)
-                     for e in list_worktrees(project.root) or [])
+    entries = list_worktrees(project.root) or []
+    registered = any(os.path.realpath(e.get("worktree", "")) == os.path.realpath(wt) for e in entries)
     if not has_branch and not registered:
         return
+    elsewhere = [e["worktree"] for e in entries if e.get("branch") == f"refs/heads/{branch}"
+                 and os.path.realpath(e.get("worktree", "")) != os.path.realpath(wt)]
     what = " and ".join(x for x in (f"branch {branch}" if has_branch else "",
                                     f"a worktree registered at {wt}" if registered else "") if x)
-    steps = "; ".join(x for x in (f"git worktree remove --force {wt}" if registered else "",
-                                  f"git branch -D {branch}" if has_branch else "") if x)
-    raise Refused(f"loop {loop!r} cannot be created: {what} of an earlier loop {loop} still exist(s)"
-                  f" (re-creating the folder would reset its counters): a human reviews it, runs {steps},"
-                  f" then automaton --create-loop {loop} again")
+    where = f"; {branch} is checked out in {', '.join(elsewhere)}" if elsewhere else ""
+    steps = []
+    if registered:
+        steps.append(f"git worktree remove {wt} (git refuses while it has uncommitted work: commit it first)"
+                     if os.path.isdir(wt) else "git worktree prune (its folder is gone)")
+    if has_branch:
+        steps.append(f"git branch -m {branch} {_free_branch(project, branch)} (keeps its commits under that name"
+                     + ("; that checkout follows the rename)" if elsewhere else ")"))
+    raise Refused(f"loop {loop!r} cannot be created: {what} of an earlier loop {loop} still exist(s){where}"
+                  f" (re-creating the folder would reset its counters): a human reviews it, runs {'; '.join(steps)},"
+                  f" then automaton --create-loop {loop} again; or choose another loop name")
+
+
+def _free_branch(project: Project, branch: str) -> str:
+    """`<branch>-old`, or `<branch>-old-<n>` for the first n >= 2 with no such branch yet."""
+    for n in range(1, 100):
+        name = f"{branch}-old" if n == 1 else f"{branch}-old-{n}"
+        if run_git(project.root, ["rev-parse", "--verify", "--quiet", f"refs/heads/{name}"]).code != 0:
+            return name
+    return f"{branch}-old-{utc_now().replace(':', '').replace('-', '')}"
 
 
 def _exclude_runtime(project: Project) -> list[str]:
