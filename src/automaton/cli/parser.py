@@ -53,6 +53,8 @@ LOOP_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--rearm-loop",), {"metavar": "NAME", "help": "give a complete loop a fresh allowance (human act)"}),
     (("--remove-loop",), {"metavar": "NAME", "help": "unschedule, archive and remove a loop (human act)"}),
     (("--delete-branch",), {"action": "store_true", "help": "with --remove-loop: delete branch loop/NAME too"}),
+    (("--upgrade-loops",), {"action": "store_true", "help": "give loop folders that have only loop.json their"
+                            " sealed state, halted for a first approval (human act; --loop NAME: only that one)"}),
     (("--vram",), {"action": "store_true", "help": "probe accelerator memory for local models"}),
     (("--dashboard",), {"action": "store_true",
                         "help": "serve a local web page of the loops and tasks (of each --project given)"}),
@@ -103,6 +105,7 @@ VERBS: dict[str, str] = {
     "doctor": "automaton.cli.verbs_loops:doctor",
     "rearm_loop": "automaton.cli.verbs_loops:rearm_loop",
     "remove_loop": "automaton.cli.verbs_loops:remove_loop",
+    "upgrade_loops": "automaton.cli.verbs_loops:upgrade_loops",
     "vram": "automaton.cli.verbs_loops:vram",
     "dashboard": "automaton.cli.verbs_dashboard:dashboard",
     "install_hooks": "automaton.cli.verbs_agents:install_hooks",
@@ -127,6 +130,7 @@ MODIFIERS: dict[str, frozenset[str]] = {
     "check_gate": frozenset({"task"}),
     "doctor": frozenset({"loop"}),
     "remove_loop": frozenset({"delete_branch"}),
+    "upgrade_loops": frozenset({"loop", "yes"}),
     "dashboard": frozenset({"port", "host"}),
 }
 ALL_MODIFIERS = frozenset({"parent", "task", "to", "clear", "file", "from_template", "var", "interval", "loop",

@@ -116,6 +116,22 @@ def remove_loop(ns: argparse.Namespace) -> Outcome:
                  delete_branch=bool(ns.delete_branch))
 
 
+def upgrade_loops(ns: argparse.Namespace) -> Outcome:
+    """`--upgrade-loops [--loop NAME] [--yes]`: a human act; lists the loop folders it would
+    bootstrap, asks (cli.confirm.confirm_act), then bootstraps what was listed."""
+    from automaton.cli.confirm import confirm_act  # the verb's own use case: see _call
+    from automaton.commands import loops_upgrade as uc
+    from automaton.commands.human import require_human
+
+    who = require_human(uc.ACTION)
+    project = project_of(ns)
+    plan = uc.plan(project, ns.loop)
+    if plan.candidates:
+        confirm_act(list(plan.lines), f"Bootstrap {len(plan.candidates)} loop(s)? [y/N]", act=uc.ACTION,
+                    yes=bool(ns.yes), as_json=bool(ns.json))
+    return uc.upgrade_loops(project, plan, who)
+
+
 def vram(ns: argparse.Namespace) -> Outcome:
     """`--vram [--json]`: the probe of automaton.vram; data is its dict."""
     from automaton.vram import probe  # the verb's own use case: see _call
