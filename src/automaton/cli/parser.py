@@ -55,6 +55,8 @@ LOOP_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--delete-branch",), {"action": "store_true", "help": "with --remove-loop: delete branch loop/NAME too"}),
     (("--upgrade-loops",), {"action": "store_true", "help": "give loop folders that have only loop.json their"
                             " sealed state, halted for a first approval (human act; --loop NAME: only that one)"}),
+    (("--gc-worktrees",), {"action": "store_true", "help": "remove the worktrees of gone or complete loops,"
+                           " never one with uncommitted work (lists, then asks; human act)"}),
     (("--vram",), {"action": "store_true", "help": "probe accelerator memory for local models"}),
     (("--dashboard",), {"action": "store_true",
                         "help": "serve a local web page of the loops and tasks (of each --project given)"}),
@@ -106,6 +108,7 @@ VERBS: dict[str, str] = {
     "rearm_loop": "automaton.cli.verbs_loops:rearm_loop",
     "remove_loop": "automaton.cli.verbs_loops:remove_loop",
     "upgrade_loops": "automaton.cli.verbs_loops:upgrade_loops",
+    "gc_worktrees": "automaton.cli.verbs_loops:gc_worktrees",
     "vram": "automaton.cli.verbs_loops:vram",
     "dashboard": "automaton.cli.verbs_dashboard:dashboard",
     "install_hooks": "automaton.cli.verbs_agents:install_hooks",
@@ -131,6 +134,7 @@ MODIFIERS: dict[str, frozenset[str]] = {
     "doctor": frozenset({"loop"}),
     "remove_loop": frozenset({"delete_branch"}),
     "upgrade_loops": frozenset({"loop", "yes"}),
+    "gc_worktrees": frozenset({"yes"}),
     "dashboard": frozenset({"port", "host"}),
 }
 ALL_MODIFIERS = frozenset({"parent", "task", "to", "clear", "file", "from_template", "var", "interval", "loop",

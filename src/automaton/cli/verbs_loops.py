@@ -132,6 +132,23 @@ def upgrade_loops(ns: argparse.Namespace) -> Outcome:
     return uc.upgrade_loops(project, plan, who)
 
 
+def gc_worktrees(ns: argparse.Namespace) -> Outcome:
+    """`--gc-worktrees [--yes]`: a human act; lists every loop worktree (remove or keep, and
+    why), asks (cli.confirm.confirm_act) when one would go, then removes what was listed."""
+    from automaton.cli.confirm import confirm_act  # the verb's own use case: see _call
+    from automaton.commands import loops_gc as uc
+    from automaton.commands.human import require_human
+
+    who = require_human(uc.ACTION)
+    project = project_of(ns)
+    found = uc.survey(project)
+    going = sum(f.goes for f in found)
+    if going:
+        confirm_act(uc.survey_lines(found), f"Remove {going} worktree(s)? [y/N]", act=uc.ACTION,
+                    yes=bool(ns.yes), as_json=bool(ns.json))
+    return uc.gc_worktrees(project, found, who)
+
+
 def vram(ns: argparse.Namespace) -> Outcome:
     """`--vram [--json]`: the probe of automaton.vram; data is its dict."""
     from automaton.vram import probe  # the verb's own use case: see _call
