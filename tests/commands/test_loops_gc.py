@@ -3,7 +3,6 @@ gone or complete, never one with uncommitted work."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from automaton.store import loops
@@ -67,7 +66,7 @@ def test_it_lists_then_asks_and_a_no_changes_nothing(project: Path) -> None:
 
 
 def test_a_rearmed_loop_recreates_its_worktree_from_the_branch(project: Path, approver: str) -> None:
-    p, done, _, _ = _three_loops(project)
+    _, done, _, _ = _three_loops(project)
     (done / "src").mkdir(exist_ok=True)
     (done / "src" / "result.py").write_text("done = True\n")
     git(done, "add", "src/result.py")

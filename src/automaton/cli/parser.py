@@ -37,6 +37,8 @@ LOOP_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--from-template",), {"metavar": "T", "help": "with --create-loop: loop template"}),
     (("--var",), {"metavar": "NAME=VALUE", "action": "append",
                   "help": "with --create-loop: fill the template's {{NAME}} (repeatable; e.g. target=src)"}),
+    (("--no-worktree",), {"action": "store_true", "help": "with --create-loop: tick in the project checkout"
+                           " itself, not in a worktree of its own (blast_radius.use_worktree false)"}),
     (("--list-templates",), {"action": "store_true", "help": "list the packaged and project loop templates"}),
     (("--install-schedule",), {"metavar": "NAME", "help": "install the OS schedule of a loop"}),
     (("--uninstall-schedule",), {"metavar": "NAME", "help": "remove the OS schedule of a loop"}),
@@ -128,7 +130,7 @@ MODIFIERS: dict[str, frozenset[str]] = {
     "phase": frozenset({"task"}),
     "validate_folder": frozenset({"task"}),
     "can_edit": frozenset({"task", "file", "loop", "loop_worktree"}),
-    "create_loop": frozenset({"from_template", "task", "var"}),
+    "create_loop": frozenset({"from_template", "task", "var", "no_worktree"}),
     "install_schedule": frozenset({"interval"}),
     "check_gate": frozenset({"task"}),
     "doctor": frozenset({"loop"}),
@@ -138,7 +140,7 @@ MODIFIERS: dict[str, frozenset[str]] = {
     "dashboard": frozenset({"port", "host"}),
 }
 ALL_MODIFIERS = frozenset({"parent", "task", "to", "clear", "file", "from_template", "var", "interval", "loop",
-                           "loop_worktree", "config", "yes", "delete_branch", "port", "host"})
+                           "loop_worktree", "config", "yes", "delete_branch", "port", "host", "no_worktree"})
 
 
 class Given(str):

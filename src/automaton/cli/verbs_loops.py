@@ -41,7 +41,7 @@ def create_loop(ns: argparse.Namespace) -> Outcome:
         raise UsageError("--create-loop needs --from-template T")
     _human("--create-loop")
     return _call("automaton.commands.loops", "create_loop", project_of(ns), ns.create_loop, ns.from_template,
-                 task=ns.task, variables=ns.var)
+                 task=ns.task, variables=ns.var, worktree=not ns.no_worktree)
 
 
 def list_templates(ns: argparse.Namespace) -> Outcome:

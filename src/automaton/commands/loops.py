@@ -63,13 +63,14 @@ def _template_dir(project: Project, template: str) -> tuple[Path, bool]:
 
 
 def create_loop(project: Project, name: str, template: str, task: str | None = None,
-                variables: list[str] | None = None) -> Outcome:
+                variables: list[str] | None = None, *, worktree: bool = True) -> Outcome:
     """Create `.automaton/loops/NAME/` from a template: loop.json (name/task patched,
     `{{placeholders}}` filled from `variables` (`--var NAME=VALUE`) and the template's defaults
     (`commands.templates`), validated, sealed; its copy in `sealed/loop.json`), the role
     prompts (filled the same way), `scorer.py` when loop.json names `{{scorer}}`, `.state.loop`
     and `.state.log` (CREATED). The output says when the project's template shadows a packaged
-    one.
+    one. `worktree=False` (`--no-worktree`): loop.json gets `blast_radius.use_worktree: false`,
+    so its ticks run and commit in the main checkout (README.md#loopjson says what that costs).
 
     Exit 2: invalid name, existing loop (or a file where its folder should be), missing/invalid
     template (the message names close matches), a placeholder without a value, a `--var` the
@@ -88,6 +89,9 @@ def create_loop(project: Project, name: str, template: str, task: str | None = N
     obj, prompts = _filled(project, loop, src, obj, variables)
     if task is not None:
         obj["task"] = str(TaskRef.parse(task))
+    if not worktree:
+        radius = obj.get("blast_radius")
+        obj["blast_radius"] = {**(radius if isinstance(radius, dict) else {}), "use_worktree": False}
     data = (json.dumps(obj, indent=2) + "\n").encode("utf-8")
     config = loops.parse_config_bytes(data, f"{source} (as loop {loop})")
     if config.task is not None:
@@ -123,6 +127,9 @@ def create_loop(project: Project, name: str, template: str, task: str | None = N
     if unseen:
         out.lines.append(f"loop {loop} starts halted (human_intervention: {state.halt_detail}): no tick runs"
                          f" until a human runs automaton --approve --loop {loop}, which shows the whole loop.json")
+    if not config.blast_radius.use_worktree:
+        out.lines.append(f"loop {loop} has no worktree: its ticks edit and commit in {project.root} on the branch"
+                         " checked out there, and your own changes there count as its work")
     if shadows:  # the packaged template of that name may have changed; the human should know which one ran
         out.lines.append(f"template {src.name}: using the project's copy at {src.relative_to(project.root)},"
                          " which shadows the packaged one")

@@ -312,8 +312,10 @@ def _verify_clean(cfg: LoopConfig, adapter: harnesses.Harness, request: Any, fol
     an unscored verdict, never a verification of the agent's own tree. `notes` gets the lines
     the export has for the user (`verify.place`)."""
     try:
-        where = verify_mod.place(cfg, project.root, head if wt.in_worktree else None, wt.base_commit, tmp, wt.path,
-                                 notes)
+        # In a worktree, or in place in the main checkout with a recorded base (runner.worktree
+        # `_in_place`): the tick's commit is exported; otherwise the verifier runs where the tick ran.
+        committed = wt.in_worktree or (not cfg.blast_radius.use_worktree and wt.base_commit is not None)
+        where = verify_mod.place(cfg, project.root, head if committed else None, wt.base_commit, tmp, wt.path, notes)
     except (DriftError, OSError) as exc:
         return Verdict(None, False, False, f"verify not run: the tick's commit could not be exported ({exc})", "none")
     return verify_mod.run_verify(cfg, adapter, request, folder, where, tmp, loop_dir, policy_for,
