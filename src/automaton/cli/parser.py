@@ -21,7 +21,8 @@ TASK_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--to",), {"metavar": "PHASE", "help": "with --approve --task: leave human_intervention / re-seal"}),
     (("--config",), {"action": "store_true", "help": "with --approve: seal .automaton/config.json"}),
     (("--yes",), {"action": "store_true",
-                  "help": "with --approve --loop/--config: approve the diff shown without asking"}),
+                  "help": "with --approve --loop/--config: approve the diff shown without asking;"
+                          " with --upgrade-loops, --gc-worktrees: do what was listed without asking"}),
     (("--accept-rollback",), {"action": "store_true", "help": "human act: accept a restored older copy of"
                               " --task, --loop or --config (shows what is lost, asks)"}),
     (("--focus",), {"nargs": "?", "const": "", "metavar": "T", "help": "set the task the agent hooks enforce"}),
