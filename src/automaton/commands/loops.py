@@ -90,8 +90,7 @@ def create_loop(project: Project, name: str, template: str, task: str | None = N
     if task is not None:
         obj["task"] = str(TaskRef.parse(task))
     if not worktree:
-        radius = obj.get("blast_radius")
-        obj["blast_radius"] = {**(radius if isinstance(radius, dict) else {}), "use_worktree": False}
+        _without_worktree(obj)
     data = (json.dumps(obj, indent=2) + "\n").encode("utf-8")
     config = loops.parse_config_bytes(data, f"{source} (as loop {loop})")
     if config.task is not None:
@@ -137,6 +136,12 @@ def create_loop(project: Project, name: str, template: str, task: str | None = N
     if added:
         out.lines.append(f"added {len(added)} pattern(s) to .git/info/exclude so git never sees loop runtime files")
     return out
+
+
+def _without_worktree(obj: dict[str, Any]) -> None:
+    """`--no-worktree`: loop.json object `obj` gets `blast_radius.use_worktree: false`."""
+    radius = obj.get("blast_radius")
+    obj["blast_radius"] = {**(radius if isinstance(radius, dict) else {}), "use_worktree": False}
 
 
 def _filled(project: Project, loop: LoopName, src: Path, obj: dict[str, Any],
