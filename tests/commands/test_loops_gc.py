@@ -45,7 +45,7 @@ def test_removes_complete_and_gone_loops_worktrees_and_keeps_dirty_and_running_o
     kept = {k["path"]: k["why"] for k in res.json["kept"]}
     assert set(kept) == {str(dirty), str(busy)}
     assert "uncommitted work (1 changed or untracked file(s))" in kept[str(dirty)]
-    assert "loop busy still needs it" in kept[str(busy)]
+    assert kept[str(busy)] == "loop busy is running and still needs it"
     assert f"remove   {done}: loop done is complete; its commits stay on branch loop/done" in res.err
     assert not done.exists() and not gone.exists() and dirty.is_dir() and busy.is_dir() and own.is_dir()
     assert (dirty / "notes.txt").read_text() == "work in progress\n"
@@ -81,3 +81,13 @@ def test_a_rearmed_loop_recreates_its_worktree_from_the_branch(project: Path, ap
 def test_nothing_to_remove_asks_nothing(project: Path, approver: str) -> None:
     res = cli(project, "--gc-worktrees")
     assert res.code == 0 and "no loop worktrees" in res.out
+
+
+def test_a_loop_whose_state_was_deleted_is_not_gone_and_keeps_its_worktree(project: Path, approver: str) -> None:
+    p = loop_with(project, "tampered")
+    wt = add_worktree(p, "tampered")
+    (p.loop_dir(loops.LoopName("tampered")) / ".state.loop").unlink()  # its log remains: tampering, not gone
+    res = cli(project, "--gc-worktrees", "--json")
+    assert res.code == 0 and res.json["removed"] == [] and wt.is_dir()
+    [kept] = res.json["kept"]
+    assert kept["path"] == str(wt) and kept["why"].startswith("loop tampered's state cannot be read")

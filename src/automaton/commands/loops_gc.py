@@ -27,7 +27,7 @@ from automaton.core.outcome import Outcome
 from automaton.git import run_git
 from automaton.git.worktree import LOOP_WORKTREE_DIR, branch_name, list_worktrees
 from automaton.store.layout import Project
-from automaton.store.loops import Loop
+from automaton.store.loops import LOG_FILE, STATE_FILE, Loop
 
 ACTION = "--gc-worktrees"
 
@@ -72,31 +72,29 @@ def _classify(project: Project, name: LoopName, path: str, entry: dict[str, str]
         return Found(path, name, False, "locked (git worktree unlock it first)")
     if not os.path.isdir(path):
         return Found(path, name, True, "its folder is gone: the registration is pruned", missing=True)
-    loop_why, complete = _loop_verdict(project, name)
-    if loop_why is None:
-        return Found(path, name, False, f"loop {name} still needs it")
+    goes, why, complete = _loop_verdict(project, name)
+    if not goes:
+        return Found(path, name, False, why)
     dirty = _dirty(path)
     if dirty is not None:
         return Found(path, name, False, dirty)
-    return Found(path, name, True, f"{loop_why}; its commits stay on branch {branch_name(name)}", complete=complete)
+    return Found(path, name, True, f"{why}; its commits stay on branch {branch_name(name)}", complete=complete)
 
 
-def _loop_verdict(project: Project, name: LoopName) -> tuple[str | None, bool]:
-    """(why the loop no longer needs its worktree, whether it is complete); (None, False) when
-    it still does or its state cannot be read (fail closed: kept)."""
+def _loop_verdict(project: Project, name: LoopName) -> tuple[bool, str, bool]:
+    """(whether the loop no longer needs its worktree, why, whether it is complete). Gone: no
+    folder, or a folder with neither `.state.loop` nor `.state.log` (UNTRACKED). A state that
+    cannot be read keeps the worktree (fail closed)."""
+    folder = project.loop_dir(name)
+    if not os.path.isdir(folder) or not any(os.path.lexists(folder / f) for f in (STATE_FILE, LOG_FILE)):
+        return True, f"loop {name} is gone", False  # a log without its state is tampering, never "gone"
     try:
-        loop = Loop.resolve(project, name)
-    except BadInput as exc:
-        if "unknown loop" in exc.message or "UNTRACKED" in exc.message:
-            return f"loop {name} is gone", False
-        return None, False
-    try:
-        status = loop.read_state().status
-    except AutomatonError:
-        return None, False
+        status = Loop.resolve(project, name).read_state().status
+    except AutomatonError as exc:
+        return False, f"loop {name}'s state cannot be read ({exc.message})", False
     if status == "complete":
-        return f"loop {name} is complete", True
-    return None, False
+        return True, f"loop {name} is complete", True
+    return False, f"loop {name} is {status} and still needs it", False
 
 
 def _dirty(path: str) -> str | None:
