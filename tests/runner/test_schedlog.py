@@ -39,6 +39,8 @@ def test_each_tick_writes_one_summary_and_every_line_starts_with_a_utc_time(proj
     summaries = [line for line in lines if " of loop demo: score " in line]
     assert len(summaries) == 2, lines  # one per tick, not once as progress and again as the result
     assert "tick 1 of loop demo" in summaries[0] and "tick 2 of loop demo" in summaries[1]
+    # The first gate ran before the tick made the worktree: its "no worktree yet" was stale.
+    assert not [line for line in lines if "no worktree yet" in line], lines
 
 
 def test_a_terminal_or_two_files_or_json_are_left_alone(tmp_path: Path) -> None:

@@ -58,6 +58,11 @@ from automaton.store.loops import Loop
 
 # ---- gates ----------------------------------------------------------------------------------
 
+# Why the drift gate is skipped before a loop's first tick made its worktree (a tick drops it
+# once it has one: the check after its commit judges that tick's work).
+NO_WORKTREE_YET = "the loop has no worktree yet (worktree_path is null)"
+
+
 class _Facts:
     """The I/O behind core.gates.GateFacts for one loop."""
 
@@ -183,7 +188,7 @@ class _Facts:
             raise DriftError(f"the worktree {worktree} is on a detached HEAD, not {branch_name(self.loop)}")
 
     def _branch_drift(self, worktree: Path | None, hash_paths: list[str] | None) -> DriftFacts:
-        gone = ("the loop has no worktree yet (worktree_path is null)" if worktree is None
+        gone = (NO_WORKTREE_YET if worktree is None
                 else f"worktree {worktree} does not exist (the next tick re-creates it)")
         base, branch = self.state.base_commit, branch_name(self.loop)
         if base is None:

@@ -148,7 +148,10 @@ def _locked_tick(loop: Loop, opts: TickOptions) -> Outcome:
     with show.phase(f"loop {name}: worktree"):
         wt = ensure_for_tick(loop, cfg, state)
     said = confine.warnings(cfg, loop.project.root)
-    warnings = [*gate.warnings, *said]
+    # The gate ran before this tick made the worktree (or recorded its base in place): its "no
+    # worktree yet" is stale now, and the drift check after the commit covers this tick.
+    stale = wt.in_worktree or wt.base_commit is not None
+    warnings = [*(w for w in gate.warnings if not (stale and loop_gate.NO_WORKTREE_YET in w)), *said]
     for warning in said:
         show.note(f"warning: {warning}")
     held_back = confine.left_out(cfg, loop.project.root, in_worktree=wt.in_worktree)
