@@ -43,6 +43,7 @@ def test_a_folder_with_only_loop_json_is_bootstrapped_sealed_zeroed_logged_and_h
     log = (folder / ".state.log").read_text()
     assert log.split(" ")[1] == "CREATED" and f"bootstrapped_by={approver}" in log
     assert verify_text(log, load_key(create=False)).ok  # keyed
+    assert "/.automaton/loops/*/.state*" in (project / ".git" / "info" / "exclude").read_text()
     gate = cli(project, "--check-gate", "old", "--json")
     assert gate.code == 1 and gate.json["halt_reason"] == "human_intervention"  # not running before a human saw it
     assert cli(project, "--approve", "--loop", "old", "--yes").code == 0

@@ -20,6 +20,8 @@ import os
 from dataclasses import dataclass, replace
 
 from automaton.commands import first_approval
+from automaton.commands.excludes import exclude
+from automaton.commands.loops import EXCLUDES
 from automaton.core.digest import sha256_hex
 from automaton.core.errors import BadInput, Refused
 from automaton.core.loopconfig import initial_state
@@ -129,5 +131,7 @@ def upgrade_loops(project: Project, shown: Plan, who: str) -> Outcome:
                          f" runs automaton --approve --loop {c.name}, which shows the whole loop.json")
     if not shown.candidates:
         out.lines.append("no loop folder without state: nothing to bootstrap")
+    else:  # as --create-loop does: git never sees the state, the log and the sealed copy
+        exclude(project, tuple(f".automaton/loops/*/{p}" for p in EXCLUDES), "# automaton loop runtime files")
     out.data = {"bootstrapped": done, "by": who}
     return out
