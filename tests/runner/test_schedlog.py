@@ -67,3 +67,14 @@ def test_lines_of_both_streams_keep_their_order_and_repeats_are_dropped() -> Non
     got = [STAMP.sub("", line) for line in sink.getvalue().splitlines()]
     assert got == ["loop demo: gates: done", "tick 1 of loop demo: score 0.5000", "automaton-loop: warning: low disk",
                    "new"]
+
+
+def test_a_log_that_cannot_be_written_loses_lines_never_the_tick() -> None:
+    class Full(io.StringIO):
+        def write(self, text: str) -> int:
+            raise OSError(28, "No space left on device")
+
+    log = schedlog._Log(Full())
+    log.write("tick 1 of loop demo: score 0.5000\n", from_stdout=True)  # no exception
+    log.close()
+    assert log.lost

@@ -7,6 +7,7 @@ regular file (same device and inode, fstat(2)). There, and only there (never wit
 whose last line a program parses), each line the runner writes starts with the ISO-8601 UTC
 time (`2026-12-06T09:15:00Z `), and a line that says again what this run has already written
 (the tick's summary, shown as progress on stderr and as the result on stdout) is written once.
+A log that cannot be written (a full disk) loses the rest of its lines, never the tick.
 """
 
 from __future__ import annotations
@@ -58,13 +59,21 @@ class _Log:
         self.sink = sink
         self.seen: set[str] = set()
         self.partial = {False: "", True: ""}  # per stream (is stdout): text after its last newline
+        self.lost = False  # the log could not be written (disk full, closed): the rest is dropped
 
     def write(self, text: str, from_stdout: bool) -> None:
         pending = self.partial[from_stdout] + text
         *lines, self.partial[from_stdout] = pending.split("\n")
         for line in lines:
             self._line(line)
-        self.sink.flush()
+        self.flush()
+
+    def flush(self) -> None:
+        if not self.lost:
+            try:
+                self.sink.flush()
+            except (OSError, ValueError):  # a log that cannot be written never changes what a tick does
+                self.lost = True
 
     def _line(self, line: str) -> None:
         key = _key(line)
@@ -72,14 +81,19 @@ class _Log:
             return
         if key:
             self.seen.add(key)
-        self.sink.write(f"{stamp()} {line}\n")
+        if self.lost:
+            return
+        try:
+            self.sink.write(f"{stamp()} {line}\n")
+        except (OSError, ValueError):  # as in flush
+            self.lost = True
 
     def close(self) -> None:
         for from_stdout in (False, True):
             if self.partial[from_stdout]:
                 self._line(self.partial[from_stdout])
                 self.partial[from_stdout] = ""
-        self.sink.flush()
+        self.flush()
 
 
 class _Stream(io.TextIOBase):
@@ -100,7 +114,7 @@ class _Stream(io.TextIOBase):
         return len(text)
 
     def flush(self) -> None:
-        self._log.sink.flush()
+        self._log.flush()
 
 
 @contextmanager
