@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -91,8 +92,15 @@ def test_ensure_worktree_use_worktree_false_returns_project_root(project: Path, 
     assert calls(fake_bin.dir, "git") == []  # no git calls at all
     proj = make_loop(project, blast_radius={"use_worktree": False}, script=WRITE_SRC, **VERIFY)
     before = state(proj)
-    assert ensure_for_tick(store.Loop.resolve(proj, "demo"), store.read_config(proj, "demo"), before).path == proj.root
-    assert state(proj) == before  # no state mutation
+    got = ensure_for_tick(store.Loop.resolve(proj, "demo"), store.read_config(proj, "demo"), before)
+    assert got.path == proj.root and got.branch is None
+    # The first tick in place records the checkout's HEAD as its base (drift and commits measure
+    # from it), and nothing else; a later tick changes nothing.
+    head = git(project, "rev-parse", "HEAD").strip()
+    after = state(proj)
+    assert got.base_commit == head and after == replace(before, base_commit=head)
+    ensure_for_tick(store.Loop.resolve(proj, "demo"), store.read_config(proj, "demo"), after)
+    assert state(proj) == after
 
 
 def test_ensure_worktree_missing_field_defaults_true(project: Path) -> None:

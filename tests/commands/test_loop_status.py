@@ -133,10 +133,10 @@ def test_schedule_next_fire_and_a_complete_loop_whose_schedule_still_fires(proje
     fire = datetime.fromisoformat(s["next_fire"].replace("Z", "+00:00"))
     now = datetime.now(UTC)
     assert now < fire <= now + timedelta(minutes=15, seconds=1) and fire.astimezone().minute % 15 == 0
-    assert f"  schedule: cron */15 * * * * (every 900 s), next fire {s['next_fire']}" in status(p).out
+    assert f"  schedule: cron */15 * * * * (every 900 s), enabled, next fire {s['next_fire']}" in status(p).out
     tick(p, 1.0, {"implement": 0.1}, complete=True)
-    assert "  schedule: cron */15 * * * * (every 900 s): the schedule still fires (each fire is refused):" \
-           " automaton --uninstall-schedule demo" in status(p).out
+    assert "  schedule: cron */15 * * * * (every 900 s): still enabled though the loop is complete; its next fire" \
+           " is refused and turns it off (or automaton --uninstall-schedule demo)" in status(p).out
     assert d["next_step"] is None
     assert cli(p, "--loop-status", "demo", "--json").json["next_step"].startswith("automaton --rearm-loop demo")
 

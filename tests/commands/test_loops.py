@@ -771,17 +771,38 @@ def test_recreating_a_deleted_loop_folder_is_refused_while_its_branch_exists(pro
     shutil.rmtree(p.loop_dir(loops.LoopName("demo")))
     r = cli(p, "--create-loop", "demo", "--from-template", "t-demo")
     assert r.code == 1, r.err
-    assert "branch loop/demo" in r.err and "git branch -D loop/demo" in r.err and "git worktree remove" in r.err
+    assert "branch loop/demo" in r.err and "git branch -m loop/demo loop/demo-old" in r.err
+    assert "git worktree prune (its folder is gone)" in r.err and "--force" not in r.err and "branch -D" not in r.err
     assert not p.loop_dir(loops.LoopName("demo")).exists()
     git(p.root, "worktree", "prune")  # the folder is gone: only the branch is left
     r = cli(p, "--create-loop", "demo", "--from-template", "t-demo")
-    assert r.code == 1 and "git worktree remove" not in r.err and "git branch -D loop/demo" in r.err
-    git(p.root, "branch", "-D", "loop/demo")
+    assert r.code == 1 and "git worktree" not in r.err and "git branch -m loop/demo loop/demo-old" in r.err
+    git(p.root, "branch", "-m", "loop/demo", "loop/demo-old")
     r = cli(p, "--create-loop", "demo", "--from-template", "t-demo")  # its anchor remembers the loop
     assert r.code == 2 and "rolled back to line 0 of" in r.err and "the log was deleted" in r.err
     assert cli(p, "--accept-rollback", "--loop", "demo", "--yes").code == 0  # a human accepts the deletion
     assert cli(p, "--create-loop", "demo", "--from-template", "t-demo").code == 0
     assert state(p).iteration_count == 0 and not wt.exists()
+
+
+def test_a_loop_branch_checked_out_elsewhere_is_named_with_a_fix_that_keeps_its_work(project: Path,
+                                                                                     approver: str) -> None:
+    p = make_loop(project)
+    wt = add_worktree(p)
+    (wt / "work.txt").write_text("the loop's work\n")
+    git(wt, "add", "work.txt")
+    git(wt, "commit", "-q", "-m", "work")
+    assert cli(p, "--remove-loop", "demo").code == 0  # keeps branch loop/demo
+    review = project.parent / "review"
+    git(p.root, "worktree", "add", "-q", str(review), "loop/demo")  # the human reviews it there
+    r = cli(p, "--create-loop", "demo", "--from-template", "t-demo")
+    assert r.code == 1, r.err
+    assert f"loop/demo is checked out in {review}" in r.err  # today: not said where
+    assert "git branch -m loop/demo loop/demo-old" in r.err and "branch -D" not in r.err  # -D: git refuses it
+    git(p.root, "branch", "-m", "loop/demo", "loop/demo-old")  # the step it names works as given
+    assert git(review, "rev-parse", "--abbrev-ref", "HEAD").strip() == "loop/demo-old"
+    assert (review / "work.txt").read_text() == "the loop's work\n"
+    assert cli(p, "--create-loop", "demo", "--from-template", "t-demo").code == 0
 
 
 def test_untracked_hint_names_a_step_that_works(project: Path, approver: str) -> None:

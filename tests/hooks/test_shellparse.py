@@ -57,6 +57,8 @@ def test_the_sandbox_in_another_task_is_denied(task: Path, project: Path, hook: 
     "automaton --install-schedule l",
     "automaton --rearm-loop l",
     "automaton --remove-loop l",
+    "automaton --upgrade-loops --yes",
+    "automaton --gc-worktrees --yes",
     ".venv/bin/automaton --project . --install-schedule l --interval 60",
     "python3 -m automaton --create-loop l --from-template t",
 ])

@@ -44,3 +44,23 @@ def confirm(review: Review, *, yes: bool, as_json: bool) -> None:
         print(file=out)
     if answer.strip().lower() not in YES:
         raise Refused(f"not approved: {review.subject} was not sealed and nothing was changed")
+
+
+def confirm_act(lines: list[str], question: str, *, act: str, yes: bool, as_json: bool) -> None:
+    """A human act that changes files (`--upgrade-loops`, `--gc-worktrees`): print `lines`
+    (stderr under --json), then return on `--yes` or a y/yes typed at the terminal; otherwise
+    Refused (exit 1, nothing changed), naming `--yes` when there is no terminal to ask."""
+    out: TextIO = sys.stderr if as_json else sys.stdout
+    for line in lines:
+        print(shown(line), file=out)
+    if yes:
+        return
+    if not _terminal():
+        raise Refused(f"not done: {act} asks \"{question}\" and there is no terminal to ask; review the lines"
+                      " above and run the command again with --yes")
+    print(question, end=" ", file=out, flush=True)
+    answer = sys.stdin.readline()
+    if not answer.endswith("\n"):
+        print(file=out)
+    if answer.strip().lower() not in YES:
+        raise Refused(f"not done: {act} was not confirmed and nothing was changed")

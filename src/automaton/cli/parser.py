@@ -21,7 +21,8 @@ TASK_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--to",), {"metavar": "PHASE", "help": "with --approve --task: leave human_intervention / re-seal"}),
     (("--config",), {"action": "store_true", "help": "with --approve: seal .automaton/config.json"}),
     (("--yes",), {"action": "store_true",
-                  "help": "with --approve --loop/--config: approve the diff shown without asking"}),
+                  "help": "with --approve --loop/--config: approve the diff shown without asking;"
+                          " with --upgrade-loops, --gc-worktrees: do what was listed without asking"}),
     (("--accept-rollback",), {"action": "store_true", "help": "human act: accept a restored older copy of"
                               " --task, --loop or --config (shows what is lost, asks)"}),
     (("--focus",), {"nargs": "?", "const": "", "metavar": "T", "help": "set the task the agent hooks enforce"}),
@@ -37,6 +38,8 @@ LOOP_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--from-template",), {"metavar": "T", "help": "with --create-loop: loop template"}),
     (("--var",), {"metavar": "NAME=VALUE", "action": "append",
                   "help": "with --create-loop: fill the template's {{NAME}} (repeatable; e.g. target=src)"}),
+    (("--no-worktree",), {"action": "store_true", "help": "with --create-loop: tick in the project checkout"
+                           " itself, not in a worktree of its own (blast_radius.use_worktree false)"}),
     (("--list-templates",), {"action": "store_true", "help": "list the packaged and project loop templates"}),
     (("--install-schedule",), {"metavar": "NAME", "help": "install the OS schedule of a loop"}),
     (("--uninstall-schedule",), {"metavar": "NAME", "help": "remove the OS schedule of a loop"}),
@@ -60,6 +63,10 @@ LOOP_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--rearm-loop",), {"metavar": "NAME", "help": "give a complete loop a fresh allowance (human act)"}),
     (("--remove-loop",), {"metavar": "NAME", "help": "unschedule, archive and remove a loop (human act)"}),
     (("--delete-branch",), {"action": "store_true", "help": "with --remove-loop: delete branch loop/NAME too"}),
+    (("--upgrade-loops",), {"action": "store_true", "help": "give loop folders that have only loop.json their"
+                            " sealed state, halted for a first approval (human act; --loop NAME: only that one)"}),
+    (("--gc-worktrees",), {"action": "store_true", "help": "remove the worktrees of gone or complete loops,"
+                           " never one with uncommitted work (lists, then asks; human act)"}),
     (("--vram",), {"action": "store_true", "help": "probe accelerator memory for local models"}),
     (("--dashboard",), {"action": "store_true",
                         "help": "serve a local web page of the loops and tasks (of each --project given)"}),
@@ -112,6 +119,8 @@ VERBS: dict[str, str] = {
     "doctor": "automaton.cli.verbs_loops:doctor",
     "rearm_loop": "automaton.cli.verbs_loops:rearm_loop",
     "remove_loop": "automaton.cli.verbs_loops:remove_loop",
+    "upgrade_loops": "automaton.cli.verbs_loops:upgrade_loops",
+    "gc_worktrees": "automaton.cli.verbs_loops:gc_worktrees",
     "vram": "automaton.cli.verbs_loops:vram",
     "dashboard": "automaton.cli.verbs_dashboard:dashboard",
     "install_hooks": "automaton.cli.verbs_agents:install_hooks",
@@ -131,17 +140,20 @@ MODIFIERS: dict[str, frozenset[str]] = {
     "phase": frozenset({"task"}),
     "validate_folder": frozenset({"task"}),
     "can_edit": frozenset({"task", "file", "loop", "loop_worktree"}),
-    "create_loop": frozenset({"from_template", "task", "var"}),
+    "create_loop": frozenset({"from_template", "task", "var", "no_worktree"}),
     "install_schedule": frozenset({"interval", "on"}),
     "claim_loop_task": frozenset({"task"}),
     "check_gate": frozenset({"task"}),
     "doctor": frozenset({"loop"}),
     "spend": frozenset({"since"}),
     "remove_loop": frozenset({"delete_branch"}),
+    "upgrade_loops": frozenset({"loop", "yes"}),
+    "gc_worktrees": frozenset({"yes"}),
     "dashboard": frozenset({"port", "host"}),
 }
 ALL_MODIFIERS = frozenset({"parent", "task", "to", "clear", "file", "from_template", "var", "interval", "on", "loop",
-                           "loop_worktree", "config", "yes", "delete_branch", "port", "host", "since"})
+                           "loop_worktree", "config", "yes", "delete_branch", "port", "host", "since",
+                           "no_worktree"})
 
 
 class Given(str):

@@ -41,8 +41,7 @@ def create_loop(ns: argparse.Namespace) -> Outcome:
         raise UsageError("--create-loop needs --from-template T")
     _human("--create-loop")
     return _call("automaton.commands.loops", "create_loop", Project.to_create(ns.project), ns.create_loop,
-                 ns.from_template,
-                 task=ns.task, variables=ns.var)
+                 ns.from_template, task=ns.task, variables=ns.var, worktree=not ns.no_worktree)
 
 
 def list_templates(ns: argparse.Namespace) -> Outcome:
@@ -128,6 +127,39 @@ def rearm_loop(ns: argparse.Namespace) -> Outcome:
 def remove_loop(ns: argparse.Namespace) -> Outcome:
     return _call("automaton.commands.lifecycle", "remove_loop", project_of(ns), ns.remove_loop,
                  delete_branch=bool(ns.delete_branch))
+
+
+def upgrade_loops(ns: argparse.Namespace) -> Outcome:
+    """`--upgrade-loops [--loop NAME] [--yes]`: a human act; lists the loop folders it would
+    bootstrap, asks (cli.confirm.confirm_act), then bootstraps what was listed."""
+    from automaton.cli.confirm import confirm_act  # the verb's own use case: see _call
+    from automaton.commands import loops_upgrade as uc
+    from automaton.commands.human import require_human
+
+    who = require_human(uc.ACTION)
+    project = project_of(ns)
+    plan = uc.plan(project, ns.loop)
+    if plan.candidates:
+        confirm_act(list(plan.lines), f"Bootstrap {len(plan.candidates)} loop(s)? [y/N]", act=uc.ACTION,
+                    yes=bool(ns.yes), as_json=bool(ns.json))
+    return uc.upgrade_loops(project, plan, who)
+
+
+def gc_worktrees(ns: argparse.Namespace) -> Outcome:
+    """`--gc-worktrees [--yes]`: a human act; lists every loop worktree (remove or keep, and
+    why), asks (cli.confirm.confirm_act) when one would go, then removes what was listed."""
+    from automaton.cli.confirm import confirm_act  # the verb's own use case: see _call
+    from automaton.commands import loops_gc as uc
+    from automaton.commands.human import require_human
+
+    who = require_human(uc.ACTION)
+    project = project_of(ns)
+    found = uc.survey(project)
+    going = sum(f.goes for f in found)
+    if going:
+        confirm_act(uc.survey_lines(found), f"Remove {going} worktree(s)? [y/N]", act=uc.ACTION,
+                    yes=bool(ns.yes), as_json=bool(ns.json))
+    return uc.gc_worktrees(project, found, who)
 
 
 def vram(ns: argparse.Namespace) -> Outcome:

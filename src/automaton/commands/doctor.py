@@ -265,8 +265,9 @@ def _schedule_checks(name: str, config: LoopConfig, status: str, info: dict[str,
             out.append(Finding(name, "schedule", "problem", f"the scheduled tick runs the {what} {path}, which is gone",
                                install))
     if status == "complete" and info["unit"] == "present":
-        out.append(Finding(name, "schedule", "warning", "complete, but the schedule still fires (each fire is"
-                           " refused)", f"automaton --uninstall-schedule {name}"))
+        out.append(Finding(name, "schedule", "warning", "complete, but the schedule is still enabled (its disable"
+                           " failed or was undone; the next fire is refused and turns it off)",
+                           f"automaton --uninstall-schedule {name}"))
     if not out:
         out.append(Finding(name, "schedule", "ok", f"{info['scheduler']} every {info['interval_seconds']} s,"
                            f" unit {info['unit']}" + (f", next fire {info['next_fire']}" if info["next_fire"] else "")))

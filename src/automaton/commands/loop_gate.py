@@ -38,6 +38,7 @@ from automaton.core.names import TaskRef
 from automaton.core.outcome import Outcome
 from automaton.git import run_git
 from automaton.git.drift import (
+    DEFAULT_EXCLUDES,
     DriftError,
     GitMissing,
     NestedRepository,
@@ -48,7 +49,7 @@ from automaton.git.drift import (
     worktree_blobs,
 )
 from automaton.git.harden import git_folder_of, probe_once
-from automaton.git.worktree import branch_name
+from automaton.git.worktree import IN_PLACE_EXCLUDES, branch_name
 from automaton.resolve import real
 from automaton.store import loops, tasks
 from automaton.store.key import seal_bytes
@@ -56,6 +57,11 @@ from automaton.store.layout import Project
 from automaton.store.loops import Loop
 
 # ---- gates ----------------------------------------------------------------------------------
+
+# Why the drift gate is skipped before a loop's first tick made its worktree (a tick drops it
+# once it has one: the check after its commit judges that tick's work).
+NO_WORKTREE_YET = "the loop has no worktree yet (worktree_path is null)"
+
 
 class _Facts:
     """The I/O behind core.gates.GateFacts for one loop."""
@@ -120,6 +126,8 @@ class _Facts:
     def drift_of(self, hash_paths: list[str] | None) -> DriftFacts:
         """`drift()` with blobs for the changed files among `hash_paths` (None: every changed file)."""
         where = self.drift_cwd or self.state.worktree_path
+        if where is None and self.state.base_commit is not None and self._in_place():
+            return self._in_place_drift(hash_paths)
         if where is not None and self.drift_cwd is None and os.path.islink(where):
             return DriftFacts(error=f"{where} is a symlink, not the loop's worktree")
         worktree = real(where, self.project.root) if where is not None else None
@@ -142,6 +150,31 @@ class _Facts:
                 return DriftFacts(error=str(exc))
         return self._branch_drift(worktree, hash_paths)
 
+    def _in_place(self) -> bool:
+        """Whether the loop ticks in the main checkout (`blast_radius.use_worktree` false); an
+        unreadable loop.json is not (the seal and config gates say why)."""
+        try:
+            return not self.config().blast_radius.use_worktree
+        except BadInput:
+            return False
+
+    def _in_place_drift(self, hash_paths: list[str] | None) -> DriftFacts:
+        """Changes in the main checkout since the base commit its first tick recorded: what is
+        committed on its branch, staged, changed or untracked, but automaton's own folder
+        (`IN_PLACE_EXCLUDES`). The human's own edits there count as well: nothing tells them apart."""
+        root, base = self.project.root, str(self.state.base_commit)
+        try:
+            index = PrivateIndex(self.project.loop_dir(self.loop) / "drift.index", seal_bytes)
+            files = changed_paths(root, base, excludes=(*DEFAULT_EXCLUDES, *IN_PLACE_EXCLUDES), index=index)
+            want = [f for f in files if hash_paths is None or f in hash_paths]
+            return DriftFacts(tuple(files), blobs=tuple(sorted(worktree_blobs(root, want).items())))
+        except GitMissing as exc:
+            return DriftFacts(skipped=str(exc))
+        except NestedRepository as exc:
+            return DriftFacts(nested=tuple(exc.paths))
+        except DriftError as exc:
+            return DriftFacts(error=str(exc))
+
     def _check_branch(self, worktree: Path) -> None:
         want = f"refs/heads/{branch_name(self.loop)}"
         head = run_git(worktree, ["symbolic-ref", "-q", "HEAD"])
@@ -155,7 +188,7 @@ class _Facts:
             raise DriftError(f"the worktree {worktree} is on a detached HEAD, not {branch_name(self.loop)}")
 
     def _branch_drift(self, worktree: Path | None, hash_paths: list[str] | None) -> DriftFacts:
-        gone = ("the loop has no worktree yet (worktree_path is null)" if worktree is None
+        gone = (NO_WORKTREE_YET if worktree is None
                 else f"worktree {worktree} does not exist (the next tick re-creates it)")
         base, branch = self.state.base_commit, branch_name(self.loop)
         if base is None:

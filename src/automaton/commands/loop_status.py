@@ -267,10 +267,11 @@ def _schedule_line(d: dict[str, Any]) -> str:
     what = f"{s['scheduler']} {s['spec'] or ''}".strip() + f" (every {s['interval_seconds']} s)"
     if s["unit"] != "present":
         return f"{what}, disabled while the loop is {d['status']}"
-    if d["status"] == "complete":
-        return f"{what}: the schedule still fires (each fire is refused): automaton --uninstall-schedule {loop}"
+    if d["status"] != "running":  # the disable at the halt or completion failed, or was undone
+        return (f"{what}: still enabled though the loop is {d['status']}; its next fire is refused and turns it"
+                f" off (or automaton --uninstall-schedule {loop})")
     when = s["next_fire"] or "unknown"
-    return f"{what}, next fire {when if s['next_fire_exact'] or when == 'unknown' else 'about ' + when}"
+    return f"{what}, enabled, next fire {when if s['next_fire_exact'] or when == 'unknown' else 'about ' + when}"
 
 
 def _worktree_line(w: dict[str, Any]) -> str:

@@ -63,13 +63,14 @@ def _template_dir(project: Project, template: str) -> tuple[Path, bool]:
 
 
 def create_loop(project: Project, name: str, template: str, task: str | None = None,
-                variables: list[str] | None = None) -> Outcome:
+                variables: list[str] | None = None, *, worktree: bool = True) -> Outcome:
     """Create `.automaton/loops/NAME/` from a template: loop.json (name/task patched,
     `{{placeholders}}` filled from `variables` (`--var NAME=VALUE`) and the template's defaults
     (`commands.templates`), validated, sealed; its copy in `sealed/loop.json`), the role
     prompts (filled the same way), `scorer.py` when loop.json names `{{scorer}}`, `.state.loop`
     and `.state.log` (CREATED). The output says when the project's template shadows a packaged
-    one.
+    one. `worktree=False` (`--no-worktree`): loop.json gets `blast_radius.use_worktree: false`,
+    so its ticks run and commit in the main checkout (README.md#loopjson says what that costs).
 
     Exit 2: invalid name, existing loop (or a file where its folder should be), missing/invalid
     template (the message names close matches), a placeholder without a value, a `--var` the
@@ -88,6 +89,8 @@ def create_loop(project: Project, name: str, template: str, task: str | None = N
     obj, prompts = _filled(project, loop, src, obj, variables)
     if task is not None:
         obj["task"] = str(TaskRef.parse(task))
+    if not worktree:
+        _without_worktree(obj)
     data = (json.dumps(obj, indent=2) + "\n").encode("utf-8")
     config = loops.parse_config_bytes(data, f"{source} (as loop {loop})")
     if config.task is not None:
@@ -123,6 +126,9 @@ def create_loop(project: Project, name: str, template: str, task: str | None = N
     if unseen:
         out.lines.append(f"loop {loop} starts halted (human_intervention: {state.halt_detail}): no tick runs"
                          f" until a human runs automaton --approve --loop {loop}, which shows the whole loop.json")
+    if not config.blast_radius.use_worktree:
+        out.lines.append(f"loop {loop} has no worktree: its ticks edit and commit in {project.root} on the branch"
+                         " checked out there, and your own changes there count as its work")
     if shadows:  # the packaged template of that name may have changed; the human should know which one ran
         out.lines.append(f"template {src.name}: using the project's copy at {src.relative_to(project.root)},"
                          " which shadows the packaged one")
@@ -130,6 +136,12 @@ def create_loop(project: Project, name: str, template: str, task: str | None = N
     if added:
         out.lines.append(f"added {len(added)} pattern(s) to .git/info/exclude so git never sees loop runtime files")
     return out
+
+
+def _without_worktree(obj: dict[str, Any]) -> None:
+    """`--no-worktree`: loop.json object `obj` gets `blast_radius.use_worktree: false`."""
+    radius = obj.get("blast_radius")
+    obj["blast_radius"] = {**(radius if isinstance(radius, dict) else {}), "use_worktree": False}
 
 
 def _filled(project: Project, loop: LoopName, src: Path, obj: dict[str, Any],
@@ -151,20 +163,44 @@ def _filled(project: Project, loop: LoopName, src: Path, obj: dict[str, Any],
 def _refuse_leftovers(project: Project, loop: LoopName) -> None:
     """Refused (exit 1) while branch `loop/<name>` exists or a worktree is registered at the
     loop's worktree path: they belong to an earlier loop of that name whose folder (and
-    counters) was deleted; re-creating it must not hand out a fresh allowance."""
+    counters) was deleted; re-creating it must not hand out a fresh allowance.
+
+    The message names every worktree the branch is checked out in and steps that lose nothing:
+    `git worktree remove` without `--force` (git refuses while the worktree has uncommitted
+    work) or `git worktree prune` for one whose folder is gone, and `git branch -m`, which keeps
+    the commits under another name and works while the branch is checked out (git-branch(1):
+    the worktrees that have it checked out follow the rename). `git branch -D` would do neither:
+    git refuses it for a checked-out branch, and elsewhere it drops the commits."""
     branch, wt = branch_name(loop), project.worktree_dir(loop)
     has_branch = run_git(project.root, ["rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"]).code == 0
-    registered = any(os.path.realpath(e.get("worktree", "")) == os.path.realpath(wt)
-                     for e in list_worktrees(project.root) or [])
+    entries = list_worktrees(project.root) or []
+    registered = any(os.path.realpath(e.get("worktree", "")) == os.path.realpath(wt) for e in entries)
     if not has_branch and not registered:
         return
+    elsewhere = [e["worktree"] for e in entries if e.get("branch") == f"refs/heads/{branch}"
+                 and os.path.realpath(e.get("worktree", "")) != os.path.realpath(wt)]
     what = " and ".join(x for x in (f"branch {branch}" if has_branch else "",
                                     f"a worktree registered at {wt}" if registered else "") if x)
-    steps = "; ".join(x for x in (f"git worktree remove --force {wt}" if registered else "",
-                                  f"git branch -D {branch}" if has_branch else "") if x)
-    raise Refused(f"loop {loop!r} cannot be created: {what} of an earlier loop {loop} still exist(s)"
-                  f" (re-creating the folder would reset its counters): a human reviews it, runs {steps},"
-                  f" then automaton --create-loop {loop} again")
+    where = f"; {branch} is checked out in {', '.join(elsewhere)}" if elsewhere else ""
+    steps = []
+    if registered:
+        steps.append(f"git worktree remove {wt} (git refuses while it has uncommitted work: commit it first)"
+                     if os.path.isdir(wt) else "git worktree prune (its folder is gone)")
+    if has_branch:
+        steps.append(f"git branch -m {branch} {_free_branch(project, branch)} (keeps its commits under that name"
+                     + ("; that checkout follows the rename)" if elsewhere else ")"))
+    raise Refused(f"loop {loop!r} cannot be created: {what} of an earlier loop {loop} still exist(s){where}"
+                  f" (re-creating the folder would reset its counters): a human reviews it, runs {'; '.join(steps)},"
+                  f" then automaton --create-loop {loop} again; or choose another loop name")
+
+
+def _free_branch(project: Project, branch: str) -> str:
+    """`<branch>-old`, or `<branch>-old-<n>` for the first n >= 2 with no such branch yet."""
+    for n in range(1, 100):
+        name = f"{branch}-old" if n == 1 else f"{branch}-old-{n}"
+        if run_git(project.root, ["rev-parse", "--verify", "--quiet", f"refs/heads/{name}"]).code != 0:
+            return name
+    return f"{branch}-old-{utc_now().replace(':', '').replace('-', '')}"
 
 
 def _exclude_runtime(project: Project) -> list[str]:

@@ -78,23 +78,26 @@ def _fix_for(err: str, lock: Path | None, worktree: Path, kept: str | None) -> s
     return f"run git status in {worktree} and fix what it reports, then the next tick commits"
 
 
-def _excludes_file(worktree: Path, folder: Path) -> Path:
+def _excludes_file(worktree: Path, folder: Path, last: tuple[str, ...] = ()) -> Path:
     """A `core.excludesFile` for the runner's `git add`: DEFAULT_EXCLUDES, then the patterns of
     the repository's own `core.excludesFile` when it names a readable file (later lines win, so
-    the repository's negations still apply). Written into `folder`."""
+    the repository's negations still apply), then `last` (which no negation undoes). Written
+    into `folder`."""
     lines = list(DEFAULT_EXCLUDES)
     own = run_git(worktree, ["config", "--path", "--get", "core.excludesFile"])
     if own.code == 0 and own.out.strip():
         with contextlib.suppress(OSError):  # unreadable: git would not read it either
             lines += (worktree / own.out.strip()).read_text(encoding="utf-8", errors="surrogateescape").splitlines()
+    lines += last
     path = folder / "excludes"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogateescape")
     return path
 
 
-def commit_all(worktree: Path, message: str) -> CommitResult:
+def commit_all(worktree: Path, message: str, *, also_exclude: tuple[str, ...] = ()) -> CommitResult:
     """Stage everything in `worktree` (`git add -A`) but build and test artefacts, and commit it
-    as `message`.
+    as `message`. `also_exclude`: gitignore patterns of untracked files left out as well (a
+    loop ticking in the main checkout leaves out `/.automaton/`).
 
     Left out: untracked files matching `automaton.git.ignore.DEFAULT_EXCLUDES` (bytecode, tool
     caches, build output, `node_modules/` …) that the project's `.gitignore` misses, given to
@@ -122,7 +125,7 @@ def commit_all(worktree: Path, message: str) -> CommitResult:
                             cleared, head)
 
     with tempfile.TemporaryDirectory(prefix="automaton-commit-") as scratch:
-        excludes = _excludes_file(worktree, Path(scratch))
+        excludes = _excludes_file(worktree, Path(scratch), also_exclude)
         added = run_git(worktree, ["-c", f"core.excludesFile={excludes}", "add", "-A"])
     if added.code != 0:
         return failed("add", added.err or added.out)

@@ -19,10 +19,14 @@ from automaton.git import run_git
 from automaton.git.commit import CommitResult, commit_all
 from automaton.git.errors import DriftError
 
-__all__ = ["BRANCH_PREFIX", "FALLBACK_KINDS", "LOOP_WORKTREE_DIR", "CommitResult", "WorktreeResult", "branch_name",
+__all__ = ["BRANCH_PREFIX", "FALLBACK_KINDS", "IN_PLACE_EXCLUDES", "LOOP_WORKTREE_DIR", "CommitResult",
+           "WorktreeResult", "branch_name",
            "commit_all", "ensure_worktree", "list_worktrees", "worktree_path"]
 
 LOOP_WORKTREE_DIR = "worktree"
+# A loop without a worktree (`blast_radius.use_worktree` false) ticks in the main checkout,
+# where automaton's own folder holds the loop's files: never committed by a tick, never drift.
+IN_PLACE_EXCLUDES = ("/.automaton/",)
 BRANCH_PREFIX = "loop/"
 # Why ensure_worktree fell back. "no_git" / "not_repo": no repository to make a worktree in;
 # "occupied": something that is not our worktree sits at the path (a folder, a file, a symlink,

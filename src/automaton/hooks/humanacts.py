@@ -6,7 +6,8 @@ a pseudo-terminal wrapper gives an agent one. So the hook denies, on every line:
 
 - `--approve`/`--focus` (and their unique prefixes, which older parsers accepted) next to any
   spelling of automaton, and the other human acts (`--resume-loop`, `--rearm-loop`,
-  `--remove-loop`, and the widening `--create-loop`, `--install-schedule`);
+  `--remove-loop`, `--upgrade-loops`, `--gc-worktrees`, and the widening `--create-loop`,
+  `--install-schedule`);
   `AUTOMATON_APPROVER`/`AUTOMATON_TASK`/`AUTOMATON_HOME`; `hooksPath`;
 - pseudo-terminal wrappers (`script`, `unbuffer`, `expect`, `socat … pty`, `ssh -t`, `tmux`
   and `screen` beyond listing, Python/Perl/Node pty modules) and typing into another terminal
@@ -34,7 +35,8 @@ _APPROVE = re.compile(r"--ap(p(r(o(ve?)?)?)?)?(?![\w-])", re.IGNORECASE)
 _FOCUS = re.compile(r"--fo(c(us?)?)?(?![\w-])", re.IGNORECASE)
 # The other human acts: releasing a human's pause, re-arming or removing a loop, accepting a
 # rollback, and the widening commands (a new loop, or an OS schedule, runs an agent unattended).
-_LOOP_ACTS = re.compile(r"--(resume-loop|rearm-loop|remove-loop|accept-rollback|create-loop|install-schedule)"
+_LOOP_ACTS = re.compile(r"--(resume-loop|rearm-loop|remove-loop|accept-rollback|create-loop|install-schedule"
+                        r"|upgrade-loops|gc-worktrees)"
                         r"(?![\w-])", re.IGNORECASE)
 _MENTION = re.compile(r"automaton|status\.py|loop-runner\.py", re.IGNORECASE)
 _MENTION_LETTERS = re.compile(r"automaton|statuspy|looprunnerpy")

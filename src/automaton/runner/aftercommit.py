@@ -18,7 +18,7 @@ from automaton.git import run_git
 from automaton.git.errors import DriftError
 from automaton.git.nested import nested_repositories, shown
 from automaton.git.protect import protected_changes
-from automaton.git.worktree import WorktreeResult, commit_all, pointer_problem
+from automaton.git.worktree import IN_PLACE_EXCLUDES, WorktreeResult, commit_all, pointer_problem
 from automaton.harnesses import HarnessResult
 from automaton.runner.verify import protected_patterns
 from automaton.store.layout import Project
@@ -57,6 +57,9 @@ def settle(loop: Loop, cfg: LoopConfig, wt: WorktreeResult, n: int, impl: Harnes
     (drift_detected), the commit changed a protected path (drift_detected, protected)."""
     project, name = loop.project, loop.name
     out = After()
+    # No worktree (`use_worktree` false): the tick commits in the main checkout, on its branch,
+    # once its first tick recorded a base commit there (runner.worktree `_in_place`).
+    in_place = not wt.in_worktree and not cfg.blast_radius.use_worktree and wt.base_commit is not None
     if wt.in_worktree and not wt.path.is_dir():
         # The agent removed or moved its own worktree: nothing is left to commit, the branch
         # keeps what earlier ticks committed, and the next tick re-creates the worktree (or
@@ -64,15 +67,15 @@ def settle(loop: Loop, cfg: LoopConfig, wt: WorktreeResult, n: int, impl: Harnes
         out.notes.append(f"the worktree {wt.path} is gone; loop/{name} is checked as committed")
         tip = run_git(project.root, ["rev-parse", "--verify", f"refs/heads/loop/{name}^{{commit}}"])
         out.head = tip.out.strip() if tip.code == 0 and tip.out.strip() else None
-    elif wt.in_worktree:
-        tampered = pointer_problem(project.root, wt.path)
+    elif wt.in_worktree or in_place:
+        tampered = pointer_problem(project.root, wt.path) if wt.in_worktree else None
         if tampered:  # never run git in a worktree whose .git the agent rewrote: it may be the user's branch
             return _halt(out, loop, "drift_detected", f"worktree_lost: {tampered}")
         nested = _nested(wt)
         if nested:  # before `git add`, which would record it as a gitlink and let git enter it
             return _halt(out, loop, "drift_detected", nested)
 
-        done = commit_all(wt.path, f"automaton: tick {n}")
+        done = commit_all(wt.path, f"automaton: tick {n}", also_exclude=() if wt.in_worktree else IN_PLACE_EXCLUDES)
         out.sha = done.sha
         if done.error:  # the work is not on loop/<name>: its verdict must not count
             fix = f"; fix: {done.fix}" if done.fix else ""
@@ -85,7 +88,7 @@ def settle(loop: Loop, cfg: LoopConfig, wt: WorktreeResult, n: int, impl: Harnes
     if unavailable:
         out.free = out.sha is None  # an agent that changed files did start: its tick is charged
         return _halt(out, loop, "human_intervention", f"{HARNESS_UNAVAILABLE}: {unavailable}")
-    if not wt.in_worktree:
+    if not wt.in_worktree and not in_place:
         return out
     drift = drift_after_commit(loop, cfg)
     if drift is not None and drift.halt is not None:
@@ -111,6 +114,8 @@ def _nested(wt: WorktreeResult) -> str | None:
         found = nested_repositories(wt.path)
     except DriftError as exc:
         return f"nested repository: cannot be ruled out ({exc})"
+    if not wt.in_worktree:  # in place: the loops' own worktrees live in .automaton/, which no tick commits
+        found = [p for p in found if not p.startswith(".automaton/")]
     return f"nested repository: {shown(found)}" if found else None
 
 

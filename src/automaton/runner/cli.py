@@ -193,8 +193,17 @@ def dispatch(ns: argparse.Namespace) -> Outcome:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the runner; returns the exit code (README.md#exit-codes)."""
+    """Run the runner; returns the exit code (README.md#exit-codes). Under a scheduler (stdout
+    and stderr one file: `schedule.log`) each line is time-stamped and written once
+    (`runner.schedlog`)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    from automaton.runner.schedlog import stamped
+
+    with stamped(enabled="--json" not in args):
+        return _main(args)
+
+
+def _main(args: list[str]) -> int:
     as_json = "--json" in args
     try:
         out = dispatch(plain_tick(args) or build().parse_args(args))

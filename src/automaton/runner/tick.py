@@ -26,7 +26,7 @@ from typing import Any
 
 from automaton import harnesses
 from automaton.commands import loop_gate
-from automaton.commands.halts import halt_now
+from automaton.commands.halts import halt_now, stop_schedule
 from automaton.core.errors import ExitCode, environment_errno
 from automaton.core.gates import CONFIG_CHANGED, remaining
 from automaton.core.loopconfig import MIB, LoopConfig
@@ -140,7 +140,9 @@ def _locked_tick(loop: Loop, opts: TickOptions) -> Outcome:
         reason = data.get("reason", "refused")
         show.note(f"loop {name}: gate refused ({reason})")
         code = ExitCode.BAD_INPUT if gate.code == ExitCode.BAD_INPUT else ExitCode.REFUSED
-        return Outcome(code, [*gate.lines, f"tick not run: gate says {reason}"], data, gate.warnings)
+        # A halt the gate wrote just now turned the unit off already.
+        idle = [] if data.get("halted_now") else _stop_idle_schedule(loop, data.get("status"))
+        return Outcome(code, [*gate.lines, f"tick not run: gate says {reason}"], data, [*gate.warnings, *idle])
     cfg = loop.read_config()
     state = loop.read_state()
     if cfg.sha256 != state.config_sha256:  # rewritten since its gate checked the seal: never run on it
@@ -172,7 +174,10 @@ def _confined_tick(loop: Loop, cfg: LoopConfig, state: LoopState, opts: TickOpti
     with show.phase(f"loop {name}: worktree"):
         wt = ensure_for_tick(loop, cfg, state)
     said = confine.warnings(cfg, loop.project.root)
-    warnings = [*gate_warnings, *said]
+    # The gate ran before this tick made the worktree (or recorded its base in place): its "no
+    # worktree yet" is stale now, and the drift check after the commit covers this tick.
+    stale = wt.in_worktree or wt.base_commit is not None
+    warnings = [*(w for w in gate_warnings if not (stale and loop_gate.NO_WORKTREE_YET in w)), *said]
     for warning in said:
         show.note(f"warning: {warning}")
     held_back = confine.left_out(cfg, loop.project.root, in_worktree=wt.in_worktree)
@@ -311,6 +316,7 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
         show.note(f"  halted: {halt}")
     if new.status == "complete":
         notify_completion(project, name, new)  # never raises; a failure is logged as a WARNING
+        warnings += _stop_idle_schedule(loop, new.status)
     score = "unscored" if verdict.score is None else f"{verdict.score:.4f}"
     line = (f"tick {n} of loop {name}: score {score} ({verdict.summary}), cost ${counted:.4f}"
             f"{'' if known else ' (unknown costs counted at max_tick_usd)'}, status {new.status}")
@@ -328,6 +334,17 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
     return Outcome(ExitCode.OK, [line], data, warnings)
 
 
+def _stop_idle_schedule(loop: Loop, status: object) -> list[str]:
+    """Turn off the OS unit of a loop that no tick may run (`status` complete, halted or
+    paused): the loop that just completed, or a fire the status gate refused because an
+    earlier disable failed or was undone. The gate's refusal is the brake; this only stops the
+    wasted starts. Returns the warning line of a failed disable ([] otherwise); never raises."""
+    if status not in ("complete", "halted", "paused"):
+        return []
+    warning = stop_schedule(loop)
+    return [] if warning is None else [warning]
+
+
 def _verify_clean(cfg: LoopConfig, adapter: harnesses.Harness, request: Any, folder: Path, wt: WorktreeResult,
                   head: str | None, tmp: Path, loop_dir: Path, ctx: prompts.TickContext,
                   costs: dict[str, float | None], policy_for: Any, project: Project, notes: list[str]) -> Verdict:
@@ -335,8 +352,10 @@ def _verify_clean(cfg: LoopConfig, adapter: harnesses.Harness, request: Any, fol
     an unscored verdict, never a verification of the agent's own tree. `notes` gets the lines
     the export has for the user (`verify.place`)."""
     try:
-        where = verify_mod.place(cfg, project.root, head if wt.in_worktree else None, wt.base_commit, tmp, wt.path,
-                                 notes)
+        # In a worktree, or in place in the main checkout with a recorded base (runner.worktree
+        # `_in_place`): the tick's commit is exported; otherwise the verifier runs where the tick ran.
+        committed = wt.in_worktree or (not cfg.blast_radius.use_worktree and wt.base_commit is not None)
+        where = verify_mod.place(cfg, project.root, head if committed else None, wt.base_commit, tmp, wt.path, notes)
     except (DriftError, OSError) as exc:
         return Verdict(None, False, False, f"verify not run: the tick's commit could not be exported ({exc})", "none")
     return verify_mod.run_verify(cfg, adapter, request, folder, where, tmp, loop_dir, policy_for,

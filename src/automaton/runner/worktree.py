@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from automaton.core import loopstate
 from automaton.core.errors import BadInput, EnvironmentFailure, Refused, environment_said
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.loopstate import Event, LogEvent, LoopState
+from automaton.git import run_git
 from automaton.git.worktree import WorktreeResult, ensure_worktree, worktree_path
 from automaton.store.loops import Loop
 
@@ -22,7 +24,7 @@ _HARMLESS = ("no_git", "not_repo")
 def ensure_for_tick(loop: Loop, cfg: LoopConfig, state: LoopState) -> WorktreeResult:
     """Ensure the worktree (tick step 6 in docs/architecture.md) and record `worktree_path`,
     `worktree_branch`, `base_commit`, `worktree_fallback` when they change. use_worktree false:
-    nothing is recorded (no state mutation).
+    the main checkout, with the `base_commit` its first tick recorded (`_in_place`).
 
     Only one case may run the tick in the main checkout (logged `WARNING
     reason=worktree_fallback`): a project without git / outside a repository. A repository in
@@ -42,7 +44,7 @@ def ensure_for_tick(loop: Loop, cfg: LoopConfig, state: LoopState) -> WorktreeRe
         recorded_base=state.base_commit,
     )
     if not cfg.blast_radius.use_worktree:
-        return result
+        return _in_place(loop, state, result)
     if result.fallback is not None and _must_halt(result, state, loop_dir):
         _halt_lost_worktree(loop, str(state.worktree_path or worktree_path(loop_dir)), result.fallback)
     if result.kind == "failed":
@@ -74,6 +76,24 @@ def ensure_for_tick(loop: Loop, cfg: LoopConfig, state: LoopState) -> WorktreeRe
     loop.update_state(partial(loopstate.record_worktree, path=want[0], branch=want[1], base_commit=want[2],
                               fallback=want[3], event=event))
     return result
+
+
+def _in_place(loop: Loop, state: LoopState, result: WorktreeResult) -> WorktreeResult:
+    """A loop without a worktree ticks in the main checkout: its first tick records the
+    checkout's HEAD as `base_commit` (logged `WORKTREE … in_place=True`), from which the drift
+    gate and the checks after the tick's commit measure; later ticks reuse it. Outside git, or
+    before a first commit, nothing is recorded and nothing is committed (the result as given)."""
+    base = state.base_commit
+    if base is None:
+        head = run_git(loop.project.root, ["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])
+        if head.code != 0 or not head.out.strip():
+            return result
+        base = head.out.strip()
+        event = LogEvent(Event.WORKTREE, {"path": str(loop.project.root), "branch": None, "base": base,
+                                          "in_place": True})
+        loop.update_state(partial(loopstate.record_worktree, path=None, branch=None, base_commit=base,
+                                  fallback=state.worktree_fallback, event=event))
+    return replace(result, base_commit=base)
 
 
 def _must_halt(result: WorktreeResult, state: LoopState, loop_dir: Path) -> bool:

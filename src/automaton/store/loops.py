@@ -73,9 +73,10 @@ ARCHIVE_DIR = ".archive"
 
 
 def untracked_hint(loop: str) -> str:
-    """The stable hint (UNTRACKED_HINT) plus a step that exists (there is no --upgrade-loops command yet)."""
-    return (f"{UNTRACKED_HINT} (no such command yet: remove the folder .automaton/loops/{loop}/ and run"
-            f" automaton --create-loop {loop} again)")
+    """The stable hint (UNTRACKED_HINT): `automaton --upgrade-loops --loop NAME` (a human act), or
+    the folder removed and the loop created again."""
+    return (f"{UNTRACKED_HINT} (automaton --upgrade-loops --loop {loop}, a human act; or remove the folder"
+            f" .automaton/loops/{loop}/ and run automaton --create-loop {loop} again)")
 
 
 def not_a_folder(project: Project, loop: str) -> str | None:
@@ -601,6 +602,34 @@ def create(project: Project, loop: LoopName, files: dict[str, bytes], state: Loo
 
         shutil.rmtree(folder, ignore_errors=True)  # nothing half-created
         raise
+    return folder
+
+
+def bootstrap(project: Project, loop: LoopName, config_data: bytes, state: LoopState,
+              fields: dict[str, object]) -> Path:
+    """Seal `state` with CREATED in the existing folder of an untracked loop (`--upgrade-loops`):
+    `sealed/loop.json` gets `config_data` (the loop.json bytes whose sha256 `state` carries),
+    then `.state.loop` and `.state.log` are written under the state lock.
+
+    Refused (exit 1) when the folder has a `.state.loop` or a `.state.log` by then (a loop with
+    state is never bootstrapped: its counters would start over); BadInput (exit 2) when the
+    keyed anchor remembers a log at this path (a deleted log is a rollback, never a new loop:
+    `--accept-rollback` is the human's way) or a write fails."""
+    folder = project.loop_dir(loop)
+    with locked(folder / STATE_LOCK):
+        present = [f for f in (STATE_FILE, LOG_FILE) if os.path.lexists(folder / f)]
+        if present:
+            raise Refused(f"loop {loop!r} already has state ({', '.join(present)} in {folder}): nothing to"
+                          " bootstrap; --upgrade-loops only seals a folder that has loop.json alone")
+        chain = chainlog.read_chain(folder / LOG_FILE)
+        if not chain.ok:
+            raise BadInput(f"loop {loop!r}: {chain.error}")
+        target = folder / SEALED_COPY
+        target.parent.mkdir(exist_ok=True)
+        atomic_write(target, config_data)
+        data = encode_state(state)
+        chainlog.commit(folder / STATE_FILE, folder / LOG_FILE, data, state_token(data), Event.CREATED.value,
+                        _fields(state, fields), chain)
     return folder
 
 
