@@ -186,8 +186,19 @@ def test_the_packaged_scorer_applies_in_the_modes_that_run_the_suite_once(tmp_pa
         cfg = scorer_cfg(tmp_path, *args)
         assert freeze.applies(cfg, tmp_path) and freeze.scorer_mode(cfg, tmp_path) == args[0]  # type: ignore[arg-type]
         assert freeze.collect_argv(cfg, tmp_path)[-1] == "--collect-only"  # type: ignore[arg-type]
-    for args in (("lint", "--target", "src"), ("types", "--target", "src"), ("flaky", "--repeat", "3", "t::x")):
+    for args in (("lint", "--target", "src"), ("types", "--target", "src")):
         assert not freeze.applies(scorer_cfg(tmp_path, *args), tmp_path)  # type: ignore[arg-type]
+
+
+def test_the_flaky_scorer_is_streamed_run_by_run(tmp_path: Path) -> None:
+    cfg = scorer_cfg(tmp_path, "flaky", "--repeat", "3", "t::x")
+    assert freeze.applies(cfg, tmp_path) and freeze.scorer_mode(cfg, tmp_path) == "flaky"  # type: ignore[arg-type]
+    assert freeze.collect_argv(cfg, tmp_path)[-1] == "--collect-only"  # type: ignore[arg-type]
+    assert freeze.repeat_of(["s", "flaky", "--repeat", "3", "t::x"]) == 3
+    assert freeze.repeat_of(["s", "flaky", "--repeat=7", "t::x"]) == 7
+    assert freeze.repeat_of(["s", "flaky", "t::x"]) == freeze.REPEAT_DEFAULT
+    assert freeze.repeat_of(["s", "flaky", "--repeat", "0", "t::x"]) is None
+    assert freeze.run_junit(tmp_path / "junit.xml", 2) == tmp_path / "junit-2.xml"
 
 
 def test_a_scorer_elsewhere_or_not_scored_as_agent_is_no_packaged_scorer(tmp_path: Path) -> None:

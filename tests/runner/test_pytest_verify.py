@@ -394,6 +394,66 @@ def test_a_scorer_stream_pytest_wrote_no_junit_for_is_unscored(tmp_path: Path) -
     assert (ok.score, ok.done) == (1.0, True), ok
 
 
+# ---- the flaky scorer's runs, each held to the stream ----
+
+PASS_XML = '<testsuites><testsuite><testcase classname="t" name="a"/></testsuite></testsuites>'
+FAIL_XML = '<testsuites><testsuite><testcase classname="t" name="a"><failure/></testcase></testsuite></testsuites>'
+
+
+def flaky_said(score: float, runs: list[int]) -> str:
+    return json.dumps({"score": score, "passed": score == 1.0, "done": score == 1.0, "summary": "s", "runs": runs})
+
+
+def repeats(repeat: int, outcomes: list[str], xmls: list[str | None] | None = None, code: int = 0) -> Any:
+    from automaton.core.testids import read_runs
+    from automaton.runner.pytest_verify import Repeats
+
+    data = b"".join(b'{"kind":"collected","id":"t::a"}\n{"kind":"result","id":"t::a","outcome":"%s"}\n'
+                    b'{"kind":"end","exitstatus":%d}\n' % (o.encode(), 0 if o == "passed" else 1) for o in outcomes)
+    if xmls is None:
+        xmls = [PASS_XML if o == "passed" else FAIL_XML for o in outcomes]
+    return Repeats(repeat, read_runs(data), xmls, code)
+
+
+def test_the_flaky_score_is_the_streams_and_agrees_with_the_scorer(tmp_path: Path) -> None:
+    from automaton.runner.pytest_verify import _by_repeats
+
+    got = _by_repeats(repeats(2, ["passed", "failed"]), flaky_said(0.5, [0, 1]), None, tmp_path)
+    assert (got.score, got.done, got.halt) == (0.5, False, None), got
+    got = _by_repeats(repeats(2, ["passed", "passed"]), flaky_said(1.0, [0, 0]), None, tmp_path)
+    assert (got.score, got.done) == (1.0, True), got
+
+
+@pytest.mark.parametrize(("got", "said", "why"), [
+    # A full score printed (forged on the scorer's stdout) while the stream shows a failed run.
+    (("failed", "passed"), flaky_said(1.0, [1, 0]), "the scorer says 1, the stream 1/2 runs passed"),
+    # One run fewer in the stream than the sealed --repeat (a run that wrote no record at all).
+    (("passed",), flaky_said(1.0, [0, 0]), "2 runs expected; the stream holds 1"),
+    # Exit statuses the scorer saw that the stream's end records do not match.
+    (("passed", "passed"), flaky_said(1.0, [0, 1]), "the scorer saw exit statuses [0, 1]"),
+    # A whole extra session written to the pipe.
+    (("passed", "passed", "passed"), flaky_said(1.0, [0, 0]), "2 runs expected; the stream holds 3"),
+], ids=["score", "fewer-runs", "exits", "extra-run"])
+def test_a_flaky_stream_that_contradicts_the_scorer_halts(tmp_path: Path, got: tuple[str, ...], said: str,
+                                                          why: str) -> None:
+    from automaton.runner.pytest_verify import _by_repeats
+
+    verdict = _by_repeats(repeats(2, list(got)), said, None, tmp_path)
+    assert verdict.score is None and verdict.halt is not None and verdict.halt.startswith("verdict_mismatch"), verdict
+    assert why in verdict.halt, verdict
+
+
+def test_a_flaky_run_without_its_junit_or_missing_a_frozen_id_halts(tmp_path: Path) -> None:
+    from automaton.core.testids import Frozen
+    from automaton.runner.pytest_verify import _by_repeats
+
+    got = _by_repeats(repeats(2, ["passed", "passed"], [PASS_XML, None]), flaky_said(1.0, [0, 0]), None, tmp_path)
+    assert got.halt is not None and got.halt.startswith("verdict_mismatch: run 2: pytest wrote no JUnit XML"), got
+    frozen = Frozen("a" * 40, "", ("t::a", "t::b"))
+    got = _by_repeats(repeats(2, ["passed", "passed"]), flaky_said(1.0, [0, 0]), frozen, tmp_path)
+    assert got.halt is not None and got.halt.startswith("tests_removed: t::b (missing)"), got
+
+
 def test_an_approval_refuses_a_holdout_with_symlinks_naming_each(project: Path, approver: str,
                                                                  tmp_path: Path) -> None:
     # Each tick would fail on them (unscored, at the tick's cost), one file at a time.

@@ -4,8 +4,9 @@ The plugin (`resources/pytest_plugin/automaton_verdicts.py`) writes one JSON obj
 to a pipe the runner holds: `collected`, `deselected`, `result` (id, outcome) and `end`
 (pytest's exit status) records. `read_stream` turns those bytes into a `Streamed`: the first
 result of each test id wins (a later line for the same id, from whatever wrote it, is
-ignored). `removed` compares a run with the frozen set of test ids (`store.frozen_tests`);
-`disagreement` checks the JUnit XML and the exit status against the stream; `verdict` scores
+ignored); `read_runs` splits the stream of several runs in turn at their `end` records.
+`removed` compares a run with the frozen set of test ids (`store.frozen_tests`); `disagreement`
+checks the JUnit XML and the exit status against the stream; `verdict` scores
 the stream.
 """
 
@@ -95,6 +96,24 @@ def read_stream(data: bytes) -> Streamed:
         else:
             out.junk += int(kind != "collected")  # a collected id seen before is no junk
     return out
+
+
+def read_runs(data: bytes) -> list[Streamed]:
+    """The sessions in `data` when several pytest runs wrote to one pipe in turn (the packaged
+    scorer's flaky mode): each ends at its `end` record and is read by `read_stream` (the first
+    result per id per run wins). Non-empty lines after the last `end` record make a last run
+    without one (`end` None): a run cut short, or lines someone else wrote."""
+    runs: list[Streamed] = []
+    lines: list[bytes] = []
+    for line in data.splitlines():
+        lines.append(line)
+        obj = _record(line)
+        if obj is not None and obj["kind"] == "end":
+            runs.append(read_stream(b"\n".join(lines)))
+            lines = []
+    if any(line.strip() for line in lines):
+        runs.append(read_stream(b"\n".join(lines)))
+    return runs
 
 
 def removed(frozen: list[str], run: Streamed) -> list[tuple[str, str]]:

@@ -17,10 +17,11 @@ ruff, mypy, pytest and pytest-cov, never automaton itself.
 runner's frozen test set at the base commit) and exit with pytest's status.
 
 Inside a tick the runner names an inherited pipe in AUTOMATON_VERDICT_FD (runner/freeze.py):
-the one pytest run of coverage, dependency and lint/types `--suite` then loads automaton's
-plugin (`-p automaton_verdicts`) with that descriptor, so the runner reads each test's outcome
-itself, and checks the frozen test set, whatever this script prints. Exactly one pytest session
-writes to it; ruff, mypy and flaky's N runs never get the descriptor.
+the one pytest run of coverage, dependency and lint/types `--suite`, and each of flaky's N
+runs in turn, then load automaton's plugin (`-p automaton_verdicts`) with that descriptor, so
+the runner reads each test's outcome itself, and checks the frozen test set, whatever this
+script prints. Only pytest sessions write to it, one at a time; ruff and mypy never get the
+descriptor.
 
 It runs in the runner's clean export of the tick's commit (the working directory), prints one
 JSON object `{"score": 0..1, "passed": bool, "done": bool, "summary": str}` as its last line
@@ -69,11 +70,14 @@ class Unscored(Exception):
     """The verifier could not measure: the tick gets no score."""
 
 
-def emit(score: float | None, passed: bool, summary: str) -> int:
-    """Print the verdict line; 0, or 2 when unscored."""
+def emit(score: float | None, passed: bool, summary: str, runs: list[int] | None = None) -> int:
+    """Print the verdict line; 0, or 2 when unscored. `runs`: each pytest run's exit status
+    (flaky), which the runner holds to the stream."""
     obj: dict[str, object] = {"passed": passed, "done": passed, "summary": summary}
     if score is not None:
         obj["score"] = round(min(max(score, 0.0), 1.0), 6)
+    if runs is not None:
+        obj["runs"] = runs
     print(json.dumps(obj))
     return 0 if score is not None else 2
 
@@ -93,10 +97,15 @@ def private_cache() -> str:
     return folder
 
 
-def junit_for_runner() -> Path | None:
-    """The JUnit XML path the runner reads (AUTOMATON_VERDICT_JUNIT), or None outside a tick."""
+def junit_for_runner(run: int | None = None) -> Path | None:
+    """The JUnit XML path the runner reads (AUTOMATON_VERDICT_JUNIT), or None outside a tick;
+    with `run` (flaky's run i, from 0) the runner's name for that run: `junit.xml` ->
+    `junit-<i>.xml` (runner/freeze.py `run_junit`)."""
     value = os.environ.get(VERDICT_JUNIT_ENV, "")
-    return Path(value) if value else None
+    if not value:
+        return None
+    path = Path(value)
+    return path if run is None else path.with_name(f"{path.stem}-{run}{path.suffix}")
 
 
 def run(argv: list[str], cwd: Path, timeout: float = 3600, streamed: bool = False) -> subprocess.CompletedProcess[str]:
@@ -358,16 +367,20 @@ def run_passed(code: int, xml_path: Path) -> bool:
 
 def flaky_score(repeat: int, ids: list[str]) -> int:
     """Stable passes / `repeat`: runs of `ids` where pytest exited 0 and every test passed
-    (`run_passed`: a run whose exit status and JUnit report disagree leaves the verify unscored)."""
+    (`run_passed`: a run whose exit status and JUnit report disagree leaves the verify unscored).
+    Inside a tick every run is streamed to the runner's pipe, one session after another, with its
+    JUnit XML where the runner reads it; the verdict line lists each run's exit status
+    (`runs`)."""
     if repeat < 1 or not ids:
         raise Unscored("flaky needs --repeat N >= 1 and at least one test id")
-    good = 0
+    good, exits = 0, []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(repeat):
-            xml = Path(tmp) / f"run-{i}.xml"
-            done = run([sys.executable, "-m", "pytest", "-q", *NO_RETRY, f"--junitxml={xml}", *ids], Path.cwd())
+            xml = junit_for_runner(i) or Path(tmp) / f"run-{i}.xml"
+            done = run([*suite_argv(ids), f"--junitxml={xml}"], Path.cwd(), streamed=True)
+            exits.append(done.returncode)
             good += run_passed(done.returncode, xml)
-    return emit(good / repeat, good == repeat, f"{good}/{repeat} runs passed: {' '.join(ids)[:160]}")
+    return emit(good / repeat, good == repeat, f"{good}/{repeat} runs passed: {' '.join(ids)[:160]}", exits)
 
 
 # ---- dependency: one pin ----------------------------------------------------------------------
@@ -468,6 +481,7 @@ def main(argv: list[str]) -> int:
             p.add_argument("--suite", action="store_true", help="score 0 while the test suite fails")
     p = sub.add_parser("flaky")
     p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("--collect-only", action="store_true", help="collect the named tests only")
     p.add_argument("ids", nargs="+")
     p = sub.add_parser("dependency")
     p.add_argument("--name", required=True)
@@ -475,7 +489,7 @@ def main(argv: list[str]) -> int:
     ns = parser.parse_args(argv)
     try:
         if getattr(ns, "collect_only", False):
-            return collect_only(getattr(ns, "tests", []))
+            return collect_only(getattr(ns, "ids", None) or getattr(ns, "tests", []))
         if ns.kind in ("lint", "types"):
             return count_score(ns.kind, ns.target, ns.suite)
         if ns.kind == "coverage":
