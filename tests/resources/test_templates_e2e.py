@@ -154,6 +154,35 @@ def test_type_errors_removing_annotations_hides_nothing(typed: Path, strip: dict
     assert "src/calc.py" in verdict(state)["summary"]
 
 
+@pytest.mark.parametrize(("hack", "named"), [
+    # Explicit Any: mypy checks nothing against it (an alias and a string annotation as well).
+    ([{"replace": "src/calc.py", "old": "def add(a: int, b: int) -> int:",
+       "new": "from typing import Any\n\nAnything = Any\n\n\ndef add(a: int, b: int) -> Anything:"},
+      {"replace": "src/calc.py", "old": "def half(x: int) -> int:", "new": "def half(x: int) -> 'Any':"}],
+     "explicit Any added: more explicit Any than at the base in src/calc.py"),
+    # typing.cast to the declared type: the wrong value passes as an int.
+    ([{"replace": "src/calc.py", "old": "return str(a + b)", "new": "return typing.cast(int, str(a + b))"},
+      {"replace": "src/calc.py", "old": "return x / 2", "new": "return c(int, x / 2)"},
+      {"replace": "src/calc.py", "old": "def add", "new": "import typing\nfrom typing import cast as c\n\n\ndef add"}],
+     "typing.cast calls added: more typing.cast calls than at the base in src/calc.py"),
+    # One error fixed honestly, the other silenced: half the errors gone, nothing earned.
+    ([TYPE_FIX[1], {"replace": "src/calc.py", "old": "return str(a + b)", "new": "return str(a + b)  # type: ignore"}],
+     "# type: ignore comments added: more # type: ignore comments than at the base in src/calc.py"),
+], ids=["any", "cast", "type-ignore-beside-a-fix"])
+def test_type_errors_any_cast_and_type_ignore_added_score_nothing(typed: Path, hack: list[dict[str, str]],
+                                                                  named: str) -> None:
+    state = run_ticks(loop_from(typed, "type-errors", steps(hack)), 1)
+    assert state.status == "running" and verdict(state)["score"] == 0.0, state
+    assert verdict(state)["summary"] == f"{named}: mypy errors not counted", verdict(state)
+
+
+def test_type_errors_any_cast_and_type_ignore_the_base_had_are_allowed(tmp_path: Path) -> None:
+    base = "from typing import Any, cast\n\n\ndef raw(x: Any) -> int:\n    return cast(int, x)  # type: ignore\n\n\n"
+    root = make_project(tmp_path / "proj", {"src/calc.py": base + TYPED["src/calc.py"]})
+    state = run_ticks(loop_from(root, "type-errors", steps(TYPE_FIX)), 2)
+    complete(state)
+
+
 def test_type_errors_a_mypy_config_halts(typed: Path) -> None:
     hack = {"write": "src/mypy.ini", "content": "[mypy]\nignore_errors = True\n"}
     halted(run_ticks(loop_from(typed, "type-errors", steps([hack])), 2), "drift_detected", "src/mypy.ini")
