@@ -116,3 +116,12 @@ def test_several_runs_in_turn_are_split_at_their_end_records_first_result_per_id
     assert runs[1].conflicts == ["t::a"]  # the second run's second result, not the first run's
     assert runs[2].conflicts == ["t::a"]  # after the last end: a result for a test never collected
     assert read_runs(lines(*col("t::a"), res("t::a", "passed"), end0) + b"\n  \n") == runs[:1]
+
+
+def test_a_tampered_record_is_a_disagreement_whatever_else_agrees() -> None:
+    data = lines(*col("t::a"), res("t::a", "passed"), {"kind": "tampered", "what": "x replaced"},
+                 {"kind": "tampered", "what": "y"}, {"kind": "end", "exitstatus": 0})
+    run = read_stream(data)
+    assert run.tampered == "x replaced" and run.junk == 0
+    assert disagreement(run, 0, None) == "pytest was changed in the process under test (a heuristic check): x replaced"
+    assert read_stream(lines({"kind": "tampered", "what": 3})).tampered == "(unnamed)"

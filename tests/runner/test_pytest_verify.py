@@ -309,6 +309,91 @@ def test_a_whole_session_forged_before_an_early_exit_is_unscored(project: Path) 
     assert detail.startswith("verdict_mismatch: pytest wrote no JUnit XML"), detail
 
 
+# A generic in-process patch of pytest by the code under test, made at collection (the tests
+# import this module): every failure reported as a pass, so the stream, JUnit XML and exit
+# status all agree. The plugin's check of pytest's own code catches these naive forms (a
+# heuristic: a patch that also undoes itself or the check is not caught; SECURITY.md).
+HOOKWRAPPER_PATCH = BUGGY + '''
+import gc
+import pytest
+from _pytest.config import Config
+
+
+class _AllGreen:
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        report = yield
+        report.outcome = "passed"
+        report.longrepr = None
+        return report
+
+
+for _obj in gc.get_objects():
+    if isinstance(_obj, Config):
+        _obj.pluginmanager.register(_AllGreen(), "all-green")
+        break
+'''
+
+MONKEYPATCH_PATCH = BUGGY + '''
+from _pytest.reports import TestReport
+
+_real = TestReport.from_item_and_call.__func__
+
+
+def _all_green(cls, item, call):
+    report = _real(cls, item, call)
+    report.outcome = "passed"
+    report.longrepr = None
+    return report
+
+
+TestReport.from_item_and_call = classmethod(_all_green)
+'''
+
+CODE_SWAP_PATCH = BUGGY + '''
+import _pytest.skipping
+
+
+def _all_green(item, call):
+    report = yield
+    report.outcome = "passed"
+    report.longrepr = None
+    return report
+
+
+# The hook function pytest registered keeps its identity; only its code is swapped.
+_pytest.skipping.pytest_runtest_makereport.__code__ = _all_green.__code__
+'''
+
+
+@pytest.mark.parametrize(("calc", "named"), [
+    (HOOKWRAPPER_PATCH, "pytest_runtest_makereport implemented by a plugin registered during the run"),
+    (MONKEYPATCH_PATCH, "_pytest.reports.TestReport.from_item_and_call replaced"),
+    (CODE_SWAP_PATCH, "replaced"),
+], ids=["hookwrapper", "monkeypatch", "code-swap"])
+def test_a_naive_in_process_patch_of_pytest_is_unscored_and_halts(project: Path, calc: str, named: str) -> None:
+    detail = unscored_mismatch(project, calc)
+    assert detail.startswith("verdict_mismatch: pytest was changed in the process under test (a heuristic check): "), \
+        detail
+    assert named in detail, detail
+
+
+def test_a_conftest_with_its_own_report_hook_is_no_tampering(project: Path) -> None:
+    # A project's own conftest.py (from the base commit) may implement report hooks; pytest loads
+    # a subfolder's conftest during collection, after the plugin looked at session start.
+    proj = loop(project, [{"write": "src/calc.py", "content": FIXED}])
+    (project / "tests" / "sub").mkdir(parents=True)
+    (project / "tests" / "sub" / "conftest.py").write_text(
+        "import pytest\n\n\n@pytest.hookimpl(wrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+        "    return (yield)\n")
+    (project / "tests" / "sub" / "test_more.py").write_text("def test_more():\n    pass\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "a subfolder conftest with a report hook")
+    out = tick(proj, "demo")
+    assert out.data is not None and out.data["verdict"]["score"] == 1.0, out.data
+    assert out.data["verdict"]["summary"] == "3/3 passed", out.data
+
+
 def test_lines_after_the_end_record_are_a_disagreement() -> None:
     from automaton.core.testids import disagreement, read_stream
 

@@ -255,7 +255,7 @@ def _by_scorer(mode: str, stream: Streamed, output: str, frozen: Frozen | None, 
     that was killed, say by the code under test after a forged line, does not), or a stream
     without its end record (the run was cut short, or never started), is unscored; a suite the
     stream shows failing caps the score (`_capped`)."""
-    if stream.conflicts or stream.after_end or (stream.end is not None and junit_required):
+    if stream.conflicts or stream.after_end or stream.tampered or (stream.end is not None and junit_required):
         # The scorer does not pass pytest's exit status on: the stream's own stands in for it.
         why = disagreement(stream, -1 if stream.end is None else stream.end, xml, junit_required)
         if why is not None:
