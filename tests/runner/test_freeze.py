@@ -213,3 +213,18 @@ def test_a_pytest_command_still_applies_and_collects_with_q(tmp_path: Path) -> N
     cfg = pytest_cfg()
     assert freeze.applies(cfg) and freeze.applies(cfg, tmp_path)  # type: ignore[arg-type]
     assert freeze.collect_argv(cfg, tmp_path)[-2:] == ["--collect-only", "-q"]  # type: ignore[arg-type]
+
+
+def test_pytests_own_late_plugin_under_lf_is_no_tampering(tmp_path: Path) -> None:
+    # `--lf` registers pytest's file skipper during collection, after the plugin's look at
+    # session start: pytest's own, not the code under test's (no `tampered` record).
+    cwd = tree(tmp_path / "export")
+    (cwd / "tests" / "test_other.py").write_text("def test_other():\n    pass\n")
+    cfg = pytest_cfg(command=[PY, "-m", "pytest", "-q", "-p", "no:randomly", "--lf"])
+    for n, summary in ((1, "2/3 passed"), (2, "0/1 passed")):
+        folder, tmp = tmp_path / f"run{n}", tmp_path / f"tmp{n}"
+        folder.mkdir()
+        tmp.mkdir()
+        verdict = pytest_verify.run(cfg, folder, cwd, tmp, tmp_path, lambda *a: None,  # type: ignore[arg-type]
+                                    dict(os.environ), None)
+        assert verdict.summary == summary and verdict.halt is None, verdict

@@ -128,10 +128,17 @@ def _impls(config: Any) -> list[tuple[str, Any, Any]]:
     return out
 
 
-def _is_conftest(plugin: object) -> bool:
-    """Whether `plugin` is a `conftest.py` module (pytest loads a subfolder's during collection)."""
-    name = getattr(plugin, "__file__", "") or ""
-    return isinstance(plugin, types.ModuleType) and os.path.basename(name) == "conftest.py"
+# Plugins pytest itself registers during collection: `--lf`'s file skipper (collection only;
+# the frozen test ids see what it leaves out).
+_PYTEST_LATE = (("_pytest.cacheprovider", "LFPluginCollSkipfiles"),)
+
+
+def _registered_late_by_pytest(plugin: object) -> bool:
+    """Whether `plugin` is a `conftest.py` module (pytest loads a subfolder's during collection)
+    or one of pytest's own `_PYTEST_LATE` (by class name: forgeable, like all of this look)."""
+    if isinstance(plugin, types.ModuleType):
+        return os.path.basename(getattr(plugin, "__file__", "") or "") == "conftest.py"
+    return (type(plugin).__module__, type(plugin).__qualname__) in _PYTEST_LATE
 
 
 def _name(plugin: object) -> str:
@@ -156,7 +163,7 @@ class _Watch:
             if now is not obj or _code(now) is not code:
                 return f"{module}.{dotted} replaced"
         for hook, plugin, func in _impls(self.config):
-            if id(plugin) not in self.plugins and not _is_conftest(plugin):
+            if id(plugin) not in self.plugins and not _registered_late_by_pytest(plugin):
                 return f"{hook} implemented by a plugin registered during the run ({_name(plugin)})"
             old = self.codes.get(id(func))
             if old is not None and (old[0] is not func or getattr(func, "__code__", None) is not old[1]):
