@@ -8,6 +8,7 @@ from automaton.core.testids import (
     Frozen,
     disagreement,
     id_diff,
+    read_runs,
     read_stream,
     removed,
     runs_pytest,
@@ -102,3 +103,25 @@ def test_runs_pytest() -> None:
 def test_frozen_body_is_canonical_and_the_diff_names_ids() -> None:
     assert Frozen("b", "", ("x", "y")).body() == b'{"base_commit":"b","holdout":"","ids":["x","y"]}'
     assert id_diff(["a", "b"], ["b", "c"]) == ["- a", "+ c"]
+
+
+def test_several_runs_in_turn_are_split_at_their_end_records_first_result_per_id_per_run() -> None:
+    end0, end1 = {"kind": "end", "exitstatus": 0}, {"kind": "end", "exitstatus": 1}
+    data = lines(*col("t::a"), res("t::a", "passed"), end0,
+                 *col("t::a"), res("t::a", "failed"), res("t::a", "passed"), end1,
+                 res("t::a", "passed"))
+    runs = read_runs(data)
+    assert [r.results for r in runs] == [{"t::a": "passed"}, {"t::a": "failed"}, {"t::a": "passed"}]
+    assert [r.end for r in runs] == [0, 1, None]
+    assert runs[1].conflicts == ["t::a"]  # the second run's second result, not the first run's
+    assert runs[2].conflicts == ["t::a"]  # after the last end: a result for a test never collected
+    assert read_runs(lines(*col("t::a"), res("t::a", "passed"), end0) + b"\n  \n") == runs[:1]
+
+
+def test_a_tampered_record_is_a_disagreement_whatever_else_agrees() -> None:
+    data = lines(*col("t::a"), res("t::a", "passed"), {"kind": "tampered", "what": "x replaced"},
+                 {"kind": "tampered", "what": "y"}, {"kind": "end", "exitstatus": 0})
+    run = read_stream(data)
+    assert run.tampered == "x replaced" and run.junk == 0
+    assert disagreement(run, 0, None) == "pytest was changed in the process under test (a heuristic check): x replaced"
+    assert read_stream(lines({"kind": "tampered", "what": 3})).tampered == "(unnamed)"

@@ -195,3 +195,34 @@ def test_dependency_a_line_added_behind_the_pin_is_a_change_beyond_it(tmp_path: 
     assert "changed beyond the pin of requests" in scorer.dependency_problem(sneaky, base, "requests")
     inline = tree(tmp_path / "inline", {"requirements.txt": "requests==2.31 ; python_version<'4' \nidna==3.0\n"})
     assert "changed beyond the pin of requests" in scorer.dependency_problem(inline, base, "requests")
+
+
+def scorer_module() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("automaton_scorer_under_test", SCORER)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_types_casts_and_type_ignores_are_counted_with_the_parser_not_the_text(tmp_path: Path) -> None:
+    source = ("import typing as t\nfrom typing import cast as c, Any\nfrom typing_extensions import cast\n\n"
+              "x = c(int, '1')\ny = t.cast(int, '2')\nz = cast(int, '3')\nalias = t.cast\n"
+              "text = '# type: ignore and cast(int, x) in a string'\n"
+              "def cast2(v: int) -> int:\n    return v  # type: ignore[return-value]\n"
+              "w = 1  # type:ignore\nother.cast(1)\n")
+    root = tree(tmp_path, {"src/m.py": source, "src/broken.py": "def (:\n"})
+    got = scorer_module().source_counts(root, "src")
+    assert got == {"cast": {"src/m.py": 4}, "ignore": {"src/m.py": 2}}, got
+
+
+def test_types_a_file_with_more_of_a_silencer_than_at_the_base_is_named() -> None:
+    added = scorer_module().silencers_added
+    base = {"explicit-any": {"a.py": 1}, "cast": {"a.py": 2}}
+    assert added({"explicit-any": {"a.py": 1, "b.py": 0}, "cast": {"a.py": 1}}, base) is None
+    assert added({"explicit-any": {"a.py": 2}}, base) == ("explicit Any added: more explicit Any than at the base"
+                                                          " in a.py")
+    assert added({"ignore": {"b.py": 1}}, base) == ("# type: ignore comments added: more # type: ignore comments than"
+                                                    " at the base in b.py")

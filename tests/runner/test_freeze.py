@@ -89,7 +89,7 @@ def test_the_descriptor_is_no_module_attribute_nor_left_at_its_number(tmp_path: 
         "import os, sys\n\n\ndef test_fd():\n"
         "    mod = sys.modules['automaton_verdicts']\n"
         "    assert not any(isinstance(v, (dict, int)) and not isinstance(v, bool) for k, v in vars(mod).items()\n"
-        "                   if not k.startswith('__') and k not in ('ENV_FD', '_RANK'))\n"
+        "                   if not k.startswith('__') and k not in ('ENV_FD', '_RANK', '_WATCHED'))\n"
         "    pipes = []\n"
         "    for n in os.listdir('/proc/self/fd'):\n"
         "        try:\n"
@@ -186,8 +186,19 @@ def test_the_packaged_scorer_applies_in_the_modes_that_run_the_suite_once(tmp_pa
         cfg = scorer_cfg(tmp_path, *args)
         assert freeze.applies(cfg, tmp_path) and freeze.scorer_mode(cfg, tmp_path) == args[0]  # type: ignore[arg-type]
         assert freeze.collect_argv(cfg, tmp_path)[-1] == "--collect-only"  # type: ignore[arg-type]
-    for args in (("lint", "--target", "src"), ("types", "--target", "src"), ("flaky", "--repeat", "3", "t::x")):
+    for args in (("lint", "--target", "src"), ("types", "--target", "src")):
         assert not freeze.applies(scorer_cfg(tmp_path, *args), tmp_path)  # type: ignore[arg-type]
+
+
+def test_the_flaky_scorer_is_streamed_run_by_run(tmp_path: Path) -> None:
+    cfg = scorer_cfg(tmp_path, "flaky", "--repeat", "3", "t::x")
+    assert freeze.applies(cfg, tmp_path) and freeze.scorer_mode(cfg, tmp_path) == "flaky"  # type: ignore[arg-type]
+    assert freeze.collect_argv(cfg, tmp_path)[-1] == "--collect-only"  # type: ignore[arg-type]
+    assert freeze.repeat_of(["s", "flaky", "--repeat", "3", "t::x"]) == 3
+    assert freeze.repeat_of(["s", "flaky", "--repeat=7", "t::x"]) == 7
+    assert freeze.repeat_of(["s", "flaky", "t::x"]) == freeze.REPEAT_DEFAULT
+    assert freeze.repeat_of(["s", "flaky", "--repeat", "0", "t::x"]) is None
+    assert freeze.run_junit(tmp_path / "junit.xml", 2) == tmp_path / "junit-2.xml"
 
 
 def test_a_scorer_elsewhere_or_not_scored_as_agent_is_no_packaged_scorer(tmp_path: Path) -> None:
@@ -202,3 +213,18 @@ def test_a_pytest_command_still_applies_and_collects_with_q(tmp_path: Path) -> N
     cfg = pytest_cfg()
     assert freeze.applies(cfg) and freeze.applies(cfg, tmp_path)  # type: ignore[arg-type]
     assert freeze.collect_argv(cfg, tmp_path)[-2:] == ["--collect-only", "-q"]  # type: ignore[arg-type]
+
+
+def test_pytests_own_late_plugin_under_lf_is_no_tampering(tmp_path: Path) -> None:
+    # `--lf` registers pytest's file skipper during collection, after the plugin's look at
+    # session start: pytest's own, not the code under test's (no `tampered` record).
+    cwd = tree(tmp_path / "export")
+    (cwd / "tests" / "test_other.py").write_text("def test_other():\n    pass\n")
+    cfg = pytest_cfg(command=[PY, "-m", "pytest", "-q", "-p", "no:randomly", "--lf"])
+    for n, summary in ((1, "2/3 passed"), (2, "0/1 passed")):
+        folder, tmp = tmp_path / f"run{n}", tmp_path / f"tmp{n}"
+        folder.mkdir()
+        tmp.mkdir()
+        verdict = pytest_verify.run(cfg, folder, cwd, tmp, tmp_path, lambda *a: None,  # type: ignore[arg-type]
+                                    dict(os.environ), None)
+        assert verdict.summary == summary and verdict.halt is None, verdict

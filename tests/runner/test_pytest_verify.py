@@ -309,6 +309,91 @@ def test_a_whole_session_forged_before_an_early_exit_is_unscored(project: Path) 
     assert detail.startswith("verdict_mismatch: pytest wrote no JUnit XML"), detail
 
 
+# A generic in-process patch of pytest by the code under test, made at collection (the tests
+# import this module): every failure reported as a pass, so the stream, JUnit XML and exit
+# status all agree. The plugin's check of pytest's own code catches these naive forms (a
+# heuristic: a patch that also undoes itself or the check is not caught; SECURITY.md).
+HOOKWRAPPER_PATCH = BUGGY + '''
+import gc
+import pytest
+from _pytest.config import Config
+
+
+class _AllGreen:
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        report = yield
+        report.outcome = "passed"
+        report.longrepr = None
+        return report
+
+
+for _obj in gc.get_objects():
+    if isinstance(_obj, Config):
+        _obj.pluginmanager.register(_AllGreen(), "all-green")
+        break
+'''
+
+MONKEYPATCH_PATCH = BUGGY + '''
+from _pytest.reports import TestReport
+
+_real = TestReport.from_item_and_call.__func__
+
+
+def _all_green(cls, item, call):
+    report = _real(cls, item, call)
+    report.outcome = "passed"
+    report.longrepr = None
+    return report
+
+
+TestReport.from_item_and_call = classmethod(_all_green)
+'''
+
+CODE_SWAP_PATCH = BUGGY + '''
+import _pytest.skipping
+
+
+def _all_green(item, call):
+    report = yield
+    report.outcome = "passed"
+    report.longrepr = None
+    return report
+
+
+# The hook function pytest registered keeps its identity; only its code is swapped.
+_pytest.skipping.pytest_runtest_makereport.__code__ = _all_green.__code__
+'''
+
+
+@pytest.mark.parametrize(("calc", "named"), [
+    (HOOKWRAPPER_PATCH, "pytest_runtest_makereport implemented by a plugin registered during the run"),
+    (MONKEYPATCH_PATCH, "_pytest.reports.TestReport.from_item_and_call replaced"),
+    (CODE_SWAP_PATCH, "replaced"),
+], ids=["hookwrapper", "monkeypatch", "code-swap"])
+def test_a_naive_in_process_patch_of_pytest_is_unscored_and_halts(project: Path, calc: str, named: str) -> None:
+    detail = unscored_mismatch(project, calc)
+    assert detail.startswith("verdict_mismatch: pytest was changed in the process under test (a heuristic check): "), \
+        detail
+    assert named in detail, detail
+
+
+def test_a_conftest_with_its_own_report_hook_is_no_tampering(project: Path) -> None:
+    # A project's own conftest.py (from the base commit) may implement report hooks; pytest loads
+    # a subfolder's conftest during collection, after the plugin looked at session start.
+    proj = loop(project, [{"write": "src/calc.py", "content": FIXED}])
+    (project / "tests" / "sub").mkdir(parents=True)
+    (project / "tests" / "sub" / "conftest.py").write_text(
+        "import pytest\n\n\n@pytest.hookimpl(wrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+        "    return (yield)\n")
+    (project / "tests" / "sub" / "test_more.py").write_text("def test_more():\n    pass\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "a subfolder conftest with a report hook")
+    out = tick(proj, "demo")
+    assert out.data is not None and out.data["verdict"]["score"] == 1.0, out.data
+    assert out.data["verdict"]["summary"] == "3/3 passed", out.data
+
+
 def test_lines_after_the_end_record_are_a_disagreement() -> None:
     from automaton.core.testids import disagreement, read_stream
 
@@ -392,6 +477,66 @@ def test_a_scorer_stream_pytest_wrote_no_junit_for_is_unscored(tmp_path: Path) -
     xml = '<testsuites><testsuite><testcase classname="t" name="a"/></testsuite></testsuites>'
     ok = _by_scorer("coverage", run, SAID_FULL, None, tmp_path, 0, xml, junit_required=True)
     assert (ok.score, ok.done) == (1.0, True), ok
+
+
+# ---- the flaky scorer's runs, each held to the stream ----
+
+PASS_XML = '<testsuites><testsuite><testcase classname="t" name="a"/></testsuite></testsuites>'
+FAIL_XML = '<testsuites><testsuite><testcase classname="t" name="a"><failure/></testcase></testsuite></testsuites>'
+
+
+def flaky_said(score: float, runs: list[int]) -> str:
+    return json.dumps({"score": score, "passed": score == 1.0, "done": score == 1.0, "summary": "s", "runs": runs})
+
+
+def repeats(repeat: int, outcomes: list[str], xmls: list[str | None] | None = None, code: int = 0) -> Any:
+    from automaton.core.testids import read_runs
+    from automaton.runner.pytest_verify import Repeats
+
+    data = b"".join(b'{"kind":"collected","id":"t::a"}\n{"kind":"result","id":"t::a","outcome":"%s"}\n'
+                    b'{"kind":"end","exitstatus":%d}\n' % (o.encode(), 0 if o == "passed" else 1) for o in outcomes)
+    if xmls is None:
+        xmls = [PASS_XML if o == "passed" else FAIL_XML for o in outcomes]
+    return Repeats(repeat, read_runs(data), xmls, code)
+
+
+def test_the_flaky_score_is_the_streams_and_agrees_with_the_scorer(tmp_path: Path) -> None:
+    from automaton.runner.pytest_verify import _by_repeats
+
+    got = _by_repeats(repeats(2, ["passed", "failed"]), flaky_said(0.5, [0, 1]), None, tmp_path)
+    assert (got.score, got.done, got.halt) == (0.5, False, None), got
+    got = _by_repeats(repeats(2, ["passed", "passed"]), flaky_said(1.0, [0, 0]), None, tmp_path)
+    assert (got.score, got.done) == (1.0, True), got
+
+
+@pytest.mark.parametrize(("got", "said", "why"), [
+    # A full score printed (forged on the scorer's stdout) while the stream shows a failed run.
+    (("failed", "passed"), flaky_said(1.0, [1, 0]), "the scorer says 1, the stream 1/2 runs passed"),
+    # One run fewer in the stream than the sealed --repeat (a run that wrote no record at all).
+    (("passed",), flaky_said(1.0, [0, 0]), "2 runs expected; the stream holds 1"),
+    # Exit statuses the scorer saw that the stream's end records do not match.
+    (("passed", "passed"), flaky_said(1.0, [0, 1]), "the scorer saw exit statuses [0, 1]"),
+    # A whole extra session written to the pipe.
+    (("passed", "passed", "passed"), flaky_said(1.0, [0, 0]), "2 runs expected; the stream holds 3"),
+], ids=["score", "fewer-runs", "exits", "extra-run"])
+def test_a_flaky_stream_that_contradicts_the_scorer_halts(tmp_path: Path, got: tuple[str, ...], said: str,
+                                                          why: str) -> None:
+    from automaton.runner.pytest_verify import _by_repeats
+
+    verdict = _by_repeats(repeats(2, list(got)), said, None, tmp_path)
+    assert verdict.score is None and verdict.halt is not None and verdict.halt.startswith("verdict_mismatch"), verdict
+    assert why in verdict.halt, verdict
+
+
+def test_a_flaky_run_without_its_junit_or_missing_a_frozen_id_halts(tmp_path: Path) -> None:
+    from automaton.core.testids import Frozen
+    from automaton.runner.pytest_verify import _by_repeats
+
+    got = _by_repeats(repeats(2, ["passed", "passed"], [PASS_XML, None]), flaky_said(1.0, [0, 0]), None, tmp_path)
+    assert got.halt is not None and got.halt.startswith("verdict_mismatch: run 2: pytest wrote no JUnit XML"), got
+    frozen = Frozen("a" * 40, "", ("t::a", "t::b"))
+    got = _by_repeats(repeats(2, ["passed", "passed"]), flaky_said(1.0, [0, 0]), frozen, tmp_path)
+    assert got.halt is not None and got.halt.startswith("tests_removed: t::b (missing)"), got
 
 
 def test_an_approval_refuses_a_holdout_with_symlinks_naming_each(project: Path, approver: str,

@@ -4,8 +4,9 @@ The plugin (`resources/pytest_plugin/automaton_verdicts.py`) writes one JSON obj
 to a pipe the runner holds: `collected`, `deselected`, `result` (id, outcome) and `end`
 (pytest's exit status) records. `read_stream` turns those bytes into a `Streamed`: the first
 result of each test id wins (a later line for the same id, from whatever wrote it, is
-ignored). `removed` compares a run with the frozen set of test ids (`store.frozen_tests`);
-`disagreement` checks the JUnit XML and the exit status against the stream; `verdict` scores
+ignored); `read_runs` splits the stream of several runs in turn at their `end` records.
+`removed` compares a run with the frozen set of test ids (`store.frozen_tests`); `disagreement`
+checks the JUnit XML and the exit status against the stream; `verdict` scores
 the stream.
 """
 
@@ -43,7 +44,9 @@ class Streamed:
     conflicts: ids with a second result that differs from the first, or a result for an id
     that was not collected (the plugin writes one result per collected test: anything else was
     written by someone else); after_end: non-empty lines after the `end` record (the plugin
-    closes its descriptor after `end`: whatever follows was written by someone else)."""
+    closes its descriptor after `end`: whatever follows was written by someone else);
+    tampered: what the plugin's check of pytest's own code found changed during the run (a
+    heuristic: the plugin's module docstring), None when nothing was reported."""
 
     collected: list[str] = field(default_factory=list)
     deselected: list[str] = field(default_factory=list)
@@ -52,6 +55,7 @@ class Streamed:
     junk: int = 0
     conflicts: list[str] = field(default_factory=list)
     after_end: int = 0
+    tampered: str | None = None
 
 
 def _record(line: bytes) -> dict[str, object] | None:
@@ -62,6 +66,17 @@ def _record(line: bytes) -> dict[str, object] | None:
     except (UnicodeDecodeError, ValueError):
         return None
     return obj if isinstance(obj, dict) and isinstance(obj.get("kind"), str) else None
+
+
+def _session_record(out: Streamed, obj: dict[str, object]) -> None:
+    """Apply an `end` (pytest's exit status; -1 when it is no integer) or a `tampered` record
+    (the first one's text kept) to `out`."""
+    if obj["kind"] == "end":
+        status = obj.get("exitstatus")
+        out.end = status if isinstance(status, int) and not isinstance(status, bool) else -1
+    else:
+        what = obj.get("what")
+        out.tampered = out.tampered or (what[:300] if isinstance(what, str) else "(unnamed)")
 
 
 def read_stream(data: bytes) -> Streamed:
@@ -78,9 +93,8 @@ def read_stream(data: bytes) -> Streamed:
             out.junk += int(bool(line.strip()))
             continue
         kind, ident = obj["kind"], obj.get("id")
-        if kind == "end":
-            status = obj.get("exitstatus")
-            out.end = status if isinstance(status, int) and not isinstance(status, bool) else -1
+        if kind in ("end", "tampered"):
+            _session_record(out, obj)
         elif not isinstance(ident, str) or len(seen) >= MAX_IDS:
             out.junk += 1
         elif kind == "collected" and ident not in seen:
@@ -95,6 +109,24 @@ def read_stream(data: bytes) -> Streamed:
         else:
             out.junk += int(kind != "collected")  # a collected id seen before is no junk
     return out
+
+
+def read_runs(data: bytes) -> list[Streamed]:
+    """The sessions in `data` when several pytest runs wrote to one pipe in turn (the packaged
+    scorer's flaky mode): each ends at its `end` record and is read by `read_stream` (the first
+    result per id per run wins). Non-empty lines after the last `end` record make a last run
+    without one (`end` None): a run cut short, or lines someone else wrote."""
+    runs: list[Streamed] = []
+    lines: list[bytes] = []
+    for line in data.splitlines():
+        lines.append(line)
+        obj = _record(line)
+        if obj is not None and obj["kind"] == "end":
+            runs.append(read_stream(b"\n".join(lines)))
+            lines = []
+    if any(line.strip() for line in lines):
+        runs.append(read_stream(b"\n".join(lines)))
+    return runs
 
 
 def removed(frozen: list[str], run: Streamed) -> list[tuple[str, str]]:
@@ -139,7 +171,8 @@ def junit_counts(xml_text: str) -> tuple[int, int, int] | None:
 
 
 def disagreement(run: Streamed, exit_code: int, junit_xml: str | None, junit_required: bool = False) -> str | None:
-    """Why the run's other reports contradict the stream, or None: the stream ended without its
+    """Why the run's other reports contradict the stream, or None: the plugin found pytest's own
+    code changed (`tampered`); the stream ended without its
     `end` record while the process exited 0; a result written twice with different outcomes,
     or for an id never collected; lines after the `end` record; with `junit_required` (pytest
     was told to write JUnit XML), a stream with its `end` record but no JUnit XML (a process
@@ -151,6 +184,8 @@ def disagreement(run: Streamed, exit_code: int, junit_xml: str | None, junit_req
     that counts other passed tests, or fewer failed ones, than the stream (it may count more
     failures: a collection error is a testcase there and no test in the stream)."""
     passed, failed, _ = counts(run)
+    if run.tampered is not None:
+        return f"pytest was changed in the process under test (a heuristic check): {run.tampered}"
     if run.conflicts:
         more = f" (+{len(run.conflicts) - 3} more)" if len(run.conflicts) > 3 else ""
         return f"results written twice or for tests never collected: {', '.join(run.conflicts[:3])}{more}"

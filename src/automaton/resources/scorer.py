@@ -7,7 +7,9 @@ ruff, mypy, pytest and pytest-cov, never automaton itself.
 
     python scorer.py lint --target DIR [--suite]    ruff: 1 - violations now / at the base commit
     python scorer.py types --target DIR [--suite]   mypy: 1 - errors now / at the base, suppressions cut,
-                                                    every body checked, annotations never fewer
+                                                    every body checked; 0 when a file has fewer
+                                                    annotations, or more explicit Any, typing.cast
+                                                    or `# type: ignore`, than at the base
     python scorer.py coverage --target DIR          pytest-cov: line coverage of DIR, 0..1
     python scorer.py flaky --repeat N NODEID...     pytest N times: runs where every test passed / N
     python scorer.py dependency --name DIST         the suite, and DIST's pin equal to its installed version
@@ -17,10 +19,11 @@ ruff, mypy, pytest and pytest-cov, never automaton itself.
 runner's frozen test set at the base commit) and exit with pytest's status.
 
 Inside a tick the runner names an inherited pipe in AUTOMATON_VERDICT_FD (runner/freeze.py):
-the one pytest run of coverage, dependency and lint/types `--suite` then loads automaton's
-plugin (`-p automaton_verdicts`) with that descriptor, so the runner reads each test's outcome
-itself, and checks the frozen test set, whatever this script prints. Exactly one pytest session
-writes to it; ruff, mypy and flaky's N runs never get the descriptor.
+the one pytest run of coverage, dependency and lint/types `--suite`, and each of flaky's N
+runs in turn, then load automaton's plugin (`-p automaton_verdicts`) with that descriptor, so
+the runner reads each test's outcome itself, and checks the frozen test set, whatever this
+script prints. Only pytest sessions write to it, one at a time; ruff and mypy never get the
+descriptor.
 
 It runs in the runner's clean export of the tick's commit (the working directory), prints one
 JSON object `{"score": 0..1, "passed": bool, "done": bool, "summary": str}` as its last line
@@ -36,6 +39,7 @@ Outside a tick (no AUTOMATON_LOOP_DIR) the tree itself is the base.
 from __future__ import annotations
 
 import argparse
+import ast
 import atexit
 import functools
 import io
@@ -69,11 +73,14 @@ class Unscored(Exception):
     """The verifier could not measure: the tick gets no score."""
 
 
-def emit(score: float | None, passed: bool, summary: str) -> int:
-    """Print the verdict line; 0, or 2 when unscored."""
+def emit(score: float | None, passed: bool, summary: str, runs: list[int] | None = None) -> int:
+    """Print the verdict line; 0, or 2 when unscored. `runs`: each pytest run's exit status
+    (flaky), which the runner holds to the stream."""
     obj: dict[str, object] = {"passed": passed, "done": passed, "summary": summary}
     if score is not None:
         obj["score"] = round(min(max(score, 0.0), 1.0), 6)
+    if runs is not None:
+        obj["runs"] = runs
     print(json.dumps(obj))
     return 0 if score is not None else 2
 
@@ -93,10 +100,15 @@ def private_cache() -> str:
     return folder
 
 
-def junit_for_runner() -> Path | None:
-    """The JUnit XML path the runner reads (AUTOMATON_VERDICT_JUNIT), or None outside a tick."""
+def junit_for_runner(run: int | None = None) -> Path | None:
+    """The JUnit XML path the runner reads (AUTOMATON_VERDICT_JUNIT), or None outside a tick;
+    with `run` (flaky's run i, from 0) the runner's name for that run: `junit.xml` ->
+    `junit-<i>.xml` (runner/freeze.py `run_junit`)."""
     value = os.environ.get(VERDICT_JUNIT_ENV, "")
-    return Path(value) if value else None
+    if not value:
+        return None
+    path = Path(value)
+    return path if run is None else path.with_name(f"{path.stem}-{run}{path.suffix}")
 
 
 def run(argv: list[str], cwd: Path, timeout: float = 3600, streamed: bool = False) -> subprocess.CompletedProcess[str]:
@@ -213,40 +225,87 @@ def stripped_copy(root: Path, into: Path, target: str, stubs_from: Path | None) 
 
 
 # mypy checks every body (an unannotated function is no place to hide an error), and reports
-# each function without full annotations as `no-untyped-def`: counted apart, never scored, and
-# never allowed to grow over the base's, file by file (removing annotations hides errors).
-MYPY_FLAGS = ("--check-untyped-defs", "--disallow-untyped-defs", "--disallow-incomplete-defs", "--show-error-codes")
+# each function without full annotations as `no-untyped-def` and each explicit `Any` as
+# `explicit-any` (its own reading: aliases, string annotations, `cast(Any, …)`, type comments):
+# counted apart, never scored, and never allowed to grow over the base's, file by file
+# (removing annotations, or writing `Any`, hides errors).
+MYPY_FLAGS = ("--check-untyped-defs", "--disallow-untyped-defs", "--disallow-incomplete-defs",
+              "--disallow-any-explicit", "--show-error-codes")
 MYPY_ERROR = re.compile(r"^(?P<file>.+?):\d+(?::\d+)?: error: .*?(?:\s+\[(?P<code>[a-z0-9-]+)\])?$")
 UNTYPED = "no-untyped-def"
+EXPLICIT_ANY = "explicit-any"
+# What each counted kind is called in a verdict: more of one in a file than at the base scores 0.
+SILENCERS = {UNTYPED: "functions without full annotations", EXPLICIT_ANY: "explicit Any",
+             "cast": "typing.cast calls", "ignore": "# type: ignore comments"}
+TYPING_MODULES = ("typing", "typing_extensions")
 
 
-def mypy_count(root: Path, target: str, cache: Path) -> tuple[int, dict[str, int]]:
-    """(mypy errors under `target` in `root` (a stripped copy) other than missing annotations,
-    {file: functions without full annotations})."""
+def mypy_count(root: Path, target: str, cache: Path) -> tuple[int, dict[str, dict[str, int]]]:
+    """(mypy errors under `target` in `root` (a stripped copy) other than missing annotations
+    and explicit Any, {UNTYPED or EXPLICIT_ANY: {file: count}})."""
     done = run([sys.executable, "-m", "mypy", "--no-error-summary", "--no-pretty", "--hide-error-context",
                 *MYPY_FLAGS, "--cache-dir", str(cache), target], root)
     if done.returncode not in (0, 1):
         raise Unscored(f"mypy failed (exit {done.returncode}): {(done.stderr or done.stdout).strip()[:200]}")
-    errors, untyped = 0, dict[str, int]()
+    errors, apart = 0, {UNTYPED: dict[str, int](), EXPLICIT_ANY: dict[str, int]()}
     for line in done.stdout.splitlines():
         m = MYPY_ERROR.match(line)
         if m is None:
             continue
-        if m.group("code") == UNTYPED:
-            untyped[m.group("file")] = untyped.get(m.group("file"), 0) + 1
+        found = apart.get(m.group("code") or "")
+        if found is not None:
+            found[m.group("file")] = found.get(m.group("file"), 0) + 1
         else:
             errors += 1
-    return errors, untyped
+    return errors, apart
 
 
-def annotations_removed(now: dict[str, int], base: dict[str, int]) -> str | None:
-    """Why the tree has fewer annotations than the base (a file with more functions lacking
-    them), or None."""
-    grown = sorted(f for f, n in now.items() if n > base.get(f, 0))
-    if not grown:
-        return None
-    return (f"annotations removed: more functions without full annotations than at the base in"
-            f" {', '.join(grown[:5])}")
+def _cast_refs(tree: ast.Module) -> int:
+    """References to `typing.cast` in a module: each use of a name imported as it (`from typing
+    import cast [as c]`) and each `<typing module alias>.cast`. A name bound any other way
+    (`getattr(typing, "cast")`, an import through `importlib`) is not seen."""
+    names, modules = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module in TYPING_MODULES:
+            names |= {a.asname or a.name for a in node.names if a.name in ("cast", "*")}
+        elif isinstance(node, ast.Import):
+            modules |= {a.asname or a.name for a in node.names if a.name in TYPING_MODULES}
+    if "*" in names:
+        names = (names - {"*"}) | {"cast"}
+    return sum(1 for node in ast.walk(tree)
+               if (isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load))
+               or (isinstance(node, ast.Attribute) and node.attr == "cast" and isinstance(node.value, ast.Name)
+                   and node.value.id in modules))
+
+
+def source_counts(root: Path | None, target: str) -> dict[str, dict[str, int]]:
+    """{"cast" | "ignore": {file: count}} under `target` in `root` (the tree itself, not the
+    stripped copy): `typing.cast` references (`_cast_refs`), and `# type: ignore` comments as
+    Python's parser reads them (`ast.parse(..., type_comments=True).type_ignores`, the same
+    comments mypy honours). A file that does not parse counts nothing here (mypy reports it)."""
+    out: dict[str, dict[str, int]] = {"cast": {}, "ignore": {}}
+    if root is None:
+        return out
+    for rel in sorted(python_files(root, target)):
+        try:
+            tree = ast.parse((root / rel).read_bytes(), filename=rel, type_comments=True)
+        except (SyntaxError, ValueError):
+            continue
+        out["cast"][rel] = _cast_refs(tree)
+        out["ignore"][rel] = len(tree.type_ignores)
+    return out
+
+
+def silencers_added(now: dict[str, dict[str, int]], base: dict[str, dict[str, int]]) -> str | None:
+    """Why the tree hides more from mypy than the base did: a file with more of one counted
+    kind (`SILENCERS`) than the base's same file, or None."""
+    for kind, what in SILENCERS.items():
+        old = base.get(kind, {})
+        grown = sorted(f for f, n in now.get(kind, {}).items() if n > old.get(f, 0))
+        if grown:
+            verb = "annotations removed" if kind == UNTYPED else f"{what} added"
+            return f"{verb}: more {what} than at the base in {', '.join(grown[:5])}"
+    return None
 
 
 def suite_argv(tests: list[str]) -> list[str]:
@@ -291,12 +350,13 @@ def count_score(kind: str, target: str, suite: bool = False) -> int:
             now = ruff_count(here, target)
             start = ruff_count(base, target) if base is not None else now
         else:
-            now, untyped = mypy_count(stripped_copy(here, tmp / "now", target, base), target, tmp / "cache-now")
-            start, untyped_base = (mypy_count(stripped_copy(base, tmp / "base-stripped", target, None), target,
-                                              tmp / "cache-base") if base is not None else (now, untyped))
-            stripped = annotations_removed(untyped, untyped_base)
-            if stripped:
-                return emit(0.0, False, f"{stripped}: {what} not counted")
+            now, apart = mypy_count(stripped_copy(here, tmp / "now", target, base), target, tmp / "cache-now")
+            start, apart_base = (mypy_count(stripped_copy(base, tmp / "base-stripped", target, None), target,
+                                            tmp / "cache-base") if base is not None else (now, apart))
+            added = silencers_added({**apart, **source_counts(here, target)},
+                                    {**apart_base, **source_counts(base or here, target)})
+            if added:
+                return emit(0.0, False, f"{added}: {what} not counted")
     if now == 0:
         return emit(1.0, True, f"0 {what} (base: {start})")
     score = 0.0 if start == 0 else 1.0 - now / start
@@ -358,16 +418,20 @@ def run_passed(code: int, xml_path: Path) -> bool:
 
 def flaky_score(repeat: int, ids: list[str]) -> int:
     """Stable passes / `repeat`: runs of `ids` where pytest exited 0 and every test passed
-    (`run_passed`: a run whose exit status and JUnit report disagree leaves the verify unscored)."""
+    (`run_passed`: a run whose exit status and JUnit report disagree leaves the verify unscored).
+    Inside a tick every run is streamed to the runner's pipe, one session after another, with its
+    JUnit XML where the runner reads it; the verdict line lists each run's exit status
+    (`runs`)."""
     if repeat < 1 or not ids:
         raise Unscored("flaky needs --repeat N >= 1 and at least one test id")
-    good = 0
+    good, exits = 0, []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(repeat):
-            xml = Path(tmp) / f"run-{i}.xml"
-            done = run([sys.executable, "-m", "pytest", "-q", *NO_RETRY, f"--junitxml={xml}", *ids], Path.cwd())
+            xml = junit_for_runner(i) or Path(tmp) / f"run-{i}.xml"
+            done = run([*suite_argv(ids), f"--junitxml={xml}"], Path.cwd(), streamed=True)
+            exits.append(done.returncode)
             good += run_passed(done.returncode, xml)
-    return emit(good / repeat, good == repeat, f"{good}/{repeat} runs passed: {' '.join(ids)[:160]}")
+    return emit(good / repeat, good == repeat, f"{good}/{repeat} runs passed: {' '.join(ids)[:160]}", exits)
 
 
 # ---- dependency: one pin ----------------------------------------------------------------------
@@ -468,6 +532,7 @@ def main(argv: list[str]) -> int:
             p.add_argument("--suite", action="store_true", help="score 0 while the test suite fails")
     p = sub.add_parser("flaky")
     p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("--collect-only", action="store_true", help="collect the named tests only")
     p.add_argument("ids", nargs="+")
     p = sub.add_parser("dependency")
     p.add_argument("--name", required=True)
@@ -475,7 +540,7 @@ def main(argv: list[str]) -> int:
     ns = parser.parse_args(argv)
     try:
         if getattr(ns, "collect_only", False):
-            return collect_only(getattr(ns, "tests", []))
+            return collect_only(getattr(ns, "ids", None) or getattr(ns, "tests", []))
         if ns.kind in ("lint", "types"):
             return count_score(ns.kind, ns.target, ns.suite)
         if ns.kind == "coverage":

@@ -2,16 +2,17 @@
 
 When the verify command runs pytest (`runs_pytest`: `pytest …`, `py.test …`, `… -m pytest …`),
 or is the loop's packaged scorer (`<loop folder>/scorer.py`, `resources/scorer.py`) in a mode
-that runs the suite exactly once (`scorer_mode`: coverage, dependency, lint and types with
-`--suite`), the runner adds automaton's plugin (`resources/pytest_plugin/automaton_verdicts.py`)
-with `-p automaton_verdicts` (the scorer adds it to its one pytest run and passes the
-descriptor on), from a private copy in the tick's run folder (`runs/<n>/plugin/`,
-read-only to every sandbox) put first on PYTHONPATH. It hands the plugin the write end of a
-pipe as an inherited file descriptor (`AUTOMATON_VERDICT_FD`): the runner reads each test's
-outcome as the test finishes, and what the process writes to its JUnit file or returns as its
-exit status afterwards cannot change it (`core.testids`). Every pytest verify run also gets
-`PYTHONPYCACHEPREFIX` (a private folder in the tick's temp dir: Python then never reads the
-`__pycache__` folders of the tree) and `PYTHONDONTWRITEBYTECODE=1`.
+that runs pytest (`scorer_mode`: coverage, dependency, lint and types with `--suite`, which run
+the suite once; flaky, which runs the named tests N times in turn), the runner adds automaton's
+plugin (`resources/pytest_plugin/automaton_verdicts.py`) with `-p automaton_verdicts` (the
+scorer adds it to its pytest runs and passes the descriptor on), from a private copy in the
+tick's run folder (`runs/<n>/plugin/`, read-only to every sandbox) put first on PYTHONPATH. It
+hands the plugin the write end of a pipe as an inherited file descriptor
+(`AUTOMATON_VERDICT_FD`): the runner reads each test's outcome as the test finishes, and what
+the process writes to its JUnit file or returns as its exit status afterwards cannot change it
+(`core.testids`). Every pytest verify run also gets `PYTHONPYCACHEPREFIX` (a private folder in
+the tick's temp dir: Python then never reads the `__pycache__` folders of the tree) and
+`PYTHONDONTWRITEBYTECODE=1`.
 
 The frozen set (`store.frozen_tests`): before the first verify run of a base commit, the runner
 collects the test ids (`--collect-only`) on a clean export of the base commit (holdout tests
@@ -51,15 +52,40 @@ SHOWN = 10  # ids named in a halt's detail
 
 
 SCORER = "scorer.py"
-# Scorer modes that run the project's suite exactly once. Not flaky: it runs only the named test
-# ids, N times, and N sessions in one stream read as results written twice.
+# Scorer modes that run the project's suite exactly once.
 SUITE_MODES = ("coverage", "dependency")
 SUITE_FLAG_MODES = ("lint", "types")  # with --suite
+# The scorer's mode that runs the named tests `--repeat N` times, one pytest session after
+# another on the same pipe: the runner splits the stream at each `end` record (`read_runs`),
+# and run i's JUnit XML is `run_junit(path, i)`.
+REPEAT_MODE = "flaky"
+REPEAT_DEFAULT = 10  # the scorer's default for --repeat
+
+
+def repeat_of(argv: list[str]) -> int | None:
+    """The `--repeat N` (or `--repeat=N`) of the scorer's flaky command line, REPEAT_DEFAULT
+    without one; None when it is no positive integer."""
+    value: str | None = None
+    for i, arg in enumerate(argv):
+        if arg == "--repeat" and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif arg.startswith("--repeat="):
+            value = arg.split("=", 1)[1]
+    if value is None:
+        return REPEAT_DEFAULT
+    return int(value) if value.isdigit() and int(value) > 0 else None
+
+
+def run_junit(path: Path, i: int) -> Path:
+    """Where run `i` (from 0) of the flaky mode writes its JUnit XML when the runner asked for
+    `path` (`junit.xml` -> `junit-0.xml`; the scorer derives the same name)."""
+    return path.with_name(f"{path.stem}-{i}{path.suffix}")
 
 
 def scorer_mode(cfg: LoopConfig, loop_dir: Path) -> str | None:
     """The packaged scorer's mode when the verify command is `PYTHON <loop_dir>/scorer.py MODE …`
-    (`"score": "agent"`) in a mode that runs the suite once; None otherwise."""
+    (`"score": "agent"`) in a mode that runs pytest with the plugin: the suite once, or
+    (`REPEAT_MODE`) the named tests N times; None otherwise."""
     role = cfg.roles.verify
     argv = list(role.command or [])
     if role.score != "agent" or len(argv) < 3 or Path(argv[1]).name != SCORER:
@@ -70,12 +96,14 @@ def scorer_mode(cfg: LoopConfig, loop_dir: Path) -> str | None:
     except OSError:
         return None
     mode = argv[2]
-    return mode if mode in SUITE_MODES or (mode in SUITE_FLAG_MODES and "--suite" in argv[3:]) else None
+    if mode in (*SUITE_MODES, REPEAT_MODE) or (mode in SUITE_FLAG_MODES and "--suite" in argv[3:]):
+        return mode
+    return None
 
 
 def applies(cfg: LoopConfig, loop_dir: Path | None = None) -> bool:
     """Whether this loop's verifier runs pytest with the plugin: a pytest command scored by the
-    runner, or (with `loop_dir`) the packaged scorer in a mode that runs the suite once."""
+    runner, or (with `loop_dir`) the packaged scorer in a mode `scorer_mode` names."""
     role = cfg.roles.verify
     if not role.command:
         return False
@@ -136,9 +164,14 @@ class Pipe:
 
     def result(self) -> Streamed | None:
         """The stream once the child ended (None when it overflowed)."""
+        raw = self.raw()
+        return None if raw is None else read_stream(raw)
+
+    def raw(self) -> bytes | None:
+        """The stream's bytes once the child ended (None when it overflowed)."""
         if self.thread is not None:
             self.thread.join(timeout=30)
-        return None if self.over else read_stream(bytes(self.data))
+        return None if self.over else bytes(self.data)
 
 
 @contextmanager

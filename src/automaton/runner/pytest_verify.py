@@ -9,7 +9,9 @@ unscored verdict with a `halt` (`core.verdicts.Verdict.halt`) the tick applies.
 The packaged scorer (`freeze.scorer_mode`) runs pytest itself, once, with the plugin and the
 descriptor: its printed verdict (`"score": "agent"`) stands only where the stream allows it.
 The frozen set is checked against the stream first; a stream whose suite did not pass caps
-the score (`_capped`) at what the scorer gives a failing suite.
+the score (`_capped`) at what the scorer gives a failing suite. Its flaky mode runs pytest N
+times on the same pipe: each run is checked on its own, and the score is the stream's
+(`_by_repeats`).
 """
 
 from __future__ import annotations
@@ -20,8 +22,18 @@ from pathlib import Path
 
 from automaton.core.loopconfig import MIB, LoopConfig
 from automaton.core.sandbox import Policy
-from automaton.core.testids import Frozen, Streamed, counts, disagreement, runs_pytest, verdict
-from automaton.core.verdicts import Verdict, from_agent
+from automaton.core.testids import (
+    PASSED,
+    Frozen,
+    Streamed,
+    counts,
+    disagreement,
+    read_runs,
+    read_stream,
+    runs_pytest,
+    verdict,
+)
+from automaton.core.verdicts import Verdict, from_agent, json_objects
 from automaton.proc import run_streaming
 from automaton.runner import freeze
 from automaton.store import frozen_tests
@@ -65,9 +77,10 @@ def run(cfg: LoopConfig, folder: Path, cwd: Path, tmp: Path, loop_dir: Path, pol
 
 
 def _run(cfg: LoopConfig, argv: list[str], log: Path, cwd: Path, tmp: Path, policy: Policy | None,
-         env: dict[str, str], plugin: Path) -> tuple[int, bool, Streamed | None]:
-    """(exit code, timed out, the stream) of `argv` with the plugin and its pipe (a pytest
-    command gets `-p automaton_verdicts` here; the scorer adds it to its own pytest run)."""
+         env: dict[str, str], plugin: Path) -> tuple[int, bool, bytes | None]:
+    """(exit code, timed out, the stream's bytes: None when it overflowed) of `argv` with the
+    plugin and its pipe (a pytest command gets `-p automaton_verdicts` here; the scorer adds it
+    to its own pytest runs)."""
     if runs_pytest(argv):
         argv = [*argv, "-p", freeze.PLUGIN]
     with freeze.pipe() as p:
@@ -75,7 +88,7 @@ def _run(cfg: LoopConfig, argv: list[str], log: Path, cwd: Path, tmp: Path, poli
                              env=freeze.python_env(env, plugin, tmp, p.write_fd), timeout_s=cfg.harness.timeout_s,
                              sandbox=policy, max_bytes=cfg.harness.max_output_mb * MIB, pass_fds=(p.write_fd,))
         freeze.close_writer(p)
-        return done.code, done.timed_out, p.result()
+        return done.code, done.timed_out, p.raw()
 
 
 def _collect(cfg: LoopConfig, folder: Path, tmp: Path, loop_dir: Path, policy_for: PolicyFor, env: dict[str, str],
@@ -91,15 +104,15 @@ def _collect(cfg: LoopConfig, folder: Path, tmp: Path, loop_dir: Path, policy_fo
         export_tree(base.repo, base.commit, dest, protected=base.protected, base_commit=base.commit)
         with freeze.holdout_in(cfg, loop_dir, dest):
             argv = freeze.collect_argv(cfg, loop_dir)
-            code, timed_out, stream = _run(cfg, argv, folder / "collect.log", dest, tmp,
-                                           policy_for(dest, "verify", "command"), env, plugin)
+            code, timed_out, data = _run(cfg, argv, folder / "collect.log", dest, tmp,
+                                         policy_for(dest, "verify", "command"), env, plugin)
     except (DriftError, OSError):
         return None
     finally:
         remove_tree(dest)
     # pytest's exit statuses: 0 collected, 5 no tests collected, 4 usage error, which a path the
     # base commit does not have yet (`pytest tests` before tests/ exists) also gives.
-    return None if timed_out or code not in (0, 4, 5) else stream
+    return None if timed_out or code not in (0, 4, 5) or data is None else read_stream(data)
 
 
 def _judged(cfg: LoopConfig, folder: Path, cwd: Path, tmp: Path, policy: Policy | None, env: dict[str, str],
@@ -110,29 +123,107 @@ def _judged(cfg: LoopConfig, folder: Path, cwd: Path, tmp: Path, policy: Policy 
     argv = list(cfg.roles.verify.command or [])
     mode = freeze.scorer_mode(cfg, loop_dir)
     junit = tmp / "junit.xml"
-    junit.unlink(missing_ok=True)
     if mode is None:
         argv.append(f"--junitxml={junit}")
     else:
         env = {**env, freeze.ENV_JUNIT: str(junit)}
-    code, timed_out, stream = _run(cfg, argv, folder / "verify.log", cwd, tmp, policy, env, plugin)
+    repeat = freeze.repeat_of(argv) if mode == freeze.REPEAT_MODE else 1
+    for path in _junits(junit, mode, repeat or 0):
+        path.unlink(missing_ok=True)
+    code, timed_out, data = _run(cfg, argv, folder / "verify.log", cwd, tmp, policy, env, plugin)
     if timed_out:
         return _unscored(f"verify timed out after {cfg.harness.timeout_s} s")
     log = (folder / "verify.log").read_text(encoding="utf-8", errors="replace")
     if code == 126 and "sandbox" in log:
         return _unscored("verify could not start in the sandbox")
-    xml = None
-    if junit.is_file():
-        xml = junit.read_text(encoding="utf-8", errors="replace")
-        (folder / "junit.xml").write_text(xml, encoding="utf-8")
-    if stream is None:
+    xmls = [_kept_junit(path, folder) for path in _junits(junit, mode, repeat or 0)]
+    if data is None:
         return _unscored("the verifier's result stream was too long", f"{VERDICT_MISMATCH}: result stream overflowed")
+    if mode == freeze.REPEAT_MODE:
+        if repeat is None:
+            return _unscored("unscored: the flaky verifier's --repeat is no positive integer")
+        return _by_repeats(Repeats(repeat, read_runs(data), xmls, code), log, frozen, loop_dir)
+    stream, xml = read_stream(data), xmls[0]
     if mode is not None:
         return _by_scorer(mode, stream, log, frozen, loop_dir, code, xml, junit_required=True)
     why = disagreement(stream, code, xml, junit_required=True)
     if why is not None:
         return _unscored(f"unscored: {why}", f"{VERDICT_MISMATCH}: {why}")
     return _scored(stream, code, frozen, loop_dir)
+
+
+def _junits(junit: Path, mode: str | None, repeat: int) -> list[Path]:
+    """The JUnit files of one verify: `junit`, or in the flaky mode one per run."""
+    return [freeze.run_junit(junit, i) for i in range(repeat)] if mode == freeze.REPEAT_MODE else [junit]
+
+
+def _kept_junit(path: Path, folder: Path) -> str | None:
+    """The text of the JUnit file `path` (None when pytest wrote none), kept in the run folder."""
+    if not path.is_file():
+        return None
+    xml = path.read_text(encoding="utf-8", errors="replace")
+    (folder / path.name).write_text(xml, encoding="utf-8")
+    return xml
+
+
+@dataclass(frozen=True)
+class Repeats:
+    """The flaky mode's runs: `repeat` (from the sealed command line), the streamed runs in
+    order, each run's JUnit XML (None: not written), the scorer's exit status."""
+
+    repeat: int
+    runs: list[Streamed]
+    xmls: list[str | None]
+    code: int
+
+
+def _mismatch(why: str) -> Verdict:
+    return _unscored(f"unscored: {why}", f"{VERDICT_MISMATCH}: {why}")
+
+
+def _scorer_exits(output: str) -> list[int] | None:
+    """The `runs` list (each pytest run's exit status, as the scorer saw it) of the scorer's
+    last verdict line, or None."""
+    for obj in reversed(json_objects(output)):
+        if "score" in obj:
+            runs = obj.get("runs")
+            if isinstance(runs, list) and all(isinstance(c, int) and not isinstance(c, bool) for c in runs):
+                return list(runs)
+            return None
+    return None
+
+
+def _by_repeats(got: Repeats, output: str, frozen: Frozen | None, loop_dir: Path) -> Verdict:
+    """The flaky mode's verdict, from the stream alone: each run checked like one pytest
+    command (first result per id per run; its JUnit XML and its `end` record must agree, and
+    JUnit XML must exist), each judging every frozen id; then the runs counted must be
+    `repeat`, ending with the exit statuses the scorer saw (its `runs`). Score = runs that
+    ended 0 with every result a pass / repeat; a printed score that differs halts
+    `verdict_mismatch`."""
+    for i, run in enumerate(got.runs):
+        xml = got.xmls[i] if i < len(got.xmls) else None
+        why = disagreement(run, -1 if run.end is None else run.end, xml, junit_required=True)
+        if why is not None:
+            return _mismatch(f"run {i + 1}: {why}")
+        removed = _removed(frozen, run, loop_dir) if run.end is not None else None
+        if removed is not None:
+            return removed
+    said = from_agent(output)
+    if said.score is None:
+        return said
+    if got.code != 0:
+        return _unscored(f"unscored: the scorer printed a score but exited {got.code}")
+    ends = [run.end for run in got.runs]
+    exits = _scorer_exits(output)
+    if len(got.runs) != got.repeat or exits != ends:
+        return _mismatch(f"{got.repeat} runs expected; the stream holds {len(got.runs)} ending {ends}, the scorer"
+                         f" saw exit statuses {exits}")
+    good = sum(1 for run in got.runs
+               if run.end == 0 and run.results and all(o in PASSED for o in run.results.values()))
+    score = good / got.repeat
+    if abs(score - said.score) > 1e-6:
+        return _mismatch(f"the scorer says {said.score:g}, the stream {good}/{got.repeat} runs passed")
+    return Verdict(score, good == got.repeat, good == got.repeat, said.summary, said.source)
 
 
 def _scored(stream: Streamed, code: int, frozen: Frozen | None, loop_dir: Path) -> Verdict:
@@ -164,7 +255,7 @@ def _by_scorer(mode: str, stream: Streamed, output: str, frozen: Frozen | None, 
     that was killed, say by the code under test after a forged line, does not), or a stream
     without its end record (the run was cut short, or never started), is unscored; a suite the
     stream shows failing caps the score (`_capped`)."""
-    if stream.conflicts or stream.after_end or (stream.end is not None and junit_required):
+    if stream.conflicts or stream.after_end or stream.tampered or (stream.end is not None and junit_required):
         # The scorer does not pass pytest's exit status on: the stream's own stands in for it.
         why = disagreement(stream, -1 if stream.end is None else stream.end, xml, junit_required)
         if why is not None:
