@@ -61,6 +61,7 @@ def project_checks(project: Project, *, own: tuple[str, ...] | None = None) -> l
     else:
         out += secrets_checks(project)
         out.append(sessions_check(project))
+        out.append(allow_tools_check(project))
     inside = install_paths.inside(str(project.root), install_paths.own_roots() if own is None else own)
     if inside is not None:
         out.append(Finding(None, "install", "warning", f"automaton runs from {inside}, inside the project: the"
@@ -111,6 +112,22 @@ def sessions_check(project: Project) -> Finding:
     return Finding(None, "sessions", "warning", f'{pc.BEST_EFFORT}: .automaton/config.json has no "sessions" key',
                    "automaton --install-hooks claude (or codex, gemini)"
                    ' from your terminal: it records "sessions": "sandboxed" and seals it')
+
+
+def allow_tools_check(project: Project) -> Finding:
+    """The sealed `hooks.allow_tools` (tools the hooks cannot read, let through on a human's
+    word): a note listing the patterns, or saying every such tool is denied."""
+    try:
+        patterns = pc.allow_tools(project)
+    except AutomatonError as exc:
+        return Finding(None, "allow-tools", "problem", exc.message)
+    if not patterns:
+        return Finding(None, "allow-tools", "note", "tools the hooks cannot read (MCP tools, SlashCommand) are all"
+                       ' denied; a human may list some in .automaton/config.json "hooks": {"allow_tools": [...]}'
+                       " and run automaton --approve --config")
+    return Finding(None, "allow-tools", "note", f"sealed hooks.allow_tools lets through: {', '.join(patterns)}"
+                   " (a human's word that they write no project file; the kernel sandbox still holds a"
+                   " sandboxed agent's writes)")
 
 
 def _key_check() -> Finding:
