@@ -83,7 +83,7 @@ def test_the_list_never_reaches_the_tools_the_hook_reads(allowed: Path, hook: Ca
 def test_a_bad_list_is_named_and_never_sealed(project: Path, hooks: object, says: str) -> None:
     (project / ".automaton").mkdir()
     (project / ".automaton" / "config.json").write_text(json.dumps({"schema_version": 1, "hooks": hooks}))
-    with pytest.raises(BadInput, match="config.json") as err:
+    with pytest.raises(BadInput, match=r"config\.json") as err:
         pc.parse((project / ".automaton" / "config.json").read_bytes(), project / ".automaton" / "config.json")
     assert says in err.value.message
     done = run_cli("--approve", "--config", "--yes", cwd=project, human=True)

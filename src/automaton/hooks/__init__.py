@@ -246,11 +246,12 @@ def decide(call: Call, project_flag: str | None, agent: str | None = None) -> An
         except shell.Unsafe as exc:
             return deny(f"{call.tool}: {exc}")
         paths += [os.path.join(base, os.path.expanduser(t)) for t, base in found.targets]
+        linked = {os.path.join(base, os.path.expanduser(t)) for t, base in found.linked}
     if call.command is not None:
         why = policy.wrapped_reason(project, call.cwd, found.sandbox_tasks, found.inline_code)
         if why:
             return deny(f"{call.tool}: {why}")
-    verdict = policy.check(project, call.cwd, paths)
+    verdict = policy.check(project, call.cwd, paths, no_temp=linked if call.command is not None else None)
     return Answer(ALLOW_CODE) if verdict.allowed else deny(f"{call.tool}: {verdict.reason}")
 
 

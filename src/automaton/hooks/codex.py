@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import shlex
 
-from automaton.hooks import BadPayload, UnknownTool, Call, cwd_of, tool_of
+from automaton.hooks import BadPayload, Call, UnknownTool, cwd_of, tool_of
 
 TYPE_CHECKING = False  # typing stays off the hook path (core/record.py says why)
 if TYPE_CHECKING:

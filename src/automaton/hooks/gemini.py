@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from automaton.hooks import BadPayload, UnknownTool, Call, cwd_of, text_field, tool_of
+from automaton.hooks import BadPayload, Call, UnknownTool, cwd_of, text_field, tool_of
 
 TYPE_CHECKING = False  # typing stays off the hook path (core/record.py says why)
 if TYPE_CHECKING:
