@@ -102,7 +102,9 @@ def set_focus(project: Project, task: str | None, clear: bool = False) -> Outcom
     if task is not None:
         ref = TaskRef.parse(task)
         if not project.task_dir(ref).is_dir():
-            raise BadInput(f"unknown task {task!r}: no folder {project.task_dir(ref)}")
+            from automaton.store.tasks import task_hint
+
+            raise BadInput(f"unknown task {task!r}{task_hint(project, ref)} (no folder {project.task_dir(ref)})")
     token = CLEARED if ref is None else str(ref)
     event = "FOCUS_CLEARED" if ref is None else "FOCUS"
     fields: dict[str, object] = {"by": who} if ref is None else {"task": token, "by": who}

@@ -39,7 +39,8 @@ def _require(project: Project, ref: TaskRef) -> str:
     `.state` and `.state.log` must not be migrated as legacy."""
     folder = project.task_dir(ref)
     if not folder.is_dir():
-        raise BadInput(f"unknown task {str(ref)!r}: no folder {folder}; create it with automaton --create-task")
+        raise BadInput(f"unknown task {str(ref)!r}{tasks.task_hint(project, ref)} (no folder {folder});"
+                       " create it with automaton --create-task")
     return tasks.deleted_state(project, ref)
 
 
