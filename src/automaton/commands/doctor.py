@@ -17,7 +17,14 @@ from typing import Any
 
 from automaton import install_paths
 from automaton.commands.config_seal import sessions_mode
-from automaton.commands.doctor_checks import Finding, collection_check, harness_checks, hook_findings, verify_check
+from automaton.commands.doctor_checks import (
+    Finding,
+    collection_check,
+    harness_checks,
+    hook_findings,
+    python_check,
+    verify_check,
+)
 from automaton.commands.loops_common import project_config_problem
 from automaton.commands.schedule_info import schedule_info
 from automaton.commands.writable import secret_stores
@@ -198,6 +205,9 @@ def _loop_checks(loop: Loop) -> list[Finding]:
     unseen = _not_approved(config, state, rec.tamper)
     if unseen is None:
         out.append(verify_check(project, name, config, state, info["path"]))
+        python = python_check(project, name, config, info["path"])
+        if python is not None:
+            out.append(python)
     else:  # its command is whatever the file says now: nothing a human approved runs here
         out.append(Finding(name, "verify", "note", f"verify command not run: {unseen}",
                            f"review it, then automaton --approve --loop {name}"))

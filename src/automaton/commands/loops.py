@@ -123,6 +123,9 @@ def create_loop(project: Project, name: str, template: str, task: str | None = N
     if unseen:
         out.lines.append(f"loop {loop} starts halted (human_intervention: {state.halt_detail}): no tick runs"
                          f" until a human runs automaton --approve --loop {loop}, which shows the whole loop.json")
+    python = _verify_python(src, config)
+    if python:
+        out.lines.append(python)
     if shadows:  # the packaged template of that name may have changed; the human should know which one ran
         out.lines.append(f"template {src.name}: using the project's copy at {src.relative_to(project.root)},"
                          " which shadows the packaged one")
@@ -130,6 +133,19 @@ def create_loop(project: Project, name: str, template: str, task: str | None = N
     if added:
         out.lines.append(f"added {len(added)} pattern(s) to .git/info/exclude so git never sees loop runtime files")
     return out
+
+
+def _verify_python(src: Path, config: LoopConfig) -> str | None:
+    """One line naming the Python that runs the verifier in every tick (cron included) and the
+    modules it must import, for a template that declares them (`templates.verify_needs`)."""
+    from automaton.commands.templates import verify_needs
+
+    needs = verify_needs(src)
+    argv = config.roles.verify.command or ()
+    if not needs or not argv:
+        return None
+    return (f"verifier: every tick (under cron too) runs {argv[0]}, which must import {', '.join(needs)};"
+            f" automaton --doctor checks it (another Python: --create-loop again with --var python=PATH)")
 
 
 def _filled(project: Project, loop: LoopName, src: Path, obj: dict[str, Any],
