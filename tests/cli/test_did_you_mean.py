@@ -67,3 +67,8 @@ def test_did_you_mean_keeps_only_the_closest() -> None:
     assert did_you_mean("--lop", ["--loop", "--help", "--to"]) == "; did you mean --loop?"
     assert did_you_mean("zzz", ["--loop"]) == ""
     assert did_you_mean("a", []) == ""
+
+
+def test_automaton_loop_names_the_closest_flag() -> None:
+    done = run_cli("--mode", "tick", "--lop", "x", entry="automaton-loop")
+    assert done.code == 2 and "did you mean --loop?" in one_line(done.err)

@@ -160,14 +160,9 @@ def build() -> argparse.ArgumentParser:
             raise UsageError(message + self._hint(message))
 
         def _hint(self, message: str) -> str:
-            """"; did you mean --create-loop?" for the first unknown flag of argparse's
-            "unrecognized arguments: …" (Python 3.12 added suggestions for choices only)."""
-            _, sep, rest = message.partition("unrecognized arguments: ")
-            flags = [w.split("=", 1)[0] for w in rest.split() if w.startswith("--")] if sep else []
-            known = [o for o in self._option_string_actions if o.startswith("--")]
-            from automaton.core.names import did_you_mean
+            from automaton.core.names import flag_hint
 
-            return next((hint for hint in (did_you_mean(f, known) for f in flags) if hint), "")
+            return flag_hint(message, self._option_string_actions)
 
         def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
             # With exit_on_error=False argparse raises ArgumentError ("expected one argument")

@@ -96,3 +96,13 @@ def folder_names(folder: str | os.PathLike[str]) -> list[str]:
             return [e.name for e in entries if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")]
     except OSError:
         return []
+
+
+def flag_hint(message: str, known: Iterable[str]) -> str:
+    """`did_you_mean` for the first unknown `--flag` of argparse's "unrecognized arguments: …"
+    `message` among the `known` option strings, or "" (Python 3.12's argparse suggests only
+    for choices, and automaton runs on 3.11)."""
+    _, sep, rest = message.partition("unrecognized arguments: ")
+    flags = [w.split("=", 1)[0] for w in rest.split() if w.startswith("--")] if sep else []
+    longs = [k for k in known if k.startswith("--")]
+    return next((hint for hint in (did_you_mean(f, longs) for f in flags) if hint), "")
