@@ -272,7 +272,7 @@ def test_command_and_webhook_both_run(project: Path, notifier: Path, webhook: tu
     assert notify.notify_completion(p, "demo", patched(state, status="complete",
                                                        last_verdict={"score": 1.0})) is None
     assert len(received(notifier)) == 1 and len(hook.got) == 1
-    assert hook.got[0]["body"]["message"] == "automaton: loop demo is complete (score 1.0)"
+    assert hook.got[0]["body"]["message"] == "automaton: loop demo is complete (score 1.00)"
 
 
 def test_a_tick_put_off_without_a_halt_notifies_deferred_once(project: Path, notifier: Path,

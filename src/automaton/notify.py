@@ -32,6 +32,7 @@ from automaton.core.errors import AutomatonError, one_line
 from automaton.core.loopconfig import Notify
 from automaton.core.loopstate import Event, LogEvent, LoopState
 from automaton.core.names import LoopName
+from automaton.core.scores import score_text
 from automaton.proc import run_capture
 from automaton.store import loops
 from automaton.store.atomic import atomic_write
@@ -122,7 +123,8 @@ def _message(body: dict[str, Any]) -> str:
         return one_line(f"automaton: loop {loop} halted ({body.get('halt_reason')}{detail})")
     if event == "complete":
         score = body.get("last_score")
-        return one_line(f"automaton: loop {loop} is complete" + ("" if score is None else f" (score {score})"))
+        shown = "" if score is None else f" (score {score_text(score)})"
+        return one_line(f"automaton: loop {loop} is complete{shown}")
     if event == "needs_approval":
         return one_line(f"automaton: loop {loop} waits for a sign-off of task {body.get('task')}"
                         f" ({body.get('task_phase')})")

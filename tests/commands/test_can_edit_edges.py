@@ -80,3 +80,22 @@ def test_a_task_without_state_denies_everything_and_says_so(project: Path) -> No
     got = decide(proj, "src/x.py", task="legacy")
     assert got == Decision(False, "task legacy has no .state: run automaton --phase --task legacy first",
                            str(project.resolve() / "src/x.py"))
+
+
+@pytest.mark.parametrize(("phase", "says"), [
+    ("research:awaiting_approval", "only a human gives — a human reviews SPEC.md and runs:"
+                                   " automaton --approve --task demo"),
+    ("design:awaiting_approval", "a human reviews DESIGN.md and runs: automaton --approve --task demo"),
+    ("complete", "a human runs automaton --focus --clear (or --focus NEXT_TASK)"),
+    ("human_intervention", "automaton --approve --task demo --to PHASE"),
+])
+def test_a_denial_at_a_phase_waiting_for_a_human_names_the_command(project: Path, phase: str, says: str) -> None:
+    seed_task(project, "demo", phase)
+    got = decide(Project(project.resolve()), "src/x.py", task="demo")
+    assert not got.allowed and says in got.reason
+
+
+def test_a_denial_at_a_working_phase_adds_nothing(project: Path) -> None:
+    seed_task(project, "demo", "implement")
+    got = decide(Project(project.resolve()), "tasks/demo/SPEC.md", task="demo")
+    assert got.reason == "tasks/demo/SPEC.md is outside the scope of task demo at phase 'implement'"

@@ -103,7 +103,7 @@ def test_verify_runs_on_the_base_commit_not_the_working_tree(project: Path, agen
 
 
 @pytest.mark.parametrize(("verify", "said"), [
-    ({"command": [sys.executable, "-c", "print('hello')"], "score": "summary"}, "gave no score on the base commit"),
+    ({"command": [sys.executable, "-c", "print('hello')"], "score": "summary"}, "with no score on the base commit"),
     ({"command": ["no-such-verifier-xyz"], "score": "summary"}, "cannot start"),
 ])
 def test_a_verifier_without_a_score_is_a_problem(project: Path, agent: Path, verify: dict[str, Any],

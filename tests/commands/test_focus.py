@@ -207,3 +207,47 @@ def test_a_legacy_focus_log_reads_is_audited_and_the_next_focus_keys_it(root: Pa
     check = chainlog.read_chain(log)
     assert check.ok and [bool(x.mac) for x in check.lines] == [False, True]
     assert cli(root, "--audit", "--json").json["project"] == []
+
+
+def _referee_pass(root: Path, name: str = "r") -> None:
+    from tests.helpers import seed_task
+
+    seed_task(root, name, "referee", {"SPEC.md": "s\n", "IMPLEMENTATION.md": "i\n", "VERDICT.md": "Verdict: PASS\n"})
+
+
+def test_completing_the_focused_task_clears_and_logs_the_focus(root: Path, approver: str) -> None:
+    _referee_pass(root)
+    assert cli(root, "--focus", "r").code == 0
+    res = cli(root, "--task", "r", "--transition", "complete")
+    assert res.code == 0, res.err
+    assert "focus cleared: r is complete" in res.out and "automaton --focus TASK" in res.out
+    assert read_focus(Project(root)) is None
+    check = verify_text((root / ".automaton" / "focus.log").read_text(), load_key(create=False))
+    assert check.ok
+    last = check.lines[-1]
+    assert (last.event, last.state, last.fields.get("by"), last.fields.get("completed")) == (
+        "FOCUS_CLEARED", "-", "automaton", "r")
+
+
+def test_completing_another_task_leaves_the_focus(root: Path, approver: str) -> None:
+    _referee_pass(root)
+    assert cli(root, "--focus", "t").code == 0
+    res = cli(root, "--task", "r", "--transition", "complete")
+    assert res.code == 0 and "focus cleared" not in res.out
+    assert read_focus(Project(root)) == TaskRef.parse("t")
+
+
+def test_completing_with_no_focus_writes_no_focus_log(root: Path) -> None:
+    _referee_pass(root)
+    assert cli(root, "--task", "r", "--transition", "complete").code == 0
+    assert not (root / ".automaton" / "focus.log").exists()
+
+
+def test_a_human_completion_from_human_intervention_clears_the_focus(root: Path, approver: str) -> None:
+    from tests.helpers import seed_task
+
+    seed_task(root, "h", "human_intervention", {"SPEC.md": "s\n"})
+    assert cli(root, "--focus", "h").code == 0
+    res = cli(root, "--approve", "--task", "h", "--to", "complete")
+    assert res.code == 0, res.err
+    assert read_focus(Project(root)) is None and "focus cleared" in res.out

@@ -139,3 +139,9 @@ def test_a_settling_line_is_not_marked_halted_unless_asked(loop: Loop) -> None:
                   "0123456789abcdef")
     line = log_lines(loop.project)[-1]
     assert "halted" not in line and re.search(r" commit=0123456789ab( |$)", line), line
+
+
+def test_the_logged_score_is_cut_never_rounded(loop: Loop) -> None:
+    n = ledger.reserve(loop, loop.read_config()).iteration_count
+    settle(loop, n, 0.5, score=0.97949)
+    assert " score=0.9794" in log_lines(loop.project)[-1]

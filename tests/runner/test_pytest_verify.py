@@ -511,7 +511,7 @@ def test_the_flaky_score_is_the_streams_and_agrees_with_the_scorer(tmp_path: Pat
 
 @pytest.mark.parametrize(("got", "said", "why"), [
     # A full score printed (forged on the scorer's stdout) while the stream shows a failed run.
-    (("failed", "passed"), flaky_said(1.0, [1, 0]), "the scorer says 1, the stream 1/2 runs passed"),
+    (("failed", "passed"), flaky_said(1.0, [1, 0]), "the scorer says 1.00, the stream 1/2 runs passed"),
     # One run fewer in the stream than the sealed --repeat (a run that wrote no record at all).
     (("passed",), flaky_said(1.0, [0, 0]), "2 runs expected; the stream holds 1"),
     # Exit statuses the scorer saw that the stream's end records do not match.

@@ -588,7 +588,7 @@ def test_resolve_names_what_sits_where_the_loop_folder_should_be(project: Path) 
     p.loops_dir.joinpath("gone").symlink_to(project / "nowhere")
     with pytest.raises(BadInput, match="is a dangling symlink where the folder of loop 'gone'"):
         loops.Loop.resolve(p, "gone")
-    with pytest.raises(BadInput, match="unknown loop 'ghost': no folder"):
+    with pytest.raises(BadInput, match="unknown loop 'ghost' \\(no folder"):
         loops.Loop.resolve(p, "ghost")
     state = state_file(p)
     state.unlink()

@@ -90,7 +90,10 @@ def test_the_previous_release_loop_is_approved_ticked_and_continues(project: Pat
     assert (s.iteration_count, s.spent_micro_usd, s.last_verdict and s.last_verdict.score) == (5, 1_518_333, 1.0)
     loop = loops.Loop.resolve(p, "demo")
     rec = loop.inspect()
-    assert rec.tamper == "" and [line.event for line in rec.chain.lines[13:]] == ["APPROVED", "TICK_START", "TICK"]
+    # A loop without a worktree now records the checkout's HEAD as its base on its first tick
+    # here (WORKTREE), so the drift gate judges every change since then.
+    events = [line.event for line in rec.chain.lines[13:]]
+    assert rec.tamper == "" and events == ["APPROVED", "WORKTREE", "TICK_START", "TICK"]
     last = rec.chain.lines[-1]
     assert (last.fields["iterations"], last.fields["spent_usd"], last.fields["spent_usd_at_approval"]) == (
         "5", "1.518333", "1.508333")

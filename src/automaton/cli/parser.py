@@ -180,7 +180,12 @@ def build() -> argparse.ArgumentParser:
 
     class _Parser(argparse.ArgumentParser):
         def error(self, message: str) -> Any:  # argparse's own message, but our exception
-            raise UsageError(message)
+            raise UsageError(message + self._hint(message))
+
+        def _hint(self, message: str) -> str:
+            from automaton.core.names import flag_hint
+
+            return flag_hint(message, self._option_string_actions)
 
         def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
             # With exit_on_error=False argparse raises ArgumentError ("expected one argument")

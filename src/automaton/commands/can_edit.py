@@ -221,7 +221,24 @@ def phase_scope(
     where = posix(parts)
     if task_scope_allows(scope.phase, parts, scope.task_parts, fold=scope.fold, override=scope.override):
         return Decision(True, f"{where} is in scope of {ref} at {scope.phase}", path)
-    return Decision(False, f"{where} is outside the scope of task {ref} at phase {scope.phase!r}", path)
+    return Decision(False, f"{where} is outside the scope of task {ref} at phase {scope.phase!r}"
+                    f"{why_nothing(ref, scope.phase)}", path)
+
+
+def why_nothing(ref: TaskRef, phase: str) -> str:
+    """The tail of a denial at a phase that lets the agent edit nothing until a human acts
+    (a pending sign-off, `complete`, `human_intervention`): who acts, and the exact command;
+    "" at any other phase."""
+    if ph.is_awaiting(phase):
+        return (f": it waits for a sign-off, which only a human gives — a human reviews"
+                f" {ph.ARTIFACT[ph.base(phase)]} and runs: automaton --approve --task {ref}")
+    if phase == ph.COMPLETE:
+        return (": the task is complete and nothing is in its scope — a human runs"
+                " automaton --focus --clear (or --focus NEXT_TASK)")
+    if phase == ph.HUMAN:
+        return (f": the task waits for a human, who decides with: automaton --approve --task {ref}"
+                " --to PHASE")
+    return ""
 
 
 def decide(

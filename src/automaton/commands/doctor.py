@@ -17,7 +17,14 @@ from typing import Any
 
 from automaton import install_paths
 from automaton.commands.config_seal import sessions_mode
-from automaton.commands.doctor_checks import Finding, collection_check, harness_checks, hook_findings, verify_check
+from automaton.commands.doctor_checks import (
+    Finding,
+    collection_check,
+    harness_checks,
+    hook_findings,
+    python_check,
+    verify_check,
+)
 from automaton.commands.loops_common import project_config_problem
 from automaton.commands.schedule_info import schedule_info
 from automaton.commands.writable import secret_stores
@@ -61,6 +68,7 @@ def project_checks(project: Project, *, own: tuple[str, ...] | None = None) -> l
     else:
         out += secrets_checks(project)
         out.append(sessions_check(project))
+        out.append(allow_tools_check(project))
     inside = install_paths.inside(str(project.root), install_paths.own_roots() if own is None else own)
     if inside is not None:
         out.append(Finding(None, "install", "warning", f"automaton runs from {inside}, inside the project: the"
@@ -134,6 +142,22 @@ def _secret_key_check(root: Path) -> Finding | None:
     return Finding(None, "key", "ok", f"record key from ${kind} {path}, hidden from every agent")
 
 
+def allow_tools_check(project: Project) -> Finding:
+    """The sealed `hooks.allow_tools` (tools the hooks cannot read, let through on a human's
+    word): a note listing the patterns, or saying every such tool is denied."""
+    try:
+        patterns = pc.allow_tools(project)
+    except AutomatonError as exc:
+        return Finding(None, "allow-tools", "problem", exc.message)
+    if not patterns:
+        return Finding(None, "allow-tools", "note", "tools the hooks cannot read (MCP tools, SlashCommand) are all"
+                       ' denied; a human may list some in .automaton/config.json "hooks": {"allow_tools": [...]}'
+                       " and run automaton --approve --config")
+    return Finding(None, "allow-tools", "note", f"sealed hooks.allow_tools lets through: {', '.join(patterns)}"
+                   " (a human's word that they write no project file; the kernel sandbox still holds a"
+                   " sandboxed agent's writes)")
+
+
 def _key_check(root: Path) -> Finding:
     handed = _secret_key_check(root)
     if handed is not None:
@@ -205,6 +229,9 @@ def _loop_checks(loop: Loop) -> list[Finding]:
     unseen = _not_approved(config, state, rec.tamper)
     if unseen is None:
         out.append(verify_check(project, name, config, state, info["path"]))
+        python = python_check(project, name, config, info["path"])
+        if python is not None:
+            out.append(python)
     else:  # its command is whatever the file says now: nothing a human approved runs here
         out.append(Finding(name, "verify", "note", f"verify command not run: {unseen}",
                            f"review it, then automaton --approve --loop {name}"))

@@ -11,6 +11,7 @@ import importlib
 import itertools
 import json
 import os
+import re
 import shlex
 import shutil
 import tempfile
@@ -208,12 +209,84 @@ def verify_check(project: Project, name: str, config: LoopConfig, state: LoopSta
                        f" {base[:12]}: its commit is in no local .git/modules folder",
                        "run git submodule update --init in the project, then automaton --doctor again")
     if verdict.score is None:
-        return Finding(name, "verify", "problem", f"verify command {shown!r} gave no score on the base commit"
-                       f" {base[:12]} ({verdict.summary}): every tick would be unscored",
-                       "make it print a test summary or JUnit XML (roles.verify.score)")
+        return _unscored(name, shown, base, got.code, output, verdict.summary)
 
     return Finding(name, "verify", "ok", f"verify command {shown!r} scores {score_text(verdict.score)} on the base"
                    f" commit {base[:12]} ({verdict.summary})")
+
+
+_LAST_LINES = 3
+
+
+def _unscored(name: str, shown: str, base: str, code: int, output: str, summary: str) -> Finding:
+    """The problem of a verify command that gave no score: its exit status and last output
+    lines (the cause, e.g. `No module named pytest`), and a fix that fits it: a missing module
+    is installed for the interpreter that runs the command; a failing command is fixed; only a
+    command that succeeded without a score is told to print one."""
+    lines = [" ".join(x.split()) for x in output.strip().splitlines() if x.strip()][-_LAST_LINES:]
+    tail = " | ".join(lines)[-400:] or "no output"
+    missing = _MISSING_MODULE.search(output)
+    program = shown.split(" ", 1)[0]
+    if missing is not None:
+        module = missing.group(1).split(".")[0]
+        fix = (f"install {module} for the Python that runs it ({program} -m pip install"
+               f" {module.replace('_', '-')}), or point roles.verify.command at the project's own Python")
+    elif code != 0:
+        fix = "run the command by hand in a clean checkout of the base commit and fix what it says"
+    else:
+        fix = "make it print a test summary or JUnit XML (roles.verify.score)"
+    return Finding(name, "verify", "problem", f"verify command {shown!r} exited {code} with no score on the base"
+                   f" commit {base[:12]} ({summary}): every tick would be unscored; its last output: {tail}", fix)
+
+
+_MISSING_MODULE = re.compile(r"No module named '?([A-Za-z_][\w.]*)'?")
+_PROBE = ("import importlib.util, sys; print(' '.join(m for m in sys.argv[1:]"
+          " if importlib.util.find_spec(m) is None))")
+
+
+def python_check(project: Project, name: str, config: LoopConfig, path_env: str | None = None) -> Finding | None:
+    """Whether the Python that runs a template's verifier (loop.json `roles.verify.command[0]`,
+    the `{{python}}` chosen at `--create-loop`) imports the modules the template needs
+    (`templates.verify_needs`), probed as the tick runs it: the tick's PATH, no credential
+    variables, the verifier's sandbox. None when loop.json names no template that declares
+    them (or it is gone), or the command does not start with a Python. The caller runs it only
+    for a loop.json a human approved."""
+    from automaton.commands.templates import template_dir, verify_needs
+    from automaton.core.errors import AutomatonError
+
+    argv = list(config.roles.verify.command or [])
+    if not argv or not config.template or not os.path.basename(argv[0]).lower().startswith("python"):
+        return None
+    try:
+        needs = verify_needs(template_dir(project, config.template)[0])
+    except AutomatonError:
+        return None
+    if not needs:
+        return None
+    tmp = Path(tempfile.mkdtemp(prefix="automaton-doctor-"))
+    try:
+        env = without_credentials(dict(os.environ, PYTHONDONTWRITEBYTECODE="1"), "command")
+        if path_env is not None:
+            env["PATH"] = path_env
+        log = tmp / "probe.log"
+        got = run_streaming([argv[0], "-c", _PROBE, *needs], out_path=log, cwd=tmp, env=env, timeout_s=60,
+                            sandbox=verify_policy(project, config, tmp, tmp))
+        output = log.read_text(encoding="utf-8", errors="replace").strip() if log.is_file() else ""
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if got.code != 0 or got.timed_out:
+        last = output.splitlines()[-1:] or ["no output"]
+        return Finding(name, "python", "problem", f"the verifier's Python {argv[0]} (what every tick runs, under"
+                       f" cron too) cannot start (exit {got.code}): {last[0]}",
+                       "create the loop again with --var python=PATH naming a Python that works")
+    absent = output.splitlines()[-1].split() if output else []
+    if absent:
+        pip = " ".join(m.replace("_", "-") for m in absent)
+        return Finding(name, "python", "problem", f"the verifier's Python {argv[0]} (what every tick runs, under"
+                       f" cron too) cannot import {', '.join(absent)}: every tick would be unscored",
+                       f"{argv[0]} -m pip install {pip}, or create the loop again with --var python=PATH")
+    return Finding(name, "python", "ok", f"the verifier's Python {argv[0]} (what every tick runs, under cron too)"
+                   f" imports {', '.join(needs)}")
 
 
 # --- The agent hooks' liveness (`--audit` and `--doctor`) ---

@@ -18,6 +18,11 @@ from automaton.store.atomic import tmp_path
 from automaton.store.layout import Project
 from automaton.store.locks import locked
 
+# collections.abc stays off the hook path, which imports this module (core/record.py says why).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 CLEARED = "-"  # not a task name, so it cannot be confused with one
 RESET = "a human resets it with: automaton --focus TASK (or --focus --clear)"
 _READ_TRIES = 20
@@ -97,28 +102,13 @@ def set_focus(project: Project, task: str | None, clear: bool = False) -> Outcom
     if task is not None:
         ref = TaskRef.parse(task)
         if not project.task_dir(ref).is_dir():
-            raise BadInput(f"unknown task {task!r}: no folder {project.task_dir(ref)}")
-    project.dot.mkdir(parents=True, exist_ok=True)
-    for path in (project.focus_file, project.focus_log):
-        if path.is_dir():  # name it: the commit would otherwise fail on its temp file's rename
-            raise BadInput(f"{path}: a directory where automaton keeps its focus file; a human removes it,"
-                           " then runs automaton --focus again")
-    token = CLEARED if ref is None else str(ref)
-    with locked(project.dot / "focus.lock"):
-        chainlog.recover(project.focus_file, project.focus_log, lambda data: _token(data) or None)
-        chain = chainlog.read_chain(project.focus_log)
-        if not chain.ok:  # the human's reset starts a fresh chain; the broken one is kept
-            if project.focus_log.exists():  # (a deleted log reads as rolled back)
-                project.focus_log.replace(project.focus_log.with_name("focus.log.broken"))
-            anchor.forget(project.focus_log)  # the new chain is anchored afresh
-            chain = chainlog.read_chain(project.focus_log)
-        event = "FOCUS_CLEARED" if ref is None else "FOCUS"
-        fields: dict[str, object] = {"by": who} if ref is None else {"task": token, "by": who}
-        chainlog.commit(project.focus_file, project.focus_log, f"{token}\n".encode(), token, event,
-                        fields, chain)
-    from automaton.commands.excludes import FOCUS_RUNTIME, exclude
+            from automaton.store.tasks import task_hint
 
-    exclude(project, FOCUS_RUNTIME, "# automaton focus of this checkout")
+            raise BadInput(f"unknown task {task!r}{task_hint(project, ref)} (no folder {project.task_dir(ref)})")
+    token = CLEARED if ref is None else str(ref)
+    event = "FOCUS_CLEARED" if ref is None else "FOCUS"
+    fields: dict[str, object] = {"by": who} if ref is None else {"task": token, "by": who}
+    _write(project, token, event, fields)
     if ref is None:
         return Outcome(lines=["focus cleared: hooks enforce only the always-denied paths"],
                        data={"focus": None, "by": who})
@@ -126,4 +116,55 @@ def set_focus(project: Project, task: str | None, clear: bool = False) -> Outcom
                    data={"focus": token, "by": who})
 
 
-__all__ = ["CLEARED", "read_focus", "set_focus"]
+def _write(project: Project, token: str, event: str, fields: dict[str, object],
+           unless: Callable[[str | None], bool] | None = None) -> bool:
+    """Commit `token` to the focus file with a keyed `event` line, under `focus.lock`.
+    `unless(last logged token)` true: nothing is written (False returned). A broken chain is
+    moved to `focus.log.broken` and a fresh one started (only a human's `--focus` gets here
+    with one: `clear_on_complete` reads the focus first, which refuses a broken chain)."""
+    project.dot.mkdir(parents=True, exist_ok=True)
+    for path in (project.focus_file, project.focus_log):
+        if path.is_dir():  # name it: the commit would otherwise fail on its temp file's rename
+            raise BadInput(f"{path}: a directory where automaton keeps its focus file; a human removes it,"
+                           " then runs automaton --focus again")
+    with locked(project.dot / "focus.lock"):
+        chainlog.recover(project.focus_file, project.focus_log, lambda data: _token(data) or None)
+        chain = chainlog.read_chain(project.focus_log)
+        if unless is not None and unless(chain.last_state if chain.ok else None):
+            return False
+        if not chain.ok:  # the human's reset starts a fresh chain; the broken one is kept
+            if project.focus_log.exists():  # (a deleted log reads as rolled back)
+                project.focus_log.replace(project.focus_log.with_name("focus.log.broken"))
+            anchor.forget(project.focus_log)  # the new chain is anchored afresh
+            chain = chainlog.read_chain(project.focus_log)
+        chainlog.commit(project.focus_file, project.focus_log, f"{token}\n".encode(), token, event,
+                        fields, chain)
+    from automaton.commands.excludes import FOCUS_RUNTIME, exclude
+
+    exclude(project, FOCUS_RUNTIME, "# automaton focus of this checkout")
+    return True
+
+
+def clear_on_complete(project: Project, ref: TaskRef) -> str | None:
+    """After task `ref` reached `complete`: clear the focus when it names `ref` (a complete
+    task's scope allows no edit, so a focus left on it denies every agent edit). Logged as
+    `FOCUS_CLEARED by=automaton completed=<ref>`. Returns the line to show, or None when the
+    focus named another task (or none). Not a human act: it narrows nothing a human chose
+    beyond what completion already ended (SECURITY.md says what it rests on). A focus that
+    cannot be read (tampered) is left alone: `read_focus` names it, and only a human resets it.
+    """
+    try:
+        if read_focus(project) != ref:
+            return None
+    except BadInput:
+        return None
+    token = str(ref)
+    done = _write(project, CLEARED, "FOCUS_CLEARED", {"by": "automaton", "completed": token},
+                  unless=lambda last: last != token)
+    if not done:
+        return None
+    return (f"focus cleared: {ref} is complete (logged in {project.focus_log.name}); a human focuses the next"
+            " task with: automaton --focus TASK")
+
+
+__all__ = ["CLEARED", "clear_on_complete", "read_focus", "set_focus"]

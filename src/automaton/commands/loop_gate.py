@@ -191,6 +191,11 @@ class _Facts:
         gone = (NO_WORKTREE_YET if worktree is None
                 else f"worktree {worktree} does not exist (the next tick re-creates it)")
         base, branch = self.state.base_commit, branch_name(self.loop)
+        if base is None and worktree is None:
+            # Never had a worktree (base_commit is recorded with it, in the keyed state): the
+            # tick about to run creates it from the base branch, so nothing can have drifted,
+            # and no "skipped" warning is shown after that tick made it.
+            return DriftFacts()
         if base is None:
             return DriftFacts(skipped=gone)
         probe = run_git(self.project.root, ["rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}"])

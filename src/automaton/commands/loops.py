@@ -95,22 +95,7 @@ def create_loop(project: Project, name: str, template: str, task: str | None = N
     config = loops.parse_config_bytes(data, f"{source} (as loop {loop})")
     if config.task is not None:
         tasks.load(project, TaskRef.parse(config.task))  # BadInput: unknown task
-    files = {loops.CONFIG_FILE: data, loops.SEALED_COPY: data}
-    wanted = {p for p in (config.roles.implement.prompt, config.roles.verify.prompt, config.roles.orchestrate.prompt)
-              if p is not None}
-    wanted |= {p.name for p in src.iterdir() if p.is_file() and p.suffix == ".md"}
-    for rel in sorted(wanted):
-        if rel in prompts:
-            files[rel] = prompts[rel]
-            continue
-        try:
-            files[rel] = (src / rel).read_bytes()
-        except OSError:
-            raise BadInput(f"{source}: role prompt {rel!r} is missing from the template {src}") from None
-    if needs_scorer:
-        from automaton.commands.templates import SCORER, scorer_bytes
-
-        files[SCORER] = scorer_bytes()
+    files = _loop_files(src, source, config, data, prompts, needs_scorer=needs_scorer)
     if not os.path.lexists(project.loop_dir(loop)):  # an existing folder/file: loops.create says what it is
         _refuse_leftovers(project, loop)
     state = initial_state(loop, config.task, config.sha256, utc_now())
@@ -129,6 +114,9 @@ def create_loop(project: Project, name: str, template: str, task: str | None = N
     if not config.blast_radius.use_worktree:
         out.lines.append(f"loop {loop} has no worktree: its ticks edit and commit in {project.root} on the branch"
                          " checked out there, and your own changes there count as its work")
+    python = _verify_python(src, config)
+    if python:
+        out.lines.append(python)
     if shadows:  # the packaged template of that name may have changed; the human should know which one ran
         out.lines.append(f"template {src.name}: using the project's copy at {src.relative_to(project.root)},"
                          " which shadows the packaged one")
@@ -138,10 +126,47 @@ def create_loop(project: Project, name: str, template: str, task: str | None = N
     return out
 
 
+def _loop_files(src: Path, source: str, config: LoopConfig, data: bytes, prompts: dict[str, bytes], *,
+                needs_scorer: bool) -> dict[str, bytes]:
+    """The new loop folder's files (relative name -> bytes): loop.json and its sealed copy
+    (`data`), every role prompt and `.md` of the template (filled ones from `prompts`), and
+    `scorer.py` when loop.json names it. BadInput when a role prompt is missing."""
+    files = {loops.CONFIG_FILE: data, loops.SEALED_COPY: data}
+    wanted = {p for p in (config.roles.implement.prompt, config.roles.verify.prompt, config.roles.orchestrate.prompt)
+              if p is not None}
+    wanted |= {p.name for p in src.iterdir() if p.is_file() and p.suffix == ".md"}
+    for rel in sorted(wanted):
+        if rel in prompts:
+            files[rel] = prompts[rel]
+            continue
+        try:
+            files[rel] = (src / rel).read_bytes()
+        except OSError:
+            raise BadInput(f"{source}: role prompt {rel!r} is missing from the template {src}") from None
+    if needs_scorer:
+        from automaton.commands.templates import SCORER, scorer_bytes
+
+        files[SCORER] = scorer_bytes()
+    return files
+
+
 def _without_worktree(obj: dict[str, Any]) -> None:
     """`--no-worktree`: loop.json object `obj` gets `blast_radius.use_worktree: false`."""
     radius = obj.get("blast_radius")
     obj["blast_radius"] = {**(radius if isinstance(radius, dict) else {}), "use_worktree": False}
+
+
+def _verify_python(src: Path, config: LoopConfig) -> str | None:
+    """One line naming the Python that runs the verifier in every tick (cron included) and the
+    modules it must import, for a template that declares them (`templates.verify_needs`)."""
+    from automaton.commands.templates import verify_needs
+
+    needs = verify_needs(src)
+    argv = config.roles.verify.command or ()
+    if not needs or not argv:
+        return None
+    return (f"verifier: every tick (under cron too) runs {argv[0]}, which must import {', '.join(needs)};"
+            f" automaton --doctor checks it (another Python: --create-loop again with --var python=PATH)")
 
 
 def _filled(project: Project, loop: LoopName, src: Path, obj: dict[str, Any],

@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 from automaton.commands.excludes import TASK_RUNTIME, exclude
+from automaton.commands.focus import clear_on_complete
 from automaton.commands.human import Human, acting
 from automaton.core import phases as ph
 from automaton.core.approvals import demotion, format_bind, signoffs_passed
@@ -38,7 +39,8 @@ def _require(project: Project, ref: TaskRef) -> str:
     `.state` and `.state.log` must not be migrated as legacy."""
     folder = project.task_dir(ref)
     if not folder.is_dir():
-        raise BadInput(f"unknown task {str(ref)!r}: no folder {folder}; create it with automaton --create-task")
+        raise BadInput(f"unknown task {str(ref)!r}{tasks.task_hint(project, ref)} (no folder {folder});"
+                       " create it with automaton --create-task")
     return tasks.deleted_state(project, ref)
 
 
@@ -206,8 +208,19 @@ def transition(project: Project, task: str, target: str) -> Outcome:
         _commit(rec, target, "TRANSITION", {"task": str(ref), "from": current, "to": target})
         out.lines.append(f"{ref}: {current} -> {target}")
         _place(project, tasks.load_dir(ref, rec.dir), out)
+    _unfocus(project, ref, target, out)
     out.data = {"task": str(ref), "from": current, "to": target}
     return out
+
+
+def _unfocus(project: Project, ref: TaskRef, phase: str, out: Outcome) -> None:
+    """A task that reached `complete` is no longer the focus (`commands.focus.clear_on_complete`):
+    a focus left on it would deny every agent edit with nothing naming why."""
+    if phase != ph.COMPLETE:
+        return
+    line = clear_on_complete(project, ref)
+    if line:
+        out.lines.append(line)
 
 
 def _check_edge(rec: tasks.TaskRecord, current: str, target: str) -> None:
@@ -343,6 +356,7 @@ def _approve_to(project: Project, rec: tasks.TaskRecord, to: str, who: str, out:
     _commit(rec, to, event, fields)
     out.lines.append(f"{rec.ref}: {previous} -> {to} ({event.lower()} by {who})")
     _place(project, tasks.load_dir(rec.ref, rec.dir), out)
+    _unfocus(project, rec.ref, to, out)
     out.data = {"task": str(rec.ref), "from": previous, "to": to, "by": who, **via, "event": event}
     return out
 

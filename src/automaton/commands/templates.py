@@ -43,6 +43,7 @@ from automaton.store.layout import Project, framework_home
 
 CONFIG_FILE = "loop.json"
 META_FILE = "template.json"
+MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 SCORER = "scorer.py"
 PLACEHOLDER = re.compile(r"\{\{([a-z][a-z0-9_]*)\}\}")
 _VAR_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -212,6 +213,25 @@ def _declared(folder: Path) -> dict[str, dict[str, Any]]:
     if odd:
         raise BadInput(f"{path}: unknown kind for var(s) {', '.join(odd)}: use one of {', '.join(KINDS)}")
     return found
+
+
+def verify_needs(folder: Path) -> tuple[str, ...]:
+    """The modules the Python of the template's verifier (`{{python}}`) must import: its
+    `template.json` `"verify_python": {"needs": [...]}` (import names such as `pytest_cov`);
+    () without the file or the key. BadInput (exit 2) naming the file when it is not a list
+    of module names."""
+    path = folder / META_FILE
+    if not path.is_file():
+        return ()
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise BadInput(f"{path}: not valid JSON ({exc})") from None
+    meta = obj.get("verify_python", {}) if isinstance(obj, dict) else {}
+    needs = meta.get("needs", []) if isinstance(meta, dict) else None
+    if not isinstance(needs, list) or not all(isinstance(n, str) and MODULE_RE.match(n) for n in needs):
+        raise BadInput(f'{path}: "verify_python": {{"needs": [...]}} must list module names such as "pytest"')
+    return tuple(needs)
 
 
 def default_python(root: Path) -> str | None:

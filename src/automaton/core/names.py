@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 from automaton.core.errors import BadInput
 from automaton.core.record import record  # not dataclasses: on the hook path
+
+TYPE_CHECKING = False  # collections.abc stays off the hook path (core/record.py says why)
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 # `\Z`, not `$`: `$` also matches before a trailing newline, and "fix\n" must not pass.
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*\Z")
@@ -67,3 +72,37 @@ class TaskRef:
 
     def __str__(self) -> str:
         return f"{self.parent}/{self.name}" if self.parent else str(self.name)
+
+
+def did_you_mean(word: str, known: Iterable[str]) -> str:
+    """`"; did you mean X?"` (or `"X or Y"`) naming the entries of `known` closest to `word`
+    (`difflib.get_close_matches`, cutoff 0.6; those within 0.05 of the best ratio), or "" when
+    none is close. Made for the tail of
+    a one-line "unknown …" error."""
+    import difflib  # only on an error's path: the hook never gets here
+
+    names = sorted(set(known) - {word})
+    close = difflib.get_close_matches(word, names, n=3, cutoff=0.6)
+    if close:  # only those about as close as the best: "--lop" is --loop, not --help
+        best = difflib.SequenceMatcher(None, word, close[0]).ratio()
+        close = [c for c in close if difflib.SequenceMatcher(None, word, c).ratio() >= best - 0.05]
+    return f"; did you mean {' or '.join(close)}?" if close else ""
+
+
+def folder_names(folder: str | os.PathLike[str]) -> list[str]:
+    """The names of the sub-folders of `folder` (a path), [] when it cannot be listed."""
+    try:
+        with os.scandir(folder) as entries:
+            return [e.name for e in entries if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")]
+    except OSError:
+        return []
+
+
+def flag_hint(message: str, known: Iterable[str]) -> str:
+    """`did_you_mean` for the first unknown `--flag` of argparse's "unrecognized arguments: …"
+    `message` among the `known` option strings, or "" (Python 3.12's argparse suggests only
+    for choices, and automaton runs on 3.11)."""
+    _, sep, rest = message.partition("unrecognized arguments: ")
+    flags = [w.split("=", 1)[0] for w in rest.split() if w.startswith("--")] if sep else []
+    longs = [k for k in known if k.startswith("--")]
+    return next((hint for hint in (did_you_mean(f, longs) for f in flags) if hint), "")

@@ -1,4 +1,6 @@
-"""How a verifier's score reads in a table: one formatting rule for `--loop-list` and `--loop-status`.
+"""How a verifier's score reads: one formatting rule for every output (the README's: cut to at
+most 4 decimals, never rounded), used by `--loop-list`, `--loop-status`, `--doctor`, the
+dashboard, the tick's line and log, the prompts' tick context, the notifications and the demo.
 
 Its own module, so that `--loop-list` (run by scripts and dashboards) formats a score without
 importing `commands.loop_status` and what that reads (the schedulers, git).
@@ -22,3 +24,15 @@ def score_text(score: float | None) -> str:
     text = f"{cut:f}".rstrip("0")
     whole, _, frac = text.partition(".")
     return f"{whole}.{frac.ljust(2, '0')}"
+
+
+def score_field(score: float | None) -> str:
+    """A score as the loop log's `score=` field: exactly 4 decimals, cut like `score_text`
+    (0.97949 -> "0.9794", 1.0 -> "1.0000"); None -> "null"."""
+    if score is None:
+        return "null"
+    try:
+        cut = Decimal(repr(float(score))).quantize(Decimal("0.0001"), rounding=ROUND_DOWN)
+    except InvalidOperation:
+        return str(score)
+    return f"{cut:f}"

@@ -68,6 +68,16 @@ class BadPayload(Exception):
     """The payload cannot be trusted to say what the call writes (denied)."""
 
 
+class UnknownTool(BadPayload):
+    """A tool the hook cannot read (an MCP tool, `SlashCommand`, one added later): denied
+    unless the project's sealed `hooks.allow_tools` names it (`allow_listed`)."""
+
+    def __init__(self, tool: str, cwd: Path) -> None:
+        super().__init__(f"unknown tool {tool!r}: automaton cannot tell what it writes")
+        self.tool = tool
+        self.cwd = cwd
+
+
 def payload_of(text: str) -> dict[str, Any]:
     """The hook's stdin JSON object; BadPayload when it is not one."""
     try:
@@ -178,10 +188,38 @@ def _decide(agent: str, stdin_text: str, project_flag: str | None) -> Answer:
         if _names_key_folder(stdin_text):
             return deny("the record key's folder (~/.config/automaton) is never read or written by an agent")
         __import__(AGENTS[agent])  # not importlib.import_module: one import fewer before every edit
-        call: Call = sys.modules[AGENTS[agent]].parse(payload_of(stdin_text))
+        try:
+            call: Call = sys.modules[AGENTS[agent]].parse(payload_of(stdin_text))
+        except UnknownTool as exc:
+            return allow_listed(exc, project_flag)
         return decide(call, project_flag, agent)
     except BaseException as exc:  # fail closed: a crashing hook must block, never allow
         return deny(_why(exc))
+
+
+def allow_listed(unknown: UnknownTool, project_flag: str | None) -> Answer:
+    """A tool the hook cannot read: allowed only when a pattern of the project's sealed
+    `.automaton/config.json` `hooks.allow_tools` matches its name (a human's word, sealed with
+    `automaton --approve --config`, that it writes no project file), else denied with how a
+    human allows it. A config.json the agent changed (unsealed) denies with the seal's reason
+    (`store.project_config.ConfigNotSealed`, raised through to the caller's denial)."""
+    from automaton.hooks import policy
+
+    project = policy.project_for(project_flag, unknown.cwd)
+    if os.path.lexists(project.config_file) or os.path.lexists(project.config_log):
+        from automaton.store import project_config
+
+        if project_config.allowed_tool(project, unknown.tool) is not None:
+            return Answer(ALLOW_CODE)
+    return deny(f"{unknown}; a human who knows it writes no project file lists it (or a pattern such as"
+                f" \"{_example(unknown.tool)}\") in .automaton/config.json \"hooks\": {{\"allow_tools\": [...]}}"
+                " and runs automaton --approve --config")
+
+
+def _example(tool: str) -> str:
+    """A pattern to suggest for `tool`: its MCP server's tools (`mcp__github__*`), else the name."""
+    head, sep, _ = tool.rpartition("__")
+    return f"{head}__*" if sep and head.startswith("mcp__") and head != "mcp" else tool
 
 
 def decide(call: Call, project_flag: str | None, agent: str | None = None) -> Answer:
@@ -208,11 +246,12 @@ def decide(call: Call, project_flag: str | None, agent: str | None = None) -> An
         except shell.Unsafe as exc:
             return deny(f"{call.tool}: {exc}")
         paths += [os.path.join(base, os.path.expanduser(t)) for t, base in found.targets]
+        linked = {os.path.join(base, os.path.expanduser(t)) for t, base in found.linked}
     if call.command is not None:
         why = policy.wrapped_reason(project, call.cwd, found.sandbox_tasks, found.inline_code)
         if why:
             return deny(f"{call.tool}: {why}")
-    verdict = policy.check(project, call.cwd, paths)
+    verdict = policy.check(project, call.cwd, paths, no_temp=linked if call.command is not None else None)
     return Answer(ALLOW_CODE) if verdict.allowed else deny(f"{call.tool}: {verdict.reason}")
 
 

@@ -12,8 +12,12 @@ The hook is installed for every tool (matcher `*`). A tool that is neither a wri
 nor in `READ_ONLY` (tools that write no project file: reads, searches, web, plans, task lists,
 subagents and skills, whose own tool calls fire this hook again) is denied: MCP tools
 (`mcp__server__tool`), `EnterWorktree` (creates a git worktree), `Workflow` and
-`RemoteTrigger` (run work the hook never sees), and any tool added later, until automaton
-knows what it writes.
+`RemoteTrigger` (run work the hook never sees), `SlashCommand` (a custom command may run
+shell lines of its own before the model sees it), and any tool added later, until automaton
+knows what it writes, or a human lists it in the sealed `.automaton/config.json`
+`hooks.allow_tools` (`hooks.allow_listed`). Claude Code names an MCP tool
+`mcp__<server>__<tool>` (hooks reference, "Match MCP tools"), so `mcp__github__get_*` names
+one server's `get_` tools.
 
 `SCHEDULERS` (`ScheduleWakeup`, `CronCreate`) are denied with their own reason: they queue a
 prompt that the session runs later by itself, after the tool call was judged and, in a loop,
@@ -26,7 +30,7 @@ carries `agent_id` and `agent_type`).
 
 from __future__ import annotations
 
-from automaton.hooks import BadPayload, Call, cwd_of, text_field, tool_of
+from automaton.hooks import BadPayload, Call, UnknownTool, cwd_of, text_field, tool_of
 
 TYPE_CHECKING = False  # typing stays off the hook path (core/record.py says why)
 if TYPE_CHECKING:
@@ -76,4 +80,4 @@ def parse(payload: dict[str, Any]) -> Call:
         raise BadPayload(f"{name} schedules a prompt for this session to run later by itself, outside automaton's"
                          " ticks and sign-offs: finish the work in this turn; a loop's next tick comes from its"
                          " schedule (automaton --install-schedule)")
-    raise BadPayload(f"unknown tool {name!r}: automaton cannot tell what it writes")
+    raise UnknownTool(name, cwd)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import shlex
 
-from automaton.hooks import BadPayload, Call, cwd_of, tool_of
+from automaton.hooks import BadPayload, Call, UnknownTool, cwd_of, tool_of
 
 TYPE_CHECKING = False  # typing stays off the hook path (core/record.py says why)
 if TYPE_CHECKING:
@@ -75,4 +75,4 @@ def parse(payload: dict[str, Any]) -> Call:
         return Call(name, where, paths=loose_paths(command), command=command)
     if name in READ_ONLY:
         return Call(name, cwd)
-    raise BadPayload(f"unknown tool {name!r}: automaton cannot tell what it writes")
+    raise UnknownTool(name, cwd)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from automaton.hooks import BadPayload, Call, cwd_of, text_field, tool_of
+from automaton.hooks import BadPayload, Call, UnknownTool, cwd_of, text_field, tool_of
 
 TYPE_CHECKING = False  # typing stays off the hook path (core/record.py says why)
 if TYPE_CHECKING:
@@ -51,4 +51,4 @@ def parse(payload: dict[str, Any]) -> Call:
         return Call(name, where, command=text_field(name, given, "command"))
     if name in READ_ONLY:
         return Call(name, cwd)
-    raise BadPayload(f"unknown tool {name!r}: automaton cannot tell what it writes")
+    raise UnknownTool(name, cwd)

@@ -19,7 +19,10 @@ answer allowed or denied with one line. Three layers, all of which must allow:
    or stale.
 
 A path that reaches a file only through `/proc` or `/dev` (`hooks.aliases`) is denied first:
-it names whatever another process has open, not a file the rules can judge.
+it names whatever another process has open, not a file the rules can judge. A path in the
+agent's own temp folder (`hooks.tempdirs`: the session's `$TMPDIR`, `/tmp`; never the project,
+the home folder or automaton's own entries, symlinks resolved first) is allowed next, in and
+out of a loop worktree: the kernel sandbox grants the same folder.
 
 Errors (corrupt `.state`, unknown task, a loop store that cannot be read) propagate as
 exceptions; the hook entry turns every exception into a denial (fail closed).
@@ -80,11 +83,13 @@ def _worktree(project: Project, name_text: str, memo: can_edit.Memo) -> Worktree
     return memo.get(("worktree", name), lambda: Worktree(name, real(project.worktree_dir(name), memo.root(project))))
 
 
-def check(project: Project, cwd: Path, paths: list[str], memo: can_edit.Memo | None = None) -> Verdict:
+def check(project: Project, cwd: Path, paths: list[str], memo: can_edit.Memo | None = None,
+          no_temp: set[str] | None = None) -> Verdict:
     """Decide a tool call that writes every one of `paths` (relative ones against `cwd`).
 
     The first denial wins; an empty `paths` is allowed (the call writes nothing). The task,
     focus, loop state and config are read once for all paths (`memo`, one per call).
+    `no_temp`: those of `paths` never judged as temp writes (`git worktree add`'s path).
     """
     memo = memo or can_edit.Memo()
     # The cwd as given first, as `store.layout.find_root` takes it (whatever links lead to the
@@ -94,7 +99,7 @@ def check(project: Project, cwd: Path, paths: list[str], memo: can_edit.Memo | N
     home = (_worktree(project, given[1], memo) if given is not None and given[0] == memo.root(project)
             else worktree_of(project, real(cwd, project.root), memo))
     for raw in paths:
-        verdict = check_one(project, cwd, raw, home, memo)
+        verdict = check_one(project, cwd, raw, home, memo, temp=not no_temp or raw not in no_temp)
         if not verdict.allowed:
             return verdict
     return Verdict(True, "every path is in scope")
@@ -102,8 +107,10 @@ def check(project: Project, cwd: Path, paths: list[str], memo: can_edit.Memo | N
 
 def check_one(
     project: Project, cwd: Path, raw: str, home: Worktree | None, memo: can_edit.Memo | None = None,
+    *, temp: bool = True,
 ) -> Verdict:
-    """Decide one path. `home` is the loop worktree the call runs in, if any."""
+    """Decide one path. `home` is the loop worktree the call runs in, if any. `temp`: a path
+    in the agent's temp folder is allowed (`hooks.tempdirs`)."""
     memo = memo or can_edit.Memo()
     from automaton.hooks.aliases import alias_reason
     from automaton.resolve import check_text
@@ -112,6 +119,12 @@ def check_one(
     if why:
         return Verdict(False, why)
     path = real(raw, cwd)
+    if temp:
+        from automaton.hooks.tempdirs import judge
+
+        found = judge(path, memo.root(project), memo)
+        if found is not None:
+            return Verdict(*found)
     tree = worktree_of(project, path, memo)
     if home is not None and (tree is None or tree.name != home.name):
         return Verdict(False, f"{path}: an agent in loop {home.name!r} writes only inside its worktree {home.root}")

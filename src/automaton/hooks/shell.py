@@ -55,6 +55,9 @@ class Analysis:
     """Write targets found: (path as written, directory it is relative to)."""
 
     targets: list[tuple[str, Path]] = field(default_factory=list)
+    # Those of the targets that `git worktree add` creates: a linked worktree's commits are the
+    # project's own history, so it is never a temp write (`hooks.tempdirs`).
+    linked: list[tuple[str, Path]] = field(default_factory=list)
     # `--task` values of `automaton --sandbox` wrappers on the line (the hook checks each is the
     # task in scope).
     sandbox_tasks: list[str] = field(default_factory=list)
@@ -141,9 +144,12 @@ def _analyze(command: str, start: Dirs, powershell: bool, out: Analysis, depth: 
             where.change(_CD[prog.name], prog.args, cmd.after, cmd.piped)
             continue
         bases = _chdir(where.here, prog)
+        before = len(out.targets)
         for base in sorted(bases) if bases is not None else [None]:
             for target in targets(prog, cmd, base):
                 _add(out, target, frozenset({base}) if base is not None else None, opened)
+        if prog.name == "git" and "worktree" in prog.args:
+            out.linked += out.targets[before:]
     if line_git and re.search(r"(?:^|[\s;&|(])(?:export\s+)?(?:HOME|XDG_CONFIG_HOME)=", text):
         raise Unsafe("HOME or XDG_CONFIG_HOME set on a line that runs git loads a global configuration of the"
                      " caller's choosing")

@@ -39,7 +39,9 @@ def build() -> argparse.ArgumentParser:
 
     class _Parser(argparse.ArgumentParser):
         def error(self, message: str) -> None:  # type: ignore[override]
-            raise _Usage(message)
+            from automaton.core.names import flag_hint
+
+            raise _Usage(message + flag_hint(message, self._option_string_actions))
 
     p = _Parser(prog="automaton-loop", description="Run ticks of an automaton loop.", allow_abbrev=False)
     p.add_argument("--mode", choices=("tick", "run", "dry-run"),

@@ -37,6 +37,7 @@ from automaton.commands import loops as loop_cmds
 from automaton.commands.loop_status import loop_status
 from automaton.core.errors import BadInput
 from automaton.core.outcome import Outcome
+from automaton.core.scores import score_text
 from automaton.git import run_git
 from automaton.runner.modes import run_loop
 from automaton.runner.progress import Progress
@@ -192,7 +193,7 @@ def _summary(console: Console, project: Project) -> list[dict[str, Any]]:
         style = {"complete": "green", "halted": "red"}.get(s.status, "")
         table.add_row(name, f"[{style}]{s.status}[/]" if style else s.status, s.halt_reason or "-",
                       str(s.iteration_count), f"${s.spent_usd:.3f}",
-                      "-" if score is None else f"{score:.2f}", str(row["refused_writes"]))
+                      "-" if score is None else score_text(score), str(row["refused_writes"]))
     console.print(table)
     return rows
 

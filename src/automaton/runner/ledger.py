@@ -16,6 +16,7 @@ from automaton.core import loopstate
 from automaton.core.gates import reservation_micro
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.loopstate import LoopState, micro_to_usd
+from automaton.core.scores import score_field
 from automaton.core.verdicts import Verdict
 from automaton.harnesses import HarnessResult
 from automaton.store.chainlog import utc_now
@@ -69,7 +70,7 @@ def record(loop: Loop, cfg: LoopConfig, n: int, verdict: Verdict, counted: float
     # would never be gated again.
     complete = complete and loop.config_sha256() == cfg.sha256
 
-    score = "null" if verdict.score is None else f"{verdict.score:.4f}"
+    score = score_field(verdict.score)
     fields: dict[str, object] = {"n": n, "score": score, "cost": f"{counted:.4f}",
                                  "cost_known": known, "complete": complete}
     if impl.timed_out:

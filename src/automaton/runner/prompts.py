@@ -10,6 +10,7 @@ from typing import Any
 from automaton.core.errors import BadInput
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.loopstate import Verdict
+from automaton.core.scores import score_text
 
 VERIFY_CONTRACT = (
     "End your reply with one JSON object on its own line: "
@@ -50,8 +51,7 @@ def context_block(ctx: TickContext) -> str:
         last = "none yet (first iteration)"
     else:
         score = ctx.last_verdict.score
-        shown = "unscored" if score is None else f"{score:.2f}"
-        last = f"score {shown}: {ctx.last_verdict.summary}"
+        last = f"score {score_text(score)}: {ctx.last_verdict.summary}"
     budget = "local model (no USD budget)" if ctx.budget_left_usd is None else f"${ctx.budget_left_usd:.2f}"
     scope = ", ".join(ctx.file_scope) if ctx.file_scope else "(none)"
     lines = [

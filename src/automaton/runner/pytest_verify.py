@@ -22,6 +22,7 @@ from pathlib import Path
 
 from automaton.core.loopconfig import MIB, LoopConfig
 from automaton.core.sandbox import Policy
+from automaton.core.scores import score_text
 from automaton.core.testids import (
     PASSED,
     Frozen,
@@ -222,7 +223,7 @@ def _by_repeats(got: Repeats, output: str, frozen: Frozen | None, loop_dir: Path
                if run.end == 0 and run.results and all(o in PASSED for o in run.results.values()))
     score = good / got.repeat
     if abs(score - said.score) > 1e-6:
-        return _mismatch(f"the scorer says {said.score:g}, the stream {good}/{got.repeat} runs passed")
+        return _mismatch(f"the scorer says {score_text(said.score)}, the stream {good}/{got.repeat} runs passed")
     return Verdict(score, good == got.repeat, good == got.repeat, said.summary, said.source)
 
 

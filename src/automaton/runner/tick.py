@@ -33,6 +33,7 @@ from automaton.core.loopconfig import MIB, LoopConfig
 from automaton.core.loopstate import Event, LogEvent, LoopState
 from automaton.core.outcome import Outcome
 from automaton.core.sandbox import Policy
+from automaton.core.scores import score_text
 from automaton.core.verdicts import Verdict
 from automaton.git.errors import DriftError
 from automaton.git.harden import git_folder_of, probe_once
@@ -317,7 +318,7 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
     if new.status == "complete":
         notify_completion(project, name, new)  # never raises; a failure is logged as a WARNING
         warnings += _stop_idle_schedule(loop, new.status)
-    score = "unscored" if verdict.score is None else f"{verdict.score:.4f}"
+    score = score_text(verdict.score)
     line = (f"tick {n} of loop {name}: score {score} ({verdict.summary}), cost ${counted:.4f}"
             f"{'' if known else ' (unknown costs counted at max_tick_usd)'}, status {new.status}")
     show.note(line)

@@ -133,7 +133,11 @@ class Loop:
             stray = not_a_folder(project, loop)
             if stray is not None:
                 raise BadInput(stray)
-            raise BadInput(f"unknown loop {loop!r}: no folder {folder}; create it with automaton --create-loop")
+            from automaton.core.names import did_you_mean, folder_names
+
+            hint = did_you_mean(loop, [n for n in folder_names(project.loops_dir) if n != ARCHIVE_DIR])
+            raise BadInput(f"unknown loop {loop!r}{hint} (no folder {folder}); automaton --loop-list lists them,"
+                           " automaton --create-loop makes one")
         state = folder / STATE_FILE
         if not state.is_file():
             if os.path.lexists(state):  # a directory, a dangling or looping link

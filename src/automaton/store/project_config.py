@@ -2,7 +2,9 @@
 
 Shape: `{"schema_version": 1, "scopes": {"<base phase>": ["gitignore-style pattern", …]},
 "sandbox": {"hide": ["~/.config/mytool", "/abs/path", …], "unhide": ["~/.netrc", …]},
-"sessions": "sandboxed" | "hooks-only"}`.
+"sessions": "sandboxed" | "hooks-only", "hooks": {"allow_tools": ["mcp__github__get_*", …]}}`.
+`hooks.allow_tools` names tools the agent hooks cannot read (MCP tools, `SlashCommand`, a tool
+added later), which they otherwise deny: a human's word that those tools write no project file.
 `sessions` says how an interactive agent session (a human running `claude` in the project) is
 held: "sandboxed" — the hook denies every writing tool call unless the calling session runs
 inside automaton's kernel sandbox (`automaton --sandbox -- <agent>`, `hooks.confined`);
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from automaton.core import phases as ph
@@ -153,10 +156,10 @@ def parse(data: bytes, path: Path) -> dict[str, list[str]]:
         raise BadInput(f"{path}: not valid JSON ({exc}); fix or remove it") from None
     if not isinstance(obj, dict):
         raise BadInput(f"{path}: expected a JSON object with 'schema_version' and 'scopes'")
-    unknown = sorted(set(obj) - {"schema_version", "scopes", "isolation", "sandbox", "sessions"})
+    unknown = sorted(set(obj) - {"schema_version", "scopes", "isolation", "sandbox", "sessions", "hooks"})
     if unknown:
         raise BadInput(f"{path}: unknown key(s) {', '.join(unknown)}: only 'schema_version', 'scopes',"
-                       " 'isolation', 'sandbox' and 'sessions'")
+                       " 'isolation', 'sandbox', 'sessions' and 'hooks'")
     if obj.get("isolation", ISOLATION_MODES[0]) not in ISOLATION_MODES:
         raise BadInput(f"{path}: isolation must be " + " or ".join(f'"{m}"' for m in ISOLATION_MODES))
     if obj.get("sessions", SESSION_MODES[1]) not in SESSION_MODES:
@@ -175,7 +178,61 @@ def parse(data: bytes, path: Path) -> dict[str, list[str]]:
             raise BadInput(f"{path}: scopes.{phase} must be a list of non-empty pattern strings")
         out[phase] = list(patterns)
     parse_sandbox(obj.get("sandbox", {}), path)
+    parse_hooks(obj.get("hooks", {}), path)
     return out
+
+
+# A tool-name pattern: the characters of tool names (Claude Code's MCP tools are
+# `mcp__<server>__<tool>` with the server's other characters turned into `_`, the hooks
+# reference's "Match MCP tools") and fnmatch's `*`, `?`, `[…]`.
+_TOOL_PATTERN = re.compile(r"[A-Za-z0-9_.:\-*?\[\]!]+")
+
+
+def parse_hooks(value: object, path: Path) -> tuple[str, ...]:
+    """`hooks.allow_tools` of config.json: fnmatch patterns (case-sensitive, over the whole
+    tool name) of tools the agent hooks cannot read yet let through, e.g. `mcp__github__get_*`.
+    BadInput (exit 2) naming `path` and the entry for an unknown key, a non-list, an entry with
+    other characters, or one with no letter or digit (`*`, `?*`: it would let through every
+    tool automaton does not know, ones added later included)."""
+    if not isinstance(value, dict):
+        raise BadInput(f"{path}: 'hooks' must be an object with an 'allow_tools' list")
+    unknown = sorted(set(value) - {"allow_tools"})
+    if unknown:
+        raise BadInput(f"{path}: hooks: unknown key(s) {', '.join(unknown)}: only 'allow_tools'")
+    patterns = value.get("allow_tools", [])
+    if not isinstance(patterns, list):
+        raise BadInput(f"{path}: hooks.allow_tools must be a list of tool-name patterns, e.g. [\"mcp__github__get_*\"]")
+    for entry in patterns:
+        if not isinstance(entry, str) or not _TOOL_PATTERN.fullmatch(entry):
+            raise BadInput(f"{path}: hooks.allow_tools {entry!r}: a tool name or a pattern of one (letters, digits,"
+                           " _ - . : and * ? [ ]), e.g. \"mcp__github__get_*\"")
+        if not any(ch.isalnum() for ch in entry):
+            raise BadInput(f"{path}: hooks.allow_tools {entry!r} would allow every tool automaton cannot read, ones"
+                           " added later included: name the tools or one server's, e.g. \"mcp__github__get_*\"")
+    return tuple(patterns)
+
+
+def allow_tools(project: Project) -> tuple[str, ...]:
+    """`hooks.allow_tools` of the sealed config.json; () when there is neither a file nor a
+    seal. BadInput / ConfigNotSealed exactly as `scope_overrides`: a list the agent widened
+    itself (an unsealed config.json) lets nothing through."""
+    seal = read_seal(project)
+    found: tuple[str, ...] = ()
+    if seal.current is not None:
+        parse(seal.current, project.config_file)
+        found = parse_hooks(json.loads(seal.current.decode("utf-8")).get("hooks", {}), project.config_file)
+    why = problem(project, seal)
+    if why is not None:
+        raise ConfigNotSealed(why)
+    return found
+
+
+def allowed_tool(project: Project, tool: str) -> str | None:
+    """The first sealed `hooks.allow_tools` pattern matching `tool` (fnmatch, case-sensitive),
+    or None. Errors as `allow_tools`."""
+    from fnmatch import fnmatchcase  # only for a tool the hook cannot read: off its usual path
+
+    return next((p for p in allow_tools(project) if fnmatchcase(tool, p)), None)
 
 
 @record(frozen=True)

@@ -183,12 +183,27 @@ def _artifacts(entries: dict[str, os.DirEntry[str]]) -> set[str]:
     return found
 
 
+def task_hint(project: Project, ref: TaskRef) -> str:
+    """`"; did you mean X?"` for an unknown task `ref`: the closest task names (a sub-task's
+    among its parent's, a top-level one's among tasks/ and tasks/complete/), or ""."""
+    from automaton.core.names import did_you_mean, folder_names
+    from automaton.store.layout import COMPLETE_DIR
+
+    if ref.parent is not None:
+        known = [f"{ref.parent}/{n}" for n in folder_names(project.task_dir(TaskRef(ref.parent)))]
+    else:
+        known = [n for n in folder_names(project.tasks_dir) if n != COMPLETE_DIR]
+        known += folder_names(project.tasks_dir / COMPLETE_DIR)
+    return did_you_mean(str(ref), known)
+
+
 def load(project: Project, ref: TaskRef, *, strict: bool = True) -> TaskRecord:
     """Read a task read-only. Raises BadInput for an unknown task, CorruptState for a bad `.state`
     (with `strict=False` a bad `.state` is reported in `tamper` instead, for the human re-seal)."""
     folder = project.task_dir(ref)
     if not folder.is_dir():
-        raise BadInput(f"unknown task {str(ref)!r}: no folder {folder}; create it with automaton --create-task")
+        raise BadInput(f"unknown task {str(ref)!r}{task_hint(project, ref)} (no folder {folder});"
+                       " create it with automaton --create-task")
     return load_dir(ref, folder, strict=strict)
 
 
