@@ -13,7 +13,8 @@ Figure 15, a tick of a loop whose log has 1,000 lines against a tick of one whos
 and anchored as every line is). Target: <= 1.1x: a tick's cost does not grow with its log.
 
 Also printed with figure 14: how many git processes one steady tick starts (a `git` first on
-PATH that logs each start).
+PATH that logs each start), what they cost run again directly one after another (`git_replay`),
+and the what-if of a resident runner that starts none of them either (git read in-process, say).
 
 Figure 16, what the first tick of a new loop adds to a steady tick (it makes the loop's
 worktree, automaton's own index of it and the verifier's first export) against `git worktree
@@ -73,20 +74,40 @@ def first_ticker(project: Path, template: str) -> Callable[[], c.Sample]:
     return run
 
 
-def git_processes(project: Path, name: str, tmp: Path) -> int:
-    """How many git processes one steady tick of loop `name` starts: a `git` first on PATH (outside
-    the project, as the runner requires: proc.pinned_programs) that logs each start, then runs git."""
+def git_processes(project: Path, name: str, tmp: Path) -> list[tuple[list[str], str]]:
+    """The git processes one steady tick of loop `name` starts, as (argv, GIT_INDEX_FILE or ""):
+    a `git` first on PATH (outside the project, as the runner requires: proc.pinned_programs)
+    logs each start, then runs git."""
     real = shutil.which("git")
     if real is None:
         raise c.BenchError("git is not on PATH")
     shim, log = tmp / "git-shim", tmp / "git-starts.log"
     shim.mkdir(exist_ok=True)
-    (shim / "git").write_text(f'#!/bin/sh\necho x >> "{log}"\nexec "{real}" "$@"\n')
+    (shim / "git").write_text(f'#!/bin/sh\n{{ printf "%s\\0" "$GIT_INDEX_FILE" "$@"; printf "\\n\\0"; }}'
+                              f' >> "{log}"\nexec "{real}" "$@"\n')
     (shim / "git").chmod(0o755)
     log.write_text("")
     env = c.bench_env(PATH=f"{shim}{os.pathsep}{os.environ.get('PATH', '')}")
     c.run([c.exe("automaton-loop"), "--mode", "tick", "--loop", name, "--quiet", "--json"], cwd=project, env=env)
-    return len(log.read_text().splitlines())
+    calls = []
+    for record in log.read_bytes().decode("utf-8", "surrogateescape").split("\n\0"):
+        fields = record.split("\0")[:-1]
+        if fields:
+            calls.append((["git", *fields[1:]], fields[0]))
+    return calls
+
+
+def git_replay(calls: list[tuple[list[str], str]]) -> Callable[[], c.Sample]:
+    """The tick's git processes (`git_processes`) run again directly, one after another, each
+    with the index file it had (what-if: the tick without them). Commands that would change
+    something are left out (`commit`; `add` and `read-tree` find nothing to do in a steady tick)."""
+    kept = [(argv, index) for argv, index in calls if "commit" not in argv]
+
+    def work() -> None:
+        for argv, index in kept:
+            c.run(argv, env=c.bench_env(GIT_INDEX_FILE=index) if index else None, expect=(0, 1))
+
+    return lambda: c.measure(work)
 
 
 def worktree_baseline(project: Path, tmp: Path) -> Callable[[], c.Sample]:
@@ -120,21 +141,26 @@ def main() -> int:
             "worktree add + commit": worktree_baseline(project, tmp),
             "full export": exporter(project, "on", tmp, kept=False),
         }
+        calls = git_processes(project, "on", tmp)
+        cases["the tick's git, replayed"] = git_replay(calls)
         times = c.interleave(cases, reps, warmup=1)
         short_n, long_n = log_lines(project, "short"), log_lines(project, "long")
-        started = git_processes(project, "on", tmp)
+        started = len(calls)
     for name, xs in times.items():
         print(f"  {name:24} {c.spread(xs)}")
     tick, floor = c.wall(times["steady tick"]), c.wall(times["the tick's processes"])
     floor_cpu = c.cpu(times["the tick's processes"])
     imported = c.wall(times["imports only"])
     resident = tick - imported
+    replayed = c.wall(times["the tick's git, replayed"])
     c.figure(14, f"steady tick ({files} files, sandbox on) vs its process floor", tick / floor, FLOOR_TARGET,
              f"tick {c.ms(tick)} vs the tick's processes run directly {c.ms(floor)} (cpu ratio"
              f" {c.cpu(times['steady tick']) / floor_cpu:.2f}x); what-if of a resident tick"
              f" runner (the tick without its interpreter start and imports, {c.ms(imported)}): {c.ms(resident)}"
-             f" = {resident / floor:.2f}x; {started} git processes per tick (the floor starts 3);"
-             f" medians of {reps} interleaved runs")
+             f" = {resident / floor:.2f}x; {started} git processes per tick (the floor starts 3), run"
+             f" directly {c.ms(replayed)}: a resident runner that also started no git process of its own"
+             f" {c.ms(resident - replayed)} = {(resident - replayed) / floor:.2f}x; medians of {reps}"
+             " interleaved runs")
     short, long = c.wall(times[f"tick, {SHORT}-line log"]), c.wall(times[f"tick, {LONG}-line log"])
     c.figure(15, f"tick with a {LONG}-line log vs a {SHORT}-line log", long / short, LOG_TARGET,
              f"{c.ms(long)} vs {c.ms(short)} (logs of {long_n} and {short_n} lines after the run; cpu ratio"
