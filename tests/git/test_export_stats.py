@@ -106,3 +106,17 @@ def test_a_file_written_just_before_the_record_is_read_again(tmp_path: Path) -> 
     for _ in range(3):
         res = refresh_export(repo, head, kept, protected=PROTECTED, base_commit=base, stats=stats)
     assert res.trusted == 0 and res.kept > 0
+
+
+def test_a_fifo_or_symlink_in_place_of_the_record_neither_hangs_nor_is_followed(tmp_path: Path) -> None:
+    repo, base = layout(tmp_path)
+    head = agent_commit(repo)
+    kept, stats = tmp_path / "kept", record(tmp_path)
+    os.mkfifo(stats.path)
+    refresh_export(repo, head, kept, protected=PROTECTED, base_commit=base, stats=stats)  # a FIFO: no record
+    stats.path.unlink()
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me\n")
+    stats.path.with_name(stats.path.name + ".tmp").symlink_to(target)
+    refresh_export(repo, head, kept, protected=PROTECTED, base_commit=base, stats=stats)  # reads and records
+    assert target.read_text() == "keep me\n" and stats.path.read_bytes().startswith(b"automaton-export-stats-1 ")

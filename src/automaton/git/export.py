@@ -30,6 +30,7 @@ file read, as without one).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
@@ -113,10 +114,19 @@ def _load_record(record: StatRecord | None) -> dict[str, _Stat]:
     {} when there is none, or it does not verify or parse."""
     if record is None:
         return {}
-    try:
-        data = record.path.read_bytes()
+    try:  # never through a symlink, never blocking on a FIFO someone put there
+        fd = os.open(record.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return {}
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return {}
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return {}
+    finally:
+        os.close(fd)
     head, _, body = data.partition(b"\n")
     words = head.split(b" ")
     if len(words) != 3 or words[0] != _RECORD_MAGIC or not words[1].isdigit():
@@ -145,7 +155,10 @@ def _save_record(record: StatRecord, taken_ns: int, stats: dict[str, _Stat]) -> 
     stamp = b"%d" % taken_ns
     mac = record.seal(stamp + b"\n" + body).encode("ascii")
     tmp = record.path.with_name(record.path.name + ".tmp")
-    with open(tmp, "wb") as fh:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)  # whatever is there (a symlink too) goes; O_EXCL below never follows one
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    with os.fdopen(fd, "wb") as fh:
         fh.write(_RECORD_MAGIC + b" " + stamp + b" " + mac + b"\n" + body)
     os.replace(tmp, record.path)
 
