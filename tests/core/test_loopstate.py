@@ -224,3 +224,10 @@ def test_an_approval_replaces_accepted_drift_of_paths_that_hold_an_at_sign() -> 
     assert ok.current_task == "t-1" and dict(ev.fields) == {"by": "h"}
     bound, _ = loopstate.approve(s, config_sha256="ff" * 32, task="t-2", accepted=[], resumed=0, fields={})
     assert bound.current_task == "t-2"
+
+
+def test_a_reseal_changes_the_seal_only_and_logs_its_fields() -> None:
+    s = replace(fresh(), status="paused", iteration_count=2, spent_micro_usd=7)
+    sealed, ev = loopstate.reseal(s, "ee" * 32, {"by": "human"})
+    assert sealed == replace(s, config_sha256="ee" * 32) and sealed.config_sha256 != s.config_sha256
+    assert (ev.event, dict(ev.fields)) == (Event.RESEALED, {"by": "human"})
