@@ -5,13 +5,13 @@ worktree in the same run. Target: <= 1.5x.
 
 Baseline ("the gate's git commands"), one process each, as the drift check runs them (the
 agent's index is never trusted, so the worktree is compared with HEAD through automaton's own
-index, `automaton.git.content`): `rev-parse --show-toplevel --verify HEAD^{tree}`,
-`rev-parse --verify BASE^{commit}`, `symbolic-ref -q HEAD`, `diff --name-only BASE HEAD`,
-`diff-index --cached --name-only TREE`, `ls-files -v`, `status --untracked-files=all
---ignored=traditional` on a warm copy of automaton's index, and `diff-tree` listing the base
-commit's `.gitignore` files. Left out: the filter-driver probe (`git config`) automaton's
-hardening runs before a content-reading command (automaton's own work), and reading the loop
-state.
+index, `automaton.git.content`): one `rev-parse --show-toplevel HEAD^{tree} BASE^{commit}
+--symbolic-full-name HEAD` (the worktree's top, its tree, the base, its branch),
+`diff-tree -r --raw BASE HEAD`, `diff-index --cached --name-only TREE`, `ls-files -v`,
+`status --untracked-files=all --ignored=traditional` on a warm copy of automaton's index, and
+`diff-tree` listing the base commit's `.gitignore` files. Left out: the filter-driver probe
+(`git config`) automaton's hardening runs once per gate before the one command that reads
+content (the status; automaton's own work), and reading the loop state.
 
 Also measured, same run, for comparison:
 - the previous figure's baseline, `git diff --name-only BASE...HEAD` + `git status
@@ -72,10 +72,9 @@ def gate_git(wt: Path, base: str, index: Path) -> Callable[[], c.Sample]:
     tree = c.git(wt, "rev-parse", "HEAD^{tree}").strip()
     own = c.bench_env(GIT_INDEX_FILE=str(index))
     calls: list[tuple[list[str], dict[str, str] | None]] = [
-        (["git", "rev-parse", "--show-toplevel", "--verify", "--quiet", "HEAD^{tree}"], None),
-        (["git", "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}"], None),
-        (["git", "symbolic-ref", "-q", "HEAD"], None),
-        (["git", "diff", "--name-only", "-z", "--no-renames", base, "HEAD"], None),
+        (["git", "rev-parse", "--show-toplevel", "HEAD^{tree}", f"{base}^{{commit}}", "--symbolic-full-name",
+          "HEAD", "--"], None),
+        (["git", "diff-tree", "-r", "--raw", "-z", "--no-renames", base, "HEAD", "--"], None),
         (["git", "diff-index", "--cached", "--name-only", "-z", "--no-renames", tree], None),
         (["git", "ls-files", "-v", "-z"], None),
         (["git", "-c", "core.untrackedCache=false", "status", "--porcelain=v1", "-z", "--untracked-files=all",

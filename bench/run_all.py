@@ -6,7 +6,8 @@ Each script runs in its own process (one after the other, so they do not load th
 for each other) and prints its `FIGURE n ...` line(s), each with its target and "met" or
 "MISSED"; this prints the machine and its load, every script's output as it comes, and the
 figure lines again at the end, in figure order, then one PASS/MISS line per target with its
-measured ratio, and how many targets were met. Exit 0 when
+measured ratio, how many targets were met, and the targets of issue 22's "Done means" with
+the figure that measures each (`DONE_MEANS`). Exit 0 when
 every script ran (a missed target is reported, not an error), 1 when one failed or printed
 no figure.
 """
@@ -65,6 +66,30 @@ def verdicts(figures: dict[int, str]) -> list[str]:
     return out
 
 
+# The targets of issue 22's "Done means", each the figure that measures it (same run).
+DONE_MEANS = {
+    14: "steady tick <= 2x its process floor",
+    15: "a tick at 1,000 log lines <= 1.1x one at 50",
+    16: "first tick <= 2x git worktree add + commit",
+    1: "hook <= 1.5x the bare interpreter",
+    2: "--check-gate at 20k files <= 1.5x its own git calls",
+}
+
+
+def done_means(figures: dict[int, str]) -> list[str]:
+    """One `PASS|MISS  <target>  (figure N: <ratio>)` line per DONE_MEANS target, in its order;
+    `NOT RUN` for a figure this run did not print."""
+    found = {int(line.split()[2]): line for line in verdicts(figures)}
+    out = []
+    for num, target in DONE_MEANS.items():
+        line = found.get(num)
+        if line is None:
+            out.append(f"NOT RUN  {target}  (figure {num})")
+        else:
+            out.append(f"{line[:4]}  {target}  (figure {num}: {line.split()[3]})")
+    return out
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description="Run the automaton benchmarks.")
     p.add_argument("--quick", action="store_true", help="smoke run: few repetitions, small inputs")
@@ -101,6 +126,8 @@ def main() -> int:
     with_target = sum(1 for line in figures.values() if "target" in line)
     print("\n".join(verdicts(figures)))
     print(f"targets met: {met} of {with_target}")
+    print("issue 22, done means (this run):")
+    print("\n".join(f"  {line}" for line in done_means(figures)))
     for bad in failed:
         print(f"FAILED: {bad}")
     return 1 if failed else 0

@@ -59,3 +59,19 @@ def test_the_summary_names_each_target_pass_or_miss_with_its_ratio() -> None:
     assert lines == ["PASS  figure  9  0.12 s (target <= 0.5 s)  dashboard page",
                      "MISS  figure 14  2.30x (target <= 2x)  steady tick vs its process floor",
                      "PASS  figure 15  1.09x (target <= 1.1x)  tick with a 1000-line log vs a 50-line log"]
+
+
+def test_the_summary_names_the_issue_targets_from_the_same_run() -> None:
+    sys.path.insert(0, str(BENCH))
+    try:
+        import run_all
+    finally:
+        sys.path.remove(str(BENCH))
+    lines = run_all.done_means({
+        14: "FIGURE 14 steady tick vs its process floor: 2.30x (target <= 2x: MISSED); tick 673 ms",
+        1: "FIGURE 1 hook path vs bare interpreter: 1.40x (target <= 1.5x: met); detail",
+    })
+    assert lines[0] == "MISS  steady tick <= 2x its process floor  (figure 14: 2.30x)"
+    assert lines[3] == "PASS  hook <= 1.5x the bare interpreter  (figure 1: 1.40x)"
+    assert lines[1] == "NOT RUN  a tick at 1,000 log lines <= 1.1x one at 50  (figure 15)"
+    assert len(lines) == 5

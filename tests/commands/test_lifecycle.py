@@ -187,11 +187,13 @@ def test_remove_deletes_the_verifiers_kept_export(project: Path, approver: str) 
     (kept / "src" / "calc.py").write_text("x = 1\n")
     kept.with_name(kept.name + ".idle").touch()
     kept.with_name(kept.name + ".size").write_text("7\n")  # its recorded size (runner.exportcache)
+    kept.with_name(kept.name + ".stat").write_text("x\n")  # its stat record (git.export.StatRecord)
     other = kept_export_of(p.root, "other")  # another loop's export stays
     other.mkdir(parents=True)
     assert cli(p, "--remove-loop", "demo").code == 0
     assert not kept.exists() and not kept.with_name(kept.name + ".idle").exists() and other.is_dir()
     assert not kept.with_name(kept.name + ".size").exists()  # no longer counted against the bound
+    assert not kept.with_name(kept.name + ".stat").exists()
 
 
 def test_remove_refuses_while_a_tick_runs_and_without_a_human(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:

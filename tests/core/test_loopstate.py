@@ -185,3 +185,49 @@ def test_a_misspelt_event_or_transition_fails_the_type_checker(tmp_path: Path) -
     assert '"type[Event]" has no attribute "TIKC"' in out
     assert 'misspelt.py:6: error' in out and "Literal['drift_detectd']" in out, out
     assert 'Unexpected keyword argument "extra"' in out, out
+
+
+def test_a_rearm_starts_a_fresh_allowance_and_an_empty_plateau_window() -> None:
+    """The budget since approval counts from the spend at the rearm, and the plateau gate sees
+    no score of the run before it; the log line carries the caller's fields."""
+    done = replace(fresh(), status="complete", iteration_count=5, iterations_at_approval=1,
+                   spent_micro_usd=4_000_000, spent_micro_usd_at_approval=1_000_000, score_history=(0.9, 0.9))
+    again, ev = loopstate.rearm(done, {"by": "human"})
+    assert (again.spent_micro_usd_at_approval, again.iterations_at_approval, again.score_history) == (4_000_000, 5, ())
+    assert dict(ev.fields) == {"by": "human"}
+
+
+def test_a_tick_that_spent_its_whole_reservation_or_more_gives_nothing_back() -> None:
+    s, _ = loopstate.reserve(fresh(), 1.0, "t1")
+    verdict = Verdict(0.5, False, False, "1/2 passed", "summary")
+    for counted in (1.0, 1.5):
+        s2, ev = loopstate.settle(s, counted_usd=counted, reserved_usd=1.0, verdict=verdict, window=2, complete=False,
+                                  now="t2", fields={"n": 1})
+        assert ev.refund_micro_usd == 0 and s2.spent_micro_usd == usd_to_micro(counted) and s2.last_tick_at == "t2"
+        assert dict(ev.fields) == {"n": 1}
+
+
+def test_a_deferral_records_its_time_and_fields() -> None:
+    s, _ = loopstate.reserve(fresh(), 1.0, "t1")
+    back, ev = loopstate.defer(s, refund_usd=0.25, now="t2", fields={"n": 1, "reason": "usage_limit"})
+    assert back.last_tick_at == "t2" and dict(ev.fields) == {"n": 1, "reason": "usage_limit"}
+
+
+def test_an_approval_replaces_accepted_drift_of_paths_that_hold_an_at_sign() -> None:
+    """`path@blob`: the blob follows the LAST `@`, so a path with `@` in it (a scoped npm package,
+    say) is replaced by its new approval, not kept beside it."""
+    s = replace(fresh(), status="halted", halt_reason="drift_detected", current_task="t-1",
+                accepted_drift=("node_modules/@scope/x.js@1", "a.md@2"))
+    ok, ev = loopstate.approve(s, config_sha256="ff" * 32, task=None, accepted=["node_modules/@scope/x.js@3"],
+                               resumed=1, fields={"by": "h"})
+    assert ok.accepted_drift == ("a.md@2", "node_modules/@scope/x.js@3")
+    assert ok.current_task == "t-1" and dict(ev.fields) == {"by": "h"}
+    bound, _ = loopstate.approve(s, config_sha256="ff" * 32, task="t-2", accepted=[], resumed=0, fields={})
+    assert bound.current_task == "t-2"
+
+
+def test_a_reseal_changes_the_seal_only_and_logs_its_fields() -> None:
+    s = replace(fresh(), status="paused", iteration_count=2, spent_micro_usd=7)
+    sealed, ev = loopstate.reseal(s, "ee" * 32, {"by": "human"})
+    assert sealed == replace(s, config_sha256="ee" * 32) and sealed.config_sha256 != s.config_sha256
+    assert (ev.event, dict(ev.fields)) == (Event.RESEALED, {"by": "human"})

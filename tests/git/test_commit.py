@@ -235,3 +235,16 @@ def test_an_unborn_head_still_commits(tmp_path: Path) -> None:
     (repo / "a.txt").write_text("a\n")
     done = commit_all(repo, "first")
     assert done.error is None and done.head is None and done.sha == git(repo, "rev-parse", "HEAD").strip()
+
+
+@pytest.mark.usefixtures("no_identity_env")
+def test_the_repository_identity_wins_over_the_global_one_as_git_reads_them(
+        wt: Path, forbid_real_home: Path) -> None:
+    """Both keys come from one `git config --get-regexp` (later values win, as `git config --get`
+    answers): the repository's over the user's global ones, a key set twice by its last value."""
+    (forbid_real_home / ".gitconfig").write_text("[user]\n\tname = Global User\n\temail = global@example.com\n")
+    git(wt, "config", "user.email", "repo@example.com")
+    git(wt, "config", "--add", "user.email", "last@example.com")
+    (wt / "a.txt").write_text("a\n")
+    assert commit_all(wt, "m").error is None
+    assert author(wt) == "Global User <last@example.com> / Global User <last@example.com>"

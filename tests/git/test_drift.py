@@ -355,3 +355,28 @@ def test_the_private_index_follows_new_commits(tmp_path: Path) -> None:
     assert changed_paths(wt, base, index=index) == ["src/app.py"]
     git(wt, "commit", "-q", "-am", "tick 2")
     assert changed_paths(wt, base, index=index) == []
+
+
+def test_the_branch_is_checked_in_the_same_git_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`branch`: the worktree on another branch or a detached HEAD is drift (DriftError naming
+    where it is); a file named HEAD does not make the one rev-parse ambiguous; a base that is
+    not a commit is still named."""
+    from automaton.git import drift
+
+    _, wt, base = repo_with_worktree(tmp_path)
+    (wt / "HEAD").write_text("a file named like the ref\n")
+    calls: list[list[str]] = []
+    real = drift.run_git
+    monkeypatch.setattr(drift, "run_git", lambda repo, args, **kw: calls.append(list(args)) or real(repo, args, **kw))
+    assert changed_paths(wt, base, branch="refs/heads/loop/demo") == ["HEAD"]
+    assert [c[0] for c in calls] == ["rev-parse"]  # toplevel, tree, base and branch: one process
+    with pytest.raises(DriftError, match="is on other, not loop/demo"):
+        git(wt, "checkout", "-q", "-b", "other")
+        changed_paths(wt, base, branch="refs/heads/loop/demo")
+    git(wt, "checkout", "-q", "--detach")
+    with pytest.raises(DriftError, match="detached HEAD, not loop/demo"):
+        changed_paths(wt, base, branch="refs/heads/loop/demo")
+    assert changed_paths(wt, base) == ["HEAD"]  # no branch asked: not checked
+    git(wt, "checkout", "-q", "loop/demo")
+    with pytest.raises(DriftError, match="base_commit 0123456789abcdef0123456789abcdef01234567 is not a commit"):
+        changed_paths(wt, "0123456789abcdef0123456789abcdef01234567", branch="refs/heads/loop/demo")

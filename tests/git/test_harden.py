@@ -310,3 +310,45 @@ def test_a_pointer_led_out_of_the_trusted_folder_is_probed_and_its_driver_emptie
     (wt / "new.py").write_text("x = 4\n")  # control: plain git through that pointer runs the driver
     git(wt, "add", "-A")
     assert "clean" in marker.read_text()
+
+
+NO_CONTENT_CALLS = (
+    ["diff-tree", "-r", "--raw", "-z", "--no-renames", "--ignore-submodules=none", "HEAD", "HEAD"],
+    ["diff-tree", "-r", "--name-only", "-z", "HEAD", "HEAD"],
+    ["diff-index", "--cached", "--raw", "-z", "HEAD"],
+    ["ls-files", "-v", "-z"],
+    ["ls-files", "--others", "-z"],
+    ["worktree", "list", "--porcelain"],
+)
+CONTENT_CALLS = (
+    ["diff-index", "--raw", "-z", "HEAD"],  # the worktree's files against a tree
+    ["ls-files", "-m"],  # re-hashes racily clean files through the clean filter
+    ["ls-files", "-vm"],
+    ["read-tree", "-u", "-m", "HEAD"],  # checks files out
+    ["diff-tree", "-p", "HEAD", "HEAD"],
+    ["worktree", "add", "x"],
+    ["status"],
+    ["add", "-A"],
+)
+
+
+def test_commands_that_convert_no_content_skip_the_filter_probe_and_run_no_filter(tmp_path: Path) -> None:
+    """The filter-driver probe runs only before commands that may convert a file's content;
+    the others (comparing trees, a tree with the index, listing names) run no filter either:
+    proved with real git and a planted driver on every path."""
+    repo = init_repo(tmp_path / "repo")
+    marker = tmp_path / "ran.txt"
+    (repo / "a.txt").write_text("a\n")
+    (repo / ".gitattributes").write_text("* filter=evil\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "attributes")
+    plant_everything(repo, marker)
+    (repo / "a.txt").write_text("changed\n")  # a file the clean filter would see
+    (repo / "new.txt").write_text("new\n")
+    for args in NO_CONTENT_CALLS:
+        argv = hardened_argv(str(repo), args, git_env(), 10)
+        assert "filter.evil.clean=" not in argv, args
+        assert run_git(repo, args).code == 0, args
+    assert not marker.exists(), marker.read_text()
+    for args in CONTENT_CALLS:
+        assert "filter.evil.clean=" in hardened_argv(str(repo), args, git_env(), 10), args

@@ -39,7 +39,7 @@ GROUPS: tuple[Group, ...] = (
     Group("ledger",
           ("src/automaton/runner/ledger.py", "src/automaton/store/looplog.py", "src/automaton/core/loopstate.py"),
           ("tests/store/test_loops.py", "tests/runner/test_ledger_edges.py", "tests/store/test_looplog_edges.py",
-           "tests/core/test_loopstate.py"),
+           "tests/core/test_loopstate.py", "tests/store/test_checkpoint.py"),
           # the counters and the checks on them (the fold continued from a checkpoint included), not the
           # folder listing; the typed state's money and the transitions that move its counters
           (("src/automaton/store/looplog.py", ("_number", "counters", "with_counters", "logged_counters", "_is_reseal",
@@ -51,7 +51,7 @@ GROUPS: tuple[Group, ...] = (
           ("src/automaton/core/chain.py", "src/automaton/store/chainlog.py", "src/automaton/core/digest.py"),
           ("tests/core/test_chain.py", "tests/core/test_chain_edges.py", "tests/core/test_digest.py",
            "tests/core/test_digest_hmac_keys.py", "tests/store/test_atomic.py", "tests/store/test_anchor.py",
-           "tests/store/test_key.py", "tests/store/test_chainlog_edges.py")),
+           "tests/store/test_key.py", "tests/store/test_chainlog_edges.py", "tests/store/test_checkpoint.py")),
     Group("hook-policy",
           ("src/automaton/hooks/policy.py", "src/automaton/commands/can_edit.py"),
           ("tests/hooks/test_policy.py", "tests/commands/test_can_edit.py", "tests/commands/test_can_edit_config.py",

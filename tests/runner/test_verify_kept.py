@@ -123,3 +123,18 @@ def test_no_export_is_kept_in_a_cache_folder_inside_the_project(repo: tuple[Path
     monkeypatch.setenv("XDG_CACHE_HOME", str(path / ".cache"))
     assert verify.kept_export(path, "demo") is None
     assert not (path / ".cache").exists()
+
+
+def test_the_kept_export_keeps_a_sealed_stat_record_that_goes_with_the_folder(repo: tuple[Path, str],
+                                                                             tmp_path: Path) -> None:
+    """A refresh that read files records their stat data beside the folder (git.export.StatRecord);
+    a tick that finds no idle mark removes the record with the folder."""
+    path, base = repo
+    where = verify.place(cfg(), path, base, base, tmp_path / "tick-tmp", path)  # writes every file
+    record = where.cwd.with_name(where.cwd.name + ".stat")
+    assert where.idle is not None and not record.exists()
+    where.idle.touch()
+    verify.place(cfg(), path, base, base, tmp_path / "tick-tmp", path)  # reads them: recorded
+    assert record.read_bytes().startswith(b"automaton-export-stats-1 ")
+    verify.place(cfg(), path, base, base, tmp_path / "tick-tmp", path)  # no mark: folder and record go
+    assert not record.exists()

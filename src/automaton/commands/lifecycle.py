@@ -25,7 +25,7 @@ from automaton.git import run_git
 from automaton.git.export import remove_tree
 from automaton.git.worktree import branch_name, list_worktrees
 from automaton.store import anchor, chainlog, claims, loops
-from automaton.store.layout import Project, kept_export_marks, kept_export_of
+from automaton.store.layout import Project, kept_export_marks, kept_export_of, kept_export_stats
 from automaton.store.locks import locked
 
 # Files that only exist to be locked: never archived, and removed last (Windows cannot delete
@@ -133,13 +133,13 @@ def remove_loop(project: Project, name: str, *, delete_branch: bool = False) -> 
 
 
 def _drop_kept_export(project: Project, loop: LoopName, out: Outcome) -> None:
-    """Delete the verifier's kept export of the loop (`runner/verify.py` `kept_export`) and its
-    idle mark; a symlink in their place is removed itself, never followed. A failure is a
+    """Delete the verifier's kept export of the loop (`runner/verify.py` `kept_export`), its
+    idle mark and its stat record; a symlink in their place is removed itself, never followed. A failure is a
     warning: the folder only costs disk."""
     folder = kept_export_of(project.root, loop)
     idle, size = kept_export_marks(folder)
     # the mark first (never a mark without its folder), its recorded size last (runner.exportcache)
-    for path in (idle, folder, size):
+    for path in (idle, kept_export_stats(folder), folder, size):
         try:
             remove_tree(path)
         except OSError as exc:

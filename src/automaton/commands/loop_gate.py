@@ -135,11 +135,10 @@ class _Facts:
             if self.state.base_commit is None:
                 return DriftFacts(error="base_commit is unknown, so committed changes cannot be listed")
             try:
-                if self.drift_cwd is None:
-                    self._check_branch(worktree)
                 # The drift check's own index lives in the loop folder (git/content.py says why).
                 index = PrivateIndex(self.project.loop_dir(self.loop) / "drift.index", seal_bytes)
-                files = changed_paths(worktree, self.state.base_commit, index=index)
+                files = changed_paths(worktree, self.state.base_commit, index=index,
+                                      branch=None if self.drift_cwd else f"refs/heads/{branch_name(self.loop)}")
                 want = [f for f in files if hash_paths is None or f in hash_paths]
                 return DriftFacts(tuple(files), blobs=tuple(sorted(worktree_blobs(worktree, want).items())))
             except GitMissing as exc:
@@ -174,18 +173,6 @@ class _Facts:
             return DriftFacts(nested=tuple(exc.paths))
         except DriftError as exc:
             return DriftFacts(error=str(exc))
-
-    def _check_branch(self, worktree: Path) -> None:
-        want = f"refs/heads/{branch_name(self.loop)}"
-        head = run_git(worktree, ["symbolic-ref", "-q", "HEAD"])
-        if head.code == 127:
-            raise GitMissing("git is not installed")
-        got = head.out.strip()
-        if head.code == 0 and got != want:
-            raise DriftError(f"the worktree {worktree} is on {got.removeprefix('refs/heads/')},"
-                             f" not {branch_name(self.loop)}")
-        if head.code != 0 and run_git(worktree, ["rev-parse", "--verify", "--quiet", "HEAD"]).code == 0:
-            raise DriftError(f"the worktree {worktree} is on a detached HEAD, not {branch_name(self.loop)}")
 
     def _branch_drift(self, worktree: Path | None, hash_paths: list[str] | None) -> DriftFacts:
         gone = (NO_WORKTREE_YET if worktree is None

@@ -40,10 +40,15 @@ def commit_identity(worktree: Path) -> dict[str, str]:
     name and email are both known for both roles (from those variables, else `user.name` /
     `user.email` read with the user's own system and global config); else automaton's for
     all four, never a mix."""
-    config = {}
-    for key in ("user.name", "user.email"):
-        got = run_git(worktree, ["config", "--get", key], user_config=True)
-        config[key] = got.out.strip() if got.code == 0 else ""
+    config = {"user.name": "", "user.email": ""}
+    # One process for both keys: `key NL value NUL` per value, in config order, so the last one
+    # wins as with `git config --get` (exit 1: neither is set).
+    got = run_git(worktree, ["config", "--null", "--get-regexp", r"^user\.(name|email)$"], user_config=True)
+    if got.code == 0:
+        for entry in got.out.split("\0"):
+            key, _, value = entry.partition("\n")
+            if key in config:
+                config[key] = value.strip()
     ident = {}
     for role in _ROLES:
         ident[f"GIT_{role}_NAME"] = os.environ.get(f"GIT_{role}_NAME", "").strip() or config["user.name"]

@@ -1,7 +1,7 @@
 """What a loop's worktree (or, with the folder gone, its branch) changed since its base commit.
 
 "Changed", for `changed_paths`, is the union of:
-- committed: the trees of `base_commit` and HEAD differ (`git diff --name-only -z base HEAD`;
+- committed: the trees of `base_commit` and HEAD differ (`git diff-tree -r --raw -z base HEAD`;
   never a bare branch name, so a repository whose only branch is `master` works; two trees, not
   `base...HEAD`, because a branch reset below its base reverts files a merge-base diff never
   shows);
@@ -105,12 +105,15 @@ def untracked_paths(worktree: Path, base_commit: str, *, excludes: tuple[str, ..
 
 
 def changed_paths(worktree: Path, base_commit: str, *, excludes: tuple[str, ...] = DEFAULT_EXCLUDES,
-                  index: PrivateIndex | None = None) -> list[str]:
+                  index: PrivateIndex | None = None, branch: str | None = None) -> list[str]:
     """Sorted posix paths, relative to the worktree root, changed since `base_commit` (see the
     module docstring); `excludes`: gitignore patterns of untracked files that are never drift.
     `index`: where automaton keeps its own index of this worktree, so that a check hashes only
     the files changed since the last one (`content.PrivateIndex`); without it every file is
     hashed.
+
+    `branch`: the local branch (`refs/heads/...`) the worktree must be on; DriftError naming
+    the branch it is on, or a detached HEAD, otherwise. None: not checked.
 
     Raises GitMissing when git is not installed; DriftError when the worktree is not the top
     of a git work tree (a deleted `.git` file would make git answer for the enclosing
@@ -120,12 +123,12 @@ def changed_paths(worktree: Path, base_commit: str, *, excludes: tuple[str, ...]
     if not worktree.is_dir():
         raise DriftError(f"worktree {worktree} does not exist")
     with probe_once():  # nothing writes the repository's config during one check (harden.probe_once)
-        tree = _head_tree(worktree)
-        base = require_commit(worktree, base_commit, "base_commit")
+        tree, base = _head_facts(worktree, base_commit, branch)
         # Two trees, then the index against a tree: no worktree, so `none` (gitlinks listed)
         # makes git compare object ids only, never enter a submodule.
-        committed, linked = raw_paths(git_text(worktree, ["diff", "--raw", "-z", "--no-renames",
-                                                          "--ignore-submodules=none", base, "HEAD"]))
+        # `diff-tree` (two trees, never the worktree) needs no filter-driver probe (git.harden).
+        committed, linked = raw_paths(git_text(worktree, ["diff-tree", "-r", "--raw", "-z", "--no-renames",
+                                                          "--ignore-submodules=none", base, "HEAD", "--"]))
         staged, staged_links = raw_paths(git_text(worktree, ["diff-index", "--cached", "--raw", "-z", "--no-renames",
                                                              "--ignore-submodules=none", tree]))
         on_disk, absent = worktree_changes(worktree, tree, index)
@@ -162,6 +165,53 @@ def raw_paths(text: str) -> tuple[list[str], list[str]]:
     return paths, links
 
 
+def _head_facts(worktree: Path, base_commit: str, branch: str | None) -> tuple[str, str]:
+    """(HEAD's tree id, the full id of `base_commit`), with `worktree` proved the top of its
+    work tree and, given `branch`, HEAD proved to be on it: one `rev-parse` for all of it
+    (the facts come in argument order; `--` keeps a file named HEAD from making it ambiguous).
+    When that call fails, the questions are asked one by one, so the error names the culprit.
+    Raises GitMissing/DriftError."""
+    asked = ["rev-parse", "--show-toplevel", "HEAD^{tree}", f"{base_commit}^{{commit}}"]
+    done = run_git(worktree, [*asked, "--symbolic-full-name", "HEAD", "--"] if branch else [*asked, "--"])
+    if done.code == 127:
+        raise GitMissing(f"git is not installed ({first_line(done.err)})")
+    lines = done.out.split("\n")
+    if done.code == 0 and len(lines) == (6 if branch else 5) and lines[-2] == "--" and lines[-1] == "":
+        _require_top(worktree, lines[0].strip())
+        if branch:
+            _require_branch(worktree, branch, lines[3].strip())
+        if lines[1] and lines[2]:
+            return lines[1], lines[2]
+    if branch:
+        _check_branch(worktree, branch)
+    return _head_tree(worktree), require_commit(worktree, base_commit, "base_commit")
+
+
+def _require_top(worktree: Path, top: str) -> None:
+    if not top or os.path.realpath(top) != os.path.realpath(worktree):
+        raise DriftError(f"{worktree} is not the top of a git worktree (git answers for {top or 'nothing'})")
+
+
+def _require_branch(worktree: Path, branch: str, head: str) -> None:
+    """DriftError unless `head` (HEAD's full ref name; "HEAD" when detached) is `branch`."""
+    if head == "HEAD":
+        raise DriftError(f"the worktree {worktree} is on a detached HEAD, not {branch.removeprefix('refs/heads/')}")
+    if head != branch:
+        raise DriftError(f"the worktree {worktree} is on {head.removeprefix('refs/heads/')},"
+                         f" not {branch.removeprefix('refs/heads/')}")
+
+
+def _check_branch(worktree: Path, branch: str) -> None:
+    """`_require_branch` asked of `symbolic-ref` (the path where the one `rev-parse` failed)."""
+    head = run_git(worktree, ["symbolic-ref", "-q", "HEAD"])
+    if head.code == 127:
+        raise GitMissing("git is not installed")
+    if head.code == 0:
+        _require_branch(worktree, branch, head.out.strip())
+    elif run_git(worktree, ["rev-parse", "--verify", "--quiet", "HEAD"]).code == 0:
+        _require_branch(worktree, branch, "HEAD")
+
+
 def _head_tree(worktree: Path) -> str:
     """The tree id of HEAD, asked in the same call that proves `worktree` is the top of its git
     work tree (`rev-parse --show-toplevel`). Raises GitMissing/DriftError."""
@@ -169,9 +219,7 @@ def _head_tree(worktree: Path) -> str:
     if done.code == 127:
         raise GitMissing(f"git is not installed ({first_line(done.err)})")
     lines = done.out.split("\n")
-    top = lines[0].strip()
-    if not top or os.path.realpath(top) != os.path.realpath(worktree):
-        raise DriftError(f"{worktree} is not the top of a git worktree (git answers for {top or 'nothing'})")
+    _require_top(worktree, lines[0].strip())
     tree = lines[1].strip() if len(lines) > 1 else ""
     if done.code != 0 or not tree:
         raise DriftError(f"HEAD of {worktree} is not a commit: {first_line(done.err)}")
@@ -180,12 +228,12 @@ def _head_tree(worktree: Path) -> str:
 
 def committed_paths(repo: Path, base_commit: str, commit: str) -> list[str]:
     """Sorted posix paths that differ between the trees of `base_commit` and `commit`
-    (`git diff --name-only -z --no-renames`): what a commit carries, whatever the worktree
+    (`git diff-tree -r --name-only -z --no-renames`): what a commit carries, whatever the worktree
     holds. Raises GitMissing, or DriftError when either is not a commit or git fails."""
     require_commit_id(base_commit, "base_commit")
     base = require_commit(repo, base_commit, "base_commit")
     tip = require_commit(repo, commit, "commit")
-    return sorted(set(nul_fields(git_text(repo, ["diff", "--name-only", "-z", "--no-renames",
+    return sorted(set(nul_fields(git_text(repo, ["diff-tree", "-r", "--name-only", "-z", "--no-renames",
                                                  "--ignore-submodules=none", base, tip]))))
 
 

@@ -10,21 +10,34 @@ only when their target stays inside the export (absolute targets never do); a sy
 would lead out is left out and listed in `ExportResult.skipped`.
 
 `refresh_export` brings a folder kept from an earlier export to the same result without
-writing what is already there: every file in it is read and compared with its blob (nothing
-about the folder is trusted: the verifier that ran in it could write anything there), what
-differs is written again, and everything else is removed. The caller keeps the folder where
-no agent process of a later tick can write, and only while no process of an earlier run
-survives it (runner/verify.py says where and when).
+writing what is already there: every file in it is compared with its blob (nothing about the
+folder is trusted: the verifier that ran in it could write anything there), what differs is
+written again, and everything else is removed. The caller keeps the folder where no agent
+process of a later tick can write, and only while no process of an earlier run survives it
+(runner/verify.py says where and when).
+
+Compared, not necessarily read: given a `StatRecord`, a file whose stat data (inode, size,
+mtime, ctime, mode, one link) are the ones recorded, sealed, when an earlier refresh read it
+and found its blob, is the same file with the same content: every write, rename, chmod or
+link changes the ctime, which the kernel sets and no unprivileged process can set back
+(`utimensat` sets mtime only). The rule is git's own for its index (`git.content` relies on it
+for the drift check), with git's racy-clean guard: a file whose recorded ctime is not at least
+`RACY_NS` older than the record is read again, so a write in the same clock tick as the
+recorded one cannot keep the ctime. The record is sealed with the user's key (the caller's
+`seal`) and kept where no agent process may write; one that does not verify is ignored (every
+file read, as without one).
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
 import re
 import stat
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,12 +45,13 @@ from pathlib import Path
 
 from pathspec.util import normalize_file
 
+from automaton.core.digest import equal
 from automaton.git import submodules
 from automaton.git.errors import DriftError, GitMissing, git_text, nul_fields, require_commit, require_commit_id
 from automaton.git.protect import default_protected, protected_changes, protected_spec, split_protected
 from automaton.git.tree import EXECUTABLE, GITLINK, SYMLINK, Entry, list_tree, read_blobs
 
-__all__ = ["MAX_EXPORT_BYTES", "MAX_EXPORT_FILES", "ExportError", "ExportResult", "default_protected",
+__all__ = ["MAX_EXPORT_BYTES", "MAX_EXPORT_FILES", "ExportError", "ExportResult", "StatRecord", "default_protected",
            "export_tree", "fill_submodules", "protected_changes", "refresh_export"]
 
 # Bounds of one export: it is a repository-sized copy, written for every tick.
@@ -71,6 +85,85 @@ class ExportResult:
     cleared: int = 0
     # submodule folders left empty: their commit is in no local `modules/` folder (git/submodules.py)
     empty_submodules: tuple[str, ...] = ()
+    # refresh_export with a StatRecord: of the kept files, those trusted by their recorded stat
+    # data without being read
+    trusted: int = 0
+
+
+@dataclass(frozen=True)
+class StatRecord:
+    """Where `refresh_export` keeps the stat data of the files it found right (`path`: a file
+    beside the export, never inside it), and `seal`, which returns the MAC (hex) of bytes under
+    the user's key (see the module docstring)."""
+
+    path: Path
+    seal: Callable[[bytes], str]
+
+
+# A recorded file is trusted by its stat data only when its ctime is this much older than the
+# record: file timestamps come from a clock that ticks coarsely (a jiffy; git assumes a second).
+RACY_NS = 2_000_000_000
+_RECORD_MAGIC = b"automaton-export-stats-1"
+# (blob id, inode, device, size, mtime ns, ctime ns) of one file
+_Stat = tuple[str, int, int, int, int, int]
+
+
+def _stat_of(oid: str, st: os.stat_result) -> _Stat:
+    return oid, st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _load_record(record: StatRecord | None) -> dict[str, _Stat]:
+    """{path: stat data} of the sealed record, only the entries old enough to trust (RACY_NS);
+    {} when there is none, or it does not verify or parse."""
+    if record is None:
+        return {}
+    try:  # never through a symlink, never blocking on a FIFO someone put there
+        fd = os.open(record.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return {}
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return {}
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return {}
+    finally:
+        os.close(fd)
+    head, _, body = data.partition(b"\n")
+    words = head.split(b" ")
+    if len(words) != 3 or words[0] != _RECORD_MAGIC or not words[1].isdigit():
+        return {}
+    try:
+        if not equal(words[2].decode("ascii"), record.seal(words[1] + b"\n" + body)):
+            return {}
+        fields = body.split(b"\0")
+        limit = int(words[1]) - RACY_NS
+        found: dict[str, _Stat] = {}
+        for i in range(0, len(fields) - 1, 7):
+            path, oid, *nums = fields[i:i + 7]
+            ino, dev, size, mtime, ctime = map(int, nums)
+            if ctime < limit:
+                found[os.fsdecode(path)] = (oid.decode("ascii"), ino, dev, size, mtime, ctime)
+    except (ValueError, UnicodeDecodeError):
+        return {}
+    return found
+
+
+def _save_record(record: StatRecord, taken_ns: int, stats: dict[str, _Stat]) -> None:
+    """Write the sealed record of `stats` (taken no earlier than `taken_ns`), atomically."""
+    body = b"".join(b"%s\0%s\0%d\0%d\0%d\0%d\0%d\0" % (os.fsencode(p), oid.encode("ascii"), ino, dev, size,
+                                                            mtime, ctime)
+                    for p, (oid, ino, dev, size, mtime, ctime) in sorted(stats.items()))
+    stamp = b"%d" % taken_ns
+    mac = record.seal(stamp + b"\n" + body).encode("ascii")
+    tmp = record.path.with_name(record.path.name + ".tmp")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)  # whatever is there (a symlink too) goes; O_EXCL below never follows one
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(_RECORD_MAGIC + b" " + stamp + b" " + mac + b"\n" + body)
+    os.replace(tmp, record.path)
 
 
 def _check_path(path: str) -> None:
@@ -236,7 +329,8 @@ def export_tree(repo: Path, commit: str, dest: Path, *, protected: list[str], ba
 
 
 def refresh_export(repo: Path, commit: str, dest: Path, *, protected: list[str], base_commit: str,
-                   max_files: int = MAX_EXPORT_FILES, max_bytes: int = MAX_EXPORT_BYTES) -> ExportResult:
+                   max_files: int = MAX_EXPORT_FILES, max_bytes: int = MAX_EXPORT_BYTES,
+                   stats: StatRecord | None = None) -> ExportResult:
     """Make `dest` hold exactly what `export_tree` writes into an empty folder, reusing the files
     an earlier export left there when their content is right.
 
@@ -249,6 +343,10 @@ def refresh_export(repo: Path, commit: str, dest: Path, *, protected: list[str],
     export_tree, except that `dest` need not be empty; on an error `dest` is left partly
     updated (the next call repairs it). The caller must make sure no other process writes in
     `dest` meanwhile: what this call compared is what the verifier sees only then.
+
+    `stats`: where the stat data of the files found right are recorded, sealed, so that the
+    next call reads only the files whose stat data changed (the module docstring says why that
+    holds); a record that cannot be written is removed (the next call reads every file).
     """
     with _export_errors(dest):
         tip, base = _commits(repo, commit, base_commit)
@@ -257,7 +355,8 @@ def refresh_export(repo: Path, commit: str, dest: Path, *, protected: list[str],
             _check_path(path)
         _bounded(plan, 0, tip, max_files, max_bytes)
         root = _prepare_kept(dest)
-        sync = _Sync(root, plan, max_bytes)
+        taken_ns = time.time_ns()  # before any stat below: the racy guard counts from here
+        sync = _Sync(root, plan, max_bytes, _load_record(stats))
         sync.walk()
         missing = [e for e in plan.values() if e.mode not in (SYMLINK, GITLINK) and e.path not in sync.good]
         sizes = _sizes(repo, {e.oid for e in missing} | {e.oid for e in plan.values() if e.mode == SYMLINK})
@@ -269,13 +368,35 @@ def refresh_export(repo: Path, commit: str, dest: Path, *, protected: list[str],
         _write_files(repo, sized, [sized[e.path] for e in missing], out)
         skipped = _write_links(repo, sized, out)
         empty = fill_submodules(repo, tip, Path(root), [e for e in plan.values() if e.mode == GITLINK])
+    if stats is not None and sync.trusted < len(sync.stats):  # else the record holds every file it would
+        _keep_record(stats, taken_ns, sync.stats)
     files = len(plan) - len(skipped)
     return ExportResult(dest, tip, files, total, tuple(restored), tuple(removed), tuple(skipped),
-                        kept=len(sync.good), cleared=sync.cleared, empty_submodules=tuple(empty))
+                        kept=len(sync.good), cleared=sync.cleared, trusted=sync.trusted,
+                        empty_submodules=tuple(empty))
+
+
+def _keep_record(stats: StatRecord, taken_ns: int, found: dict[str, _Stat]) -> None:
+    """Save the record of the files found right; when it cannot be written, remove the old one
+    (it would only be ignored or trusted for files this call found right anyway, but a record
+    left behind by a failure is never the point)."""
+    try:
+        _save_record(stats, taken_ns, found)
+    except OSError:
+        try:
+            os.unlink(stats.path)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise ExportError(f"cannot write or remove the export's stat record {stats.path}: {exc}") from None
 
 
 def _list_both(repo: Path, tip: str, base: str) -> tuple[dict[str, Entry], dict[str, Entry]]:
-    """`_list_names` of `tip` and of `base`, the two git processes running at once."""
+    """`_list_names` of `tip` and of `base`, the two git processes running at once (one when
+    they are the same commit: a tick that changed nothing since the loop began)."""
+    if tip == base:
+        listed = _list_names(repo, tip)
+        return listed, dict(listed)
     found: dict[str, dict[str, Entry] | BaseException] = {}
 
     def list_base() -> None:
@@ -365,8 +486,10 @@ class _Sync:
     """One pass over a kept export folder (see refresh_export): `good` the paths whose file is
     right (`good_bytes` their bytes), `dirs` the folders kept, `cleared` the entries removed."""
 
-    def __init__(self, root: str, plan: dict[str, Entry], max_bytes: int) -> None:
-        self.root, self.plan, self.max_bytes = root, plan, max_bytes
+    def __init__(self, root: str, plan: dict[str, Entry], max_bytes: int, record: dict[str, _Stat]) -> None:
+        self.root, self.plan, self.max_bytes, self.record = root, plan, max_bytes, record
+        self.stats: dict[str, _Stat] = {}  # the stat data of every file found right, for the next record
+        self.trusted = 0
         self.good: set[str] = set()
         self.good_bytes = 0
         self.read_bytes = 0  # all files read, right or not: bounded by max_bytes, as the export is
@@ -397,13 +520,35 @@ class _Sync:
                         todo.append(path)
                     else:
                         self._remove_tree(item.path)
-                elif not (item.is_file(follow_symlinks=False) and self._right(path, item.path)):
+                elif not (item.is_file(follow_symlinks=False)
+                          and (self._recorded(path, item) or self._right(path, item.path))):
                     os.unlink(item.path)  # a symlink, a file that differs, a fifo, socket or device
                     self.cleared += path not in self.plan  # (a plan file or symlink is made again)
 
     def _remove_tree(self, full: str) -> None:
         remove_tree(full)
         self.cleared += 1
+
+    def _recorded(self, path: str, item: os.DirEntry[str]) -> bool:
+        """Whether the file `item` is the plan's file at `path` by its stat data alone: the
+        record (already limited to entries old enough, `_load_record`) has it with the plan's
+        blob, and its inode, device, size, mtime, ctime, mode and one link are unchanged."""
+        entry, known = self.plan.get(path), self.record.get(path)
+        if entry is None or known is None or known[0] != entry.oid or entry.mode in (SYMLINK, GITLINK):
+            return False
+        try:
+            st = item.stat(follow_symlinks=False)
+        except OSError:
+            return False
+        mode = 0o755 if entry.mode == EXECUTABLE else 0o644  # as `_Writer.file` sets it
+        if (not stat.S_ISREG(st.st_mode) or stat.S_IMODE(st.st_mode) != mode or st.st_nlink != 1
+                or _stat_of(entry.oid, st) != known):
+            return False
+        self.good.add(path)
+        self.good_bytes += st.st_size
+        self.stats[path] = known
+        self.trusted += 1
+        return True
 
     def _right(self, path: str, full: str) -> bool:
         """Whether the regular file at `full` is the plan's file at `path`: same blob id (its
@@ -426,6 +571,7 @@ class _Sync:
                 return False
         finally:
             os.close(fd)
+        self.stats[path] = _stat_of(entry.oid, st)
         self.good.add(path)
         self.good_bytes += st.st_size
         return True

@@ -65,11 +65,28 @@ USER_CONFIG_ENV = frozenset({"GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONF
 CALLER_ENV = frozenset({"GIT_INDEX_FILE", "GIT_OPTIONAL_LOCKS"})
 
 # Porcelain commands that diff content: external diff drivers and textconv programs are off.
-_DIFFING = frozenset({"diff", "log", "show"})
+_DIFFING = frozenset({"diff", "log", "show", "diff-tree"})
 # Commands that never convert file content, so no filter driver can run: the config probe
 # for filter drivers is skipped for them.
 _NO_CONTENT = frozenset({"rev-parse", "config", "ls-tree", "symbolic-ref", "merge-base", "for-each-ref",
                          "show-ref", "var", "version", "cat-file"})
+# Commands that never read a worktree file's content (clean) nor write one (smudge), given
+# only these options: they compare trees, a tree with the index, or list names. A clean or
+# smudge filter runs only where git converts between a worktree file and a blob; `diff-tree`
+# compares two trees, `diff-index --cached` a tree with the index, `ls-files` lists the index
+# (or, `--others`, names on disk: never read), `read-tree` without `-u` fills an index only,
+# `worktree list` reads the worktrees' administrative files. Any option outside a command's
+# set (`ls-files -m` re-hashes racily clean files through the clean filter; `read-tree -u`
+# checks files out) means the probe runs as before.
+_NO_CONTENT_WITH: dict[str, frozenset[str]] = {
+    "diff-tree": frozenset({"-r", "-z", "--raw", "--name-only", "--no-renames", "--no-abbrev", "--root",
+                            "--ignore-submodules=none", "--no-ext-diff", "--no-textconv", "--"}),
+    "diff-index": frozenset({"--cached", "--raw", "-z", "--no-renames", "--name-only", "--quiet",
+                             "--ignore-submodules=none", "--"}),
+    "ls-files": frozenset({"-v", "-z", "--others", "-s", "--stage", "--cached", "--full-name", "--"}),
+    "read-tree": frozenset({"--reset", "-m", "-i", "--empty"}),
+    "worktree": frozenset({"list", "--porcelain", "-z"}),
+}
 _FILTER_KEYS = ("clean", "smudge", "process")
 # Commands that compare the worktree with the index: `--ignore-submodules=all` goes last, so a
 # caller's own `--ignore-submodules=none` cannot make git enter a submodule's worktree.
@@ -234,6 +251,18 @@ def _probe(repo: str, env: Mapping[str, str], timeout_s: float) -> list[str]:
     return out
 
 
+def _reads_no_content(sub: str, rest: Sequence[str]) -> bool:
+    """Whether `git <sub> <rest>` converts no file content (`_NO_CONTENT_WITH`): every option
+    is in the command's set; other arguments (tree ids, paths) may be anything. `worktree`
+    takes no argument but its options (only `worktree list`); `diff-index` only with `--cached`."""
+    allowed = _NO_CONTENT_WITH.get(sub)
+    if allowed is None or (sub == "worktree" and (not rest or rest[0] != "list")):
+        return False
+    if sub == "diff-index" and "--cached" not in rest:  # without it, the worktree's files are compared
+        return False
+    return all(arg in allowed for arg in rest if arg.startswith("-") or sub == "worktree")
+
+
 def hardened_argv(repo: str, args: Sequence[str], env: Mapping[str, str], timeout_s: float) -> list[str]:
     """`git --no-pager -C repo <caller's global options> <hardening> <subcommand …>`.
 
@@ -247,7 +276,7 @@ def hardened_argv(repo: str, args: Sequence[str], env: Mapping[str, str], timeou
               if not (key == "core.hooksPath" and sub == "rev-parse")
               for arg in ("-c", f"{key}={value}")]
     converts = sub == "cat-file" and any(a.startswith(("--filters", "--textconv")) for a in args)
-    if sub not in _NO_CONTENT or converts:
+    if not (sub in _NO_CONTENT or _reads_no_content(sub, args[at + 1:])) or converts:
         config += filter_overrides(repo, env, timeout_s)
     rest = list(args[at:])
     if sub in _DIFFING:

@@ -9,8 +9,9 @@ that export and a temp dir writable. A loop without a worktree (no commit to exp
 verified in place, read-only.
 
 Where this process is a child subreaper (Linux), the export is kept between ticks
-(`kept_export`) and brought up to date by `git.export.refresh_export`, which reads every file
-in it and compares it with the commit's blob before the verifier runs: writing a repository's
+(`kept_export`) and brought up to date by `git.export.refresh_export`, which compares every file
+in it with the commit's blob before the verifier runs (reading it, unless its sealed stat data
+show it unchanged since a refresh read it: `git.export.StatRecord`): writing a repository's
 files on every tick cost far more than the rest of the tick (BENCHMARKS.md, figure 4). What
 that rests on (SECURITY.md, "The verifier's export"): the folder is in a private folder of
 this user outside the project, where no agent process of a tick may write (the sandbox gives
@@ -35,13 +36,14 @@ from automaton.core.loopconfig import MIB, LoopConfig
 from automaton.core.sandbox import Policy
 from automaton.core.secrets import without_credentials
 from automaton.core.verdicts import Verdict, from_agent, from_command
-from automaton.git.export import ExportError, export_tree, refresh_export, remove_tree
+from automaton.git.export import ExportError, StatRecord, export_tree, refresh_export, remove_tree
 from automaton.git.protect import effective_protected
 from automaton.harnesses import HarnessRequest
 from automaton.proc import run_streaming
 from automaton.runner import exportcache, freeze, leftovers
 from automaton.sandbox import reaper
-from automaton.store.layout import kept_export_marks, kept_export_of, kept_exports_dir
+from automaton.store.key import seal_bytes
+from automaton.store.layout import kept_export_marks, kept_export_of, kept_export_stats, kept_exports_dir
 
 # Builds the policy of one process: (cwd, label, harness name) -> Policy | None.
 PolicyFor = Callable[[Path, str, str], Policy | None]
@@ -86,16 +88,21 @@ def place(cfg: LoopConfig, repo: Path, commit: str | None, base: str | None, tmp
         export_tree(repo, commit, dest, protected=protected, base_commit=base)
         return VerifyPlace(dest, True, None, repo, base)
     folder, idle = kept
+    # The stat data of the files the last refresh found right, sealed, beside the folder (where
+    # no agent may write): unchanged files are not read again (git.export.StatRecord).
+    stats = StatRecord(kept_export_stats(folder), seal_bytes)
     quiet = _take_mark(idle)  # from here until the mark is written again, the folder is suspect
     if not quiet:
+        remove_tree(stats.path)  # the record goes with the folder it describes
         _remove(folder)  # a run that may have left a process behind: a new folder, a new inode
     try:
-        done = refresh_export(repo, commit, folder, protected=protected, base_commit=base)
+        done = refresh_export(repo, commit, folder, protected=protected, base_commit=base, stats=stats)
     except ExportError:
         if not quiet:
             raise
+        remove_tree(stats.path)  # the record goes with the folder it describes
         _remove(folder)  # something in the kept folder could not be repaired: export afresh
-        done = refresh_export(repo, commit, folder, protected=protected, base_commit=base)
+        done = refresh_export(repo, commit, folder, protected=protected, base_commit=base, stats=stats)
     exportcache.record(folder, done.bytes)
     return VerifyPlace(folder, True, idle, repo, base)
 

@@ -44,7 +44,7 @@ def kept_export_of(repo: Path, loop: str) -> Path:
     return kept_exports_dir() / key
 
 
-IDLE_SUFFIX, SIZE_SUFFIX = ".idle", ".size"  # the files kept beside a kept export
+IDLE_SUFFIX, SIZE_SUFFIX, STAT_SUFFIX = ".idle", ".size", ".stat"  # the files kept beside a kept export
 
 
 def kept_export_marks(folder: Path) -> tuple[Path, Path]:
@@ -52,6 +52,11 @@ def kept_export_marks(folder: Path) -> tuple[Path, Path]:
     process of its last run is left (`runner/verify.py`), and `<folder>.size`, its size in bytes
     (`runner/exportcache.py`)."""
     return folder.with_name(folder.name + IDLE_SUFFIX), folder.with_name(folder.name + SIZE_SUFFIX)
+
+
+def kept_export_stats(folder: Path) -> Path:
+    """`<folder>.stat`: the sealed stat data of the kept export's files (`git.export.StatRecord`)."""
+    return folder.with_name(folder.name + STAT_SUFFIX)
 
 
 def is_loop_worktree(parts: tuple[str, ...] | list[str]) -> bool:
