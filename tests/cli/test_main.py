@@ -282,3 +282,40 @@ def test_a_linked_worktree_is_a_project_of_its_own(project: Path, tmp_path: Path
     assert res.code == 0, res.err
     settings = json.loads((wt / ".claude" / "settings.json").read_text())
     assert f"--project {wt.resolve()}" in json.dumps(settings) and not (project / ".claude").exists()
+
+
+@pytest.mark.parametrize("yes", [True, False])
+def test_an_approval_whose_review_meets_a_closed_pipe(project: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      yes: bool) -> None:
+    """`automaton --approve --loop L --yes | head -1`: the human decided without the review, so
+    the closed pipe changes nothing (it once dropped the approval silently, exit 1, and the next
+    tick halted config_changed). Without --yes nobody saw the review: refused, said on stderr."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from automaton.store import loops
+    from automaton.store.layout import Project
+    from tests.runner.loopkit import make_loop
+
+    make_loop(project)
+    config = project / ".automaton" / "loops" / "demo" / "loop.json"
+    obj = json.loads(config.read_text())
+    obj["description"] = "changed " * 20_000  # a review longer than any pipe buffer
+    config.write_text(json.dumps(obj, indent=2))
+    monkeypatch.setenv("AUTOMATON_APPROVER", "tester")
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    args = ["--approve", "--loop", "demo", *(["--yes"] if yes else [])]
+    try:
+        res = subprocess.run([sys.executable, "-m", "automaton.cli.main", *args], cwd=project, stdout=write_end,
+                             stderr=subprocess.PIPE, text=True, check=False, timeout=120, stdin=subprocess.DEVNULL)
+    finally:
+        os.close(write_end)
+    sealed = loops.read_state(Project(project.resolve()), "demo").config_sha256
+    changed = loops.Loop.resolve(Project(project.resolve()), "demo").config_sha256()
+    if yes:
+        assert (res.returncode, res.stderr) == (0, "") and sealed == changed
+    else:
+        assert res.returncode == 1 and "could not be shown" in res.stderr and sealed != changed

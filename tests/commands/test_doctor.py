@@ -202,9 +202,10 @@ def test_schedule_problems(project: Path, agent: Path, crontab: Path, approver: 
     p = healthy(project)
     [s] = checks(p)["schedule"]
     assert (s["level"], s["fix"]) == ("problem", "automaton --install-schedule demo")
-    assert run_cli("--install-schedule", "demo", "--interval", "300", "--project", str(p.root)).code == 0
+    res = run_cli("--install-schedule", "demo", "--interval", "300", "--project", str(p.root))
+    assert res.code == 0 and "differs from loop.json's schedule.interval_seconds (900 s)" in res.err, res.err
     [s] = checks(p)["schedule"]
-    assert s["level"] == "problem" and s["message"] == "the schedule fires every 300 s but loop.json says 900 s"
+    assert s["level"] == "warning" and s["message"] == "the schedule fires every 300 s but loop.json says 900 s"
     assert run_cli("--install-schedule", "demo", "--project", str(p.root)).code == 0
     record = p.loop_dir(LoopName("demo")) / "schedule.json"
     data = json.loads(record.read_text())

@@ -6,6 +6,7 @@ this module is the only place that prints it and reads the answer.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import TextIO
 
@@ -24,14 +25,41 @@ def _terminal() -> bool:
         return False
 
 
+def _show(lines: list[str], out: TextIO) -> bool:
+    """Print `lines` on `out`; False when `out` is closed (`automaton --approve … | head -1`),
+    which then points at the null device. With `--yes` the human decided without the review, so
+    a closed pipe changes nothing; without it, nobody saw what the question is about."""
+    try:
+        for line in lines:
+            print(shown(line), file=out)
+        out.flush()
+    except BrokenPipeError:
+        _silence(out)
+        return False
+    return True
+
+
+def _silence(out: TextIO) -> None:
+    """Point `out`'s descriptor at the null device, so the interpreter's flush at exit (of
+    what the closed pipe did not take) fails no more; the other stream keeps its messages."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, out.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+    finally:
+        os.close(devnull)
+
+
 def confirm(review: Review, *, yes: bool, as_json: bool) -> None:
     """Print `review.lines` (on stderr under --json, whose stdout is one JSON object), then,
     when `review.ask`: return on `--yes` (`yes`); at a terminal ask `review.question` and return
     on y/yes (any case); otherwise Refused (exit 1, nothing approved): another answer, end of
     input, or no terminal without `--yes` (the one-line message names `--yes`)."""
     out: TextIO = sys.stderr if as_json else sys.stdout
-    for line in review.lines:
-        print(shown(line), file=out)
+    if not _show(review.lines, out) and review.ask and not yes:
+        raise Refused(f"not approved: the review of {review.subject} could not be shown (its output was closed);"
+                      " send it to a terminal or a file, or run the command again with --yes")
     if not review.ask or yes:
         return
     if not _terminal():
@@ -51,8 +79,9 @@ def confirm_act(lines: list[str], question: str, *, act: str, yes: bool, as_json
     (stderr under --json), then return on `--yes` or a y/yes typed at the terminal; otherwise
     Refused (exit 1, nothing changed), naming `--yes` when there is no terminal to ask."""
     out: TextIO = sys.stderr if as_json else sys.stdout
-    for line in lines:
-        print(shown(line), file=out)
+    if not _show(lines, out) and not yes:
+        raise Refused(f"not done: the lines {act} shows could not be printed (their output was closed);"
+                      " send them to a terminal or a file, or run the command again with --yes")
     if yes:
         return
     if not _terminal():

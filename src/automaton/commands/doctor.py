@@ -285,8 +285,11 @@ def _schedule_checks(name: str, config: LoopConfig, status: str, info: dict[str,
     out: list[Finding] = []
     want = config.schedule.interval_seconds
     if info["interval_seconds"] != want:
-        out.append(Finding(name, "schedule", "problem", f"the schedule fires every {info['interval_seconds']} s but"
-                           f" loop.json says {want} s", f"{install} (it takes loop.json's interval)"))
+        # A warning, not a problem: `--install-schedule --interval` chooses another pace on
+        # purpose; the brakes do not depend on it.
+        out.append(Finding(name, "schedule", "warning", f"the schedule fires every {info['interval_seconds']} s but"
+                           f" loop.json says {want} s", f"{install} (it takes loop.json's interval), or set"
+                           f" schedule.interval_seconds in loop.json and approve it"))
     for what, path in (("interpreter", info["python"]), ("runner", info["runner"])):
         if path and not Path(path).exists():
             out.append(Finding(name, "schedule", "problem", f"the scheduled tick runs the {what} {path}, which is gone",

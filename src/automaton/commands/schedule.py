@@ -158,6 +158,10 @@ def install(handle: Loop, interval_s: int | None = None, *, system: str | None =
     scheduler.check_interval(interval)
     job = _job(project, loop, interval)
     out = Outcome()
+    if interval != default_interval(handle):
+        out.warnings.append(f"--interval {interval} s differs from loop.json's schedule.interval_seconds"
+                            f" ({default_interval(handle)} s): --doctor will say so; to make {interval} s the"
+                            " loop's own, set it in loop.json and approve it")
     if not job.runner.is_file():
         out.warnings.append(f"runner {job.runner} does not exist yet: scheduled ticks fail until it does")
     harness_exe = _resolve_harness(handle, job.path_env, out)
