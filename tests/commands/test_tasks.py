@@ -89,7 +89,9 @@ def test_transition_matrix(tmp_path: Path, current: str, target: str) -> None:
 def test_unknown_target_phase_is_bad_input(tmp_path: Path) -> None:
     seed(tmp_path, "t", "new")
     res = cli(tmp_path, "--transition", "researching", "--task", "t")
-    assert res.code == 2 and "unknown phase 'researching'" in one_line(res)
+    assert res.code == 2 and "unknown phase 'researching'; did you mean research?" in one_line(res)
+    res = cli(tmp_path, "--transition", "zzz", "--task", "t")
+    assert res.code == 2 and "unknown phase 'zzz': one of " in one_line(res)
 
 
 @pytest.mark.parametrize("task", ["nope", "Bad_Name", "../x", "a/b/c"])

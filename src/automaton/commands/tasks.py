@@ -17,7 +17,7 @@ from automaton.commands.human import Human, acting
 from automaton.core import phases as ph
 from automaton.core.approvals import demotion, format_bind, signoffs_passed
 from automaton.core.errors import BadInput, ExitCode, Refused
-from automaton.core.names import TaskName, TaskRef
+from automaton.core.names import TaskName, TaskRef, did_you_mean
 from automaton.core.outcome import Outcome
 from automaton.store import anchor, chainlog, loops, tasks
 from automaton.store.layout import COMPLETE_DIR, Project
@@ -186,7 +186,7 @@ def transition(project: Project, task: str, target: str) -> Outcome:
     """
     ref = TaskRef.parse(task)
     if not ph.is_phase(target):
-        raise BadInput(f"unknown phase {target!r}: one of {', '.join(ph.PHASES)}")
+        raise BadInput(f"unknown phase {target!r}{did_you_mean(target, ph.PHASES) or ': one of ' + ', '.join(ph.PHASES)}")
     deleted = _require(project, ref)
     with locked(tasks.lock_path(project, ref)):
         out = Outcome()
@@ -289,7 +289,7 @@ def approve(project: Project, task: str, to: str | None = None, *, human: Human 
     who, via = acting("--approve", human)
     ref = TaskRef.parse(task)
     if to is not None and not ph.is_phase(to):
-        raise BadInput(f"unknown phase {to!r}: one of {', '.join(ph.PHASES)}")
+        raise BadInput(f"unknown phase {to!r}{did_you_mean(to, ph.PHASES) or ': one of ' + ', '.join(ph.PHASES)}")
     deleted = _require(project, ref)
     with locked(tasks.lock_path(project, ref)):
         out = Outcome()
