@@ -186,7 +186,7 @@ def transition(project: Project, task: str, target: str) -> Outcome:
     """
     ref = TaskRef.parse(task)
     if not ph.is_phase(target):
-        raise BadInput(f"unknown phase {target!r}{did_you_mean(target, ph.PHASES) or ': one of ' + ', '.join(ph.PHASES)}")
+        raise BadInput(_unknown_phase(target))
     deleted = _require(project, ref)
     with locked(tasks.lock_path(project, ref)):
         out = Outcome()
@@ -289,7 +289,7 @@ def approve(project: Project, task: str, to: str | None = None, *, human: Human 
     who, via = acting("--approve", human)
     ref = TaskRef.parse(task)
     if to is not None and not ph.is_phase(to):
-        raise BadInput(f"unknown phase {to!r}{did_you_mean(to, ph.PHASES) or ': one of ' + ', '.join(ph.PHASES)}")
+        raise BadInput(_unknown_phase(to))
     deleted = _require(project, ref)
     with locked(tasks.lock_path(project, ref)):
         out = Outcome()
@@ -387,3 +387,8 @@ def phase(project: Project, task: str) -> Outcome:
 
 
 __all__ = ["ExitCode", "approve", "create_task", "phase", "transition"]
+
+
+def _unknown_phase(word: str) -> str:
+    """The one-line error for a phase name that is none: the close ones, else every phase."""
+    return f"unknown phase {word!r}{did_you_mean(word, ph.PHASES) or ': one of ' + ', '.join(ph.PHASES)}"
