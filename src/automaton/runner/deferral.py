@@ -11,9 +11,10 @@ only as the closing of this tick's own `TICK_START`. Only a refusal that changed
 off: a tick whose worktree changed (a commit was made, the worktree is gone, or the change could
 not be ruled out: `runner.aftercommit.After.changed`) is an ordinary tick, verified and counted,
 a limited role's $0 counted as unknown cost (`Watch.unpriced`): otherwise an agent that prints
-a usage limit after its edits would work for free and uncounted (red team). The account deferral (`store.deferrals`) then holds the gate of every loop using
-the same harness on this machine until the reset time the agent reported, or a backoff; the
-loop's notify hears `deferred` once. The tick's folder is kept as `runs/<n>.deferred-<UTC>`, so
+a usage limit after its edits would work for free and uncounted (red team). The account
+deferral (`store.deferrals`) then holds the gate of every loop using the same harness on this
+machine until the reset time the agent reported, or a backoff; the loop's notify hears
+`deferred` once. The tick's folder is kept as `runs/<n>.deferred-<UTC>`, so
 the next tick, which takes the same number, starts in an empty `runs/<n>`.
 """
 

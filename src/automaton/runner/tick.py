@@ -294,9 +294,9 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
         if watch.limit is None and verdict.halt is None:
             complete, decision = orchestrate.decide(cfg, adapter, request, loop_dir, ctx, verdict, costs)
         warnings += _config_halt(loop, baseline, after)  # the verifier and the orchestrator ran code too
-    put_off = watch.limit is not None and not after.changed  # the verifier's own limit, on an unchanged tick
-    if put_off and after.halt is None:  # put off: no verdict, the iteration given back
-        done = deferral.settle(loop, cfg, n, folder, watch.limit, costs, after.sha)
+    limit = None if after.changed else watch.limit  # the verifier's own limit too, on an unchanged tick
+    if limit is not None and after.halt is None:  # put off: no verdict, the iteration given back
+        done = deferral.settle(loop, cfg, n, folder, limit, costs, after.sha)
         show.note(f"  {done.line}")
         return deferral.outcome(done, name, n, cfg, after.sha, wt.path, warnings)
     (folder / "verdict.json").write_text(json.dumps(verdict.to_dict(), indent=2) + "\n", encoding="utf-8")
