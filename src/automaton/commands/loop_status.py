@@ -9,7 +9,6 @@ schedule (`commands.schedule_info`) and git (the worktree branch against its bas
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 from automaton.commands.schedule import read_record
 from automaton.commands.schedule_info import schedule_info
 from automaton.commands.spend import account_line, account_view
+from automaton.core import jsontext
 from automaton.core.errors import AutomatonError
 from automaton.core.gates import remaining
 from automaton.core.loopconfig import LoopConfig
@@ -56,7 +56,7 @@ def _cost_split(folder: Any, n: str, cost: float, known: bool) -> tuple[float, f
     """(USD reported by the harnesses, USD counted at the cap) of tick `n`: from
     runs/<n>/cost.json when it is readable, else all of the TICK line's cost on one side."""
     try:
-        data = json.loads((folder / "runs" / n / "cost.json").read_text(encoding="utf-8"))
+        data = jsontext.loads((folder / "runs" / n / "cost.json").read_text(encoding="utf-8"))
         reported = sum(float(c) for c in data["by_role"].values() if isinstance(c, int | float) and c >= 0)
         counted = float(data["counted_usd"])
         return round(min(reported, counted), 6), round(max(0.0, counted - reported), 6)

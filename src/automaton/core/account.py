@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 
+from automaton.core import jsontext
 from automaton.core.errors import BadInput
 
 MICRO = 1_000_000  # micro-USD in one USD
@@ -167,7 +168,7 @@ def parse_caps(data: bytes, where: str) -> Caps:
     and the fix for anything else."""
     fix = f"fix {where} (e.g. {{\"day_usd\": 3, \"week_usd\": 15, \"month_usd\": 50}})"
     try:
-        doc = json.loads(data.decode("utf-8"), parse_float=Decimal, parse_int=Decimal)
+        doc = jsontext.loads(data.decode("utf-8"), unique=True, parse_float=Decimal, parse_int=Decimal)
     except (UnicodeDecodeError, ValueError) as exc:
         raise BadInput(f"{where}: not a JSON object of caps ({_short(exc)}); {fix}") from None
     if not isinstance(doc, dict):

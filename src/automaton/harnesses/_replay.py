@@ -19,6 +19,7 @@ import json
 import sys
 from pathlib import Path, PurePosixPath
 
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy reads the name)
 if TYPE_CHECKING:
     from typing import Any
@@ -47,7 +48,7 @@ def load(path: Path) -> dict[str, Any]:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ScriptError(f"script {path} not found") from None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: JSON nested too deeply
         raise ScriptError(f"cannot read {path}: {exc}") from None
     if not isinstance(doc, dict):
         raise ScriptError(f"{path} must hold a JSON object of role -> steps")
