@@ -282,3 +282,16 @@ def test_a_linked_worktree_is_a_project_of_its_own(project: Path, tmp_path: Path
     assert res.code == 0, res.err
     settings = json.loads((wt / ".claude" / "settings.json").read_text())
     assert f"--project {wt.resolve()}" in json.dumps(settings) and not (project / ".claude").exists()
+
+
+@pytest.mark.parametrize("argv", [("--loop-status", "a", "--loop-status", "b"),
+                                  ("--approve", "--loop", "a", "--loop", "b"),
+                                  ("--create-loop", "x", "--from-template", "a", "--from-template", "b")])
+def test_a_value_flag_given_twice_is_a_usage_error(argv: tuple[str, ...]) -> None:
+    res = run_cli(*argv)
+    assert res.code == 2 and "given twice" in res.err and res.err.count("\n") == 1, res.err
+
+
+def test_var_may_still_be_repeated() -> None:
+    ns = p.build().parse_args(["--create-loop", "x", "--from-template", "t", "--var", "a=1", "--var", "b=2"])
+    assert ns.var == ["a=1", "b=2"]

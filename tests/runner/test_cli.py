@@ -98,3 +98,11 @@ def test_a_closed_output_pipe_changes_neither_the_tick_nor_its_exit_status(proje
     state = store.read_state(proj, "demo")
     assert state.iteration_count == 1 and state.last_verdict is not None and state.last_verdict.score == 0.5
     assert (proj.loop_dir(store.require_tracked(proj, "demo")) / "runs" / "1" / "tick.json").is_file()
+
+
+@pytest.mark.parametrize("argv", [("--mode", "tick", "--mode", "run", "--loop", "x"),
+                                  ("--mode", "tick", "--loop", "a", "--loop", "b"),
+                                  ("--mode", "run", "--loop", "a", "--max-ticks", "1", "--max-ticks", "9")])
+def test_a_value_flag_given_twice_is_a_usage_error(argv: tuple[str, ...]) -> None:
+    res = run_cli(*argv, entry="automaton-loop")
+    assert res.code == 2 and "given twice" in res.err and res.err.count("\n") == 1, res.err

@@ -101,7 +101,7 @@ def _from_log(rec: loops.LoopRecord, costs: bool = True) -> dict[str, Any]:
                     else (cost, 0.0) if cost_known else (0.0, cost))
             known, at_cap = known + k, at_cap + c
     return {"scores": scores, "known": round(known, 6), "at_cap": round(at_cap, 6),
-            "reserved": round(float(sum(reserved.values())), 6)}
+            "reserved": round(float(sum(reserved.values())), 6), "unsettled": len(reserved)}
 
 
 def _worktree(loop: Loop, state: LoopState, config: LoopConfig | None) -> dict[str, Any]:
@@ -167,7 +167,8 @@ def _summary(handle: Loop, costs: bool = True, rec: LoopRecord | None = None) ->
                        "total": state.iteration_count},
         "spend_usd": {"used": micro_to_usd(micro), "max": config.brakes.max_budget_usd if config else None,
                       "left": left_usd, "total": state.spent_usd, "known": log["known"],
-                      "counted_at_cap": log["at_cap"], "reserved": log["reserved"]},
+                      "counted_at_cap": log["at_cap"], "reserved": log["reserved"],
+                      "unsettled_ticks": log["unsettled"]},
         "scores": log["scores"], "sparkline": sparkline([s["score"] for s in log["scores"]]),
         "last_tick": {"n": state.iteration_count or None, "at": state.last_tick_at,
                       "verdict": verdict.to_dict() if verdict else None},
@@ -197,7 +198,7 @@ def status_data(project: Project, name: str) -> dict[str, Any]:
                  harness or an unreadable loop.json), total (USD, all ticks), known (USD the
                  harnesses reported), counted_at_cap (USD charged at max_tick_usd because a cost
                  was unknown), reserved (USD held by ticks that have not settled: one running
-                 now, or one that died)},
+                 now, or one that died), unsettled_ticks (how many such ticks)},
      scores: [{n, score}] (every scored tick in the log, oldest first), sparkline (str, one bar
      per score), last_tick: {n, at (ISO-8601 UTC), verdict ({score, passed, done, summary,
      source}|null)}, schedule (see schedule_info.schedule_info), worktree: {path, branch,
@@ -306,7 +307,9 @@ def loop_status(project: Project, name: str) -> Outcome:
               if sp["max"] is not None else f"{_usd(sp['used'])} used since approval (no USD budget)")
     split = [f"reported {_usd(sp['known'])}", f"counted at the tick cap {_usd(sp['counted_at_cap'])}"]
     if sp["reserved"]:
-        split.append(f"held by an unsettled tick {_usd(sp['reserved'])}")
+        ticks = sp.get("unsettled_ticks") or 1
+        split.append(f"held by {'an unsettled tick' if ticks == 1 else f'{ticks} unsettled ticks'}"
+                     f" {_usd(sp['reserved'])}")
     lines.append(f"  spend: {budget} ({', '.join(split)}; {_usd(sp['total'])} in all)")
     if d["account"]["caps_set"] or d["account"]["error"]:  # the account-wide caps beside the loop's
         lines.append(f"  {account_line(d['account'])}")

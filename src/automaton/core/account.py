@@ -128,12 +128,13 @@ def usd(micro: int) -> str:
 
 def iso(epoch: int) -> str:
     """UTC epoch seconds as ISO-8601 UTC to the second: 2026-12-07T00:00:00Z."""
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # isoformat, not strftime: glibc's %Y does not pad, and `--since 0001-01-01` read "1-01-01".
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def day_of(epoch: int) -> str:
-    """The UTC day of `epoch` as YYYY-MM-DD."""
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d")
+    """The UTC day of `epoch` as YYYY-MM-DD (four-digit year, as `iso`)."""
+    return datetime.fromtimestamp(epoch, UTC).date().isoformat()
 
 
 def windows(now: int) -> tuple[Window, ...]:

@@ -19,7 +19,6 @@ import json
 import sys
 from pathlib import Path, PurePosixPath
 
-
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy reads the name)
 if TYPE_CHECKING:
     from typing import Any
