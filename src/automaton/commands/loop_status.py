@@ -284,6 +284,12 @@ def _worktree_line(w: dict[str, Any]) -> str:
     return f"{where}: {w['ahead']} ahead of, {w['behind']} behind {w['base']}"
 
 
+def _held(sp: dict[str, Any]) -> str:
+    """`held by an unsettled tick $X` or `held by N unsettled ticks $X` (spend_usd's reserved)."""
+    ticks = sp.get("unsettled_ticks") or 1
+    return f"held by {'an unsettled tick' if ticks == 1 else f'{ticks} unsettled ticks'} {_usd(sp['reserved'])}"
+
+
 def loop_status(project: Project, name: str) -> Outcome:
     """`--loop-status NAME [--json]`: the lines below, data = `status_data` (exit 0; exit 2 for
     an unknown, untracked or unreadable loop)."""
@@ -307,9 +313,7 @@ def loop_status(project: Project, name: str) -> Outcome:
               if sp["max"] is not None else f"{_usd(sp['used'])} used since approval (no USD budget)")
     split = [f"reported {_usd(sp['known'])}", f"counted at the tick cap {_usd(sp['counted_at_cap'])}"]
     if sp["reserved"]:
-        ticks = sp.get("unsettled_ticks") or 1
-        split.append(f"held by {'an unsettled tick' if ticks == 1 else f'{ticks} unsettled ticks'}"
-                     f" {_usd(sp['reserved'])}")
+        split.append(_held(sp))
     lines.append(f"  spend: {budget} ({', '.join(split)}; {_usd(sp['total'])} in all)")
     if d["account"]["caps_set"] or d["account"]["error"]:  # the account-wide caps beside the loop's
         lines.append(f"  {account_line(d['account'])}")
