@@ -31,8 +31,7 @@ def test_role_policy_masks_and_hides_the_existing_stores(project: Path, forbid_r
     policy = confine.role_policy(cfg, project, tmp_path, project_root=project, in_worktree=True, label="t",
                                  harness="claude")
     assert policy is not None
-    # the stores, and the key folder (it exists once make_loop keyed the loop's log)
-    assert set(policy.masked) == {home / ".ssh", home / ".git-credentials", home / ".config" / "automaton"}
+    assert set(policy.masked) == {home / ".ssh", home / ".git-credentials"}
     assert set(policy.masked) <= set(policy.hidden)  # enforced by Landlock until the mount namespace is
     assert home / ".config" / "automaton" in policy.hidden
     assert policy.network is True
