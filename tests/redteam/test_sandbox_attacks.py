@@ -64,11 +64,6 @@ def refused(log: str) -> int:
     return log.count("denied EACCES") + log.count("denied EROFS")
 
 
-def refused_or_absent(log: str) -> int:
-    """`refused`, and attempts on a path that a masked folder's empty tmpfs does not hold (ENOENT)."""
-    return refused(log) + log.count("denied ENOENT")
-
-
 def second_tick(proj: Project) -> dict[str, Any]:
     out = tick(proj, "demo")
     assert out.data is not None, out.lines
@@ -283,36 +278,8 @@ def test_s11_the_key_is_hidden(looped: Looped, tmp_path: Path) -> None:
     before = key_path().read_bytes()
     second_tick(proj)
     log = transcript(proj)
-    assert "read " not in log and refused_or_absent(log) == 2, log
+    assert "read " not in log and refused(log) == 2, log
     assert key_path().read_bytes() == before
-
-
-def test_s11_the_key_folder_cannot_even_be_listed(looped: Looped, tmp_path: Path) -> None:
-    """S11: list the key folder (`ls -la ~/.config/automaton`) to learn of the key, the keyed
-    records, the account ledger and the caps, their sizes and times. Landlock grants READ_DIR
-    from `/` down, so the folder was listable though nothing in it was readable; an empty
-    read-only tmpfs now covers it."""
-    from automaton.store import account
-    from automaton.store.key import key_path, load_key
-
-    load_key(create=True)
-    account.caps_path().write_text('{"day_usd": 100}')
-    folder = key_path().parent
-    proj, _ = looped(harness=agent(tmp_path, f"""
-        try:
-            print('listed', sorted(os.listdir({str(folder)!r})))
-        except OSError as exc:
-            print('denied', errno.errorcode.get(exc.errno))
-        try:
-            print('stat', os.stat({str(account.caps_path())!r}).st_size)
-        except OSError as exc:
-            print('nostat', errno.errorcode.get(exc.errno))
-    """), roles=PASSING)
-    second_tick(proj)
-    log = transcript(proj)
-    assert ("listed []" in log or "denied " in log) and "key" not in log.split("listed", 1)[-1].split("\n")[0], log
-    assert "nostat" in log and "stat " not in log.replace("nostat", ""), log
-    assert {"caps.json", "key"} <= {p.name for p in folder.iterdir()}  # untouched outside
 
 
 def test_s37_account_caps_and_ledger_are_hidden(looped: Looped, tmp_path: Path) -> None:
@@ -335,7 +302,7 @@ def test_s37_account_caps_and_ledger_are_hidden(looped: Looped, tmp_path: Path) 
     before = (caps.read_bytes(), ledger.read_bytes())
     second_tick(proj)
     log = transcript(proj)
-    assert "read " not in log and refused_or_absent(log) == 4, log
+    assert "read " not in log and refused(log) == 4, log
     assert caps.read_bytes() == before[0]
     assert ledger.read_bytes().startswith(before[1])  # only the runner appended: the second tick's lines
     assert len(account.read_ledger().entries) == 2  # and it verifies
@@ -354,7 +321,7 @@ def test_s17_browser_cookies_are_hidden(looped: Looped, tmp_path: Path) -> None:
     """), roles=PASSING)
     second_tick(proj)
     log = transcript(proj)
-    assert "stolen" not in log and refused_or_absent(log) > 0, log
+    assert "stolen" not in log and refused(log) > 0, log
 
 
 def test_s12_worktree_hook_settings_halt(looped: Looped, tmp_path: Path) -> None:

@@ -139,20 +139,16 @@ def agent_policy(project_root: Path, writable: Sequence[Path], tmp: Path, label:
                  argv: Sequence[str], isolation: str, network: bool = True, home: Path | None = None,
                  stores: SecretStores | None = None) -> Policy:
     """The sandbox of one agent process (a tick's role, `--doctor`'s verify run, an interactive
-    session): `writable` (it holds `tmp`, the private temp dir); hidden and masked (where they
-    exist): the record key's folder, the browser profiles and the credential stores (`stores`,
-    default `secret_stores` for `agent`); visible where they lie in `/tmp`: the project, HOME, `cwd`
+    session): `writable` (it holds `tmp`, the private temp dir); hidden: the record key's folder,
+    the browser profiles and the credential stores (`stores`, default `secret_stores` for
+    `agent`), which are masked too; visible where they lie in `/tmp`: the project, HOME, `cwd`
     and the programs `argv` names (`sandbox.visible_paths`). The one place these are put
     together, so that every confined process hides the same things. BadInput as
     `secret_stores`."""
     base = home or Path.home()
-    hidden = hidden_paths(base)
-    # Masked too, not only hidden: Landlock grants READ_DIR from `/` down (sandbox.plan), so a
-    # hidden folder's names, sizes and times stayed listable; an empty tmpfs over it shows none.
-    masked = tuple(dict.fromkeys([*(p for p in hidden if p.exists()),
-                                  *(stores or secret_stores(project_root, agent, base)).paths]))
+    masked = (stores or secret_stores(project_root, agent, base)).paths
     seen = visible_paths(home=base, cwd=cwd, project_root=project_root, argv=list(argv))
-    return Policy(tuple(writable), (*hidden, *masked), tmp, label, masked=masked, network=network,
+    return Policy(tuple(writable), (*hidden_paths(base), *masked), tmp, label, masked=masked, network=network,
                   visible=seen, isolation=isolation)
 
 

@@ -8,10 +8,8 @@ write (`AUTOMATON_SANDBOX=1` proves nothing: any process can set it):
 
 1. The record key (`~/.config/automaton/key`) cannot be opened, and its permission bits do
    not explain why (`store.key.hidden_here`): the kernel (Landlock on Linux, Seatbelt on macOS)
-   hides the key's folder from this process; or, on Linux, the key's folder is an empty
-   read-only mount of its own (`masked_here`): the sandbox's mount namespace covers it.
-   `chmod` cannot fake it: the bits are read with `stat`, which no sandbox refuses, and root
-   reads any file its bits refuse.
+   hides the key's folder from this process. `chmod` cannot fake it: the bits are read with
+   `stat`, which no sandbox refuses, and root reads any file its bits refuse.
 2. Linux only: `NoNewPrivs: 1` in /proc/self/status. automaton sets no_new_privs before it
    applies Landlock (landlock(7): an unprivileged restrict_self needs it), and no process can
    clear it; a host security module that merely refuses the key file (an AppArmor or SELinux
@@ -42,8 +40,7 @@ def outside_reason() -> str | None:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
-        if not masked_here(path.parent):
-            return f"there is no record key at {path} to probe the sandbox with (automaton makes one on its first log)"
+        return f"there is no record key at {path} to probe the sandbox with (automaton makes one on its first log)"
     except PermissionError:
         if not key.hidden_here(path):
             return f"the permission bits of {path} refuse it (that is not a sandbox)"
@@ -55,18 +52,6 @@ def outside_reason() -> str | None:
     if sys.platform.startswith("linux") and not _no_new_privs():
         return "the record key is hidden, but not by automaton's sandbox (no_new_privs is not set)"
     return None
-
-
-def masked_here(folder: os.PathLike[str]) -> bool:
-    """Whether `folder` (the key's) is covered by the sandbox's mask: an empty, read-only mount
-    of its own (another device than its parent's; `sandbox.namespaces` step 6). Only a mount
-    namespace of an ancestor can make it so for this process, as for the hidden key of fact 1."""
-    try:
-        here, parent = os.stat(folder), os.stat(os.path.dirname(os.fspath(folder)))
-        readonly = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
-        return readonly and here.st_dev != parent.st_dev and not os.listdir(folder)
-    except (OSError, AttributeError):  # AttributeError: no statvfs/ST_RDONLY here (Windows)
-        return False
 
 
 def _no_new_privs() -> bool:
