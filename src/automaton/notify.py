@@ -27,6 +27,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from automaton.core import jsontext
 from automaton.core.digest import sha256_hex
 from automaton.core.errors import AutomatonError, one_line
 from automaton.core.loopconfig import Notify
@@ -202,7 +203,7 @@ def _sent_path(project: Project, name: str) -> Path:
 
 def _sent(project: Project, name: str) -> dict[str, str]:
     try:
-        found = json.loads(_sent_path(project, name).read_text(encoding="utf-8"))
+        found = jsontext.loads(_sent_path(project, name).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}

@@ -319,3 +319,16 @@ def test_an_approval_whose_review_meets_a_closed_pipe(project: Path, monkeypatch
         assert (res.returncode, res.stderr) == (0, "") and sealed == changed
     else:
         assert res.returncode == 1 and "could not be shown" in res.stderr and sealed != changed
+
+
+@pytest.mark.parametrize("argv", [("--loop-status", "a", "--loop-status", "b"),
+                                  ("--approve", "--loop", "a", "--loop", "b"),
+                                  ("--create-loop", "x", "--from-template", "a", "--from-template", "b")])
+def test_a_value_flag_given_twice_is_a_usage_error(argv: tuple[str, ...]) -> None:
+    res = run_cli(*argv)
+    assert res.code == 2 and "given twice" in res.err and res.err.count("\n") == 1, res.err
+
+
+def test_var_may_still_be_repeated() -> None:
+    ns = p.build().parse_args(["--create-loop", "x", "--from-template", "t", "--var", "a=1", "--var", "b=2"])
+    assert ns.var == ["a=1", "b=2"]

@@ -112,6 +112,11 @@ def test_a_tick_that_died_is_shown_as_held_at_the_cap(project: Path) -> None:
     d = cli(p, "--loop-status", "demo", "--json").json
     assert d["spend_usd"]["reserved"] == 2.0 and d["spend_usd"]["used"] == pytest.approx(2.1)
     assert "held by an unsettled tick $2.0000" in status(p).out
+    loops.update_state(p, "demo", via_json("TICK_START", {"n": 3, "reserved_usd": "2.0"},
+                       lambda s: s.update(iteration_count=3, spent_usd=round(s["spent_usd"] + 2.0, 6))))
+    d = cli(p, "--loop-status", "demo", "--json").json
+    assert d["spend_usd"]["unsettled_ticks"] == 2
+    assert "held by 2 unsettled ticks $4.0000" in status(p).out
 
 
 def test_halted_loop_says_why_and_what_to_run(project: Path) -> None:

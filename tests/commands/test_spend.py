@@ -51,6 +51,8 @@ def test_spend_cli_json_and_bad_input_is_one_line_exit_2() -> None:
     bad = run_cli("--spend")
     assert bad.code == 2 and str(where) in bad.err and "Traceback" not in bad.err
     assert run_cli("--since", "2026-12-01", "--loop-list").code == 2  # --since goes with --spend only
+    twice = run_cli("--spend", "--since", "2026-12-01", "--since", "2026-11-01")
+    assert twice.code == 2 and "--since given twice" in twice.err and twice.err.count("\n") == 1
 
 
 def test_account_view_windows_and_caps() -> None:
@@ -81,3 +83,8 @@ def test_loop_status_shows_the_account_cap_beside_the_loops(tmp_path: Path) -> N
     assert lines[spent + 1].startswith("  account caps: day $1.00 of $3.00 ($2.00 left)")
     got = run_cli("--loop-status", "demo", "--project", str(root), "--json")
     assert got.json["account"]["windows"][0]["used_micro_usd"] == 1_000_000
+
+
+def test_an_early_since_prints_an_iso_day() -> None:
+    out = run_cli("--spend", "--since", "0001-01-01")
+    assert out.code == 0 and out.out.startswith("spend since 0001-01-01 "), (out.out, out.err)  # was 1-01-01

@@ -29,7 +29,9 @@ def test_parse_caps_exact_micro_usd() -> None:
                                             (b'{"day": 3}', "unknown key 'day'"), (b'{"day_usd": null}', "day_usd"),
                                             (b'{"week_usd": -2}', "week_usd"), (b'{"day_usd": 1e10}', "day_usd"),
                                             (b'{"day_usd": 1.0000001}', "6 decimal places"),
-                                            (b'{"day_usd": NaN}', "day_usd"), (b'{"day_usd": false}', "day_usd")])
+                                            (b'{"day_usd": NaN}', "day_usd"), (b'{"day_usd": false}', "day_usd"),
+                                            (b"[" * 60000, "nested too deeply"),
+                                            (b'{"day_usd": 1, "day_usd": 100}', "duplicate key 'day_usd'")])
 def test_parse_caps_refuses_with_one_line_naming_the_file(text: bytes, said: str) -> None:
     with pytest.raises(BadInput) as exc:
         parse_caps(text, "/h/.config/automaton/caps.json")

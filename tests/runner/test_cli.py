@@ -18,8 +18,14 @@ SCRIPTS = Path(__file__).resolve().parents[2] / "src" / "automaton" / "resources
 @pytest.mark.timeout(300)
 def test_demo_runs_offline_and_exits_0(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
+    # The user's own caps say no spend today, and their key folder holds only that: the demo
+    # must neither obey nor touch it (it has a HOME of its own).
+    config = Path.home() / ".config" / "automaton"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "caps.json").write_text('{"day_usd": 0}')
     res = run_cli("--demo", "--json", entry="automaton-loop")
     assert res.code == 0, res.err
+    assert sorted(p.name for p in config.iterdir()) == ["caps.json"]  # no key, account ledger or deferral
     rows = {r["loop"]: r for r in res.json["loops"]}
     assert rows["fix-ci"]["status"] == "complete" and rows["fix-ci"]["last_score"] == 1.0
     assert rows["drift-check"]["status"] == "complete" and rows["drift-check"]["resumed_count"] == 1
@@ -92,3 +98,11 @@ def test_a_closed_output_pipe_changes_neither_the_tick_nor_its_exit_status(proje
     state = store.read_state(proj, "demo")
     assert state.iteration_count == 1 and state.last_verdict is not None and state.last_verdict.score == 0.5
     assert (proj.loop_dir(store.require_tracked(proj, "demo")) / "runs" / "1" / "tick.json").is_file()
+
+
+@pytest.mark.parametrize("argv", [("--mode", "tick", "--mode", "run", "--loop", "x"),
+                                  ("--mode", "tick", "--loop", "a", "--loop", "b"),
+                                  ("--mode", "run", "--loop", "a", "--max-ticks", "1", "--max-ticks", "9")])
+def test_a_value_flag_given_twice_is_a_usage_error(argv: tuple[str, ...]) -> None:
+    res = run_cli(*argv, entry="automaton-loop")
+    assert res.code == 2 and "given twice" in res.err and res.err.count("\n") == 1, res.err

@@ -63,7 +63,7 @@ def lines(project: Project, name: str = "demo") -> list[str]:
 
 def test_a_usage_limit_defers_without_counting_the_iteration(project: Path, fake_bin: Any, tmp_path: Path) -> None:
     reset = int(time.time()) + 3 * 3600
-    claude_says(fake_bin, {"implement": limit_result(f"Claude AI usage limit reached|{reset}")}, write="src/a.py")
+    claude_says(fake_bin, {"implement": limit_result(f"Claude AI usage limit reached|{reset}")})
     sent = tmp_path / "notified.jsonl"
     notify = {"command": [PY, "-c", f"import sys; open({str(sent)!r}, 'a').write(sys.stdin.read() + '\\n')"]}
     proj = claude_loop(project, notify=notify)
@@ -80,7 +80,7 @@ def test_a_usage_limit_defers_without_counting_the_iteration(project: Path, fake
     assert s.score_history == () and s.last_verdict is None
     last = lines(proj)[-1]
     assert " TICK_DEFERRED n=1 refund_usd=0.95 cost=0.05 " in last and " iterations=0 spent_usd=0.05 " in last
-    assert f"until={until}" in last and "commit=" in last  # the work before the limit was committed
+    assert f"until={until}" in last and "commit=" not in last  # nothing changed: nothing committed
     runs = proj.loop_dir(store.require_tracked(proj, "demo")) / "runs"
     kept = [p.name for p in runs.iterdir()]
     assert len(kept) == 1 and kept[0].startswith("1.deferred-")  # runs/1 is free for the next tick
@@ -144,16 +144,47 @@ def test_a_tick_without_a_limit_clears_the_deferral(project: Path, fake_bin: Any
     assert store.read_state(proj, "demo").iteration_count == 1
 
 
-def test_a_limit_of_the_verify_agent_defers_too(project: Path, fake_bin: Any) -> None:
+@pytest.mark.parametrize("write", [None, "src/b.py"])
+def test_a_limit_of_the_verify_agent_defers_the_account(project: Path, fake_bin: Any, write: str | None) -> None:
+    """Without changes the tick is put off; with a commit it is an ordinary counted tick (both
+    costs as reported) and the account still waits."""
     claude_says(fake_bin, {"verify": limit_result("You've hit your limit · resets 4pm (Europe/Berlin)", cost=0.02)},
-                write="src/b.py")
+                write=write)
     roles = {"implement": {"prompt": "implement.md"}, "verify": {"prompt": "verify.md", "score": "agent"},
              "orchestrate": {"builtin": True}}
     proj = claude_loop(project, roles=roles, template_files={"verify.md": "Check.\n"})
     out = tick(proj, "demo")
-    assert out.data is not None and out.data["deferred"] is not None and out.data["commit"]
+    assert out.data is not None and (out.data.get("deferred") is None) == (write is not None)
+    assert bool(out.data["commit"]) == (write is not None)
     s = store.read_state(proj, "demo")
-    assert (s.iteration_count, s.spent_usd) == (0, 0.12)  # implement 0.10 + verify 0.02
+    assert (s.iteration_count, s.spent_usd) == (int(write is not None), 0.12)  # implement 0.10 + verify 0.02
+    found = deferrals.read("claude")
+    assert found is not None and found.active()
+
+
+RED_TEAM_LIMIT = {"type": "result", "subtype": "success", "is_error": True,
+                  "result": "Claude AI usage limit reached|1796610000", "num_turns": 1,
+                  "usage": {"input_tokens": 0, "output_tokens": 0}}
+
+
+@pytest.mark.parametrize("reset", [1796610000, 1000000000])  # in the future, in the past
+def test_a_limit_printed_after_edits_is_a_counted_tick_never_free(project: Path, fake_bin: Any, reset: int) -> None:
+    """Red team: an agent that edits its worktree and then prints a usage-limit result (no cost,
+    no output tokens: "refused") was put off at $0, its iteration given back, its edits committed
+    unverified; with a reset time in the past it repeated every 30 minutes. A tick that changed
+    the worktree is an ordinary tick: counted, verified, its unknown cost at max_tick_usd."""
+    doc = {**RED_TEAM_LIMIT, "result": f"Claude AI usage limit reached|{reset}"}
+    claude_says(fake_bin, {"implement": doc}, write="src/a.py")
+    proj = claude_loop(project)
+    for n in (1, 2):
+        out = tick(proj, "demo")
+        assert out.code == 0 and out.data is not None and out.data.get("deferred") is None, out.lines
+        assert out.data["iteration"] == n and out.data["verdict"] is not None  # verified: 1 passed, 1 failed
+        assert (out.data["cost_usd"], out.data["cost_known"]) == (1.0, False)  # max_tick_usd
+        deferrals.path("claude").unlink()  # the account waits; the next fire is let through here
+    s = store.read_state(proj, "demo")
+    assert (s.iteration_count, s.spent_usd) == (2, 2.0)
+    assert not any(" TICK_DEFERRED " in line for line in lines(proj))
 
 
 def test_an_unreadable_deferral_file_holds_the_gate_for_a_bounded_time(project: Path, fake_bin: Any) -> None:

@@ -84,8 +84,14 @@ def test_an_edited_ledger_fails_closed() -> None:
     path.write_text(path.read_text().replace("micro_usd=2000000", "micro_usd=0000001"))
     with pytest.raises(CorruptState, match="does not verify"):
         account.reserve("/p", "l", 1, 60, NOW)
-    with pytest.raises(CorruptState):
+    with pytest.raises(CorruptState) as exc:
         account.read_ledger()
+    from automaton.store import anchor
+    from automaton.store.key import mark_path
+
+    # The message names the exact files a human removes to start over, and they exist.
+    named = (anchor.file_of(path), mark_path(path))
+    assert all(str(f) in exc.value.message and f.is_file() for f in named), exc.value.message
 
 
 def test_a_ledger_rolled_back_fails_closed() -> None:

@@ -178,6 +178,8 @@ def build() -> argparse.ArgumentParser:
     `allow_abbrev` is off: long flags must be spelled in full (`--ap` is a usage error)."""
     import argparse  # here, not at the top: the hook path never builds the parser
 
+    from automaton.core.argv import once_action
+
     class _Parser(argparse.ArgumentParser):
         def error(self, message: str) -> Any:  # argparse's own message, but our exception
             raise UsageError(message + self._hint(message))
@@ -210,13 +212,15 @@ def build() -> argparse.ArgumentParser:
             before = getattr(namespace, self.dest, None)
             setattr(namespace, self.dest, Given(str(values), (*getattr(before, "all", ()), str(values))))
 
+    once = once_action()  # a value flag given twice is a usage error (--var repeats: it appends)
     for title, table in (("tasks", TASK_FLAGS), ("loops", LOOP_FLAGS), ("agents", AGENT_FLAGS),
                          ("common", COMMON_FLAGS)):
         group = parser.add_argument_group(title)
         for flags, kwargs in table:
             # Here, not in the table: the hook's shortcut parse (cli/fastpath.py) reads --project
             # from the table as the plain value flag it is for every verb but --dashboard.
-            group.add_argument(*flags, **({**kwargs, "action": _Every} if flags == ("--project",) else kwargs))
+            action = _Every if flags == ("--project",) else kwargs.get("action", once)
+            group.add_argument(*flags, **{**kwargs, "action": action})
     return parser
 
 

@@ -13,6 +13,7 @@ import os
 from automaton.commands.excludes import exclude
 from automaton.commands.human import require_human
 from automaton.commands.reviews import Review, diff_lines
+from automaton.core import jsontext
 from automaton.core.errors import AutomatonError, Refused
 from automaton.core.outcome import Outcome
 from automaton.sandbox import available
@@ -112,7 +113,7 @@ def record_sessions(project: Project) -> Outcome:
     rel = _rel(project, project.config_file)
     try:
         seal = pc.read_seal(project)
-        obj = json.loads(seal.current.decode("utf-8")) if seal.current is not None else {}
+        obj = jsontext.loads(seal.current.decode("utf-8")) if seal.current is not None else {}
         if seal.current is not None:
             pc.parse(seal.current, project.config_file)
     except (AutomatonError, ValueError) as exc:

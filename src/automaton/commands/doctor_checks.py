@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import itertools
-import json
 import os
 import re
 import shlex
@@ -22,6 +21,7 @@ from typing import Any
 
 from automaton.commands.loop_status import score_text
 from automaton.commands.writable import agent_policy
+from automaton.core import jsontext
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.loopstate import LoopState
 from automaton.core.sandbox import Policy
@@ -413,7 +413,7 @@ def _json(path: Path) -> dict[str, Any]:
     if text is None or not text.strip():
         return {}
     try:
-        data = json.loads(text)
+        data = jsontext.loads(text, unique=True)
     except ValueError as exc:
         raise Unreadable(f"not valid JSON ({exc})") from None
     if not isinstance(data, dict):

@@ -9,7 +9,6 @@ schedule (`commands.schedule_info`) and git (the worktree branch against its bas
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 from automaton.commands.schedule import read_record
 from automaton.commands.schedule_info import schedule_info
 from automaton.commands.spend import account_line, account_view
+from automaton.core import jsontext
 from automaton.core.errors import AutomatonError
 from automaton.core.gates import remaining
 from automaton.core.loopconfig import LoopConfig
@@ -56,7 +56,7 @@ def _cost_split(folder: Any, n: str, cost: float, known: bool) -> tuple[float, f
     """(USD reported by the harnesses, USD counted at the cap) of tick `n`: from
     runs/<n>/cost.json when it is readable, else all of the TICK line's cost on one side."""
     try:
-        data = json.loads((folder / "runs" / n / "cost.json").read_text(encoding="utf-8"))
+        data = jsontext.loads((folder / "runs" / n / "cost.json").read_text(encoding="utf-8"))
         reported = sum(float(c) for c in data["by_role"].values() if isinstance(c, int | float) and c >= 0)
         counted = float(data["counted_usd"])
         return round(min(reported, counted), 6), round(max(0.0, counted - reported), 6)
@@ -101,7 +101,7 @@ def _from_log(rec: loops.LoopRecord, costs: bool = True) -> dict[str, Any]:
                     else (cost, 0.0) if cost_known else (0.0, cost))
             known, at_cap = known + k, at_cap + c
     return {"scores": scores, "known": round(known, 6), "at_cap": round(at_cap, 6),
-            "reserved": round(float(sum(reserved.values())), 6)}
+            "reserved": round(float(sum(reserved.values())), 6), "unsettled": len(reserved)}
 
 
 def _worktree(loop: Loop, state: LoopState, config: LoopConfig | None) -> dict[str, Any]:
@@ -167,7 +167,8 @@ def _summary(handle: Loop, costs: bool = True, rec: LoopRecord | None = None) ->
                        "total": state.iteration_count},
         "spend_usd": {"used": micro_to_usd(micro), "max": config.brakes.max_budget_usd if config else None,
                       "left": left_usd, "total": state.spent_usd, "known": log["known"],
-                      "counted_at_cap": log["at_cap"], "reserved": log["reserved"]},
+                      "counted_at_cap": log["at_cap"], "reserved": log["reserved"],
+                      "unsettled_ticks": log["unsettled"]},
         "scores": log["scores"], "sparkline": sparkline([s["score"] for s in log["scores"]]),
         "last_tick": {"n": state.iteration_count or None, "at": state.last_tick_at,
                       "verdict": verdict.to_dict() if verdict else None},
@@ -197,7 +198,7 @@ def status_data(project: Project, name: str) -> dict[str, Any]:
                  harness or an unreadable loop.json), total (USD, all ticks), known (USD the
                  harnesses reported), counted_at_cap (USD charged at max_tick_usd because a cost
                  was unknown), reserved (USD held by ticks that have not settled: one running
-                 now, or one that died)},
+                 now, or one that died), unsettled_ticks (how many such ticks)},
      scores: [{n, score}] (every scored tick in the log, oldest first), sparkline (str, one bar
      per score), last_tick: {n, at (ISO-8601 UTC), verdict ({score, passed, done, summary,
      source}|null)}, schedule (see schedule_info.schedule_info), worktree: {path, branch,
@@ -283,6 +284,12 @@ def _worktree_line(w: dict[str, Any]) -> str:
     return f"{where}: {w['ahead']} ahead of, {w['behind']} behind {w['base']}"
 
 
+def _held(sp: dict[str, Any]) -> str:
+    """`held by an unsettled tick $X` or `held by N unsettled ticks $X` (spend_usd's reserved)."""
+    ticks = sp.get("unsettled_ticks") or 1
+    return f"held by {'an unsettled tick' if ticks == 1 else f'{ticks} unsettled ticks'} {_usd(sp['reserved'])}"
+
+
 def loop_status(project: Project, name: str) -> Outcome:
     """`--loop-status NAME [--json]`: the lines below, data = `status_data` (exit 0; exit 2 for
     an unknown, untracked or unreadable loop)."""
@@ -306,7 +313,7 @@ def loop_status(project: Project, name: str) -> Outcome:
               if sp["max"] is not None else f"{_usd(sp['used'])} used since approval (no USD budget)")
     split = [f"reported {_usd(sp['known'])}", f"counted at the tick cap {_usd(sp['counted_at_cap'])}"]
     if sp["reserved"]:
-        split.append(f"held by an unsettled tick {_usd(sp['reserved'])}")
+        split.append(_held(sp))
     lines.append(f"  spend: {budget} ({', '.join(split)}; {_usd(sp['total'])} in all)")
     if d["account"]["caps_set"] or d["account"]["error"]:  # the account-wide caps beside the loop's
         lines.append(f"  {account_line(d['account'])}")

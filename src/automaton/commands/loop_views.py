@@ -3,10 +3,10 @@ section of `--audit` (docs/architecture.md#stable-interfaces)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from automaton.commands.can_edit import Decision, own_install, protected, task_scope_allows
+from automaton.core import jsontext
 from automaton.core.digest import sha256_hex
 from automaton.core.errors import BadInput, CorruptState, ExitCode
 from automaton.core.loopconfig import SANDBOX_MODES
@@ -170,7 +170,7 @@ def _shown_config(loop: loops.Loop, rec: loops.LoopRecord) -> tuple[str | None, 
     data = loop.config_bytes()
     if data is not None and not rec.tamper and sha256_hex(data) == rec.state.config_sha256:
         try:
-            sealed = json.loads(data)
+            sealed = jsontext.loads(data)
             loop_defaults()  # what validation reads besides the bytes: a broken config.md fails it
         except (ValueError, BadInput):  # validate in full below, which says so
             sealed = None

@@ -22,7 +22,7 @@ from automaton.commands.loop_views import audit_section, can_edit_loop, loop_lis
 from automaton.commands.loops_common import optional as _optional
 from automaton.commands.loops_common import require_sealed_project_config
 from automaton.commands.reviews import Review, diff_lines
-from automaton.core import loopstate
+from automaton.core import jsontext, loopstate
 from automaton.core.digest import sha256_hex
 from automaton.core.errors import BadInput, Refused
 from automaton.core.gates import (
@@ -438,7 +438,7 @@ def _config_as_reviewed(loop: Loop, review: Review) -> LoopConfig:
     """loop.json read for sealing; Refused unless it is the one `review` hashed (its `seen`
     starts with that SHA-256): a write between the two reads would be sealed unseen."""
     config = loop.read_config()
-    if config.sha256 != json.loads(review.seen)[0]:
+    if config.sha256 != jsontext.loads(review.seen)[0]:
         raise Refused(f"loop {loop.name}: loop.json changed while it was being approved: nothing was approved;"
                       f" run automaton --approve --loop {loop.name} again")
     holdout = None if config.roles.verify.holdout is None else loop.dir / config.roles.verify.holdout

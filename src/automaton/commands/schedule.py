@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from automaton import install_paths
+from automaton.core import jsontext
 from automaton.core.errors import AutomatonError, BadInput, CorruptState, Refused
 from automaton.core.loopstate import Event, LogEvent
 from automaton.core.names import LoopName
@@ -70,7 +71,7 @@ def read_record(project: Project, loop: LoopName) -> dict[str, Any] | None:
     """The installed-schedule record, None when no schedule is installed; CorruptState if bad."""
     path = record_path(project, loop)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = jsontext.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -28,7 +28,6 @@ is resolved to an absolute path (a bare name on this PATH) and must be an execut
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import posixpath
 import re
@@ -36,6 +35,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from automaton.core import jsontext
 from automaton.core.errors import BadInput
 from automaton.core.names import NAME_RE
 from automaton.core.outcome import Outcome
@@ -85,7 +85,7 @@ def template_dir(project: Project, name: str) -> tuple[Path, bool]:
 def _description(folder: Path) -> str:
     """loop.json's `description` (one line), or "" when unreadable."""
     try:
-        obj = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
+        obj = jsontext.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return "(unreadable loop.json)"
     text = obj.get("description") if isinstance(obj, dict) else None
@@ -203,7 +203,7 @@ def _declared(folder: Path) -> dict[str, dict[str, Any]]:
     if not path.is_file():
         return {}
     try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
+        obj = jsontext.loads(path.read_text(encoding="utf-8"), unique=True)
     except (OSError, ValueError) as exc:
         raise BadInput(f"{path}: not valid JSON ({exc})") from None
     found = obj.get("vars") if isinstance(obj, dict) else None
@@ -224,7 +224,7 @@ def verify_needs(folder: Path) -> tuple[str, ...]:
     if not path.is_file():
         return ()
     try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
+        obj = jsontext.loads(path.read_text(encoding="utf-8"), unique=True)
     except (OSError, ValueError) as exc:
         raise BadInput(f"{path}: not valid JSON ({exc})") from None
     meta = obj.get("verify_python", {}) if isinstance(obj, dict) else {}

@@ -40,7 +40,6 @@ grant, so such an entry is not granted at all; the agent still reads it.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 from collections.abc import Mapping, Sequence
@@ -48,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from automaton import install_paths
+from automaton.core import jsontext
 from automaton.core import phases as ph
 from automaton.core.errors import BadInput
 from automaton.core.sandbox import Policy
@@ -212,7 +212,7 @@ def _why_not(path: Path, real_root: str, task_dir: Path | None, own: tuple[str, 
 
 def _json(path: Path) -> object:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return jsontext.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return None
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 
+from automaton.core import jsontext
 from automaton.core.errors import BadInput
 
 MICRO = 1_000_000  # micro-USD in one USD
@@ -127,12 +128,13 @@ def usd(micro: int) -> str:
 
 def iso(epoch: int) -> str:
     """UTC epoch seconds as ISO-8601 UTC to the second: 2026-12-07T00:00:00Z."""
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # isoformat, not strftime: glibc's %Y does not pad, and `--since 0001-01-01` read "1-01-01".
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def day_of(epoch: int) -> str:
-    """The UTC day of `epoch` as YYYY-MM-DD."""
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d")
+    """The UTC day of `epoch` as YYYY-MM-DD (four-digit year, as `iso`)."""
+    return datetime.fromtimestamp(epoch, UTC).date().isoformat()
 
 
 def windows(now: int) -> tuple[Window, ...]:
@@ -167,7 +169,7 @@ def parse_caps(data: bytes, where: str) -> Caps:
     and the fix for anything else."""
     fix = f"fix {where} (e.g. {{\"day_usd\": 3, \"week_usd\": 15, \"month_usd\": 50}})"
     try:
-        doc = json.loads(data.decode("utf-8"), parse_float=Decimal, parse_int=Decimal)
+        doc = jsontext.loads(data.decode("utf-8"), unique=True, parse_float=Decimal, parse_int=Decimal)
     except (UnicodeDecodeError, ValueError) as exc:
         raise BadInput(f"{where}: not a JSON object of caps ({_short(exc)}); {fix}") from None
     if not isinstance(doc, dict):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 
+from automaton.core import jsontext
 from automaton.core.digest import equal, hmac_sha256, sha256_hex
 from automaton.core.record import field, record
 
@@ -102,7 +103,7 @@ def parse_line(raw: str) -> LogLine | None:
         for key, val in _TOKEN.findall(rest):
             if val.startswith('"'):
                 try:
-                    val = json.loads(val)
+                    val = jsontext.loads(val)
                 except json.JSONDecodeError:
                     return None
             fields[key] = val

@@ -10,6 +10,7 @@ import json
 import math
 import re
 
+from automaton.core import jsontext
 from automaton.core.errors import BadInput, CorruptState
 from automaton.core.loopstate import SCHEMA_VERSION, LoopState, Verdict, usd_to_micro
 from automaton.core.loopstate import initial_state as initial_state
@@ -273,7 +274,7 @@ def loads_strict(text: str, source: str, exc: type[BadInput] = BadInput) -> obje
         raise exc(f"{source}: {name} is not a number JSON allows")
 
     try:
-        return json.loads(text, object_pairs_hook=pairs, parse_constant=constant)
+        return jsontext.loads(text, object_pairs_hook=pairs, parse_constant=constant)
     except json.JSONDecodeError as err:
         raise exc(f"{source}: not valid JSON ({err.msg} at line {err.lineno}); fix or restore it") from None
 

@@ -16,6 +16,7 @@ import json
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
+from automaton.core import jsontext
 from automaton.core.verdicts import Verdict
 
 # Outcomes that count as run (the score's denominator) and as a pass.
@@ -62,7 +63,7 @@ def _record(line: bytes) -> dict[str, object] | None:
     if len(line) > MAX_LINE:
         return None
     try:
-        obj = json.loads(line.decode("utf-8"))
+        obj = jsontext.loads(line.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         return None
     return obj if isinstance(obj, dict) and isinstance(obj.get("kind"), str) else None

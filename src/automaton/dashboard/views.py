@@ -11,13 +11,13 @@ is migrated.
 
 from __future__ import annotations
 
-import json
 import os
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from automaton.commands.loop_status import loop_summary, status_with_record
 from automaton.commands.spend import account_line, account_view
+from automaton.core import jsontext
 from automaton.core.errors import AutomatonError, BadInput
 from automaton.core.names import LoopName, TaskRef
 from automaton.core.scores import score_text
@@ -196,7 +196,7 @@ def _number(text: str | None) -> float | None:
 
 def _tick_verdict(folder: Any, n: str) -> str:
     try:
-        data = json.loads((folder / "runs" / n / "verdict.json").read_bytes()[:65536])
+        data = jsontext.loads((folder / "runs" / n / "verdict.json").read_bytes()[:65536])
         return str(data.get("summary") or "")[:160] if isinstance(data, dict) else ""
     except (OSError, ValueError):
         return ""

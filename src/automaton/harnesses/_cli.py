@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from typing import Any
 
+from automaton.core import jsontext
 from automaton.harnesses import HarnessRequest, HarnessResult, Invocation, _env
 from automaton.harnesses._unavailable import Refusal, detect, silent_failure
 from automaton.proc import run_streaming
@@ -119,7 +119,7 @@ def json_lines(stdout: str) -> list[dict[str, Any]]:
     found = []
     for line in stdout.splitlines():
         try:
-            obj = json.loads(line)
+            obj = jsontext.loads(line)
         except ValueError:
             continue
         if isinstance(obj, dict):

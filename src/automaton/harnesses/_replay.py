@@ -47,7 +47,7 @@ def load(path: Path) -> dict[str, Any]:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ScriptError(f"script {path} not found") from None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: JSON nested too deeply
         raise ScriptError(f"cannot read {path}: {exc}") from None
     if not isinstance(doc, dict):
         raise ScriptError(f"{path} must hold a JSON object of role -> steps")

@@ -10,9 +10,9 @@ The runner commits each tick itself, so aider's own commits are off.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from automaton.core import jsontext
 from automaton.harnesses import HarnessRequest, HarnessResult, Invocation
 from automaton.harnesses._cli import count, number, read_text, run_cli, sub, tail
 
@@ -43,7 +43,7 @@ def cost_from_log(text: str) -> tuple[float | None, dict[str, int]]:
     tokens: dict[str, int] = {}
     for line in text.splitlines():
         try:
-            ev = json.loads(line)
+            ev = jsontext.loads(line)
         except ValueError:
             continue
         if not isinstance(ev, dict) or ev.get("event") != "message_send":

@@ -24,9 +24,9 @@ the API's error type, and a 429 is `is_error` true with subtype "success"); or a
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from automaton.core import jsontext
 from automaton.harnesses import HarnessRequest, HarnessResult, Invocation, UsageLimit
 from automaton.harnesses._cli import count, has_flag, number, run_cli, sub, tail, text_of
 from automaton.harnesses._limits import detect
@@ -85,14 +85,14 @@ def _messages(stdout: str) -> list[Any]:
     """The JSON values of `stdout`: one object, the elements of an array, or one per line."""
     text = stdout.strip()
     try:
-        doc = json.loads(text)
+        doc = jsontext.loads(text)
         return doc if isinstance(doc, list) else [doc]
     except ValueError:
         pass
     candidates: list[Any] = []
     for line in text.splitlines():
         try:
-            candidates.append(json.loads(line))
+            candidates.append(jsontext.loads(line))
         except ValueError:
             continue
     return candidates
@@ -102,7 +102,7 @@ def _one_document(stdout: str) -> bool:
     """Whether `stdout` is one JSON document (`--output-format json`: an object, or with verbose
     on the array of messages), which nothing appended to it leaves one."""
     try:
-        json.loads(stdout.strip())
+        jsontext.loads(stdout.strip())
     except ValueError:
         return False
     return True

@@ -16,8 +16,7 @@ RetryableQuotaError, `packages/core/src/utils/googleQuotaErrors.ts`).
 
 from __future__ import annotations
 
-import json
-
+from automaton.core import jsontext
 from automaton.harnesses import HarnessRequest, HarnessResult, Invocation
 from automaton.harnesses._cli import count, has_flag, run_cli, sub, tail, text_of
 from automaton.harnesses._limits import detect
@@ -84,7 +83,7 @@ def stderr_error(stderr: str) -> str | None:
     generic message."""
     start = stderr.rstrip().rfind("\n{")
     try:
-        doc = json.loads(stderr[start + 1:] if start >= 0 else stderr)
+        doc = jsontext.loads(stderr[start + 1:] if start >= 0 else stderr)
     except ValueError:
         return None
     err = doc.get("error") if isinstance(doc, dict) else None
@@ -95,7 +94,7 @@ def stderr_error(stderr: str) -> str | None:
 def parse(stdout: str, stderr: str, code: int) -> HarnessResult:
     """Read `response`, sum `stats.models[*].tokens`, and report `error` or a known exit code."""
     try:
-        obj = json.loads(stdout.strip() or "null")
+        obj = jsontext.loads(stdout.strip() or "null")
     except ValueError:
         obj = None
     error = None

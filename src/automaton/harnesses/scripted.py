@@ -26,12 +26,12 @@ script says, read back from that process's output like a real agent's.
 
 from __future__ import annotations
 
-import json
 import sys
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from automaton.core import jsontext
 from automaton.core.errors import BadInput
 from automaton.harnesses import HarnessRequest, HarnessResult, Invocation
 from automaton.harnesses._cli import number, run_cli, tail
@@ -85,7 +85,7 @@ def parse(stdout: str, stderr: str, code: int) -> HarnessResult:
     obj: Any = None
     if lines:
         try:
-            obj = json.loads(lines[-1])
+            obj = jsontext.loads(lines[-1])
         except ValueError:
             obj = None
     if not isinstance(obj, dict):

@@ -18,13 +18,13 @@ a report, never a brake.
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import re
 import shutil
 import stat
 from dataclasses import dataclass
 
+from automaton.core import jsontext
 from automaton.harnesses import get
 
 MAX_PACKAGE_JSON = 256 * 1024  # bytes read of a package.json
@@ -62,7 +62,7 @@ def _package_version(path: str, package: str) -> str | None:
         return None
     try:
         with os.fdopen(fd, "rb") as fh:
-            doc = json.loads(fh.read(MAX_PACKAGE_JSON)) if stat.S_ISREG(os.fstat(fh.fileno()).st_mode) else None
+            doc = jsontext.loads(fh.read(MAX_PACKAGE_JSON)) if stat.S_ISREG(os.fstat(fh.fileno()).st_mode) else None
     except (OSError, ValueError):
         return None
     version = doc.get("version") if isinstance(doc, dict) and doc.get("name") == package else None

@@ -11,11 +11,11 @@ every edit: this module imports only json, os, sys, pathlib and core.record, and
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
 
+from automaton.core import jsontext
 from automaton.core.record import field, record  # not dataclasses (core/record.py says why)
 
 TYPE_CHECKING = False  # typing stays off the hook path too
@@ -81,7 +81,7 @@ class UnknownTool(BadPayload):
 def payload_of(text: str) -> dict[str, Any]:
     """The hook's stdin JSON object; BadPayload when it is not one."""
     try:
-        data = json.loads(text)
+        data = jsontext.loads(text)
     except ValueError as exc:
         raise BadPayload(f"hook input is not JSON ({exc})") from None
     if not isinstance(data, dict):
@@ -298,7 +298,7 @@ def _says_sandboxed(project: Project) -> bool:
     finally:
         os.close(fd)
     try:
-        obj = json.loads(data)
+        obj = jsontext.loads(data)
     except ValueError:
         return False
     return isinstance(obj, dict) and obj.get("sessions") == "sandboxed"

@@ -42,6 +42,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from automaton.core import jsontext
 from automaton.core.errors import BadInput, Refused
 from automaton.core.names import LoopName
 from automaton.core.outcome import Outcome
@@ -140,7 +141,7 @@ def read_json(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise BadInput(f"{path}: cannot read ({exc.strerror})") from None
     try:
-        data = json.loads(text) if text.strip() else {}
+        data = jsontext.loads(text, unique=True) if text.strip() else {}
     except ValueError as exc:
         raise BadInput(f"{path}: not valid JSON ({exc}); fix it by hand, automaton never overwrites it") from None
     if not isinstance(data, dict):

@@ -146,7 +146,7 @@ def base_tree(into: Path) -> Path | None:
     folder = Path(loop_dir)
     try:
         saved = json.loads((folder / ".state.loop").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: JSON nested too deeply
         raise Unscored(f"cannot read the loop's state in {folder}: {exc}") from None
     base = saved.get("base_commit") if isinstance(saved, dict) else None
     if not isinstance(base, str) or not re.fullmatch(r"[0-9a-f]{40,64}", base):
@@ -198,7 +198,7 @@ def ruff_count(root: Path, target: str) -> int:
                     "--no-respect-gitignore", "--output-format", "json", "--", *files[i:i + RUFF_BATCH]], root)
         try:
             batch = json.loads(done.stdout or "null")
-        except ValueError:
+        except (ValueError, RecursionError):
             batch = None
         if not isinstance(batch, list):
             raise Unscored(f"ruff gave no JSON report (exit {done.returncode}): {done.stderr.strip()[:200]}")
@@ -381,7 +381,7 @@ def coverage_score(target: str, tests: list[str]) -> int:
         try:
             totals = json.loads(report.read_text(encoding="utf-8"))["totals"]
             covered, statements = int(totals["covered_lines"]), int(totals["num_statements"])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
             raise Unscored(f"no coverage report: {exc}") from None
     if statements == 0:
         raise Unscored(f"no statement measured under {target}")

@@ -38,13 +38,16 @@ class After:
     the verifier exports (the branch tip after the commit); halt: the halt this step applied
     (`reason: detail`) or None; skip_verify: why the verdict must not be computed (a halted
     tick never completes the loop), None to verify; free: the agent never started, so the
-    tick charges nothing; warnings/notes: for the outcome and the progress display."""
+    tick charges nothing; changed: the agent's work may have changed something (a commit was
+    made, the worktree is gone, or no worktree could be compared): such a tick is never put
+    off for free (`runner.deferral`); warnings/notes: for the outcome and the progress display."""
 
     sha: str | None = None
     head: str | None = None
     halt: str | None = None
     skip_verify: str | None = None
     free: bool = False
+    changed: bool = True
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -77,6 +80,8 @@ def settle(loop: Loop, cfg: LoopConfig, wt: WorktreeResult, n: int, impl: Harnes
 
         done = commit_all(wt.path, f"automaton: tick {n}", also_exclude=() if wt.in_worktree else IN_PLACE_EXCLUDES)
         out.sha = done.sha
+        # Nothing committed and no error: git saw no change. Anything else may be the agent's work.
+        out.changed = done.sha is not None or done.error is not None
         if done.error:  # the work is not on loop/<name>: its verdict must not count
             fix = f"; fix: {done.fix}" if done.fix else ""
             return _halt(out, loop, "human_intervention", f"{COMMIT_FAILED}: {done.error}{fix}")

@@ -62,6 +62,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from automaton.commands.halts import halt_now
+from automaton.core import jsontext
 from automaton.store.atomic import read_all
 from automaton.store.loops import Loop
 
@@ -227,7 +228,7 @@ def commands_in(path: Path) -> dict[str, str]:
         return {WHOLE: f"<unreadable: {exc.strerror or exc}>"}
     text = raw.decode("utf-8", errors="replace")
     try:
-        doc: object = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text) \
+        doc: object = tomllib.loads(text) if path.suffix == ".toml" else jsontext.loads(text) \
             if path.suffix == ".json" else None
     except (ValueError, tomllib.TOMLDecodeError):
         doc = None

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from automaton import __version__
+from automaton.core.argv import once_action
 from automaton.core.errors import AutomatonError, BadInput, ExitCode, one_line, path_error
 from automaton.core.outcome import Outcome
 from automaton.store.layout import Project
@@ -44,12 +45,15 @@ def build() -> argparse.ArgumentParser:
             raise _Usage(message + flag_hint(message, self._option_string_actions))
 
     p = _Parser(prog="automaton-loop", description="Run ticks of an automaton loop.", allow_abbrev=False)
-    p.add_argument("--mode", choices=("tick", "run", "dry-run"),
+    once = once_action()  # a value flag given twice is a usage error, never the last one silently
+    p.add_argument("--mode", choices=("tick", "run", "dry-run"), action=once,
                    help="one tick, ticks until a gate says no, or a dry run")
-    p.add_argument("--loop", metavar="NAME", help="the loop (a folder under .automaton/loops/)")
-    p.add_argument("--project", metavar="DIR", help="project root (default: found from the current directory)")
-    p.add_argument("--max-ticks", type=int, metavar="N", help="with --mode run: stop after N ticks")
-    p.add_argument("--settings", metavar="FILE", help="agent settings with the automaton hooks (Claude --settings)")
+    p.add_argument("--loop", metavar="NAME", action=once, help="the loop (a folder under .automaton/loops/)")
+    p.add_argument("--project", metavar="DIR", action=once,
+                   help="project root (default: found from the current directory)")
+    p.add_argument("--max-ticks", type=int, metavar="N", action=once, help="with --mode run: stop after N ticks")
+    p.add_argument("--settings", metavar="FILE", action=once,
+                   help="agent settings with the automaton hooks (Claude --settings)")
     p.add_argument("--json", action="store_true", help="print one JSON object as the last stdout line")
     p.add_argument("--quiet", action="store_true", help="no progress display on stderr")
     p.add_argument("--demo", action="store_true", help="run the offline demo in a temporary project")

@@ -7,11 +7,14 @@ When any role's harness reports a `UsageLimit` (the provider refused the work: C
 locked update logged `TICK_DEFERRED n=… refund_usd=… cost=… until=…`: iteration_count goes back
 down by this tick's one iteration and spent_usd by `refund_usd` = the reservation − the counted
 cost (unknown costs counted at max_tick_usd, as for every tick), which `store.looplog` accepts
-only as the closing of this tick's own `TICK_START`. What the agent changed before the limit is
-committed as usual (the checks after the commit still apply; a tick they halt is recorded as an
-ordinary tick). The account deferral (`store.deferrals`) then holds the gate of every loop using
-the same harness on this machine until the reset time the agent reported, or a backoff; the
-loop's notify hears `deferred` once. The tick's folder is kept as `runs/<n>.deferred-<UTC>`, so
+only as the closing of this tick's own `TICK_START`. Only a refusal that changed nothing is put
+off: a tick whose worktree changed (a commit was made, the worktree is gone, or the change could
+not be ruled out: `runner.aftercommit.After.changed`) is an ordinary tick, verified and counted,
+a limited role's $0 counted as unknown cost (`Watch.unpriced`): otherwise an agent that prints
+a usage limit after its edits would work for free and uncounted (red team). The account
+deferral (`store.deferrals`) then holds the gate of every loop using the same harness on this
+machine until the reset time the agent reported, or a backoff; the loop's notify hears
+`deferred` once. The tick's folder is kept as `runs/<n>.deferred-<UTC>`, so
 the next tick, which takes the same number, starts in an empty `runs/<n>`.
 """
 
@@ -47,15 +50,25 @@ class Watch:
     def __init__(self, adapter: harnesses.Harness) -> None:
         self.adapter = adapter
         self.limit: UsageLimit | None = None
+        self.limited: set[str] = set()  # the roles whose run reported a usage limit
 
     def invocation(self, req: HarnessRequest) -> Invocation:
         return self.adapter.invocation(req)
 
     def run(self, req: HarnessRequest) -> HarnessResult:
         res = self.adapter.run(req)
-        if res.usage_limit is not None and self.limit is None:
-            self.limit = res.usage_limit
+        if res.usage_limit is not None:
+            self.limited.add(req.role)
+            if self.limit is None:
+                self.limit = res.usage_limit
         return res
+
+    def unpriced(self, costs: dict[str, float | None]) -> dict[str, float | None]:
+        """For a tick that is counted: the roles that reported a usage limit with a cost of $0
+        mapped to None (unknown, counted at max_tick_usd). A limited run's $0 rests on its own
+        output showing no model work (`harnesses.claude.worked`, `harnesses.codex.worked`),
+        which the agent can shape; a tick whose work changed the worktree did work."""
+        return {role: None for role in self.limited if costs.get(role) == 0.0}
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from rich.table import Table
 from automaton.commands import config_seal
 from automaton.commands import loops as loop_cmds
 from automaton.commands.loop_status import loop_status
+from automaton.core import jsontext
 from automaton.core.errors import BadInput
 from automaton.core.outcome import Outcome
 from automaton.core.scores import score_text
@@ -44,6 +45,7 @@ from automaton.runner.progress import Progress
 from automaton.runner.tick import TickOptions
 from automaton.sandbox import available
 from automaton.store import loops as store
+from automaton.store.key import KEY_ENV, KEY_FILE_ENV, WITHHELD_ENV
 from automaton.store.layout import Project, framework_home
 
 SAMPLE = {
@@ -95,7 +97,7 @@ def build_sample(root: Path) -> None:
 def write_templates(project: Project) -> None:
     """Project templates derived from the packaged ci-triage: scripted harness, this Python."""
     packaged = framework_home() / "templates" / "loops" / "ci-triage"
-    base = json.loads((packaged / "loop.json").read_text(encoding="utf-8"))
+    base = jsontext.loads((packaged / "loop.json").read_text(encoding="utf-8"))
     for _, template, script, window in LOOPS:
         folder = project.dot / "templates" / "loops" / template
         folder.mkdir(parents=True, exist_ok=True)
@@ -272,14 +274,41 @@ def _session_demo(console: Console, project: Project) -> None:
                       " (no task here: nothing in the project is writable).", markup=False, highlight=False)
 
 
+# What points automaton at the user's key folder, account ledger and caps (`~/.config/automaton`),
+# their kept exports and deferrals, or hands it a record key: the demo replaces or drops them all.
+_HOME_VARS = ("HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", KEY_ENV, KEY_FILE_ENV, WITHHELD_ENV)
+
+
+@contextlib.contextmanager
+def own_home(home: Path) -> Iterator[None]:
+    """For the demo's duration HOME is `home` (created) and no XDG folder or record key of the
+    user's is visible: its ticks charge and read a key folder, account ledger and caps of
+    their own, never the user's real ones (a day cap of 0 there made `make demo` fail, and
+    every demo tick was charged to the user's account). The variables are restored after."""
+    home.mkdir(parents=True, exist_ok=True)
+    saved = {k: os.environ.get(k) for k in _HOME_VARS}
+    for k in _HOME_VARS:
+        os.environ.pop(k, None)
+    os.environ["HOME"] = str(home)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def run_demo(console: Console | None = None) -> Outcome:
-    """Run the demo in a temporary folder (removed afterwards). data: {"loops": [rows]}."""
+    """Run the demo in a temporary folder (removed afterwards), with a HOME of its own there
+    (`own_home`). data: {"loops": [rows]}."""
     if importlib.util.find_spec("pytest") is None:
         raise BadInput("the demo's verify step runs pytest, which this Python lacks: pip install pytest"
                        " (make demo installs it)")
     console = console or Console(soft_wrap=True)
     opts = TickOptions(progress=Progress(stream=console.file))
-    with tempfile.TemporaryDirectory(prefix="automaton-demo-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="automaton-demo-") as tmp, own_home(Path(tmp) / "home"):
         root = Path(tmp) / "sample"
         build_sample(root)
         project = Project(root.resolve())

@@ -281,7 +281,9 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
         show.note(f"  {line}")
     verdict = Verdict(None, False, False, after.skip_verify or "", "none")
     complete, decision = False, "continue"
-    if after.skip_verify is None and watch.limit is None:
+    # Only a refusal that changed nothing is put off for free; changed work is verified and counted.
+    put_off = watch.limit is not None and not after.changed
+    if after.skip_verify is None and not put_off:
         with show.phase(f"loop {name} tick {n}: verify", folder / "verify.log"):
             said: list[str] = []
             verdict = _verify_clean(cfg, adapter, request, folder, wt, after.head, tmp, loop_dir, ctx, costs,
@@ -293,8 +295,9 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
         if watch.limit is None and verdict.halt is None:
             complete, decision = orchestrate.decide(cfg, adapter, request, loop_dir, ctx, verdict, costs)
         warnings += _config_halt(loop, baseline, after)  # the verifier and the orchestrator ran code too
-    if watch.limit is not None and after.halt is None:  # put off: no verdict, the iteration given back
-        done = deferral.settle(loop, cfg, n, folder, watch.limit, costs, after.sha)
+    limit = None if after.changed else watch.limit  # the verifier's own limit too, on an unchanged tick
+    if limit is not None and after.halt is None:  # put off: no verdict, the iteration given back
+        done = deferral.settle(loop, cfg, n, folder, limit, costs, after.sha)
         show.note(f"  {done.line}")
         return deferral.outcome(done, name, n, cfg, after.sha, wt.path, warnings)
     (folder / "verdict.json").write_text(json.dumps(verdict.to_dict(), indent=2) + "\n", encoding="utf-8")
@@ -303,6 +306,7 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
         show.note(f"  orchestrate: transition {ctx.task} -> {asked}: {applied}")
         (folder / "transition.json").write_text(json.dumps({"task": ctx.task, "phase": asked, "result": applied})
                                                 + "\n", encoding="utf-8")
+    costs.update(watch.unpriced(costs))  # a limited role's "$0, refused" does not hold for changed work
     counted, known = tick_cost(costs, cfg.brakes.max_tick_usd)
     if after.free:  # the agent never started (not installed, refused to start): nothing was spent
         counted, known = 0.0, True

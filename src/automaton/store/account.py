@@ -33,7 +33,7 @@ from automaton.core import account as core
 from automaton.core.account import Caps, Entry, Refusal
 from automaton.core.chain import ChainCheck, LogLine
 from automaton.core.errors import BadInput, CorruptState
-from automaton.store import chainlog
+from automaton.store import anchor, chainlog
 from automaton.store import key as keys
 from automaton.store.atomic import open_regular
 from automaton.store.locks import locked
@@ -117,7 +117,7 @@ def _checked(path: Path) -> ChainCheck:
 def _tampered(path: Path, why: str) -> str:
     return (f"{path}: the account ledger does not verify ({why}); every tick refuses until a human checks it."
             f" To start a new ledger (the spend it recorded is forgotten), move {path} aside and remove its"
-            f" anchor and mark in {keys.key_path().parent / 'keyed'}")
+            f" anchor {anchor.file_of(path)} and its mark {keys.mark_path(path)}")
 
 
 def fold(lines: list[LogLine], path: Path) -> Ledger:

@@ -28,6 +28,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
+from automaton.core import jsontext
 from automaton.core.errors import AutomatonError, BadInput, CorruptState
 from automaton.core.names import TaskRef
 from automaton.store.atomic import atomic_write
@@ -75,7 +76,7 @@ def read(project: Project, task: str) -> Claim | None:
     not a claim of `task`: fail closed, a human removes it."""
     path = claim_file(project, task)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = jsontext.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -31,6 +31,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from automaton.core import jsontext
 from automaton.core.errors import BadInput, one_line
 from automaton.store.atomic import atomic_write
 from automaton.store.locks import Busy, locked
@@ -93,7 +94,7 @@ def read(harness: str, now: float | None = None) -> Deferral | None:
     except OSError as exc:
         return _unreadable(where, harness, at, exc.strerror or str(exc))
     try:
-        doc = json.loads(raw)
+        doc = jsontext.loads(raw)
         until, streak = float(doc["until"]), int(doc["streak"])
         source, reason = str(doc["source"]), str(doc["reason"])
         loop = doc.get("loop")

@@ -20,6 +20,7 @@ from hashlib import sha256
 from hmac import compare_digest as equal
 from pathlib import Path
 
+from automaton.core import jsontext
 from automaton.core.testids import Frozen, id_diff
 from automaton.store.atomic import atomic_write, read_all
 
@@ -47,7 +48,7 @@ def _read(path: Path) -> Frozen | None:
         data = read_all(path)
         if len(data) > MAX_BYTES:
             return None
-        obj = json.loads(data.decode("utf-8"))
+        obj = jsontext.loads(data.decode("utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return None
     if not isinstance(obj, dict):

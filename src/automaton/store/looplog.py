@@ -19,6 +19,7 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
+from automaton.core import jsontext
 from automaton.core.chain import Lines, LogLine
 from automaton.core.errors import BadInput
 from automaton.core.loopconfig import COMMIT_HEX
@@ -133,7 +134,7 @@ def _restored(lines: list[LogLine]) -> tuple[int, int, dict[str, float], _Reserv
     if any(_is_reseal(lines[i]) for i in range(start_mark.count, len(lines))):
         return None
     try:
-        start, prev, reserved = json.loads(start_mark.fold)
+        start, prev, reserved = jsontext.loads(start_mark.fold)
         prev = {str(k): float(v) for k, v in prev.items()}
         reserved = {str(n): (float(r[0]), {str(k): float(v) for k, v in r[1].items()}) for n, r in reserved.items()}
         return start_mark.count, int(start), prev, reserved

@@ -31,11 +31,11 @@ scopes.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
 
+from automaton.core import jsontext
 from automaton.core import phases as ph
 from automaton.core.digest import sha256_hex
 from automaton.core.errors import BadInput, Refused
@@ -151,7 +151,7 @@ def parse(data: bytes, path: Path) -> dict[str, list[str]]:
     except UnicodeDecodeError as exc:
         raise BadInput(f"{path}: cannot read ({exc}); fix or remove it") from None
     try:
-        obj = json.loads(text)
+        obj = jsontext.loads(text, unique=True)
     except ValueError as exc:
         raise BadInput(f"{path}: not valid JSON ({exc}); fix or remove it") from None
     if not isinstance(obj, dict):
@@ -220,7 +220,7 @@ def allow_tools(project: Project) -> tuple[str, ...]:
     found: tuple[str, ...] = ()
     if seal.current is not None:
         parse(seal.current, project.config_file)
-        found = parse_hooks(json.loads(seal.current.decode("utf-8")).get("hooks", {}), project.config_file)
+        found = parse_hooks(jsontext.loads(seal.current.decode("utf-8")).get("hooks", {}), project.config_file)
     why = problem(project, seal)
     if why is not None:
         raise ConfigNotSealed(why)
@@ -303,7 +303,7 @@ def sandbox_lists(project: Project) -> SandboxLists:
     out = SandboxLists()
     if seal.current is not None:
         parse(seal.current, project.config_file)
-        out = parse_sandbox(json.loads(seal.current.decode("utf-8")).get("sandbox", {}), project.config_file)
+        out = parse_sandbox(jsontext.loads(seal.current.decode("utf-8")).get("sandbox", {}), project.config_file)
     why = problem(project, seal)
     if why is not None:
         raise ConfigNotSealed(why)
@@ -334,7 +334,7 @@ def isolation(project: Project) -> str:
         raise ConfigNotSealed(why)
     if seal.current is None:
         return ISOLATION_MODES[0]
-    return str(json.loads(seal.current.decode("utf-8")).get("isolation", ISOLATION_MODES[0]))
+    return str(jsontext.loads(seal.current.decode("utf-8")).get("isolation", ISOLATION_MODES[0]))
 
 
 @record(frozen=True)
@@ -355,7 +355,7 @@ def sessions(project: Project) -> Sessions:
     obj: dict[str, object] = {}
     if seal.current is not None:
         parse(seal.current, project.config_file)
-        obj = json.loads(seal.current.decode("utf-8"))
+        obj = jsontext.loads(seal.current.decode("utf-8"))
     why = problem(project, seal)
     if why is not None:
         raise ConfigNotSealed(why)
