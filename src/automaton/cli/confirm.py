@@ -6,7 +6,6 @@ this module is the only place that prints it and reads the answer.
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import TextIO
 
@@ -34,21 +33,11 @@ def _show(lines: list[str], out: TextIO) -> bool:
             print(shown(line), file=out)
         out.flush()
     except BrokenPipeError:
-        _silence(out)
+        from automaton.core import streams  # only where a write failed
+
+        streams.silence(out)  # the other stream keeps its messages
         return False
     return True
-
-
-def _silence(out: TextIO) -> None:
-    """Point `out`'s descriptor at the null device, so the interpreter's flush at exit (of
-    what the closed pipe did not take) fails no more; the other stream keeps its messages."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, out.fileno())
-    except (OSError, ValueError, AttributeError):
-        pass
-    finally:
-        os.close(devnull)
 
 
 def confirm(review: Review, *, yes: bool, as_json: bool) -> None:

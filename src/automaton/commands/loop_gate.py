@@ -134,20 +134,26 @@ class _Facts:
         if worktree is not None and worktree.is_dir():
             if self.state.base_commit is None:
                 return DriftFacts(error="base_commit is unknown, so committed changes cannot be listed")
-            try:
-                # The drift check's own index lives in the loop folder (git/content.py says why).
-                index = PrivateIndex(self.project.loop_dir(self.loop) / "drift.index", seal_bytes)
-                files = changed_paths(worktree, self.state.base_commit, index=index,
-                                      branch=None if self.drift_cwd else f"refs/heads/{branch_name(self.loop)}")
-                want = [f for f in files if hash_paths is None or f in hash_paths]
-                return DriftFacts(tuple(files), blobs=tuple(sorted(worktree_blobs(worktree, want).items())))
-            except GitMissing as exc:
-                return DriftFacts(skipped=str(exc))
-            except NestedRepository as exc:
-                return DriftFacts(nested=tuple(exc.paths))
-            except DriftError as exc:
-                return DriftFacts(error=str(exc))
+            return self._changes(worktree, self.state.base_commit, hash_paths,
+                                 branch=None if self.drift_cwd else f"refs/heads/{branch_name(self.loop)}")
         return self._branch_drift(worktree, hash_paths)
+
+    def _changes(self, where: Path, base: str, hash_paths: list[str] | None, *,
+                 excludes: tuple[str, ...] = DEFAULT_EXCLUDES, branch: str | None = None) -> DriftFacts:
+        """The drift facts of `where` since `base` (`git.drift.changed_paths` with `excludes`
+        and `branch`), blobs hashed for `hash_paths` (None: every changed path)."""
+        try:
+            # The drift check's own index lives in the loop folder (git/content.py says why).
+            index = PrivateIndex(self.project.loop_dir(self.loop) / "drift.index", seal_bytes)
+            files = changed_paths(where, base, excludes=excludes, index=index, branch=branch)
+            want = [f for f in files if hash_paths is None or f in hash_paths]
+            return DriftFacts(tuple(files), blobs=tuple(sorted(worktree_blobs(where, want).items())))
+        except GitMissing as exc:
+            return DriftFacts(skipped=str(exc))
+        except NestedRepository as exc:
+            return DriftFacts(nested=tuple(exc.paths))
+        except DriftError as exc:
+            return DriftFacts(error=str(exc))
 
     def _in_place(self) -> bool:
         """Whether the loop ticks in the main checkout (`blast_radius.use_worktree` false); an
@@ -161,18 +167,8 @@ class _Facts:
         """Changes in the main checkout since the base commit its first tick recorded: what is
         committed on its branch, staged, changed or untracked, but automaton's own folder
         (`IN_PLACE_EXCLUDES`). The human's own edits there count as well: nothing tells them apart."""
-        root, base = self.project.root, str(self.state.base_commit)
-        try:
-            index = PrivateIndex(self.project.loop_dir(self.loop) / "drift.index", seal_bytes)
-            files = changed_paths(root, base, excludes=(*DEFAULT_EXCLUDES, *IN_PLACE_EXCLUDES), index=index)
-            want = [f for f in files if hash_paths is None or f in hash_paths]
-            return DriftFacts(tuple(files), blobs=tuple(sorted(worktree_blobs(root, want).items())))
-        except GitMissing as exc:
-            return DriftFacts(skipped=str(exc))
-        except NestedRepository as exc:
-            return DriftFacts(nested=tuple(exc.paths))
-        except DriftError as exc:
-            return DriftFacts(error=str(exc))
+        return self._changes(self.project.root, str(self.state.base_commit), hash_paths,
+                             excludes=(*DEFAULT_EXCLUDES, *IN_PLACE_EXCLUDES))
 
     def _branch_drift(self, worktree: Path | None, hash_paths: list[str] | None) -> DriftFacts:
         gone = (NO_WORKTREE_YET if worktree is None

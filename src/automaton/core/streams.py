@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TextIO
 
 
-def silence() -> None:
-    """Point stdout and stderr at the null device, so that nothing printed later (and the
-    interpreter's flush at exit) fails again. A stream with no file descriptor (a test's
-    StringIO) is left as it is."""
+def silence(*only: TextIO) -> None:
+    """Point `only` (default: stdout and stderr) at the null device, so that nothing printed
+    later (and the interpreter's flush at exit) fails again. A stream with no file descriptor
+    (a test's StringIO) is left as it is."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:
-        for stream in (sys.stdout, sys.stderr):
+        for stream in only or (sys.stdout, sys.stderr):
             try:
                 os.dup2(devnull, stream.fileno())
             except (OSError, ValueError, AttributeError):
