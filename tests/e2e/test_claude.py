@@ -207,39 +207,53 @@ def test_a_loop_tick_runs_the_real_cli_commits_and_charges_its_cost(project: Pat
 
 
 @pytest.mark.parametrize("error, source", [("rate_limit", "backoff"), ("spend_limit", "reported")])
-def test_a_usage_limit_from_the_server_defers_the_tick_and_charges_what_was_spent(
+@pytest.mark.parametrize("work", [True, False], ids=["after-a-write", "before-any-work"])
+def test_a_usage_limit_from_the_server_defers_and_charges_what_was_spent(
         project: Path, claude_bin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        error: str, source: str) -> None:
-    """The model answers one tool call, then refuses: a 429 `rate_limit_error` (Claude Code
-    prints "API Error: Request rejected (429) · …", `api_error_status` 429, no reset time: the
-    runner backs off) or the API's spend limit (a 400 "You have reached your specified API usage
-    limits. You will regain access on … UTC": deferred until then). The tick is deferred, its
-    iteration given back, and only the cost the CLI reported for the call that ran is charged."""
+        error: str, source: str, work: bool) -> None:
+    """The model refuses: a 429 `rate_limit_error` (Claude Code prints "API Error: Request
+    rejected (429) · …", `api_error_status` 429, no reset time: the runner backs off) or the
+    API's spend limit (a 400 "You have reached your specified API usage limits. You will regain
+    access on … UTC": deferred until then). Refused before any work, the tick is deferred and its
+    iteration given back. Refused after a tool call that wrote a file, the tick changed its
+    worktree: an ordinary counted, verified tick (a refusal never makes work free); the account
+    still waits. Either way the cost the CLI reported is what is charged."""
     needs_sandbox()
+    from automaton.store import deferrals
+
     monkeypatch.setenv("CLAUDE_CODE_MAX_RETRIES", "1")  # the CLI's own retries, kept short
     reset = 1_899_999_960  # a whole minute: the message gives HH:MM
     worktree = project / ".automaton" / "loops" / "demo" / "worktree"
-    steps = [ck.tool_use("t_fix", "Write", file_path=str(worktree / "src/fix.py"), content="x = 1\n"),
-             {"error": error, "retry_after": 1, "reset_epoch": reset, "repeat": True}]
-    with AnthropicServer(steps, tmp_path / "requests.jsonl") as server:
+    refuse = {"error": error, "retry_after": 1, "reset_epoch": reset, "repeat": True}
+    steps = [ck.tool_use("t_fix", "Write", file_path=str(worktree / "src/fix.py"), content="x = 1\n"), refuse]
+    with AnthropicServer(steps if work else [refuse], tmp_path / "requests.jsonl") as server:
         proj = claude_loop(project, claude_bin, monkeypatch, server.url)
         out = tick(proj, "demo")
-    assert out.code == 0, out.lines
+    assert out.code == 0 and out.data is not None, out.lines
     data = out.data
-    assert data.get("iteration_counted") is False and data["deferred"]["source"] == source, (out.lines, data)
     loop_dir = proj.loop_dir(store.require_tracked(proj, "demo"))
-    [kept] = list((loop_dir / "runs").glob("1.deferred-*"))
-    real = json.loads((kept / "implement.log").read_text())
-    assert real["is_error"] is True and real["total_cost_usd"] > 0
-    assert data["cost_usd"] == pytest.approx(real["total_cost_usd"]) and data["cost_known"] is True
     state = store.read_state(proj, "demo")
-    assert state.iteration_count == 0 and state.spent_usd == pytest.approx(real["total_cost_usd"])
-    deferred = json.loads((kept / "deferred.json").read_text())
-    if source == "reported":
-        assert deferred["reported_reset_epoch"] == reset
+    found = deferrals.read("claude")
+    assert found is not None and found.active() and found.source == source  # the account waits
+    if work:
+        assert data.get("deferred") is None and data["iteration"] == 1 and data["verdict"] is not None, data
+        real = json.loads((loop_dir / "runs" / "1" / "implement.log").read_text())
+        assert real["is_error"] is True and real["total_cost_usd"] > 0
+        assert state.iteration_count == 1
+        record_fixture(f"claude-result-{error}.json", real, proj.root, Path(os.environ["HOME"]))
     else:
-        assert deferred["reported_reset_epoch"] is None and "429" in deferred["message"]
-    record_fixture(f"claude-result-{error}.json", real, proj.root, Path(os.environ["HOME"]))
+        assert data.get("iteration_counted") is False and data["deferred"]["source"] == source, (out.lines, data)
+        [kept] = list((loop_dir / "runs").glob("1.deferred-*"))
+        real = json.loads((kept / "implement.log").read_text())
+        assert real["is_error"] is True
+        assert state.iteration_count == 0
+        deferred = json.loads((kept / "deferred.json").read_text())
+        if source == "reported":
+            assert deferred["reported_reset_epoch"] == reset
+        else:
+            assert deferred["reported_reset_epoch"] is None and "429" in deferred["message"]
+    assert data["cost_usd"] == pytest.approx(real["total_cost_usd"]) and data["cost_known"] is True
+    assert state.spent_usd == pytest.approx(real["total_cost_usd"])
 
 
 def test_the_settings_check_sees_an_entry_the_cli_skipped(project: Path, claude_bin: Path, tmp_path: Path) -> None:
