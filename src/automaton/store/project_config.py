@@ -216,15 +216,8 @@ def allow_tools(project: Project) -> tuple[str, ...]:
     """`hooks.allow_tools` of the sealed config.json; () when there is neither a file nor a
     seal. BadInput / ConfigNotSealed exactly as `scope_overrides`: a list the agent widened
     itself (an unsealed config.json) lets nothing through."""
-    seal = read_seal(project)
-    found: tuple[str, ...] = ()
-    if seal.current is not None:
-        parse(seal.current, project.config_file)
-        found = parse_hooks(jsontext.loads(seal.current.decode("utf-8")).get("hooks", {}), project.config_file)
-    why = problem(project, seal)
-    if why is not None:
-        raise ConfigNotSealed(why)
-    return found
+    obj = _sealed_object(project)
+    return parse_hooks(obj["hooks"], project.config_file) if "hooks" in obj else ()
 
 
 def allowed_tool(project: Project, tool: str) -> str | None:
@@ -299,15 +292,23 @@ def _no_agent_state(hide: tuple[str, ...], path: Path) -> None:
 def sandbox_lists(project: Project) -> SandboxLists:
     """`sandbox` of the sealed config.json; empty lists when there is neither a file nor a
     seal. BadInput / ConfigNotSealed exactly as `scope_overrides`."""
+    obj = _sealed_object(project)
+    return parse_sandbox(obj["sandbox"], project.config_file) if "sandbox" in obj else SandboxLists()
+
+
+def _sealed_object(project: Project) -> dict[str, object]:
+    """The sealed config.json as a JSON object ({} when there is neither a file nor a seal):
+    its own error first (BadInput: it says what to fix before approving), then ConfigNotSealed
+    when the file is not the sealed one (see `problem`)."""
     seal = read_seal(project)
-    out = SandboxLists()
+    obj: dict[str, object] = {}
     if seal.current is not None:
-        parse(seal.current, project.config_file)
-        out = parse_sandbox(jsontext.loads(seal.current.decode("utf-8")).get("sandbox", {}), project.config_file)
+        parse(seal.current, project.config_file)  # every section checked: an object of known keys
+        obj = jsontext.loads(seal.current.decode("utf-8"))
     why = problem(project, seal)
     if why is not None:
         raise ConfigNotSealed(why)
-    return out
+    return obj
 
 
 def scope_overrides(project: Project) -> dict[str, list[str]]:
@@ -326,15 +327,7 @@ def scope_overrides(project: Project) -> dict[str, list[str]]:
 def isolation(project: Project) -> str:
     """The sealed config.json's "isolation" (default "namespaces"). BadInput and
     ConfigNotSealed as `scope_overrides`."""
-    seal = read_seal(project)
-    if seal.current is not None:
-        parse(seal.current, project.config_file)  # its own error first, as in scope_overrides
-    why = problem(project, seal)
-    if why is not None:
-        raise ConfigNotSealed(why)
-    if seal.current is None:
-        return ISOLATION_MODES[0]
-    return str(jsontext.loads(seal.current.decode("utf-8")).get("isolation", ISOLATION_MODES[0]))
+    return str(_sealed_object(project).get("isolation", ISOLATION_MODES[0]))
 
 
 @record(frozen=True)
@@ -351,14 +344,7 @@ class Sessions:
 def sessions(project: Project) -> Sessions:
     """The sealed config.json's "sessions" (and "isolation"), read once. BadInput and
     ConfigNotSealed as `scope_overrides`."""
-    seal = read_seal(project)
-    obj: dict[str, object] = {}
-    if seal.current is not None:
-        parse(seal.current, project.config_file)
-        obj = jsontext.loads(seal.current.decode("utf-8"))
-    why = problem(project, seal)
-    if why is not None:
-        raise ConfigNotSealed(why)
+    obj = _sealed_object(project)
     mode = obj.get("sessions")
     return Sessions(str(mode or SESSION_MODES[1]), mode is not None,
                     str(obj.get("isolation", ISOLATION_MODES[0])))
