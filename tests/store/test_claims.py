@@ -105,3 +105,18 @@ def test_a_claim_file_that_is_not_a_claim_fails_closed(project: Path) -> None:
     path.write_text(json.dumps({"schema_version": 1, "task": "other", "loop": "one", "claimed_at": "x"}))
     with pytest.raises(CorruptState, match="not a claim of task t"):
         claims.claim(p, "t", "two")
+
+
+def test_a_holder_whose_state_cannot_be_read_keeps_its_claim(project: Path) -> None:
+    """Fail closed: a holder whose state is tampered (or its key hidden, its disk failing) is
+    not gone; only a loop with no folder, or neither state nor log, lets the claim go."""
+    p = two_loops(project)
+    made, _ = claims.claim(p, "t", "one")
+    state = Loop.resolve(p, "one").state_file
+    before = state.read_bytes()
+    after = before.replace(b'"iteration_count": 0', b'"iteration_count": 7')
+    assert after != before
+    state.write_bytes(after)
+    assert claims.holder(p, "t", "two") == made
+    with pytest.raises(Busy, match="claimed by loop one"):
+        claims.claim(p, "t", "two")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 
 from automaton.commands.halts import halt_now
-from automaton.core.errors import EnvironmentFailure, ExitCode, environment_failure, one_line
+from automaton.core.errors import AutomatonError, EnvironmentFailure, ExitCode, environment_failure, one_line
 from automaton.core.outcome import Outcome
 from automaton.store.atomic import read_regular
 from automaton.store.loops import Loop
@@ -30,15 +30,19 @@ _UNKNOWN = (f"{REASON}: a tick met a full disk or a write it was refused and cou
             " then; check the free space, then automaton --approve")
 
 
-def on_error(loop: Loop, exc: OSError) -> EnvironmentFailure:
-    """The tick (holding its lock) met `exc`, an environment error: halt the loop now, or leave
-    the halt pending for the next tick. Returns the error the runner exits with (exit 1): the
-    path, the fix and the halt."""
-    failure = environment_failure(exc, str(loop.dir)) or EnvironmentFailure(one_line(str(exc)))
+def on_error(loop: Loop, exc: OSError | EnvironmentFailure) -> EnvironmentFailure:
+    """The tick (holding its lock) met `exc`, an environment error (an OSError, or one already
+    named, e.g. by the worktree's git on a full disk): halt the loop now, or leave the halt
+    pending for the next tick. Returns the error the runner exits with (exit 1): the path, the
+    fix and the halt."""
+    if isinstance(exc, EnvironmentFailure):
+        failure = exc
+    else:
+        failure = environment_failure(exc, str(loop.dir)) or EnvironmentFailure(one_line(str(exc)))
     detail = f"{REASON}: {failure.message}"[:_MAX_DETAIL]
     try:
         halt_now(loop, "human_intervention", detail, "tick")
-    except OSError:
+    except (OSError, AutomatonError):  # e.g. the anchor's write on the same full disk (a BadInput)
         _leave_pending(loop, detail)
         return EnvironmentFailure(f"loop {loop.name}: {failure.message}; the tick stopped and its halt"
                                   f" (human_intervention: {REASON}) is recorded by the next tick")

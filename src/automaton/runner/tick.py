@@ -27,7 +27,7 @@ from typing import Any
 from automaton import harnesses
 from automaton.commands import loop_gate
 from automaton.commands.halts import halt_now, stop_schedule
-from automaton.core.errors import ExitCode, environment_errno
+from automaton.core.errors import EnvironmentFailure, ExitCode, environment_errno
 from automaton.core.gates import CONFIG_CHANGED, remaining
 from automaton.core.loopconfig import MIB, LoopConfig
 from automaton.core.loopstate import Event, LogEvent, LoopState
@@ -121,6 +121,8 @@ def tick(project: Project, name: str, options: TickOptions | None = None, *, loc
         except OSError as exc:  # a full disk or a refused write: halted io_error, never a crash
             if not environment_errno(exc):
                 raise
+            raise iohalt.on_error(loop, exc) from exc
+        except EnvironmentFailure as exc:  # one already named (the worktree's git on a full disk)
             raise iohalt.on_error(loop, exc) from exc
     raise AssertionError("unreachable")  # pragma: no cover
 

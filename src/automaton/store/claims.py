@@ -24,18 +24,19 @@ compare-and-swap claim in a git remote (`--state-remote`) is not built.
 from __future__ import annotations
 
 import json
+import os
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
 from automaton.core import jsontext
 from automaton.core.errors import AutomatonError, BadInput, CorruptState
-from automaton.core.names import TaskRef
+from automaton.core.names import LoopName, TaskRef
 from automaton.store.atomic import atomic_write
 from automaton.store.chainlog import utc_now
 from automaton.store.layout import Project
 from automaton.store.locks import Busy, locked
-from automaton.store.loops import Loop, list_loops
+from automaton.store.loops import LOG_FILE, STATE_FILE, Loop, list_loops
 
 CLAIMS_DIR = "claims"
 SCHEMA = 1
@@ -93,10 +94,21 @@ def live(project: Project, loop: str) -> bool:
     cannot be read counts as live (fail closed: the claim is not taken over)."""
     try:
         return Loop.resolve(project, loop).read_state().status in LIVE
-    except CorruptState:
-        return True
-    except AutomatonError:  # gone, or never tracked: removed
+    except AutomatonError:  # only a loop that is gone or was never tracked lets the claim go
+        return not _gone(project, loop)
+
+
+def _gone(project: Project, loop: str) -> bool:
+    """Whether loop `loop` has no folder, or a folder with neither its state nor its log (what
+    `Loop.resolve` calls unknown or untracked). A tampered or unreadable state, a hidden key
+    or a failing disk is not gone: its claim holds (fail closed)."""
+    try:
+        folder = project.loop_dir(LoopName.of(loop))
+    except AutomatonError:
         return False
+    if not os.path.lexists(folder):
+        return True
+    return folder.is_dir() and not any(os.path.lexists(folder / f) for f in (STATE_FILE, LOG_FILE))
 
 
 def holder(project: Project, task: str, loop: str) -> Claim | None:
@@ -118,10 +130,9 @@ def _bound_others(project: Project, task: str, loop: str) -> list[Loop]:
         try:
             other = Loop.resolve(project, name)
             bound = other.bound_tasks(other.read_state())
-        except CorruptState:
-            found.append(Loop.resolve(project, name))
-            continue
-        except AutomatonError:  # untracked: it has no tick
+        except AutomatonError:  # untracked: it has no tick; any other error counts as bound
+            if not _gone(project, name):
+                found.append(Loop(project, LoopName.of(name), project.loop_dir(LoopName.of(name))))
             continue
         if any(_is(task_name, ref) for task_name in bound):
             found.append(other)
