@@ -325,6 +325,8 @@ CONTENT_CALLS = (
     ["ls-files", "-m"],  # re-hashes racily clean files through the clean filter
     ["ls-files", "-vm"],
     ["read-tree", "-u", "-m", "HEAD"],  # checks files out
+    ["read-tree", "--reset", "HEAD"],  # without -i, the up-to-date check may re-hash a racily clean file
+    ["diff-index", "HEAD", "--", "--cached"],  # `--cached` after `--` is a path: the worktree is compared
     ["diff-tree", "-p", "HEAD", "HEAD"],
     ["worktree", "add", "x"],
     ["status"],

@@ -74,7 +74,7 @@ _NO_CONTENT = frozenset({"rev-parse", "config", "ls-tree", "symbolic-ref", "merg
 # only these options: they compare trees, a tree with the index, or list names. A clean or
 # smudge filter runs only where git converts between a worktree file and a blob; `diff-tree`
 # compares two trees, `diff-index --cached` a tree with the index, `ls-files` lists the index
-# (or, `--others`, names on disk: never read), `read-tree` without `-u` fills an index only,
+# (or, `--others`, names on disk: never read), `read-tree -i` (no `-u`) fills an index only,
 # `worktree list` reads the worktrees' administrative files. Any option outside a command's
 # set (`ls-files -m` re-hashes racily clean files through the clean filter; `read-tree -u`
 # checks files out) means the probe runs as before.
@@ -258,9 +258,14 @@ def _reads_no_content(sub: str, rest: Sequence[str]) -> bool:
     allowed = _NO_CONTENT_WITH.get(sub)
     if allowed is None or (sub == "worktree" and (not rest or rest[0] != "list")):
         return False
-    if sub == "diff-index" and "--cached" not in rest:  # without it, the worktree's files are compared
+    # Options are read before `--` only: after it every word is a path (`diff-index T --
+    # --cached` compares the worktree).
+    opts = list(rest[:rest.index("--")]) if "--" in rest else list(rest)
+    if sub == "diff-index" and "--cached" not in opts:  # without it, the worktree's files are compared
         return False
-    return all(arg in allowed for arg in rest if arg.startswith("-") or sub == "worktree")
+    if sub == "read-tree" and "-i" not in opts:  # without it git's up-to-date check may re-hash
+        return False  # a racily clean file through the clean filter
+    return all(arg in allowed for arg in opts if arg.startswith("-") or sub == "worktree")
 
 
 def hardened_argv(repo: str, args: Sequence[str], env: Mapping[str, str], timeout_s: float) -> list[str]:
