@@ -149,3 +149,26 @@ def test_a_tmpdir_inside_home_is_the_agents_own(tmp_path: Path, monkeypatch: pyt
     assert tempdirs.judge(own / "x", project) == (True, f"{own}/x is in the agent's temp folder {own}")
     assert tempdirs.judge(Path(home) / ".bashrc", project) is None
     assert tempdirs.judge(Path(home) / ".config" / "automaton" / "key", project) is None
+
+
+def test_the_system_temp_dir_as_tmpdir_keeps_automatons_entries(research: Path, systmp: Path,
+                                                                hook: Callable[..., Result],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session whose $TMPDIR is the system temp dir gets no claim on a tick's temp dir there."""
+    monkeypatch.setenv("TMPDIR", str(systmp))
+    (systmp / "automaton-demo-1-abc").mkdir()
+    assert_denied(hook("claude", bash(research, f"touch {systmp}/automaton-demo-1-abc/verify-tree/x")),
+                  "automaton's own")
+    assert_allowed(hook("claude", bash(research, f"echo hi > {systmp}/scratch.txt")))
+
+
+def test_a_hard_link_into_the_project_is_no_temp_file(research: Path, systmp: Path,
+                                                      hook: Callable[..., Result]) -> None:
+    """realpath cannot see a hard link: a temp name with a second name is judged by the usual
+    rules (the project's file behind it is outside research's scope)."""
+    target = research / "src" / "linked.py"
+    target.parent.mkdir(exist_ok=True)
+    target.write_text("x = 1\n")
+    os.link(target, systmp / "linked.py")
+    assert_denied(hook("claude", bash(research, f"echo x > {systmp}/linked.py")), "hard links")
+    assert_allowed(hook("claude", bash(research, f"echo x > {systmp}/plain.py")))

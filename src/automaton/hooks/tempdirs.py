@@ -32,6 +32,7 @@ write; the kernel sandbox is what holds an agent's writes (SECURITY.md).
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 SYSTEM_TEMP = () if os.name == "nt" else ("/tmp",)
@@ -67,8 +68,6 @@ def roots(home: str, key_folder: str) -> list[tuple[str, bool]]:
             continue
         if root not in [r for r, _ in out]:
             out.append((root, session))
-        elif session:  # /tmp is also this session's TMPDIR: its own entries are the agent's
-            out = [(r, s or r == root) for r, s in out]
     return out
 
 
@@ -108,10 +107,27 @@ def judge(path: Path, project_root: Path, memo: Memo | None = None) -> tuple[boo
     if any(_beneath(text, o) or _beneath(o, text) for o in own):
         return None
     first = text[len(root.rstrip(os.sep)) + 1:].split(os.sep, 1)[0]
-    if not session and _own_entry(first):
+    # automaton's own entries in the system temp dir stay its own even when that is also the
+    # session's $TMPDIR.
+    if (not session or root in _system_roots()) and _own_entry(first):
         return False, (f"{text}: {root}/{OWN_PREFIX}* is automaton's own (a tick's temp dir, the verifier's export,"
                        " crash logs), never an agent's: write elsewhere in the temp folder")
+    if _hard_linked(path):  # `ln proj/f /tmp/f` then a write to /tmp/f changes the project's file
+        return None
     return True, f"{text} is in the agent's temp folder {root}"
+
+
+def _system_roots() -> list[str]:
+    return [os.path.realpath(folder) for folder in SYSTEM_TEMP]
+
+
+def _hard_linked(path: Path) -> bool:
+    """Whether `path` is a file with another name somewhere (a hard link realpath cannot see)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
 
 
 def _own_entry(name: str) -> bool:
