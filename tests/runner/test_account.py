@@ -153,3 +153,18 @@ def test_a_ledger_that_cannot_be_settled_warns_and_keeps_the_reservation(tmp_pat
     assert any("account ledger not settled" in w for w in out.warnings)
     (entry,) = account.read_ledger().entries
     assert entry.charged is None and entry.counted == 1_000_000
+
+
+@pytest.mark.parametrize("cost", [float("nan"), float("inf"), -1.0, True, "1.0", None])
+def test_a_cost_that_is_no_finite_amount_settles_at_the_reservation(cost: object,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only a finite, non-negative number is a cost; anything else counts the reservation whole
+    (NaN once reached `usd_to_micro` and raised after the tick had run)."""
+    from automaton.core.outcome import Outcome
+    from automaton.runner import account
+    from automaton.store import account as store
+
+    got: list[int] = []
+    monkeypatch.setattr(store, "settle", lambda rid, micro, now: got.append(micro))
+    assert account.settle(store.Reserved("r1", 2_000_000), Outcome(data={"cost_usd": cost})) is None
+    assert got == [2_000_000]

@@ -155,13 +155,14 @@ def install(handle: Loop, interval_s: int | None = None, *, system: str | None =
     sys_name = system or _platform()
     if handle.read_state().status == "complete":
         raise Refused(f"loop {loop} is complete (terminal): there is nothing to schedule")
-    interval = parse_interval(interval_s) or default_interval(handle)
+    pace = default_interval(handle)
+    interval = parse_interval(interval_s) or pace
     scheduler.check_interval(interval)
     job = _job(project, loop, interval)
     out = Outcome()
-    if interval != default_interval(handle):
+    if interval != pace:
         out.warnings.append(f"--interval {interval} s differs from loop.json's schedule.interval_seconds"
-                            f" ({default_interval(handle)} s): --doctor will say so; to make {interval} s the"
+                            f" ({pace} s): --doctor will say so; to make {interval} s the"
                             " loop's own, set it in loop.json and approve it")
     if not job.runner.is_file():
         out.warnings.append(f"runner {job.runner} does not exist yet: scheduled ticks fail until it does")

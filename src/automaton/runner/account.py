@@ -13,6 +13,7 @@ exactly what the loop's gate reserves for the tick, so the two walls agree.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -35,13 +36,6 @@ TTL_MARGIN_S = 600  # seconds past the roles' timeouts for the runner's own step
 clock: Callable[[], float] = time.time
 
 
-def reservation_micro(cfg: LoopConfig) -> int:
-    """Micro-USD the tick reserves in the account ledger: the loop's own reservation
-    (`core.gates.reservation_micro`: `max_tick_usd` per role that runs the agent), so the
-    account and the loop bound the same worst case."""
-    return gates.reservation_micro(cfg)
-
-
 def ttl_s(cfg: LoopConfig) -> int:
     """Seconds after which an unsettled reservation of this loop is shown as abandoned: the
     longest a tick's roles may run, plus a margin."""
@@ -53,7 +47,7 @@ def reserve(loop: Loop, cfg: LoopConfig) -> store.Reserved | Outcome:
     data {ran: false, reason: "deferred", deferred: {reason: account_cap, until, caps}})
     when a cap is reached. Raises BadInput (exit 2) for a bad caps file or ledger."""
     now = int(clock())
-    got = store.reserve(str(loop.project.root), loop.name, reservation_micro(cfg), ttl_s(cfg), now)
+    got = store.reserve(str(loop.project.root), loop.name, gates.reservation_micro(cfg), ttl_s(cfg), now)
     if isinstance(got, store.Reserved):
         return got
     return _refused(loop, got.refusal, got.first)
@@ -83,7 +77,10 @@ def settle(held: store.Reserved, out: Outcome) -> str | None:
     the ledger could not be written: the tick has run and is recorded in its loop, and its
     reservation stays counted whole (never less than it cost), so this never raises."""
     cost = (out.data or {}).get("cost_usd")
-    charged = usd_to_micro(float(cost)) if isinstance(cost, (int, float)) else held.micro
+    # Only a finite, non-negative number is a cost; anything else (a bool, NaN) counts whole.
+    charged = held.micro
+    if isinstance(cost, (int, float)) and not isinstance(cost, bool) and math.isfinite(cost) and cost >= 0:
+        charged = usd_to_micro(float(cost))
     try:
         store.settle(held.rid, charged, int(clock()))
     except AutomatonError as exc:
