@@ -69,6 +69,20 @@ def test_lines_of_both_streams_keep_their_order_and_repeats_are_dropped() -> Non
                    "new"]
 
 
+def test_the_same_warning_in_a_later_tick_is_written_again() -> None:
+    """Only a line one stream says after the other is dropped: `--mode run` warns each tick."""
+    sink = io.StringIO()
+    log = schedlog._Log(sink)
+    for n in (1, 2):
+        log.write("automaton-loop: warning: running in the main checkout\n", from_stdout=False)
+        log.write(f"tick {n} of loop demo: score 0.50\n", from_stdout=False)
+        log.write(f"tick {n} of loop demo: score 0.50\n", from_stdout=True)
+    log.close()
+    got = [STAMP.sub("", line) for line in sink.getvalue().splitlines()]
+    assert got == ["automaton-loop: warning: running in the main checkout", "tick 1 of loop demo: score 0.50",
+                   "automaton-loop: warning: running in the main checkout", "tick 2 of loop demo: score 0.50"]
+
+
 def test_a_log_that_cannot_be_written_loses_lines_never_the_tick() -> None:
     class Full(io.StringIO):
         def write(self, text: str) -> int:

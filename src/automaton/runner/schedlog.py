@@ -5,8 +5,9 @@ A scheduler appends the runner's stdout and stderr to one file: cron's `>> sched
 same file (`schedulers.launchd`). Seen from the runner, both streams are then the same
 regular file (same device and inode, fstat(2)). There, and only there (never with `--json`,
 whose last line a program parses), each line the runner writes starts with the ISO-8601 UTC
-time (`2026-12-06T09:15:00Z `), and a line that says again what this run has already written
-(the tick's summary, shown as progress on stderr and as the result on stdout) is written once.
+time (`2026-12-06T09:15:00Z `), and a line one stream says again after the other said it
+(the tick's summary, shown as progress on stderr and as the result on stdout) is written once;
+the same line in a later tick is written again.
 A log that cannot be written (a full disk) loses the rest of its lines, never the tick.
 """
 
@@ -53,11 +54,12 @@ def _key(line: str) -> str:
 
 class _Log:
     """The one file both streams write, through one buffer (so stdout and stderr lines keep
-    their order) with each line time-stamped; `seen` holds what this run wrote."""
+    their order) with each line time-stamped; `unmatched[s]` holds what stream `s` (is stdout)
+    wrote that the other stream has not said again yet."""
 
     def __init__(self, sink: IO[str]) -> None:
         self.sink = sink
-        self.seen: set[str] = set()
+        self.unmatched: dict[bool, list[str]] = {False: [], True: []}
         self.partial = {False: "", True: ""}  # per stream (is stdout): text after its last newline
         self.lost = False  # the log could not be written (disk full, closed): the rest is dropped
 
@@ -65,7 +67,7 @@ class _Log:
         pending = self.partial[from_stdout] + text
         *lines, self.partial[from_stdout] = pending.split("\n")
         for line in lines:
-            self._line(line)
+            self._line(line, from_stdout)
         self.flush()
 
     def flush(self) -> None:
@@ -75,12 +77,14 @@ class _Log:
             except (OSError, ValueError):  # a log that cannot be written never changes what a tick does
                 self.lost = True
 
-    def _line(self, line: str) -> None:
+    def _line(self, line: str, from_stdout: bool) -> None:
         key = _key(line)
-        if key and key in self.seen:
+        said = self.unmatched[not from_stdout]
+        if key and key in said:  # the other stream's line said again: written once
+            said.remove(key)
             return
         if key:
-            self.seen.add(key)
+            self.unmatched[from_stdout].append(key)
         if self.lost:
             return
         try:
@@ -91,7 +95,7 @@ class _Log:
     def close(self) -> None:
         for from_stdout in (False, True):
             if self.partial[from_stdout]:
-                self._line(self.partial[from_stdout])
+                self._line(self.partial[from_stdout], from_stdout)
                 self.partial[from_stdout] = ""
         self.flush()
 
