@@ -27,7 +27,7 @@ from automaton.core.outcome import Outcome
 from automaton.git import run_git
 from automaton.git.worktree import LOOP_WORKTREE_DIR, branch_name, list_worktrees
 from automaton.store.layout import Project
-from automaton.store.loops import LOG_FILE, STATE_FILE, Loop
+from automaton.store.loops import Loop, state_files
 
 ACTION = "--gc-worktrees"
 
@@ -86,7 +86,7 @@ def _loop_verdict(project: Project, name: LoopName) -> tuple[bool, str, bool]:
     folder, or a folder with neither `.state.loop` nor `.state.log` (UNTRACKED). A state that
     cannot be read keeps the worktree (fail closed)."""
     folder = project.loop_dir(name)
-    if not os.path.isdir(folder) or not any(os.path.lexists(folder / f) for f in (STATE_FILE, LOG_FILE)):
+    if not os.path.isdir(folder) or not state_files(folder):
         return True, f"loop {name} is gone", False  # a log without its state is tampering, never "gone"
     try:
         status = Loop.resolve(project, name).read_state().status

@@ -16,7 +16,6 @@ the key's anchor remembers (`--accept-rollback` is the human's way for that).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, replace
 
 from automaton.commands import first_approval
@@ -63,7 +62,7 @@ def plan(project: Project, name: str | None = None) -> Plan:
         folder = project.loop_dir(loop)
         if not folder.is_dir():
             raise BadInput(f"unknown loop {loop!r}: no folder {folder}")
-        present = [f for f in (loops.STATE_FILE, loops.LOG_FILE) if os.path.lexists(folder / f)]
+        present = loops.state_files(folder)
         if present:
             raise Refused(f"loop {loop!r} already has state ({', '.join(present)}): nothing to bootstrap;"
                           " --upgrade-loops only seals a folder that has loop.json alone")
@@ -90,8 +89,7 @@ def _untracked(project: Project) -> list[LoopName]:
             loop = LoopName.of(entry.name)
         except BadInput:
             continue  # not a loop name: no loop command reaches it either
-        if (entry / loops.CONFIG_FILE).is_file() and not any(
-                os.path.lexists(entry / f) for f in (loops.STATE_FILE, loops.LOG_FILE)):
+        if (entry / loops.CONFIG_FILE).is_file() and not loops.state_files(entry):
             out.append(loop)
     return out
 

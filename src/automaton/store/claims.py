@@ -36,7 +36,7 @@ from automaton.store.atomic import atomic_write
 from automaton.store.chainlog import utc_now
 from automaton.store.layout import Project
 from automaton.store.locks import Busy, locked
-from automaton.store.loops import LOG_FILE, STATE_FILE, Loop, list_loops
+from automaton.store.loops import Loop, list_loops, state_files
 
 CLAIMS_DIR = "claims"
 SCHEMA = 1
@@ -108,7 +108,7 @@ def _gone(project: Project, loop: str) -> bool:
         return False
     if not os.path.lexists(folder):
         return True
-    return folder.is_dir() and not any(os.path.lexists(folder / f) for f in (STATE_FILE, LOG_FILE))
+    return folder.is_dir() and not state_files(folder)
 
 
 def holder(project: Project, task: str, loop: str) -> Claim | None:

@@ -276,6 +276,12 @@ def require_tracked(project: Project, name: str) -> LoopName:
     return Loop.resolve(project, name).name
 
 
+def state_files(folder: Path) -> list[str]:
+    """Which of a loop folder's `.state.loop` and `.state.log` are there (as any kind of
+    entry): none is an untracked folder; a log alone is a deletion, never a fresh start."""
+    return [f for f in (STATE_FILE, LOG_FILE) if os.path.lexists(folder / f)]
+
+
 def list_loops(project: Project) -> list[LoopName]:
     """Every loop folder (tracked or not) with a valid name, sorted (never ARCHIVE_DIR). [] when `.automaton/loops/`
     does not exist or is a file (no loop can live there; the audit reports it); CorruptState
@@ -621,7 +627,7 @@ def bootstrap(project: Project, loop: LoopName, config_data: bytes, state: LoopS
     `--accept-rollback` is the human's way) or a write fails."""
     folder = project.loop_dir(loop)
     with locked(folder / STATE_LOCK):
-        present = [f for f in (STATE_FILE, LOG_FILE) if os.path.lexists(folder / f)]
+        present = state_files(folder)
         if present:
             raise Refused(f"loop {loop!r} already has state ({', '.join(present)} in {folder}): nothing to"
                           " bootstrap; --upgrade-loops only seals a folder that has loop.json alone")
