@@ -43,9 +43,10 @@ from automaton.git.drift import (
     GitMissing,
     NestedRepository,
     PrivateIndex,
+    Reading,
     branch_blobs,
     branch_changed_paths,
-    changed_paths,
+    read_changes,
     worktree_blobs,
 )
 from automaton.git.harden import git_folder_of, probe_once
@@ -66,16 +67,23 @@ NO_WORKTREE_YET = "the loop has no worktree yet (worktree_path is null)"
 class _Facts:
     """The I/O behind core.gates.GateFacts for one loop."""
 
-    def __init__(self, handle: Loop, state: LoopState, task: str | None, drift_cwd: Path | None) -> None:
+    def __init__(self, handle: Loop, state: LoopState, task: str | None, drift_cwd: Path | None, *,
+                 given: Reading | None = None, add_excludes: Path | None = None) -> None:
         self.handle, self.project, self.loop = handle, handle.project, handle.name
         self.state, self.task_arg, self.drift_cwd = state, task, drift_cwd
         self.task_seen: TaskFacts | None = None
         self._config: LoopConfig | None = None
+        # `given`: a reading of the worktree made earlier in this tick with nothing changed since
+        # (used when it was asked the same questions, else read anew); `reading`: the one used.
+        self.given, self.add_excludes = given, add_excludes
+        self.reading: Reading | None = None
 
     @classmethod
-    def of(cls, loop: Loop, state: LoopState, task: str | None, drift_cwd: Path | None) -> _Facts:
-        """The facts of a resolved loop, read through its handle."""
-        return cls(loop, state, task, drift_cwd)
+    def of(cls, loop: Loop, state: LoopState, task: str | None, drift_cwd: Path | None, *,
+           given: Reading | None = None, add_excludes: Path | None = None) -> _Facts:
+        """The facts of a resolved loop, read through its handle (`given`, `add_excludes`: see
+        `read_before_commit` and `drift_after_commit`)."""
+        return cls(loop, state, task, drift_cwd, given=given, add_excludes=add_excludes)
 
     def config_sha256(self) -> str:
         return self.handle.config_sha256()
@@ -144,8 +152,15 @@ class _Facts:
         and `branch`), blobs hashed for `hash_paths` (None: every changed path)."""
         try:
             # The drift check's own index lives in the loop folder (git/content.py says why).
-            index = PrivateIndex(self.project.loop_dir(self.loop) / "drift.index", seal_bytes)
-            files = changed_paths(where, base, excludes=excludes, index=index, branch=branch)
+            given = self.given
+            if given is not None and (given.worktree, given.base_commit, given.excludes, given.branch) == (
+                    where, base, excludes, branch):
+                self.reading = given
+            else:
+                index = PrivateIndex(self.project.loop_dir(self.loop) / "drift.index", seal_bytes)
+                self.reading = read_changes(where, base, excludes=excludes, index=index, branch=branch,
+                                            add_excludes=self.add_excludes)
+            files = self.reading.changed()
             want = [f for f in files if hash_paths is None or f in hash_paths]
             return DriftFacts(tuple(files), blobs=tuple(sorted(worktree_blobs(where, want).items())))
         except GitMissing as exc:
@@ -403,25 +418,50 @@ def can_continue(project: Project, name: str) -> Outcome:
 
 # ---- checks a tick makes after its agent ran ------------------------------------------------
 
-def drift_after_commit(loop: Loop, cfg: LoopConfig) -> GateResult | None:
+@dataclass(frozen=True)
+class CommitDrift:
+    """What `drift_after_commit` found: `result`, the failed gate (the loop is then halted) or
+    None when the changes are in scope; `reading`, the reading of the worktree the drift gate
+    judged (None: it judged no worktree, or git could not read it), for the checks after it."""
+
+    result: GateResult | None
+    reading: Reading | None
+
+
+def read_before_commit(loop: Loop, state: LoopState, add_excludes: Path) -> Reading | None:
+    """The drift gate's reading of the loop's worktree (`git.drift.read_changes`) made before
+    the runner's commit, with the excludes file that commit's `git add -A` uses
+    (`add_excludes`): when it shows nothing to commit (`Reading.nothing_to_commit`), the tick
+    commits nothing and `drift_after_commit` judges this same reading. None when there is no
+    worktree reading to make (no worktree, no base commit) or git cannot make it. `state`: the
+    loop's state as this tick recorded its worktree (where, and since which base commit)."""
+    facts = _Facts.of(loop, state, None, None, add_excludes=add_excludes)
+    facts.drift_of([])
+    return facts.reading
+
+
+def drift_after_commit(loop: Loop, cfg: LoopConfig, reading: Reading | None = None) -> CommitDrift:
     """The drift gate alone, run by a tick right after the runner committed the agent's work:
     a tick whose changes leave `file_scope` halts `drift_detected` before its verdict can
     complete the loop (the pre-tick gate of the next fire would come too late). `cfg` is the
     loop.json the tick started with (its gates checked the seal): the scope is judged by it,
     never by a loop.json read now, which an agent without the sandbox could have widened; a
     loop.json that is no longer the sealed one halts `human_intervention` (config_changed) here.
-    Returns the failed gate (the loop is then halted), or None when the changes are in scope.
+    `reading`: the worktree's reading from before a commit that found nothing to commit
+    (`read_before_commit`): the worktree is unchanged since, so it is judged instead of a new
+    one (used only where it answers the same questions: same worktree, base, excludes and branch).
     The other gates are not run here: the iteration of this very tick is already counted."""
     with loop.session() as s:
         tamper = s.rec.tamper
         if not tamper:
-            facts = _Facts.of(loop, s.rec.state, None, None)
+            facts = _Facts.of(loop, s.rec.state, None, None, given=reading)
             result = (gate_config_seal(s.rec.state, loop.config_sha256())
                       or gate_drift(facts.drift(), cfg, s.rec.state.accepted_drift))
     if tamper:  # a forged accepted_drift must not excuse anything: the full gate halts for the tamper
         check(loop)
-        return GateResult(False, STATE_TAMPERED, "tamper", "human_intervention", f"{STATE_TAMPERED}: {tamper}")
+        return CommitDrift(GateResult(False, STATE_TAMPERED, "tamper", "human_intervention",
+                                      f"{STATE_TAMPERED}: {tamper}"), None)
     if result is not None and result.halt is not None:
         halt_now(loop, result.halt, result.detail or "out of scope", "drift_after_commit",
                  {"files": len(result.out_of_scope_files)})
-    return result
+    return CommitDrift(result, facts.reading)

@@ -9,8 +9,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from automaton.git import run_git
+from automaton.git import GIT_TIMEOUT_S, run_git
 from automaton.git.errors import FULL_COMMIT_ID, first_line
+from automaton.git.harden import UnsafeConfig, git_env, repo_config
 from automaton.git.ignore import DEFAULT_EXCLUDES
 from automaton.git.locks import clear_stale_lock
 
@@ -83,26 +84,47 @@ def _fix_for(err: str, lock: Path | None, worktree: Path, kept: str | None) -> s
     return f"run git status in {worktree} and fix what it reports, then the next tick commits"
 
 
-def _excludes_file(worktree: Path, folder: Path, last: tuple[str, ...] = ()) -> Path:
-    """A `core.excludesFile` for the runner's `git add`: DEFAULT_EXCLUDES, then the patterns of
-    the repository's own `core.excludesFile` when it names a readable file (later lines win, so
-    the repository's negations still apply), then `last` (which no negation undoes). Written
-    into `folder`."""
+def excludes_file(worktree: Path, folder: Path, last: tuple[str, ...] = ()) -> Path:
+    """A `core.excludesFile` for the runner's `git add -A`: DEFAULT_EXCLUDES, then the patterns
+    of the repository's own `core.excludesFile` when it names a readable file (later lines win,
+    so the repository's negations still apply), then `last` (which no negation undoes). Written
+    into `folder` (as `excludes`); returns its path.
+
+    The repository's setting comes from the config read that also finds its filter drivers
+    (`harden.repo_config`: one process per `probe_once` window); a value that needs git's own
+    path expansion (`~`, `%(prefix)`) is asked of `git config --path` as well."""
     lines = list(DEFAULT_EXCLUDES)
-    own = run_git(worktree, ["config", "--path", "--get", "core.excludesFile"])
-    if own.code == 0 and own.out.strip():
+    own = _own_excludes(worktree)
+    if own:
         with contextlib.suppress(OSError):  # unreadable: git would not read it either
-            lines += (worktree / own.out.strip()).read_text(encoding="utf-8", errors="surrogateescape").splitlines()
+            lines += (worktree / own).read_text(encoding="utf-8", errors="surrogateescape").splitlines()
     lines += last
     path = folder / "excludes"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogateescape")
     return path
 
 
-def commit_all(worktree: Path, message: str, *, also_exclude: tuple[str, ...] = ()) -> CommitResult:
+def _own_excludes(worktree: Path) -> str | None:
+    """The repository's `core.excludesFile`, expanded as `git config --path` would; None: unset."""
+    try:
+        value = repo_config(str(worktree), git_env(), GIT_TIMEOUT_S).excludes_file
+    except UnsafeConfig:  # the add refuses for the same reason: ask git directly all the same
+        value = "~"
+    if value is None:
+        return None
+    if not value.startswith(("~", "%(")):
+        return value.strip() or None
+    own = run_git(worktree, ["config", "--path", "--get", "core.excludesFile"])
+    return (own.out.strip() or None) if own.code == 0 else None
+
+
+def commit_all(worktree: Path, message: str, *, also_exclude: tuple[str, ...] = (),
+               excludes: Path | None = None) -> CommitResult:
     """Stage everything in `worktree` (`git add -A`) but build and test artefacts, and commit it
     as `message`. `also_exclude`: gitignore patterns of untracked files left out as well (a
-    loop ticking in the main checkout leaves out `/.automaton/`).
+    loop ticking in the main checkout leaves out `/.automaton/`). `excludes`: the excludes
+    file `excludes_file` wrote for this worktree already (then `also_exclude` is in it and is
+    not used here); None: one is written for this call.
 
     Left out: untracked files matching `automaton.git.ignore.DEFAULT_EXCLUDES` (bytecode, tool
     caches, build output, `node_modules/` …) that the project's `.gitignore` misses, given to
@@ -130,8 +152,8 @@ def commit_all(worktree: Path, message: str, *, also_exclude: tuple[str, ...] = 
                             cleared, head)
 
     with tempfile.TemporaryDirectory(prefix="automaton-commit-") as scratch:
-        excludes = _excludes_file(worktree, Path(scratch), also_exclude)
-        added = run_git(worktree, ["-c", f"core.excludesFile={excludes}", "add", "-A"])
+        excluded = excludes or excludes_file(worktree, Path(scratch), also_exclude)
+        added = run_git(worktree, ["-c", f"core.excludesFile={excluded}", "add", "-A"])
     if added.code != 0:
         return failed("add", added.err or added.out)
     staged = run_git(worktree, ["diff", "--cached", "--quiet"])

@@ -3,7 +3,7 @@
 The index caches each file's stat data and blob id; an agent can rewrite it so that git status
 calls a modified file clean (forged stat data, `--assume-unchanged`, `--skip-worktree`). The
 content check below compares every file of HEAD's tree with the file on disk through an index
-of automaton's own instead (`worktree_changes`).
+of automaton's own instead (`worktree_status`).
 
 Why that index cannot be forged: it lives in the loop folder, which the kernel sandbox makes
 read-only to every agent process, and it is sealed with the per-user key (`PrivateIndex`),
@@ -84,9 +84,33 @@ class PrivateIndex:
     seal: Callable[[bytes], str]
 
 
-def worktree_changes(worktree: Path, tree: str, index: PrivateIndex | None = None) -> tuple[list[str], list[str]]:
-    """(paths of `tree` whose file in `worktree` differs from the committed one, paths on disk
-    that are not in `tree`), both sorted. `tree` is HEAD's tree id.
+@dataclass(frozen=True)
+class WorktreeStatus:
+    """The worktree against HEAD's tree, as one `git status` on automaton's own index saw it
+    (`worktree_status`); every field a sorted tuple of posix paths relative to the worktree top:
+    `changed`, files of the tree whose file on disk differs from the committed one; `untracked`,
+    files on disk not in the tree that the status's ignore rules do not ignore (with the
+    runner's excludes file given, exactly what `git add -A` with that file would add);
+    `ignored`, files on disk not in the tree that those rules ignore."""
+
+    changed: tuple[str, ...]
+    untracked: tuple[str, ...]
+    ignored: tuple[str, ...]
+
+    @property
+    def absent(self) -> list[str]:
+        """Every file on disk that is not in the tree, ignored or not, sorted."""
+        return sorted((*self.untracked, *self.ignored))
+
+
+def worktree_status(worktree: Path, tree: str, index: PrivateIndex | None = None, *,
+                    excludes_file: Path | None = None) -> WorktreeStatus:
+    """The files of `tree` (HEAD's tree id) whose file in `worktree` differs from the committed
+    one, and the files on disk that are not in `tree`, split into untracked and ignored
+    (`WorktreeStatus`). `excludes_file`: the `core.excludesFile` of the status's ignore rules
+    (the runner's commit passes the one its `git add -A` uses, so `untracked` is what that add
+    would pick up); None: the repository's own. Which files count as not in `tree` does not
+    depend on it.
 
     Differs: the content as `git hash-object` computes it (with the repository's conversions,
     so a checkout's line-ending conversion is no change), a file turned into a symlink or the
@@ -106,29 +130,32 @@ def worktree_changes(worktree: Path, tree: str, index: PrivateIndex | None = Non
     """
     if index is None:
         with tempfile.TemporaryDirectory(prefix="automaton-index-") as tmp:
-            return _status(worktree, tree, Path(tmp) / "index", None)
-    return _status(worktree, tree, index.path, index)
+            return _status(worktree, tree, Path(tmp) / "index", None, excludes_file)
+    return _status(worktree, tree, index.path, index, excludes_file)
 
 
-def _status(worktree: Path, tree: str, path: Path, index: PrivateIndex | None) -> tuple[list[str], list[str]]:
+def _status(worktree: Path, tree: str, path: Path, index: PrivateIndex | None,
+            excludes_file: Path | None) -> WorktreeStatus:
     env = {"GIT_INDEX_FILE": str(path), "GIT_OPTIONAL_LOCKS": "1"}  # 1: status writes the stat data back
     config = [arg for setting in INDEX_CONFIG for arg in ("-c", setting)]
     if index is None or _trusted_tree(index) != tree:
         git_text(worktree, [*config, "read-tree", "--reset", tree], env=env)
+    if excludes_file is not None:
+        config += ["-c", f"core.excludesFile={excludes_file}"]
     out = git_text(worktree, [*config, "status", "--porcelain=v1", "-z", "--untracked-files=all",
                               "--ignored=traditional", "--ignore-submodules=all", "--no-renames"], env=env)
     if index is not None:
         _smudge_ctime_racy(index.path, len(tree) // 2)
         _reseal(index, tree)
+    found: dict[str, list[str]] = {"??": [], "!!": []}
     changed: list[str] = []
-    absent: list[str] = []
     for entry in out.split("\0"):
         if not entry:
             continue
         if len(entry) < 4 or entry[2] != " ":
             raise DriftError(f"unexpected git status entry {entry[:40]!r}")
-        (absent if entry[:2] in ("??", "!!") else changed).append(entry[3:])
-    return sorted(changed), sorted(absent)
+        found.get(entry[:2], changed).append(entry[3:])
+    return WorktreeStatus(tuple(sorted(changed)), tuple(sorted(found["??"])), tuple(sorted(found["!!"])))
 
 
 def _smudge_ctime_racy(path: Path, hash_len: int) -> None:

@@ -8,7 +8,7 @@
 - staged: the worktree's index differs from HEAD (`git diff-index --cached`: added, removed,
   changed entries, submodules included);
 - on disk: every file of HEAD's tree whose file in the worktree differs from the committed one
-  (`content.worktree_changes`: a status on an index of automaton's own, since the worktree's
+  (`content.worktree_status`: a status on an index of automaton's own, since the worktree's
   index, which a plain `git status` trusts, is the agent's to rewrite); this covers unstaged
   changes, whatever the agent's index says;
 - flagged: every file the index marks assume-unchanged or skip-worktree (`git ls-files -v`);
@@ -32,11 +32,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from automaton.core.gates import out_of_scope
 from automaton.git import run_git
-from automaton.git.content import DELETED, PrivateIndex, blob_id, worktree_blobs, worktree_changes
+from automaton.git.content import DELETED, PrivateIndex, WorktreeStatus, blob_id, worktree_blobs, worktree_status
 from automaton.git.errors import (
     DriftError,
     GitMissing,
@@ -51,9 +52,10 @@ from automaton.git.ignore import DEFAULT_EXCLUDES, BaseIgnore
 from automaton.git.nested import NestedRepository
 from automaton.git.tree import GITLINK, list_tree
 
-__all__ = ["DEFAULT_EXCLUDES", "DELETED", "DriftError", "GitMissing", "NestedRepository", "PrivateIndex", "blob_id",
-           "branch_blobs", "branch_changed_paths", "changed_paths", "commit_blobs", "committed_out_of_scope",
-           "committed_paths", "flagged_paths", "parse_status_z", "untracked_paths", "worktree_blobs"]
+__all__ = ["DEFAULT_EXCLUDES", "DELETED", "DriftError", "GitMissing", "NestedRepository", "PrivateIndex", "Reading",
+           "blob_id", "branch_blobs", "branch_changed_paths", "changed_paths", "commit_blobs", "committed_out_of_scope",
+           "committed_paths", "flagged_paths", "parse_status_z", "read_changes", "untracked_paths",
+           "worktree_blobs"]
 
 
 def parse_status_z(text: str) -> list[str]:
@@ -104,6 +106,87 @@ def untracked_paths(worktree: Path, base_commit: str, *, excludes: tuple[str, ..
     return [p for p in others if not rules.ignored(p)]
 
 
+@dataclass(frozen=True)
+class Reading:
+    """One reading of a worktree against its base commit (`read_changes`): what the drift
+    check judges, kept so that the runner's commit, the drift check after it and the protected
+    paths check share it instead of asking git again.
+
+    Asked: `worktree`, `base_commit` (as given), `excludes`, `branch` (None: not checked),
+    `add_excludes` (the runner's excludes file the status used, or None). Found: `head` and
+    `tree` (HEAD's commit and tree ids), `base` (the base commit's full id), and sorted tuples
+    of posix paths: `committed` (base tree vs HEAD's tree; `committed_links` those that are
+    gitlinks now), `staged` (the worktree's index vs HEAD's tree; `staged_links`), `status`
+    (the worktree's files vs HEAD's tree, `content.WorktreeStatus`), `flagged`
+    (assume-unchanged or skip-worktree entries), `others` (files not in HEAD's tree that
+    neither the base commit's `.gitignore` nor `excludes` ignore)."""
+
+    worktree: Path
+    base_commit: str
+    excludes: tuple[str, ...]
+    branch: str | None
+    add_excludes: Path | None
+    head: str
+    tree: str
+    base: str
+    committed: tuple[str, ...]
+    committed_links: tuple[str, ...]
+    staged: tuple[str, ...]
+    staged_links: tuple[str, ...]
+    status: WorktreeStatus
+    flagged: tuple[str, ...]
+    others: tuple[str, ...]
+
+    def changed(self) -> list[str]:
+        """Sorted paths changed since the base commit (`changed_paths`). Raises NestedRepository
+        for a new or changed gitlink, or an untracked folder git reports as a repository."""
+        nested = [*self.committed_links, *self.staged_links, *(p.rstrip("/") for p in self.others if p.endswith("/"))]
+        if nested:
+            raise NestedRepository(nested)
+        return sorted({*self.committed, *self.staged, *self.status.changed, *self.flagged, *self.others})
+
+    def nothing_to_commit(self) -> bool:
+        """Whether `git add -A` with the excludes file `add_excludes` would stage nothing in the
+        worktree: its index holds HEAD's tree (no staged entry, intent-to-add ones included,
+        and no flag that makes git skip a file), every file of that tree is on disk as
+        committed, and no file outside it escapes the add's ignore rules. False when the
+        reading was made without `add_excludes` (nothing known about what the add picks up)."""
+        return (self.add_excludes is not None and not self.staged and not self.flagged
+                and not self.status.changed and not self.status.untracked)
+
+
+def read_changes(worktree: Path, base_commit: str, *, excludes: tuple[str, ...] = DEFAULT_EXCLUDES,
+                 index: PrivateIndex | None = None, branch: str | None = None,
+                 add_excludes: Path | None = None) -> Reading:
+    """The `Reading` of `worktree` since `base_commit` (arguments as for `changed_paths`;
+    `add_excludes`: the `core.excludesFile` the runner's `git add -A` will use, so the
+    reading can tell whether that add has anything to stage). Five git processes, and a
+    filter-driver probe outside a `probe_once` window that made it already. Raises as
+    `changed_paths`, but never NestedRepository (`Reading.changed` does)."""
+    require_commit_id(base_commit, "base_commit")
+    if not worktree.is_dir():
+        raise DriftError(f"worktree {worktree} does not exist")
+    with probe_once():  # nothing writes the repository's config during one check (harden.probe_once)
+        tree, base, head = _head_facts(worktree, base_commit, branch)
+        # Two trees, then the index against a tree: no worktree, so `none` (gitlinks listed)
+        # makes git compare object ids only, never enter a submodule.
+        # `diff-tree` (two trees, never the worktree) needs no filter-driver probe (git.harden).
+        # HEAD as the rev-parse above resolved it: every fact of the reading is of that one commit.
+        committed, linked = raw_paths(git_text(worktree, ["diff-tree", "-r", "--raw", "-z", "--no-renames",
+                                                          "--ignore-submodules=none", base, head, "--"]))
+        staged, staged_links = raw_paths(git_text(worktree, ["diff-index", "--cached", "--raw", "-z", "--no-renames",
+                                                             "--ignore-submodules=none", tree]))
+        status = worktree_status(worktree, tree, index, excludes_file=add_excludes)
+        flagged = flagged_paths(worktree)
+        others: list[str] = []
+        if status.absent:
+            rules = BaseIgnore.from_commit(worktree, base, excludes)
+            others = [p for p in status.absent if not rules.ignored(p)]
+    return Reading(worktree, base_commit, excludes, branch, add_excludes, head, tree, base,
+                   tuple(sorted(set(committed))), tuple(linked), tuple(sorted(set(staged))), tuple(staged_links),
+                   status, tuple(sorted(set(flagged))), tuple(others))
+
+
 def changed_paths(worktree: Path, base_commit: str, *, excludes: tuple[str, ...] = DEFAULT_EXCLUDES,
                   index: PrivateIndex | None = None, branch: str | None = None) -> list[str]:
     """Sorted posix paths, relative to the worktree root, changed since `base_commit` (see the
@@ -119,28 +202,7 @@ def changed_paths(worktree: Path, base_commit: str, *, excludes: tuple[str, ...]
     of a git work tree (a deleted `.git` file would make git answer for the enclosing
     checkout), `base_commit` is not a commit, or any git call fails.
     """
-    require_commit_id(base_commit, "base_commit")
-    if not worktree.is_dir():
-        raise DriftError(f"worktree {worktree} does not exist")
-    with probe_once():  # nothing writes the repository's config during one check (harden.probe_once)
-        tree, base = _head_facts(worktree, base_commit, branch)
-        # Two trees, then the index against a tree: no worktree, so `none` (gitlinks listed)
-        # makes git compare object ids only, never enter a submodule.
-        # `diff-tree` (two trees, never the worktree) needs no filter-driver probe (git.harden).
-        committed, linked = raw_paths(git_text(worktree, ["diff-tree", "-r", "--raw", "-z", "--no-renames",
-                                                          "--ignore-submodules=none", base, "HEAD", "--"]))
-        staged, staged_links = raw_paths(git_text(worktree, ["diff-index", "--cached", "--raw", "-z", "--no-renames",
-                                                             "--ignore-submodules=none", tree]))
-        on_disk, absent = worktree_changes(worktree, tree, index)
-        flagged = flagged_paths(worktree)
-        others: list[str] = []
-        if absent:
-            rules = BaseIgnore.from_commit(worktree, base, excludes)
-            others = [p for p in absent if not rules.ignored(p)]
-    nested = linked + staged_links + [p.rstrip("/") for p in others if p.endswith("/")]
-    if nested:
-        raise NestedRepository(nested)
-    return sorted(set(committed) | set(staged) | set(on_disk) | set(flagged) | set(others))
+    return read_changes(worktree, base_commit, excludes=excludes, index=index, branch=branch).changed()
 
 
 def raw_paths(text: str) -> tuple[list[str], list[str]]:
@@ -165,26 +227,27 @@ def raw_paths(text: str) -> tuple[list[str], list[str]]:
     return paths, links
 
 
-def _head_facts(worktree: Path, base_commit: str, branch: str | None) -> tuple[str, str]:
-    """(HEAD's tree id, the full id of `base_commit`), with `worktree` proved the top of its
-    work tree and, given `branch`, HEAD proved to be on it: one `rev-parse` for all of it
-    (the facts come in argument order; `--` keeps a file named HEAD from making it ambiguous).
-    When that call fails, the questions are asked one by one, so the error names the culprit.
-    Raises GitMissing/DriftError."""
-    asked = ["rev-parse", "--show-toplevel", "HEAD^{tree}", f"{base_commit}^{{commit}}"]
+def _head_facts(worktree: Path, base_commit: str, branch: str | None) -> tuple[str, str, str]:
+    """(HEAD's tree id, the full id of `base_commit`, HEAD's commit id), with `worktree` proved
+    the top of its work tree and, given `branch`, HEAD proved to be on it: one `rev-parse` for
+    all of it (the facts come in argument order; `--` keeps a file named HEAD from making it
+    ambiguous). When that call fails, the questions are asked one by one, so the error names
+    the culprit. Raises GitMissing/DriftError."""
+    asked = ["rev-parse", "--show-toplevel", "HEAD^{tree}", f"{base_commit}^{{commit}}", "HEAD^{commit}"]
     done = run_git(worktree, [*asked, "--symbolic-full-name", "HEAD", "--"] if branch else [*asked, "--"])
     if done.code == 127:
         raise GitMissing(f"git is not installed ({first_line(done.err)})")
     lines = done.out.split("\n")
-    if done.code == 0 and len(lines) == (6 if branch else 5) and lines[-2] == "--" and lines[-1] == "":
+    if done.code == 0 and len(lines) == (7 if branch else 6) and lines[-2] == "--" and lines[-1] == "":
         _require_top(worktree, lines[0].strip())
         if branch:
-            _require_branch(worktree, branch, lines[3].strip())
-        if lines[1] and lines[2]:
-            return lines[1], lines[2]
+            _require_branch(worktree, branch, lines[4].strip())
+        if lines[1] and lines[2] and lines[3]:
+            return lines[1], lines[2], lines[3]
     if branch:
         _check_branch(worktree, branch)
-    return _head_tree(worktree), require_commit(worktree, base_commit, "base_commit")
+    tree = _head_tree(worktree)
+    return tree, require_commit(worktree, base_commit, "base_commit"), require_commit(worktree, "HEAD", "HEAD")
 
 
 def _require_top(worktree: Path, top: str) -> None:

@@ -20,9 +20,11 @@ a program, hide changes, or read configuration automaton did not choose:
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from automaton.proc import Captured, run_capture
 
@@ -126,9 +128,20 @@ class UnsafeConfig(Exception):
     """The repository's config defines something a `-c` setting cannot switch off."""
 
 
+@dataclass(frozen=True)
+class RepoConfig:
+    """What one config read (`_probe`) found in a repository's own config (system and global
+    config are off for it, as for every hardened call): `filters`, the `-c` arguments that empty
+    every filter driver it defines; `excludes_file`, the last `core.excludesFile` value as
+    written (no `~` expanded), None when it sets none."""
+
+    filters: tuple[str, ...] = ()
+    excludes_file: str | None = None
+
+
 # Inside `probe_once()`: (repo, its `.git` pointer's bytes or b"" for a folder, config
-# environment) -> its filter overrides; `_settled`: the window caches worktrees' probes too.
-_probed: dict[tuple[str, bytes, tuple[tuple[str, str], ...]], list[str]] | None = None
+# environment) -> what its config read found; `_settled`: the window caches worktrees' probes too.
+_probed: dict[tuple[str, bytes, tuple[tuple[str, str], ...]], RepoConfig] | None = None
 _settled = False
 _trusted: tuple[str, ...] = ()  # resolved common git folders whose linked worktrees' probes are cached
 
@@ -172,11 +185,20 @@ def git_folder_of(root: str | os.PathLike[str]) -> tuple[str, ...]:
 
 
 def filter_overrides(repo: str, env: Mapping[str, str], timeout_s: float) -> list[str]:
-    """`-c` arguments that empty every filter driver the config of `repo` defines.
+    """`-c` arguments that empty every filter driver the config of `repo` defines
+    (`repo_config(...).filters`).
 
     Raises UnsafeConfig for a driver whose name holds `=` or a newline: `-c` splits at the
     first `=`, so such a name could set another driver's command instead of emptying it.
     """
+    return list(repo_config(repo, env, timeout_s).filters)
+
+
+def repo_config(repo: str, env: Mapping[str, str], timeout_s: float) -> RepoConfig:
+    """The filter drivers and `core.excludesFile` of `repo`'s config, read with one `git config`
+    process: once per `probe_once` window and repository (see there), else at every call.
+    `env`: the environment the git call that needs it runs with (its `GIT_CONFIG*` variables
+    key the cache). Raises UnsafeConfig (see `filter_overrides`)."""
     # A repository whose `.git` is a folder is probed once per window: the kernel sandbox keeps
     # every `.git` folder read-only, so its config cannot change under the cache. A worktree's
     # `.git` is a file the agent may rewrite (the worktree is its to write) to name a git folder
@@ -187,11 +209,9 @@ def filter_overrides(repo: str, env: Mapping[str, str], timeout_s: float) -> lis
     if _probed is None or (pointer and not _settled and not _leads_to_trusted(repo, pointer)):
         return _probe(repo, env, timeout_s)
     key = (repo, pointer, tuple(sorted((k, v) for k, v in env.items() if k.startswith("GIT_CONFIG"))))
-    if key in _probed:
-        return list(_probed[key])
-    found = _probe(repo, env, timeout_s)
-    _probed[key] = list(found)
-    return found
+    if key not in _probed:
+        _probed[key] = _probe(repo, env, timeout_s)
+    return _probed[key]
 
 
 def _pointer(repo: str) -> bytes:
@@ -231,24 +251,42 @@ def _leads_to_trusted(repo: str, pointer: bytes) -> bool:
     return bool(leaf) and any(parent == os.path.join(t, "worktrees") for t in _trusted)
 
 
-def _probe(repo: str, env: Mapping[str, str], timeout_s: float) -> list[str]:
-    found = run_capture(["git", "--no-pager", "-C", repo, "config", "--null", "--name-only", "--get-regexp",
-                         r"^filter\..*\.(clean|smudge|process|required)$"],
+_FILTER_KEY = re.compile(r"filter\.(.*)\.(clean|smudge|process|required)")
+
+
+def _probe(repo: str, env: Mapping[str, str], timeout_s: float) -> RepoConfig:
+    # Values too (for core.excludesFile): each record is `key NL value NUL`, or `key NUL` for a
+    # key without a value. git's config parser refuses a newline in a key (a section or
+    # subsection name), so the first newline ends the key.
+    found = run_capture(["git", "--no-pager", "-C", repo, "config", "--null", "--get-regexp",
+                         r"^(filter\..*\.(clean|smudge|process|required)|core\.excludesfile)$"],
                         env=env, stdin="", timeout_s=timeout_s, exact_bytes=True)
     if found.code in (1, 127, 128):  # 1: no such key; git missing or no repository fails the call itself too
-        return []
+        return RepoConfig()
     if found.code != 0:  # a timeout or a signal: unknown is never "no filters" (a window caches the answer)
         raise UnsafeConfig(f"cannot read which filter drivers the repository config defines"
                            f" (git config exit {found.code}); nothing was run")
-    names = sorted({key[len("filter."):key.rindex(".")] for key in found.out.split("\0") if key.count(".") >= 2})
+    names: set[str] = set()
+    excludes: str | None = None
+    for record in found.out.split("\0"):
+        key, _, value = record.partition("\n")
+        if key == "core.excludesfile":
+            excludes = value
+            continue
+        matched = _FILTER_KEY.fullmatch(key)
+        if matched is None:
+            if key:  # never a key git would print for the pattern: refuse rather than guess
+                raise UnsafeConfig(f"unexpected key {key[:60]!r} in the repository config; nothing was run")
+            continue
+        names.add(matched.group(1))
     out: list[str] = []
-    for name in names:
+    for name in sorted(names):
         if "=" in name or "\n" in name:
             raise UnsafeConfig(f"the repository config defines filter driver {name!r}, whose name"
                                " automaton cannot switch off; remove that [filter] section")
         out += [arg for key in _FILTER_KEYS for arg in ("-c", f"filter.{name}.{key}=")]
         out += ["-c", f"filter.{name}.required=false"]
-    return out
+    return RepoConfig(tuple(out), excludes)
 
 
 def _reads_no_content(sub: str, rest: Sequence[str]) -> bool:

@@ -246,15 +246,19 @@ def effective_protected(protected: list[str] | None, verify_argv: list[str], roo
     return [*protected, *(p for p in BYTECODE if p not in protected)]
 
 
-def protected_changes(repo: Path, base_commit: str, commit: str, protected: Iterable[str]) -> list[str]:
+def protected_changes(repo: Path, base_commit: str, commit: str, protected: Iterable[str], *,
+                      changed: list[str] | None = None) -> list[str]:
     """Sorted paths matching `protected` (gitignore patterns; a `+` pattern only for paths the
     base commit has) that differ between the trees of `base_commit` and `commit` (added,
-    removed, changed, or a mode change). Raises GitMissing, or DriftError when either is not
-    a commit, a pattern is invalid or git fails."""
+    removed, changed, or a mode change). `changed`: those paths as a caller read them already
+    (`git diff-tree -r --no-renames` of the same two commits: `drift.Reading.committed`);
+    None: asked of git here. Raises GitMissing, or DriftError when either is not a commit, a
+    pattern is invalid or git fails."""
 
     every, existing = split_protected(protected)
     spec, only_base = protected_spec(every), protected_spec(existing)
-    changed = committed_paths(repo, base_commit, commit)
+    if changed is None:
+        changed = committed_paths(repo, base_commit, commit)
     found = [p for p in changed if spec.match_file(p)]
     maybe = [p for p in changed if p not in found and only_base.match_file(p)]
     in_base = {p for p, blob in commit_blobs(repo, base_commit, maybe).items() if blob != DELETED}

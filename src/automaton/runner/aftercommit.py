@@ -8,13 +8,18 @@ the tree comparison against `base_commit`, and the protected paths of the base c
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from automaton.commands.halts import halt_now
-from automaton.commands.loop_gate import drift_after_commit
+from automaton.commands.loop_gate import drift_after_commit, read_before_commit
 from automaton.core.loopconfig import LoopConfig
+from automaton.core.loopstate import LoopState
 from automaton.git import run_git
+from automaton.git.commit import excludes_file
+from automaton.git.drift import Reading
 from automaton.git.errors import DriftError
 from automaton.git.nested import nested_repositories, shown
 from automaton.git.protect import protected_changes
@@ -52,14 +57,22 @@ class After:
     notes: list[str] = field(default_factory=list)
 
 
-def settle(loop: Loop, cfg: LoopConfig, wt: WorktreeResult, n: int, impl: HarnessResult) -> After:
+def settle(loop: Loop, cfg: LoopConfig, wt: WorktreeResult, n: int, impl: HarnessResult,
+           state: LoopState | None = None) -> After:
     """Commit, then halt on the first of: a repository nested in the worktree (drift_detected,
     `nested repository: <paths>`, before anything is committed), the harness could not start (human_intervention,
     harness_unavailable, charged nothing), the commit failed (human_intervention,
     commit_failed with git's message and the fix), the commit drifts out of file_scope
-    (drift_detected), the commit changed a protected path (drift_detected, protected)."""
+    (drift_detected), the commit changed a protected path (drift_detected, protected).
+
+    The worktree is read once before the commit (`loop_gate.read_before_commit`, the drift
+    gate's reading): when it shows nothing for `git add -A` to stage, nothing is committed and
+    the drift and protected-path checks judge that same reading; otherwise the commit is made
+    and they read the worktree anew. `state`: the loop's state as this tick recorded its
+    worktree (None: read here)."""
     project, name = loop.project, loop.name
     out = After()
+    reading: Reading | None = None
     # No worktree (`use_worktree` false): the tick commits in the main checkout, on its branch,
     # once its first tick recorded a base commit there (runner.worktree `_in_place`).
     in_place = not wt.in_worktree and not cfg.blast_radius.use_worktree and wt.base_commit is not None
@@ -77,39 +90,55 @@ def settle(loop: Loop, cfg: LoopConfig, wt: WorktreeResult, n: int, impl: Harnes
         nested = _nested(wt)
         if nested:  # before `git add`, which would record it as a gitlink and let git enter it
             return _halt(out, loop, "drift_detected", nested)
-
-        done = commit_all(wt.path, f"automaton: tick {n}", also_exclude=() if wt.in_worktree else IN_PLACE_EXCLUDES)
-        out.sha = done.sha
-        # Nothing committed and no error: git saw no change. Anything else may be the agent's work.
-        out.changed = done.sha is not None or done.error is not None
-        if done.error:  # the work is not on loop/<name>: its verdict must not count
-            fix = f"; fix: {done.fix}" if done.fix else ""
-            return _halt(out, loop, "human_intervention", f"{COMMIT_FAILED}: {done.error}{fix}")
-        if done.sha is not None:  # the commit just made is the branch tip
-            out.head = done.sha
-        else:  # nothing to commit: the tip is what earlier ticks left (commit_all read it before `git add`)
-            out.head = done.head
+        reading, failed = _commit(loop, wt, n, state or loop.read_state(), out)
+        if failed is not None:
+            return failed
     unavailable = impl.unavailable
     if unavailable:
         out.free = out.sha is None  # an agent that changed files did start: its tick is charged
         return _halt(out, loop, "human_intervention", f"{HARNESS_UNAVAILABLE}: {unavailable}")
     if not wt.in_worktree and not in_place:
         return out
-    drift = drift_after_commit(loop, cfg)
-    if drift is not None and drift.halt is not None:
-        out.halt = f"{drift.halt}: {drift.detail}"
+    drift = drift_after_commit(loop, cfg, reading)
+    if drift.result is not None and drift.result.halt is not None:
+        out.halt = f"{drift.result.halt}: {drift.result.detail}"
         out.skip_verify = f"halted after the commit: {out.halt}"
         out.notes.append(out.skip_verify)
         return out
 
     try:
-        changed = _protected_changes(cfg, project, wt, out.head)
+        changed = _protected_changes(cfg, project, wt, out.head, drift.reading)
     except DriftError as exc:  # git failed: unknown is never "nothing protected changed"
         return _halt(out, loop, "drift_detected", f"{PROTECTED}: cannot compare with the base commit ({exc})")
     if changed:
         shown = ", ".join(changed[:10]) + (f" (+{len(changed) - 10} more)" if len(changed) > 10 else "")
         return _halt(out, loop, "drift_detected", f"{PROTECTED}: {shown}")
     return out
+
+
+def _commit(loop: Loop, wt: WorktreeResult, n: int, state: LoopState, out: After) -> tuple[Reading | None,
+                                                                                          After | None]:
+    """The runner's commit of the tick's work into `out` (sha, head, changed): nothing when the
+    reading made first shows nothing to stage (that reading is returned, for the checks after
+    the commit), else `commit_all` (None is returned: the checks read the new commit anew).
+    The second value is the halted `out` when the commit failed, else None."""
+    with tempfile.TemporaryDirectory(prefix="automaton-commit-") as scratch:
+        excludes = excludes_file(wt.path, Path(scratch), () if wt.in_worktree else IN_PLACE_EXCLUDES)
+        reading = read_before_commit(loop, state, excludes)
+        if reading is not None and reading.nothing_to_commit():
+            out.changed, out.head = False, reading.head  # git would have seen no change
+            return reading, None
+        done = commit_all(wt.path, f"automaton: tick {n}", excludes=excludes)
+    out.sha = done.sha
+    # Nothing committed and no error: git saw no change. Anything else may be the agent's work.
+    out.changed = done.sha is not None or done.error is not None
+    if done.error:  # the work is not on loop/<name>: its verdict must not count
+        fix = f"; fix: {done.fix}" if done.fix else ""
+        return None, _halt(out, loop, "human_intervention", f"{COMMIT_FAILED}: {done.error}{fix}")
+    # The commit just made is the branch tip; with nothing committed, the tip is what earlier
+    # ticks left (commit_all read it before `git add`).
+    out.head = done.sha if done.sha is not None else done.head
+    return None, None
 
 
 def _nested(wt: WorktreeResult) -> str | None:
@@ -124,11 +153,17 @@ def _nested(wt: WorktreeResult) -> str | None:
     return f"nested repository: {shown(found)}" if found else None
 
 
-def _protected_changes(cfg: LoopConfig, project: Project, wt: WorktreeResult, head: str | None) -> list[str]:
+def _protected_changes(cfg: LoopConfig, project: Project, wt: WorktreeResult, head: str | None,
+                       reading: Reading | None) -> list[str]:
+    """The protected paths `head` changed since the base commit (`git.protect`); the paths the
+    two trees differ in come from `reading` (the drift gate's) when it compared the same two
+    commits, else from git."""
     if head is None or wt.base_commit is None:
         return []
-
-    return protected_changes(project.root, wt.base_commit, head, protected_patterns(cfg, project.root))
+    patterns = protected_patterns(cfg, project.root)
+    if reading is not None and reading.head == head and reading.base_commit == wt.base_commit:
+        return protected_changes(project.root, wt.base_commit, head, patterns, changed=list(reading.committed))
+    return protected_changes(project.root, wt.base_commit, head, patterns)
 
 
 def _halt(out: After, loop: Loop, reason: Death, detail: str) -> After:

@@ -276,7 +276,7 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
     # worktree's `.git` pointer and the config it leads to: there the worktree is probed anew
     # before every call (git.harden.probe_once).
     with probe_once(pointers_settled=reaper.become_subreaper(), trusted=git_folder_of(project.root)):
-        after = aftercommit.settle(loop, cfg, wt, n, impl)
+        after = aftercommit.settle(loop, cfg, wt, n, impl, state)
     _config_halt(loop, baseline, after)
     warnings += after.warnings
     for line in after.notes:
