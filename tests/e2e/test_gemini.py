@@ -140,3 +140,36 @@ def test_the_installed_hook_sees_the_real_payload_and_gemini_obeys_its_answers(p
     assert [p["tool_input"]["file_path"] for p in seen] == ["src/b.py", ".gemini/settings.json"]
     assert seen[0]["tool_name"] == "write_file" and seen[0]["hook_event_name"] == "BeforeTool"
     record("gemini", "beforetool.json", json.dumps(seen[0], indent=2) + "\n")
+
+
+
+def test_automaton_sandbox_gemini_writes_in_scope_only_and_keeps_its_state(project: Path, scripted: Any) -> None:
+    """gemini-cli 0.61.0 must create files in its home folder to start (`projects.json`):
+    the session gives it a private copy (`sandbox.private_home`), its chats still in ~/.gemini/tmp."""
+    from tests.helpers import git, run_exe
+
+    (project / "src").mkdir()
+    (project / "src" / "app.py").write_text("x = 1\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "src")
+    home = Path(os.environ["HOME"])
+    outside = home / "outside.txt"
+    srv = scripted([{"calls": [{"name": "write_file", "args": {"file_path": "src/new.py", "content": "y = 2\n"}}]},
+                    {"calls": [{"name": "run_shell_command",
+                                "args": {"command": f"echo no > {outside} || echo denied"}}]},
+              {"text": "Done."}])
+    settings = (home / ".gemini" / "settings.json").read_text()
+    done = run_exe("automaton", "--sandbox", "--", "gemini", "-o", "json", "--skip-trust", "--approval-mode", "yolo",
+                   "-p", "write src/new.py", cwd=project, env=dict(os.environ, PWD=str(project)), timeout=150)
+    record("gemini", "session-stderr.txt", done.stderr)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout)["response"] == "Done."
+    assert (project / "src" / "new.py").read_text() == "y = 2\n"  # in scope: written
+    assert not outside.exists()  # out of scope: the kernel refused it
+    answers = [p["functionResponse"] for c in list(srv.scripted_requests())[1:] for m in c.body["contents"]
+               for p in m.get("parts", []) if "functionResponse" in p]
+    shell = json.dumps(answers[-1])
+    assert "denied" in shell and ("Read-only file system" in shell or "Permission denied" in shell), answers
+    assert (home / ".gemini" / "settings.json").read_text() == settings
+    assert not (home / ".gemini" / "projects.json").exists()  # registered in the private copy only
+    assert list((home / ".gemini" / "tmp").rglob("chats/session-*.jsonl"))  # its chat, in the granted folder

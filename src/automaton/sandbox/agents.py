@@ -32,6 +32,13 @@ binaries unless said):
   codex sources).
 - Gemini CLI: `~/.gemini/tmp/<project_hash>/` (geminicli.com/docs/cli/commands, chat
   checkpoints). `~/.gemini/history/` (checkpointing, off by default) is not included.
+  Verified with gemini-cli 0.61.0 (tests/e2e): it will not start ("An unexpected critical error
+  occurred:Error: EROFS: read-only file system, open '~/.gemini/projects.json.<uuid>.tmp'")
+  unless it can create files in `~/.gemini` itself: every start registers the project in
+  `projects.json`, written to a temporary file renamed over it, under a `projects.json.lock`
+  folder (`ProjectRegistry.save`), and it creates `installation_id` there when missing. Create
+  and rename rights in `~/.gemini` would let the agent replace `settings.json` (hooks, MCP
+  servers), so a session runs it on a private copy instead (`private_home`).
 - aider: `~/.aider/caches/` (aider/versioncheck.py: VERSION_CHECK_FNAME); its chat and input
   histories are `.aider*` files in the repository, i.e. in the worktree.
 - opencode: `~/.local/share/opencode/` (sessions, logs, auth; opencode.ai/docs/troubleshooting)
@@ -51,6 +58,7 @@ import os
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 # (folders, files) per harness, relative to the home directory.
@@ -67,6 +75,33 @@ STATE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 # Files created empty (mode 0600) when missing, for an agent that cannot start without
 # opening them read-write; relative to the home directory.
 CREATED: dict[str, tuple[str, ...]] = {"codex": (".codex/installation_id",)}
+
+# Agents that cannot start without creating files beside their own settings: a sandboxed
+# session points the variable at a private home in the session's temp folder, whose `folder`
+# holds copies of the user's (`copied`, names of files or folders) and links to the granted
+# state folders of `STATE` (`linked`), so that their contents outlive the session. Nothing is
+# copied back: what the agent writes in the copy dies with the session. Gemini CLI's names:
+# its settings, logins, instructions, commands, extensions and skills as a tick copies them
+# (runner.agentconfig), and `projects.json`, so that a project keeps its short id and finds
+# its chats in the linked `tmp/`.
+@dataclass(frozen=True)
+class PrivateHome:
+    """variable: the CLI's switch for its home; folder: its folder under that home; copied and
+    linked: names inside `folder` (see above)."""
+
+    variable: str
+    folder: str
+    copied: tuple[str, ...]
+    linked: tuple[str, ...]
+
+
+PRIVATE_HOME: dict[str, PrivateHome] = {
+    "gemini": PrivateHome("GEMINI_CLI_HOME", ".gemini",
+                          ("settings.json", "oauth_creds.json", "google_accounts.json", "installation_id", "user_id",
+                           "GEMINI.md", ".env", "trustedFolders.json", "projects.json", "commands", "extensions",
+                           "skills"),
+                          ("tmp",)),
+}
 
 # Variables a sandboxed session sets on the agent (relative paths are under the home directory).
 SESSION_ENV: dict[str, dict[str, str]] = {"codex": {"CODEX_SQLITE_HOME": ".codex/sqlite"}}
@@ -92,6 +127,49 @@ def session_env(harness: str, home: Path, environ: Mapping[str, str]) -> dict[st
     """The variables of `SESSION_ENV` for `harness` (paths made absolute under `home`) that
     `environ` does not set already: the user's own choice wins (its folder is then not granted)."""
     return {k: str(home / v) for k, v in SESSION_ENV.get(harness, {}).items() if k not in environ}
+
+
+def private_home(harness: str, home: Path, tmp: Path, environ: Mapping[str, str]) -> tuple[dict[str, str],
+                                                                                         list[str]]:
+    """({variable: the private home}, one line per user file that exists but could not be
+    copied) for `harness` in a sandboxed session (`PRIVATE_HOME`); ({}, []) for a harness
+    without one. The private home is `tmp/<harness>-home` (`tmp`: the session's temp folder,
+    writable to the agent and removed after it); the copies come from the folder the user's
+    own `variable` in `environ` names, else `home`; the links point at the granted folders
+    under `home`. OSError when the private home itself cannot be made."""
+    spec = PRIVATE_HOME.get(harness)
+    if spec is None:
+        return {}, []
+    root = tmp / f"{harness}-home"
+    mine = root / spec.folder
+    mine.mkdir(mode=0o700, parents=True)
+    real = Path(environ.get(spec.variable) or home) / spec.folder
+    problems = [p for name in spec.copied if (p := _copy(real / name, mine / name)) is not None]
+    for name in spec.linked:
+        (mine / name).symlink_to(home / spec.folder / name, target_is_directory=True)
+    return {spec.variable: str(root)}, problems
+
+
+def _copy(src: Path, dest: Path) -> str | None:
+    """Copy file or folder `src` (symlinks inside kept as links, no FIFO or device) to `dest`;
+    None when done or when `src` does not exist, else the line saying why not."""
+    try:
+        if not src.exists():
+            return None
+        if src.is_dir():
+            shutil.copytree(src, dest, symlinks=True, ignore=_special)
+        elif src.is_file():
+            shutil.copy2(src, dest)
+        else:  # a FIFO would block the session's start
+            return f"{src}: not a regular file; not copied into the session's private home"
+    except (OSError, shutil.Error) as exc:
+        return f"{src}: not copied into the session's private home ({getattr(exc, 'strerror', None) or exc})"
+    return None
+
+
+def _special(folder: str, names: list[str]) -> set[str]:
+    """The entries of `folder` that are neither folder, file nor symlink (FIFOs, sockets)."""
+    return {n for n in names if not ((p := Path(folder) / n).is_symlink() or p.is_dir() or p.is_file())}
 
 
 def visible_paths(*, home: Path, cwd: Path | None = None, project_root: Path | None = None,
