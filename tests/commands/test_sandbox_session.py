@@ -47,3 +47,22 @@ def test_a_gemini_session_runs_on_a_private_copy_of_its_home(project: Path, monk
     (private / "settings.json").write_text("{}")  # what the agent writes in the copy stays there
     assert (real / "settings.json").read_text() == '{"security": {}}'
     assert "GEMINI_CLI_HOME" not in plan(Project.at(project), None, ["claude"], home=home).env
+
+
+def test_an_opencode_session_gets_a_private_config_copy_and_cache(project: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """opencode 1.18.33 writes ~/.config/opencode and creates ~/.cache/opencode at start
+    (tests/e2e): both hold code a later opencode loads, so neither is granted."""
+    monkeypatch.chdir(project)
+    home = Path(os.environ["HOME"])
+    config = home / ".config" / "opencode"
+    config.mkdir(parents=True)
+    (config / "opencode.json").write_text('{"plugin": []}')
+    session = plan(Project.at(project), None, ["opencode", "run"], home=home)
+    mine = Path(session.env["XDG_CONFIG_HOME"]) / "opencode"
+    cache = Path(session.env["XDG_CACHE_HOME"]) / "opencode"
+    assert (mine / "opencode.json").read_text() == '{"plugin": []}' and cache.is_dir() and not list(cache.iterdir())
+    assert session.policy.tmpdir is not None and session.policy.tmpdir in mine.parents and session.policy.tmpdir in cache.parents
+    writable = set(session.policy.writable)
+    assert config not in writable and home / ".cache" / "opencode" not in writable
+    assert home / ".local" / "share" / "opencode" in writable

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from automaton.store import loops as store
-from tests.e2e.loopkit import VERIFY, committed_tick
+from tests.e2e.loopkit import VERIFY, committed_tick, record
 from tests.e2e.servers.openai_chat import USAGE, ChatServer
 from tests.runner.loopkit import make_loop
 
@@ -75,3 +75,34 @@ def test_a_sandboxed_opencode_tick_commits_its_work_and_charges_its_step_costs(p
     assert bash and "denied" in bash[0]["state"]["output"] and not outside.exists()
     assert not (project.parent / "src").exists()  # PWD pointed nowhere near the worktree's edits
     assert len(list(srv.scripted_requests())) == 3
+
+
+def test_automaton_sandbox_opencode_writes_in_scope_only_and_keeps_its_state(project: Path, scripted: Any) -> None:
+    """opencode 1.18.33 must create ~/.cache/opencode and write its configuration folder to
+    start: the session gives it private ones (`sandbox.private_home`); its sessions database
+    stays in the granted ~/.local/share/opencode."""
+    from tests.helpers import git, run_exe
+
+    (project / "src").mkdir()
+    (project / "src" / "app.py").write_text("x = 1\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "src")
+    home = Path(os.environ["HOME"])
+    outside = home / "outside.txt"
+    scripted([{"calls": [{"name": "write", "arguments": {"filePath": "src/new.py", "content": "y = 2\n"}}]},
+              {"calls": [{"name": "bash", "arguments": {"command": f"echo no > {outside} || echo denied",
+                                                        "description": "try outside"}}]},
+              {"text": "Done."}])
+    done = run_exe("automaton", "--sandbox", "--", "opencode", "run", "--format", "json", "-m", "scripted/m1",
+                   "write src/new.py", cwd=project, env=dict(os.environ, PWD=str(project)), timeout=240)
+    record("opencode", "session.jsonl", done.stdout)
+    assert done.returncode == 0, done.stderr[-3000:]
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert [e["part"]["text"] for e in events if e["type"] == "text"] == ["Done."]
+    assert (project / "src" / "new.py").read_text() == "y = 2\n"  # in scope: written
+    bash = [e["part"]["state"]["output"] for e in events if e["type"] == "tool_use" and e["part"]["tool"] == "bash"]
+    assert bash and "Read-only file system" in bash[0] and "denied" in bash[0] and not outside.exists()
+    config = home / ".config" / "opencode"
+    assert sorted(p.name for p in config.iterdir()) == ["opencode.json"]  # its .gitignore went to the copy
+    assert not (home / ".cache").exists()
+    assert (home / ".local" / "share" / "opencode" / "opencode.db").exists()  # its own state

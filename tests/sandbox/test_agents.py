@@ -79,8 +79,8 @@ def test_a_private_home_copies_settings_links_state_and_reports_what_it_could_no
     (real / "history").mkdir()  # not copied: neither settings nor linked state
     os.mkfifo(real / "GEMINI.md")  # a FIFO would hang the copy: reported, skipped
     env, problems = private_home("gemini", home, tmp, {})
-    mine = tmp / "gemini-home" / ".gemini"
-    assert env == {"GEMINI_CLI_HOME": str(tmp / "gemini-home")}
+    mine = tmp / "gemini-gemini_cli_home" / ".gemini"
+    assert env == {"GEMINI_CLI_HOME": str(tmp / "gemini-gemini_cli_home")}
     assert (mine / "settings.json").read_text() == "{}"
     assert (mine / "extensions" / "e" / "link").is_symlink()
     assert os.readlink(mine / "tmp") == str(real / "tmp") and not (mine / "history").exists()

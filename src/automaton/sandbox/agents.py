@@ -77,30 +77,42 @@ STATE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 CREATED: dict[str, tuple[str, ...]] = {"codex": (".codex/installation_id",)}
 
 # Agents that cannot start without creating files beside their own settings: a sandboxed
-# session points the variable at a private home in the session's temp folder, whose `folder`
-# holds copies of the user's (`copied`, names of files or folders) and links to the granted
-# state folders of `STATE` (`linked`), so that their contents outlive the session. Nothing is
-# copied back: what the agent writes in the copy dies with the session. Gemini CLI's names:
-# its settings, logins, instructions, commands, extensions and skills as a tick copies them
-# (runner.agentconfig), and `projects.json`, so that a project keeps its short id and finds
-# its chats in the linked `tmp/`.
+# session points the CLI's switch (`variable`) at a private folder in the session's temp
+# folder, whose `folder` holds copies of the user's (`copied`: names of files or folders;
+# None: the whole folder) and links to granted state folders of `STATE` (`linked`), so that
+# what those hold outlives the session. Nothing is copied back: what the agent writes in the
+# copy dies with the session. `default`: where the switch points when unset, relative to the
+# home folder ("" for the home folder itself).
+# - Gemini CLI (GEMINI_CLI_HOME): its settings, logins, instructions, commands, extensions and
+#   skills as a tick copies them (runner.agentconfig), and `projects.json`, so that a project
+#   keeps its short id and finds its chats in the linked `tmp/`.
+# - OpenCode 1.18.33 (verified, tests/e2e): it will not start without creating
+#   `~/.cache/opencode` ("EROFS: read-only file system, mkdir '~/.cache'") and writing
+#   `~/.config/opencode/.gitignore` (it installs its plugin package in the configuration
+#   folder). Both hold code a later, unconfined opencode loads (plugins, provider packages), so
+#   neither is granted: XDG_CONFIG_HOME gets a copy of the configuration folder, XDG_CACHE_HOME
+#   an empty one (opencode fetches its provider packages again, as in a tick). Side effect, as
+#   in a tick: the agent's own git no longer reads ~/.config/git/config.
 @dataclass(frozen=True)
 class PrivateHome:
-    """variable: the CLI's switch for its home; folder: its folder under that home; copied and
-    linked: names inside `folder` (see above)."""
+    """variable: the CLI's switch; default: its value when unset, under the home folder;
+    folder: the CLI's folder under it; copied and linked: see above."""
 
     variable: str
+    default: str
     folder: str
-    copied: tuple[str, ...]
-    linked: tuple[str, ...]
+    copied: tuple[str, ...] | None
+    linked: tuple[str, ...] = ()
 
 
-PRIVATE_HOME: dict[str, PrivateHome] = {
-    "gemini": PrivateHome("GEMINI_CLI_HOME", ".gemini",
-                          ("settings.json", "oauth_creds.json", "google_accounts.json", "installation_id", "user_id",
-                           "GEMINI.md", ".env", "trustedFolders.json", "projects.json", "commands", "extensions",
-                           "skills"),
-                          ("tmp",)),
+PRIVATE_HOME: dict[str, tuple[PrivateHome, ...]] = {
+    "gemini": (PrivateHome("GEMINI_CLI_HOME", "", ".gemini",
+                           ("settings.json", "oauth_creds.json", "google_accounts.json", "installation_id", "user_id",
+                            "GEMINI.md", ".env", "trustedFolders.json", "projects.json", "commands", "extensions",
+                            "skills"),
+                           ("tmp",)),),
+    "opencode": (PrivateHome("XDG_CONFIG_HOME", ".config", "opencode", None),
+                 PrivateHome("XDG_CACHE_HOME", ".cache", "opencode", ())),
 }
 
 # Variables a sandboxed session sets on the agent (relative paths are under the home directory).
@@ -131,23 +143,27 @@ def session_env(harness: str, home: Path, environ: Mapping[str, str]) -> dict[st
 
 def private_home(harness: str, home: Path, tmp: Path, environ: Mapping[str, str]) -> tuple[dict[str, str],
                                                                                          list[str]]:
-    """({variable: the private home}, one line per user file that exists but could not be
+    """({variable: its private folder}, one line per user file that exists but could not be
     copied) for `harness` in a sandboxed session (`PRIVATE_HOME`); ({}, []) for a harness
-    without one. The private home is `tmp/<harness>-home` (`tmp`: the session's temp folder,
-    writable to the agent and removed after it); the copies come from the folder the user's
-    own `variable` in `environ` names, else `home`; the links point at the granted folders
-    under `home`. OSError when the private home itself cannot be made."""
-    spec = PRIVATE_HOME.get(harness)
-    if spec is None:
-        return {}, []
-    root = tmp / f"{harness}-home"
-    mine = root / spec.folder
-    mine.mkdir(mode=0o700, parents=True)
-    real = Path(environ.get(spec.variable) or home) / spec.folder
-    problems = [p for name in spec.copied if (p := _copy(real / name, mine / name)) is not None]
-    for name in spec.linked:
-        (mine / name).symlink_to(home / spec.folder / name, target_is_directory=True)
-    return {spec.variable: str(root)}, problems
+    without one. Each private folder is `tmp/<harness>-<variable in lower case>` (`tmp`: the
+    session's temp folder, writable to the agent and removed after it); the copies come from
+    where the user's own `variable` in `environ` points, else its default under `home`; the
+    links point at the granted folders under `home`. OSError when a private folder itself
+    cannot be made."""
+    env: dict[str, str] = {}
+    problems: list[str] = []
+    for spec in PRIVATE_HOME.get(harness, ()):
+        root = tmp / f"{harness}-{spec.variable.lower()}"
+        mine = root / spec.folder
+        real = Path(environ.get(spec.variable) or home / spec.default) / spec.folder
+        if spec.copied is None and (p := _copy(real, mine)) is not None:
+            problems.append(p)
+        mine.mkdir(mode=0o700, parents=True, exist_ok=True)
+        problems += [p for name in spec.copied or () if (p := _copy(real / name, mine / name)) is not None]
+        for name in spec.linked:
+            (mine / name).symlink_to(home / spec.default / spec.folder / name, target_is_directory=True)
+        env[spec.variable] = str(root)
+    return env, problems
 
 
 def _copy(src: Path, dest: Path) -> str | None:
