@@ -62,7 +62,8 @@ def test_an_opencode_session_gets_a_private_config_copy_and_cache(project: Path,
     mine = Path(session.env["XDG_CONFIG_HOME"]) / "opencode"
     cache = Path(session.env["XDG_CACHE_HOME"]) / "opencode"
     assert (mine / "opencode.json").read_text() == '{"plugin": []}' and cache.is_dir() and not list(cache.iterdir())
-    assert session.policy.tmpdir is not None and session.policy.tmpdir in mine.parents and session.policy.tmpdir in cache.parents
+    tmp = session.policy.tmpdir
+    assert tmp is not None and tmp in mine.parents and tmp in cache.parents
     writable = set(session.policy.writable)
     assert config not in writable and home / ".cache" / "opencode" not in writable
     assert home / ".local" / "share" / "opencode" in writable

@@ -3,8 +3,9 @@
 The writable set is the task's phase scope made coarse enough for the kernel
 (`commands.writable`, which has the table per phase). Project overrides in
 `.automaton/config.json` are enforced by the hook only. Always added: the agent CLI's own
-state folders, a private temp dir (which holds gemini's private home: `sandbox.private_home`);
-always hidden: the record key's folder; masked (and hidden where no mount namespace is in force): the user's credential stores (`writable.secret_stores`).
+state folders, a private temp dir (which holds gemini's and opencode's private folders:
+`sandbox.private_home`); always hidden: the record key's folder; masked (and hidden where no
+mount namespace is in force): the user's credential stores (`writable.secret_stores`).
 The phase's artifact is created empty when missing, so that the kernel can grant that file
 (not its folder).
 """
