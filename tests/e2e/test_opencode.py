@@ -16,14 +16,19 @@ from typing import Any
 
 import pytest
 
+from automaton.runner.tick import tick
 from automaton.store import loops as store
+from tests.e2e.install import pinned
 from tests.e2e.loopkit import VERIFY, committed_tick, record
-from tests.e2e.servers.openai_chat import USAGE, ChatServer
+from tests.e2e.servers.openai_chat import USAGE, ChatServer, out_of_credits, rate_limited
 from tests.runner.loopkit import make_loop
 
 PRICE_IN, PRICE_OUT = 1.0, 10.0  # USD per million tokens, in the provider's config
 
 
+def opencode_loop(project: Path, timeout_s: int = 240) -> Any:
+    return make_loop(project, roles=VERIFY, harness={"name": "opencode", "model": "scripted/m1", "args": [],
+                                                     "timeout_s": timeout_s})
 
 
 @pytest.fixture
@@ -106,3 +111,49 @@ def test_automaton_sandbox_opencode_writes_in_scope_only_and_keeps_its_state(pro
     assert sorted(p.name for p in config.iterdir()) == ["opencode.json"]  # its .gitignore went to the copy
     assert not (home / ".cache").exists()
     assert (home / ".local" / "share" / "opencode" / "opencode.db").exists()  # its own state
+
+
+def test_a_provider_refusal_opencode_does_not_retry_defers_the_tick_at_no_cost(project: Path,
+                                                                              scripted: Any) -> None:
+    """opencode 1.18.33 ends a run on an answer it does not retry (402: credits used up) with
+    one `error` event {name: APIError, data: {statusCode, responseBody, …}} and exit 1."""
+    scripted([{**out_of_credits(), "repeat": True}])
+    proj = opencode_loop(project)
+    out = tick(proj, "demo")
+    assert out.code == 0 and out.data is not None and out.data["iteration_counted"] is False, out.lines
+    run = Path(out.data["run_dir"])
+    record("opencode", "out-of-credits.jsonl", (run / "implement.log").read_text())
+    deferred = out.data["deferred"]
+    assert deferred["harness"] == "opencode" and deferred["source"] == "backoff", deferred
+    assert "Insufficient credits" in deferred["message"], deferred
+    assert out.data["agent_version"] == pinned()["opencode"].version
+    assert (out.data["cost_usd"], out.data["cost_known"]) == (0.0, True)  # refused before any model work
+    state = store.read_state(proj, "demo")
+    assert state.iteration_count == 0 and state.spent_usd == 0.0
+
+
+def test_a_429_that_opencode_retries_past_is_a_normal_charged_tick(project: Path, scripted: Any) -> None:
+    scripted([rate_limited(),
+              {"calls": [{"name": "write", "arguments": {"filePath": "src/app.py", "content": "x = 1\n"}}]},
+              {"text": "Done."}])
+    proj = opencode_loop(project)
+    out = tick(proj, "demo")
+    assert out.code == 0 and out.data is not None and "deferred" not in out.data, out.lines
+    record("opencode", "retried-429.jsonl", (Path(out.data["run_dir"]) / "implement.log").read_text())
+    assert out.data["halt"] is None and out.data["commit"] and out.data["cost_known"] is True
+    per_step = (USAGE["prompt_tokens"] * PRICE_IN + USAGE["completion_tokens"] * PRICE_OUT) / 1e6
+    assert out.data["cost_usd"] == pytest.approx(2 * per_step)
+
+
+def test_a_429_storm_runs_to_the_timeout_and_is_charged_max_tick_usd(project: Path, scripted: Any) -> None:
+    """opencode 1.18.33 retries a 429 without end and prints nothing: nothing tells the adapter
+    it is a limit, so the run ends at harness.timeout_s, its cost unknown."""
+    srv = scripted([{**rate_limited(), "repeat": True}])
+    proj = opencode_loop(project, timeout_s=20)
+    out = tick(proj, "demo")
+    assert out.data is not None, out.lines
+    assert (Path(out.data["run_dir"]) / "implement.log").read_text() == ""
+    assert len(list(srv.scripted_requests())) >= 2  # it did retry
+    assert "deferred" not in out.data and out.data["implement"]["timed_out"] is True, out.data
+    assert (out.data["cost_usd"], out.data["cost_known"]) == (1.0, False)  # max_tick_usd
+    assert store.read_state(proj, "demo").spent_usd == 1.0
