@@ -20,7 +20,7 @@ from automaton.runner.tick import tick
 from automaton.store import loops as store
 from tests.e2e.install import pinned
 from tests.e2e.loopkit import VERIFY, committed_tick, record
-from tests.e2e.servers.gemini import GeminiServer, quota_exceeded
+from tests.e2e.servers.gemini import GeminiServer, quota_exceeded, rate_limited
 from tests.runner.loopkit import make_loop
 
 
@@ -173,3 +173,37 @@ def test_automaton_sandbox_gemini_writes_in_scope_only_and_keeps_its_state(proje
     assert (home / ".gemini" / "settings.json").read_text() == settings
     assert not (home / ".gemini" / "projects.json").exists()  # registered in the private copy only
     assert list((home / ".gemini" / "tmp").rglob("chats/session-*.jsonl"))  # its chat, in the granted folder
+
+
+
+def test_a_per_minute_rate_limit_storm_defers_the_tick_until_the_retry_it_names(project: Path,
+                                                                               scripted: Any) -> None:
+    """gemini-cli 0.61.0 retries a 429 with RetryInfo three times, then exits 173 with
+    {"error": {"message": "… Suggested retry after 1s.", "code": 429}} on stderr. Gemini prints
+    no cost and the same error whether or not the model worked before: max_tick_usd is counted."""
+    srv = scripted([{**rate_limited(1), "repeat": True}])
+    proj = gemini_loop(project)
+    out = tick(proj, "demo")
+    assert out.code == 0 and out.data is not None and out.data["iteration_counted"] is False, out.lines
+    run = Path(out.data["run_dir"])
+    record("gemini", "rate-limit.stderr", (run / "implement.stderr.log").read_text())
+    assert len(list(srv.scripted_requests())) == 3  # its own retries
+    deferred = out.data["deferred"]
+    assert deferred["harness"] == "gemini" and deferred["source"] == "reported", deferred
+    assert "exceeded your current quota" in deferred["message"], deferred
+    assert out.data["verdict"] is None and out.data["commit"] is None
+    assert (out.data["cost_usd"], out.data["cost_known"]) == (1.0, False)
+    state = store.read_state(proj, "demo")
+    assert state.iteration_count == 0 and state.spent_usd == 1.0
+
+
+def test_a_rate_limit_after_gemini_worked_is_an_ordinary_counted_tick(project: Path, scripted: Any) -> None:
+    """The limit came after an edit: the tick is verified, committed and counted (runner.deferral)."""
+    scripted([{"calls": [{"name": "write_file", "args": {"file_path": "src/app.py", "content": "x = 1\n"}}]},
+              {**rate_limited(1), "repeat": True}])
+    proj = gemini_loop(project)
+    out = tick(proj, "demo")
+    assert out.data is not None and "deferred" not in out.data, out.lines
+    assert out.data["implement"]["exit_status"] == 173 and out.data["commit"] and out.data["halt"] is None
+    assert out.data["verdict"]["score"] == 1.0 and (out.data["cost_usd"], out.data["cost_known"]) == (1.0, False)
+    assert store.read_state(proj, "demo").iteration_count == 1

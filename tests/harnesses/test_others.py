@@ -292,3 +292,14 @@ def test_the_opencode_error_fake_has_the_shape_of_the_recorded_one() -> None:
     for doc in (real, fake):  # header names vary with the server; their values are strings either way
         doc["error"]["data"]["responseHeaders"] = {"h": "v"}
     assert shape(fake) == shape(real)
+
+
+def test_a_recorded_gemini_rate_limit_defers_until_the_retry_it_suggests(monkeypatch: pytest.MonkeyPatch) -> None:
+    """gemini-cli 0.61.0 after its three retries of a per-minute 429 (tests/e2e): exit 173,
+    stdout empty, "Suggested retry after 1s." in the error object on stderr."""
+    from automaton.harnesses import gemini
+
+    monkeypatch.setattr(time, "time", lambda: 1000.0)
+    res = gemini.parse("", (GEMINI_RECORDED / "rate-limit.stderr").read_text(), 173)
+    assert res.usage_limit is not None and res.usage_limit.reset_epoch == 1001.0, res.usage_limit
+    assert res.cost_usd is None  # Gemini prints no cost: counted at max_tick_usd
