@@ -207,3 +207,29 @@ def test_a_rate_limit_after_gemini_worked_is_an_ordinary_counted_tick(project: P
     assert out.data["implement"]["exit_status"] == 173 and out.data["commit"] and out.data["halt"] is None
     assert out.data["verdict"]["score"] == 1.0 and (out.data["cost_usd"], out.data["cost_known"]) == (1.0, False)
     assert store.read_state(proj, "demo").iteration_count == 1
+
+
+def test_gemini_that_cannot_write_its_home_is_unavailable(gemini_bin: Path, tmp_path: Path) -> None:
+    """The real failure: inside the kernel sandbox with its home read-only, gemini-cli 0.61.0
+    exits 1 before any model call ("An unexpected critical error occurred:Error: EROFS …
+    projects.json…"); the adapter's refusal calls that `unavailable` (a tick halts
+    harness_unavailable, never verifies)."""
+    from automaton.core.sandbox import Policy
+    from automaton.harnesses import HarnessRequest, get
+
+    work, run, ro_home, tmp = tmp_path / "work", tmp_path / "run", tmp_path / "gemini-home", tmp_path / "tmp"
+    for folder in (work, ro_home / ".gemini", tmp):
+        folder.mkdir(parents=True)
+    (ro_home / ".gemini" / "settings.json").write_text(json.dumps({"security": {"auth": {
+        "selectedType": "gemini-api-key"}}}))
+    subprocess.run(["git", "init", "-q"], cwd=work, check=True)
+    policy = Policy((work, run, tmp), tmpdir=tmp, label="e2e gemini",
+                    visible=(ro_home, Path(os.environ["HOME"]), gemini_bin.parent.parent.parent))
+    req = HarnessRequest(role="implement", prompt="hi", cwd=work, timeout_s=60, run_dir=run, model=None,
+                         args=(), env={"GEMINI_CLI_HOME": str(ro_home), "GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:9"},
+                         sandbox=policy)
+    res = get("gemini").run(req)
+    record("gemini", "cannot-start.stderr", (run / "implement.stderr.log").read_text())
+    assert res.exit_status == 1 and res.unavailable is not None, res
+    assert res.unavailable.startswith("gemini crashed before it could run the task (An unexpected critical error"
+                                      " occurred:Error: EROFS"), res.unavailable

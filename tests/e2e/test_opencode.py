@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -157,3 +159,28 @@ def test_a_429_storm_runs_to_the_timeout_and_is_charged_max_tick_usd(project: Pa
     assert "deferred" not in out.data and out.data["implement"]["timed_out"] is True, out.data
     assert (out.data["cost_usd"], out.data["cost_known"]) == (1.0, False)  # max_tick_usd
     assert store.read_state(proj, "demo").spent_usd == 1.0
+
+
+def test_opencode_that_cannot_write_its_cache_is_unavailable(scripted: Any, tmp_path: Path) -> None:
+    """The real failure: inside the kernel sandbox with its cache folder read-only, opencode
+    1.18.33 exits 1 with nothing on stdout ("EROFS: read-only file system, mkdir …"); the
+    adapter (`silent`) calls that `unavailable`."""
+    from automaton.core.sandbox import Policy
+    from automaton.harnesses import HarnessRequest, get
+
+    scripted([{"text": "Done."}])
+    exe = Path(shutil.which("opencode") or "opencode")
+    work, run, ro, tmp = tmp_path / "work", tmp_path / "run", tmp_path / "ro", tmp_path / "tmp"
+    for folder in (work, ro, tmp):
+        folder.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=work, check=True)
+    home = Path(os.environ["HOME"])
+    policy = Policy((work, run, tmp, home / ".local" / "share" / "opencode", home / ".config" / "opencode"),
+                    tmpdir=tmp, label="e2e opencode", visible=(ro, home, exe.parent.parent.parent))
+    req = HarnessRequest(role="implement", prompt="hi", cwd=work, timeout_s=60, run_dir=run, model="scripted/m1",
+                         args=(), env={"XDG_CACHE_HOME": str(ro / "cache")}, sandbox=policy)
+    res = get("opencode").run(req)
+    record("opencode", "cannot-start.stderr", (run / "implement.stderr.log").read_text())
+    assert res.exit_status == 1 and res.unavailable is not None, res
+    assert res.unavailable.startswith("opencode exited 1 before printing any output of its own"), res.unavailable
+    assert (run / "implement.log").read_text() == ""
