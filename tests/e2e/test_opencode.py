@@ -162,9 +162,9 @@ def test_a_429_storm_runs_to_the_timeout_and_is_charged_max_tick_usd(project: Pa
 
 
 def test_opencode_that_cannot_write_its_cache_is_unavailable(scripted: Any, tmp_path: Path) -> None:
-    """The real failure: inside the kernel sandbox with its cache folder read-only, opencode
-    1.18.33 exits 1 with nothing on stdout ("EROFS: read-only file system, mkdir …"); the
-    adapter (`silent`) calls that `unavailable`."""
+    """The real failure: inside the kernel sandbox with its folders read-only, opencode 1.18.33
+    exits 1 with nothing on stdout ("EROFS: read-only file system, mkdir '~/.local'", recorded);
+    the adapter (`silent`) calls that `unavailable`."""
     from automaton.core.sandbox import Policy
     from automaton.harnesses import HarnessRequest, get
 
