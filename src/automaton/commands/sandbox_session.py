@@ -89,10 +89,15 @@ def plan(project: Project, task: str | None, argv: list[str], *, home: Path | No
         lines.append(f"automaton --sandbox: {artifact} is granted as a file: save it in place (an editor's"
                      " write-to-temp-and-rename save is refused in the task folder)")
     lines += _codex_note(agent, argv)
+    env, problems = _agent_env(agent, home, tmp)
+    return SessionPlan(policy, str(ref) if ref else None, phase, [*lines, *problems], env)
+
+
+def _agent_env(agent: str, home: Path, tmp: Path) -> tuple[dict[str, str], list[str]]:
+    """(the variables set on the agent: `sandbox.session_env` and `sandbox.private_home`, made
+    in `tmp`; the lines naming user files that could not be copied into a private home)."""
     own_home, problems = private_home(agent, home, tmp, os.environ)
-    lines += [f"automaton --sandbox: {line}" for line in problems]
-    return SessionPlan(policy, str(ref) if ref else None, phase, lines,
-                       {**session_env(agent, home, os.environ), **own_home})
+    return {**session_env(agent, home, os.environ), **own_home}, [f"automaton --sandbox: {p}" for p in problems]
 
 
 def _codex_note(agent: str, argv: list[str]) -> list[str]:
