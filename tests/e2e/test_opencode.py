@@ -184,3 +184,55 @@ def test_opencode_that_cannot_write_its_cache_is_unavailable(scripted: Any, tmp_
     assert res.exit_status == 1 and res.unavailable is not None, res
     assert res.unavailable.startswith("opencode exited 1 before printing any output of its own"), res.unavailable
     assert (run / "implement.log").read_text() == ""
+
+
+def test_the_installed_plugin_sends_the_real_calls_to_the_hook_and_opencode_obeys_its_answers(
+        project: Path, scripted: Any) -> None:
+    """`--install-hooks opencode` writes `.opencode/plugin/automaton.js`; opencode 1.18.33
+    loads it from the project and runs its `tool.execute.before` before each call. Run without
+    a human's sign-off, so no `"sessions": "sandboxed"` seal (this session runs unconfined)."""
+    from automaton.hooks.install import OPENCODE_PLUGIN
+    from tests.helpers import git, run_cli
+
+    (project / "src").mkdir()
+    (project / "src" / "app.py").write_text("x = 1\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "src")
+    os.environ.pop("AUTOMATON_APPROVER", None)
+    done = run_cli("--install-hooks", "opencode", cwd=project, human=False)
+    assert done.code == 0, done.err
+    plugin = project / OPENCODE_PLUGIN
+    payloads = project.parent / "payloads.jsonl"
+    text = plugin.read_text()
+    line = next(x for x in text.splitlines() if x.startswith("const COMMAND = "))
+    command = json.loads(line.removeprefix("const COMMAND = ").removesuffix(";"))
+    plugin.write_text(text.replace(line, f"const COMMAND = {json.dumps(f'tee -a {payloads} | {command}')};"))
+    evil = project / ".opencode" / "plugin" / "evil.js"
+    srv = scripted([{"calls": [{"name": "write", "arguments": {"filePath": "src/b.py", "content": "y = 2\n"}}]},
+                    {"calls": [{"name": "write", "arguments": {"filePath": ".opencode/plugin/evil.js",
+                                                               "content": "export const X = 1;\n"}}]},
+                    {"calls": [{"name": "bash", "arguments": {"command": "echo '{}' > opencode.json",
+                                                              "description": "config"}}]},
+                    {"calls": [{"name": "bash", "arguments": {"command": "echo z > c.txt", "workdir": "src",
+                                                              "description": "allowed"}}]},
+                    {"text": "Done."}])
+    proc = subprocess.run(["opencode", "run", "--format", "json", "-m", "scripted/m1", "go"], cwd=project,
+                          capture_output=True, text=True, timeout=240, env=dict(os.environ, PWD=str(project)))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (project / "src" / "b.py").read_text() == "y = 2\n"  # allowed: written
+    assert (project / "src" / "c.txt").read_text() == "z\n"  # allowed shell call: ran
+    assert not evil.exists() and not (project / "opencode.json").exists()  # denied: never written
+    events = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+    states = [e["part"]["state"] for e in events if e["type"] == "tool_use"]
+    assert [s["status"] for s in states] == ["completed", "error", "error", "completed"], states
+    for denied in states[1:3]:
+        assert "automaton denied this tool call" in denied["error"], denied
+        assert "agent hook configuration is changed only by a human" in denied["error"], denied
+    seen = [json.loads(x) for x in payloads.read_text().replace("}{", "}\n{").splitlines()]
+    assert [p["tool_name"] for p in seen] == ["write", "write", "bash", "bash"]
+    assert seen[0]["tool_input"] == {"filePath": "src/b.py", "content": "y = 2\n"}
+    assert seen[0]["cwd"] == str(project) and seen[0]["hook_event_name"] == "tool.execute.before"
+    assert seen[3]["tool_input"]["workdir"] == "src"
+    assert len(list(srv.scripted_requests())) == 5
+    record("opencode", "tool-execute-before.json", json.dumps(seen[0], indent=2) + "\n")
+    record("opencode", "tool-execute-before-bash.json", json.dumps(seen[3], indent=2) + "\n")
