@@ -119,6 +119,22 @@ def test_the_hook_imports_only_the_fast_package(project: Path, tool: str) -> Non
     assert offending(names, HOOK_NEVER) == set()
 
 
+@pytest.mark.parametrize("tool", ["write", "bash"])
+def test_the_opencode_hook_imports_only_the_fast_package(project: Path, tool: str) -> None:
+    """The same budget for the payload automaton's OpenCode plugin sends (hooks/opencode.py)."""
+    assert run_cli("--create-task", "t", cwd=project).code == 0
+    assert run_cli("--transition", "research", "--task", "t", cwd=project).code == 0
+    given = ({"filePath": "tasks/t/SPEC.md", "content": "# Spec\n"} if tool == "write"
+             else {"command": "python -m pytest tests/ -q 2>&1 | tail -n 20", "workdir": "."})
+    payload = json.dumps({"hook_event_name": "tool.execute.before", "session_id": "s", "call_id": "c",
+                          "tool_name": tool, "tool_input": given, "cwd": str(project)})
+    names = imported("automaton.cli.main", ["--hook", "opencode"], project, payload,
+                     {**os.environ, "AUTOMATON_TASK": "t"})
+    assert {"automaton.hooks.opencode", "automaton.hooks.policy"} <= names  # it did decide
+    assert outside_fast(names) == set()
+    assert offending(names, HOOK_NEVER) == set()
+
+
 def test_the_hook_with_a_focus_file_imports_only_the_fast_package(project: Path) -> None:
     """No AUTOMATON_TASK: the task comes from the project's focus (commands.focus)."""
     assert run_cli("--create-task", "t", cwd=project).code == 0

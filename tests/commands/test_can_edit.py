@@ -68,6 +68,9 @@ ALWAYS_DENIED = [
     ".claude/settings.json", ".claude/settings.local.json", ".codex/hooks.json", ".codex/config.toml",
     ".gemini/settings.json", ".claude", ".codex", ".gemini", ".Claude/Settings.JSON", ".CODEX/HOOKS.json",
     ".Gemini", "./.claude/../.codex/config.toml",
+    # OpenCode loads every plugin, tool and package in .opencode/ and opencode.json, at any depth
+    ".opencode", ".opencode/plugin/automaton.js", ".opencode/plugin/x.ts", ".OpenCode/tool/t.js",
+    ".opencode/package.json", "opencode.json", "opencode.jsonc", "src/opencode.json", "src/.opencode/plugin/x.js",
 ]
 
 

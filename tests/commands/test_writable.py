@@ -192,6 +192,27 @@ def test_the_installs_the_hooks_and_the_schedule_run_are_left_out(project: Path)
     assert sorted(p.name for p, _ in got.left_out) == ["py", "tools"]
 
 
+def test_the_install_the_opencode_plugin_runs_is_left_out(project: Path) -> None:
+    from automaton.hooks.install import OPENCODE_PLUGIN, opencode_plugin
+
+    hooked = project / "tools" / "env"
+    (hooked / "bin").mkdir(parents=True)
+    (hooked / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    plugin = project / OPENCODE_PLUGIN
+    plugin.parent.mkdir(parents=True)
+    plugin.write_text(opencode_plugin(f"'{hooked}/bin/automaton' --hook opencode --project '{project}' || exit 2"))
+    assert configured_installs(project) == [f"{hooked}/bin/automaton"]
+    assert "tools" in [p.name for p, _ in grants(project, None, None).left_out]
+
+
+def test_opencode_configuration_is_never_writable(project: Path) -> None:
+    (project / ".opencode" / "plugin").mkdir(parents=True)
+    (project / "opencode.json").write_text("{}\n")
+    (project / "src").mkdir()
+    got = names(grants(project, None, None).paths, project)
+    assert "src" in got and ".opencode" not in got and "opencode.json" not in got
+
+
 def test_unreadable_settings_name_no_install(project: Path) -> None:
     (project / ".codex").mkdir()
     (project / ".codex" / "hooks.json").write_text("{not json")

@@ -73,6 +73,19 @@ def test_fixture_scripts_load_and_the_lock_pins_every_cli() -> None:
     assert all(c.version.count(".") == 2 for c in pinned().values())
 
 
+def test_the_readmes_tested_with_table_is_generated_from_the_lock_file() -> None:
+    """README.md's "Tested with" table is `python -m tests.e2e.tested_with`, character for
+    character: a version or a covers line changed in one and not the other fails here."""
+    from tests.e2e.install import REPO
+    from tests.e2e.tested_with import table
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Tested with"):]
+    section = section[:section.index("\n### ", 1)]
+    rows = [line for line in section.splitlines() if line.startswith("|")]
+    assert "\n".join(rows) == table(), "README.md's Tested with table: regenerate it (python -m tests.e2e.tested_with)"
+
+
 def user(text: str) -> dict[str, Any]:
     return {"model": "m", "tools": TOOLS, "messages": [{"role": "user", "content": [{"type": "text", "text": text}]}]}
 

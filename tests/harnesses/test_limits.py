@@ -170,6 +170,7 @@ def test_gemini_plain_error_is_not_a_limit(fake_bin: Any, make_req: Callable[...
     ("or try again in 5 days 22 hours 11 minutes.", NOW + 5 * 86400 + 22 * 3600 + 11 * 60),
     ("Please retry in 38.5s", NOW + 38.5),
     ("Suggested retry after 34s.", NOW + 34),
+    ("Go usage limit reached. It will reset in 2 hours 5 minutes.", NOW + 2 * 3600 + 5 * 60),  # opencode 1.18.33
     ("try again at Jul 5th, 2026 8:19 PM.", None),  # checked below in the machine's zone
     ("resets 4pm (Mars/Olympus)", None),  # a zone this machine does not know: no time, never a wrong one
     ("resets 3 in the afternoon", None),

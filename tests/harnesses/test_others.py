@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -93,11 +94,57 @@ def test_opencode_sums_step_finish_costs(fake_bin: Any, make_req: Callable[..., 
     assert argv[:3] == ["run", "--format", "json"] and argv[-1] == "fix the tests"
 
 
+def opencode_api_error(message: str, status: int, headers: dict[str, str] | None = None) -> dict[str, Any]:
+    """An `error` event as opencode 1.18.33 prints one (tests/e2e/recorded/opencode-1.18.33/out-of-credits.jsonl)."""
+    body = json.dumps({"error": {"code": status, "message": message}})
+    return {"type": "error", "timestamp": 1, "sessionID": "ses_1", "error": {"name": "APIError", "data": {
+        "message": message, "statusCode": status, "isRetryable": False,
+        "responseHeaders": {"content-type": "application/json", **(headers or {})}, "responseBody": body,
+        "metadata": {"url": "http://127.0.0.1:1/v1/chat/completions"}}}}
+
+
 def test_opencode_error_event(fake_bin: Any, make_req: Callable[..., HarnessRequest]) -> None:
-    ev = {"type": "error", "error": {"name": "APIError", "data": {"message": "rate limited"}}}
+    ev = opencode_api_error("This model's maximum context length is 8192 tokens", 400)
     fake_bin("opencode", f"sys.stdout.write({json.dumps(ev)!r} + '\\n'); sys.exit(1)")
     res = get("opencode").run(make_req())
-    assert res.error == "opencode error: rate limited" and res.cost_usd is None
+    assert res.error == "opencode error: This model's maximum context length is 8192 tokens"
+    assert res.cost_usd is None and res.usage_limit is None and res.unavailable is None
+
+
+def test_an_opencode_limit_event_defers_and_reads_its_retry_after(fake_bin: Any,
+                                                                  make_req: Callable[..., HarnessRequest]) -> None:
+    ev = opencode_api_error("Rate limit reached for requests", 429, {"retry-after": "120"})
+    fake_bin("opencode", f"sys.stdout.write({json.dumps(ev)!r} + '\\n'); sys.exit(1)")
+    before = time.time()
+    res = get("opencode").run(make_req())
+    assert res.usage_limit is not None and res.unavailable is None
+    assert res.usage_limit.reset_epoch is not None and before + 115 <= res.usage_limit.reset_epoch <= time.time() + 125
+    assert res.cost_usd == 0.0  # refused before any step: nothing spent
+
+
+@pytest.mark.parametrize(("message", "status", "headers", "reset"), [
+    ("Upstream said no", 429, {}, None),  # a 429 whatever its message
+    ("Upstream said no", 402, {"retry-after": "Wed, 21 Oct 2026 07:28:00 GMT"}, 1792567680.0),
+    ("You exceeded your current quota, please check your plan and billing details.", 400, {}, None),
+    ("Go usage limit reached. It will reset in 2 hours 5 minutes.", 400, {}, 1000.0 + 7500),
+])
+def test_opencode_limit_forms(message: str, status: int, headers: dict[str, str], reset: float | None,
+                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from automaton.harnesses import opencode
+
+    monkeypatch.setattr(time, "time", lambda: 1000.0)
+    res = opencode.parse(json.dumps(opencode_api_error(message, status, headers)), "", 1)
+    assert res.usage_limit is not None and res.usage_limit.reset_epoch == reset, res.usage_limit
+
+
+def test_an_opencode_limit_after_model_work_charges_the_steps_it_reported() -> None:
+    from automaton.harnesses import opencode
+
+    step = {"type": "step_finish", "part": {"type": "step-finish", "cost": 0.25, "tokens": {"input": 10}}}
+    out = "\n".join(json.dumps(e) for e in (step, opencode_api_error("Rate limit reached", 429)))
+    res = opencode.parse(out, "", 1)
+    assert res.usage_limit is not None and res.cost_usd == 0.25
+    assert opencode.parse(json.dumps(opencode_api_error("bad request", 400)), "", 1).usage_limit is None
 
 
 def test_command_gets_prompt_on_stdin_in_a_file_and_role(fake_bin: Any,
@@ -223,3 +270,36 @@ def test_a_command_harness_may_write_to_dev_stdout(make_req: Callable[..., Harne
     and bash opens /dev/stdout for `> /dev/stdout`, which a socket refuses."""
     res = get("command").run(make_req(command=("bash", "-c", "echo hi > /dev/stdout")))
     assert res.exit_status == 0 and res.final_text == "hi"
+
+
+def test_recorded_opencode_limits_parse_as_the_adapter_says() -> None:
+    """The real refusal opencode does not retry (402), and a run a retry got past (the 429 left
+    no trace in its output)."""
+    from automaton.harnesses import opencode
+
+    refused = opencode.parse((OPENCODE_RECORDED / "out-of-credits.jsonl").read_text(), "", 1)
+    assert refused.usage_limit is not None and "Insufficient credits" in refused.usage_limit.message
+    assert refused.cost_usd == 0.0 and refused.error is not None
+    retried = opencode.parse((OPENCODE_RECORDED / "retried-429.jsonl").read_text(), "", 0)
+    assert retried.usage_limit is None and retried.error is None and retried.cost_usd is not None
+
+
+def test_the_opencode_error_fake_has_the_shape_of_the_recorded_one() -> None:
+    from tests.e2e.shapes import shape
+
+    real = json.loads((OPENCODE_RECORDED / "out-of-credits.jsonl").read_text().splitlines()[0])
+    fake = opencode_api_error("x", 402)
+    for doc in (real, fake):  # header names vary with the server; their values are strings either way
+        doc["error"]["data"]["responseHeaders"] = {"h": "v"}
+    assert shape(fake) == shape(real)
+
+
+def test_a_recorded_gemini_rate_limit_defers_until_the_retry_it_suggests(monkeypatch: pytest.MonkeyPatch) -> None:
+    """gemini-cli 0.61.0 after its three retries of a per-minute 429 (tests/e2e): exit 173,
+    stdout empty, "Suggested retry after 1s." in the error object on stderr."""
+    from automaton.harnesses import gemini
+
+    monkeypatch.setattr(time, "time", lambda: 1000.0)
+    res = gemini.parse("", (GEMINI_RECORDED / "rate-limit.stderr").read_text(), 173)
+    assert res.usage_limit is not None and res.usage_limit.reset_epoch == 1001.0, res.usage_limit
+    assert res.cost_usd is None  # Gemini prints no cost: counted at max_tick_usd

@@ -71,7 +71,7 @@ def test_invalid_settings_are_never_overwritten(project: Path) -> None:
 
 def test_unknown_agent(project: Path) -> None:
     result = run_cli("--install-hooks", "cursor", "--project", str(project))
-    assert result.code == 2 and "claude, codex, gemini or git" in result.err
+    assert result.code == 2 and "claude, codex, gemini, opencode or git" in result.err
 
 
 def test_loop_settings_file(project: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 
@@ -64,3 +65,31 @@ def test_codex_gets_its_installation_id_file_and_its_sqlite_folder(tmp_path: Pat
     assert session_env("codex", tmp_path, {}) == {"CODEX_SQLITE_HOME": str(tmp_path / ".codex" / "sqlite")}
     assert session_env("codex", tmp_path, {"CODEX_SQLITE_HOME": "/mine"}) == {}  # the user's choice wins
     assert session_env("claude", tmp_path, {}) == {}
+
+
+def test_a_private_home_copies_settings_links_state_and_reports_what_it_could_not_copy(tmp_path: Path) -> None:
+    from automaton.sandbox import private_home
+
+    home, tmp = tmp_path / "home", tmp_path / "session"
+    tmp.mkdir()
+    real = home / ".gemini"
+    (real / "extensions" / "e").mkdir(parents=True)
+    (real / "settings.json").write_text("{}")
+    (real / "extensions" / "e" / "link").symlink_to("/nowhere")
+    (real / "history").mkdir()  # not copied: neither settings nor linked state
+    os.mkfifo(real / "GEMINI.md")  # a FIFO would hang the copy: reported, skipped
+    env, problems = private_home("gemini", home, tmp, {})
+    mine = tmp / "gemini-gemini_cli_home" / ".gemini"
+    assert env == {"GEMINI_CLI_HOME": str(tmp / "gemini-gemini_cli_home")}
+    assert (mine / "settings.json").read_text() == "{}"
+    assert (mine / "extensions" / "e" / "link").is_symlink()
+    assert os.readlink(mine / "tmp") == str(real / "tmp") and not (mine / "history").exists()
+    assert len(problems) == 1 and "GEMINI.md: not a regular file" in problems[0]
+    other = tmp_path / "mine"
+    (other / ".gemini").mkdir(parents=True)
+    (other / ".gemini" / "settings.json").write_text('{"from": "GEMINI_CLI_HOME"}')
+    tmp2 = tmp_path / "session2"
+    tmp2.mkdir()
+    env, _ = private_home("gemini", home, tmp2, {"GEMINI_CLI_HOME": str(other)})
+    assert (Path(env["GEMINI_CLI_HOME"]) / ".gemini" / "settings.json").read_text() == '{"from": "GEMINI_CLI_HOME"}'
+    assert private_home("claude", home, tmp, {}) == ({}, [])

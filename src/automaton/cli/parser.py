@@ -74,9 +74,9 @@ LOOP_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--host",), {"metavar": "H", "help": "with --dashboard: 127.0.0.1 (default), localhost or ::1"}),
 ]
 AGENT_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
-    (("--hook",), {"metavar": "AGENT", "help": "run as the pre-tool hook of claude|codex|gemini"}),
-    (("--install-hooks",), {"metavar": "AGENT", "help": "install the hook for claude|codex|gemini|git (for an agent,"
-                            " a human also records \"sessions\" in the sealed config.json)"}),
+    (("--hook",), {"metavar": "AGENT", "help": "run as the pre-tool hook of claude|codex|gemini|opencode"}),
+    (("--install-hooks",), {"metavar": "AGENT", "help": "install the hook for claude|codex|gemini|opencode|git"
+                            " (for an agent, a human also records \"sessions\" in the sealed config.json)"}),
     (("--install-prompts",), {"metavar": "AGENT", "help": "install the phase prompts for claude|codex|gemini"}),
     # Handled before this parser (cli/verbs_sandbox.py): listed here for --help only.
     (("--sandbox",), {"action": "store_true",

@@ -55,7 +55,15 @@ HOOK_CONFIG: frozenset[tuple[str, ...]] = frozenset({
     (".codex", "hooks.json"),
     (".codex", "config.toml"),
     (".gemini", "settings.json"),
+    ("opencode.json",),
+    ("opencode.jsonc",),
 })
+# OpenCode loads everything in a `.opencode/` folder as configuration or code (plugins such as
+# automaton's own hook, custom tools, `package.json` dependencies it installs, agents, commands)
+# and an `opencode.json` at any depth from where it starts up to the git worktree's top
+# (opencode-ai 1.18.33 walks up from its directory): both are denied at any depth.
+OPENCODE_TREE = ".opencode"
+OPENCODE_CONFIGS = ("opencode.json", "opencode.jsonc")
 HOOK_CONFIG_WHY = "agent hook configuration is changed only by a human"
 
 
@@ -72,6 +80,8 @@ def is_hook_config(parts: tuple[str, ...]) -> bool:
     """A hook settings file, or a folder holding one (`rm -rf .claude` and `mv .codex x` remove
     the hook as surely as editing the file does). Case-insensitive, like `protected`."""
     lowered = tuple(p.lower() for p in parts)
+    if OPENCODE_TREE in lowered or (lowered and lowered[-1] in OPENCODE_CONFIGS):
+        return True
     return bool(lowered) and any(entry[:len(lowered)] == lowered for entry in HOOK_CONFIG)
 
 

@@ -3,8 +3,9 @@
 The writable set is the task's phase scope made coarse enough for the kernel
 (`commands.writable`, which has the table per phase). Project overrides in
 `.automaton/config.json` are enforced by the hook only. Always added: the agent CLI's own
-state folders, a private temp dir; always hidden: the record key's folder; masked (and hidden
-where no mount namespace is in force): the user's credential stores (`writable.secret_stores`).
+state folders, a private temp dir (which holds gemini's and opencode's private folders:
+`sandbox.private_home`); always hidden: the record key's folder; masked (and hidden where no
+mount namespace is in force): the user's credential stores (`writable.secret_stores`).
 The phase's artifact is created empty when missing, so that the kernel can grant that file
 (not its folder).
 """
@@ -23,7 +24,7 @@ from automaton.core.names import TaskRef
 from automaton.core.sandbox import Policy
 from automaton.harnesses._cli import has_flag
 from automaton.harnesses.codex import OWN_SANDBOX_FLAGS
-from automaton.sandbox import agent_state_dirs, session_env
+from automaton.sandbox import agent_state_dirs, private_home, session_env
 from automaton.store import project_config, tasks
 from automaton.store.layout import Project
 
@@ -35,7 +36,9 @@ AGENTS = {"claude": "claude", "codex": "codex", "gemini": "gemini", "aider": "ai
 class SessionPlan:
     """policy: what the kernel enforces; task/phase: whose scope it is (None: no task);
     lines: what to tell the human before the agent starts; env: variables set on the agent
-    (`sandbox.session_env`: where its state goes inside the granted folders)."""
+    (`sandbox.session_env`: where its state goes inside the granted folders;
+    `sandbox.private_home`: a private copy of its home for an agent that must create files
+    beside its settings, gemini)."""
 
     policy: Policy
     task: str | None
@@ -86,7 +89,15 @@ def plan(project: Project, task: str | None, argv: list[str], *, home: Path | No
         lines.append(f"automaton --sandbox: {artifact} is granted as a file: save it in place (an editor's"
                      " write-to-temp-and-rename save is refused in the task folder)")
     lines += _codex_note(agent, argv)
-    return SessionPlan(policy, str(ref) if ref else None, phase, lines, session_env(agent, home, os.environ))
+    env, problems = _agent_env(agent, home, tmp)
+    return SessionPlan(policy, str(ref) if ref else None, phase, [*lines, *problems], env)
+
+
+def _agent_env(agent: str, home: Path, tmp: Path) -> tuple[dict[str, str], list[str]]:
+    """(the variables set on the agent: `sandbox.session_env` and `sandbox.private_home`, made
+    in `tmp`; the lines naming user files that could not be copied into a private home)."""
+    own_home, problems = private_home(agent, home, tmp, os.environ)
+    return {**session_env(agent, home, os.environ), **own_home}, [f"automaton --sandbox: {p}" for p in problems]
 
 
 def _codex_note(agent: str, argv: list[str]) -> list[str]:

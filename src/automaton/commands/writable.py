@@ -56,11 +56,14 @@ from automaton.sandbox import visible_paths
 from automaton.store.layout import DOT, TASKS, Project
 from automaton.store.project_config import sandbox_lists
 
-# Top-level entries never writable by an agent: brake state, git internals, agent settings.
-NEVER = frozenset({TASKS, DOT, ".git", ".claude", ".codex", ".gemini"})
+# Top-level entries never writable by an agent: brake state, git internals, agent settings
+# (OpenCode's `.opencode/` holds plugins and tools it runs, `opencode.json` its configuration).
+NEVER = frozenset({TASKS, DOT, ".git", ".claude", ".codex", ".gemini", ".opencode", "opencode.json",
+                   "opencode.jsonc"})
 KEY_DIR = (".config", "automaton")
 # Where `--install-hooks` puts the agents' hook commands (hooks/install.py AGENT_TARGETS).
 HOOK_SETTINGS = (".claude/settings.json", ".codex/hooks.json", ".gemini/settings.json")
+OPENCODE_PLUGIN = ".opencode/plugin/automaton.js"  # hooks/install.py OPENCODE_PLUGIN
 # Profile folders of the common browsers (cookie stores), relative to HOME: a session cookie of
 # `automaton --dashboard` read from one would let an agent approve its own halt. Linux (XDG,
 # snap, flatpak) and macOS locations; a browser not listed here is a documented residual risk.
@@ -228,6 +231,26 @@ def _hook_commands(doc: object) -> list[str]:
     return []
 
 
+def _plugin_commands(path: Path) -> list[str]:
+    """The hook command of automaton's OpenCode plugin (its `const COMMAND = "…";` line, a JSON
+    string), or [] when the file is missing, unreadable or holds no such line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []
+    found: list[str] = []
+    for line in text.splitlines():
+        head, sep, rest = line.partition("const COMMAND = ")
+        if sep and not head.strip():
+            try:
+                value = jsontext.loads(rest.strip().removesuffix(";"))
+            except ValueError:
+                continue
+            if isinstance(value, str) and "--hook" in value:
+                found.append(value)
+    return found
+
+
 def _program(command: str) -> str | None:
     try:
         words = shlex.split(command)
@@ -242,6 +265,7 @@ def configured_installs(root: Path) -> list[str]:
     `schedule.json` `python` and `runner`. A file that is missing or unreadable names nothing.
     Every file read here is one no agent writes (`NEVER`, `.git`, `.automaton/`)."""
     commands = [c for rel in HOOK_SETTINGS for c in _hook_commands(_json(root / rel))]
+    commands += _plugin_commands(root / OPENCODE_PLUGIN)
     try:
         pre_commit = (root / ".git" / "hooks" / "pre-commit").read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):

@@ -15,7 +15,9 @@ output or the agent's own text could say anything. `detect` returns a `UsageLimi
 - a duration: Codex's "try again in 5 days 22 hours 11 minutes" (openai/codex #3899, #3124),
   Gemini CLI's "Your quota will reset after 2h52m39s" and "Please retry in 38.5s" /
   "Suggested retry after 34s" (google-gemini/gemini-cli
-  `packages/core/src/utils/googleQuotaErrors.ts`), `resets_in_seconds`;
+  `packages/core/src/utils/googleQuotaErrors.ts`), OpenCode 1.18.33's "Go usage limit reached.
+  It will reset in 2 hours 5 minutes." (its GoUsageLimitError text, read in the binary),
+  `resets_in_seconds`;
 - a wall-clock time, with an optional date and IANA zone (the machine's zone otherwise):
   Claude Code's "5-hour limit reached ∙ resets 3pm" (#6392), "You've hit your limit · resets
   4pm (Asia/Kuala_Lumpur)" (#19673), "resets Apr 23 at 4pm (America/Recife)" (#51981), "Your
@@ -43,7 +45,7 @@ MAX_MESSAGE = 300  # characters of the agent's line kept in UsageLimit.message
 _EPOCH = re.compile(r"(?:limit reached\||resets_?at\"?\s*[:=]\s*)(\d{9,11})\b", re.I)
 _IN_SECONDS = re.compile(r"resets_in_seconds\"?\s*[:=]\s*(\d{1,9})\b", re.I)
 _UTC = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:\s+at\s+|T|\s+)(\d{1,2}):(\d{2})(?::(\d{2}))?\s*(?:UTC|Z)\b")
-_DURATION = re.compile(r"(?:try again in|reset after|resets in|retry in|retry after)\s+"
+_DURATION = re.compile(r"(?:try again in|reset after|resets? in|retry in|retry after)\s+"
                        r"([0-9][0-9a-z ,]*(?:\.[0-9][0-9a-z ,]*)?)", re.I)
 _PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d)(?![a-z])", re.I)
 _UNIT_S = {"ms": 0.001, "s": 1.0, "sec": 1.0, "second": 1.0, "m": 60.0, "min": 60.0, "minute": 60.0,

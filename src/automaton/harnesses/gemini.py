@@ -41,8 +41,8 @@ REFUSALS = (
     # dies at start: "An unexpected critical error occurred:Error: EROFS: read-only file system,
     # open '…/.gemini/projects.json.<uuid>.tmp'" (recorded in tests/e2e).
     Refusal("gemini crashed before it could run the task",
-            "run gemini by hand the same way to see why; inside automaton --sandbox it needs to write"
-            " ~/.gemini/projects.json, which the sandbox keeps read-only",
+            "run gemini by hand the same way to see why; it must create files in its home folder"
+            " (~/.gemini, or $GEMINI_CLI_HOME/.gemini), which automaton --sandbox gives it as a private copy",
             needles=("An unexpected critical error occurred",)),
     Refusal("gemini refused to run in a folder it does not trust",
             "automaton passes --skip-trust: check that loop.json harness.command/args run a gemini that takes it"

@@ -29,6 +29,7 @@ AGENTS: dict[str, str] = {
     "claude": "automaton.hooks.claude",
     "codex": "automaton.hooks.codex",
     "gemini": "automaton.hooks.gemini",
+    "opencode": "automaton.hooks.opencode",
 }
 ALLOW_CODE = 0
 DENY_CODE = 2  # the one exit code all three agents treat as "block"

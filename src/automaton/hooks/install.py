@@ -1,4 +1,4 @@
-"""`--install-hooks claude|codex|gemini|git`: put automaton's hook where each tool looks.
+"""`--install-hooks claude|codex|gemini|opencode|git`: put automaton's hook where each tool looks.
 
 Agent settings are merged, never clobbered: other keys and other hooks stay as they are; our
 own handler (its command holds `--hook <agent>`) is replaced, so installing twice equals
@@ -28,7 +28,11 @@ through a shell). Where: Claude `.claude/settings.json` → `hooks.PreToolUse`
 `claude --settings`, because project settings do not follow a worktree); Codex
 `.codex/hooks.json` → `hooks.PreToolUse` (developers.openai.com/codex/hooks; the project layer
 must be trusted in `/hooks`); Gemini `.gemini/settings.json` → `hooks.BeforeTool` (gemini-cli
-docs/hooks/reference.md; the folder must be trusted). git: `pre-commit` in
+docs/hooks/reference.md; the folder must be trusted). OpenCode has no command hooks: a project
+plugin `.opencode/plugin/automaton.js` (`opencode_plugin`, no npm dependencies) runs the same
+command with node's `child_process.spawnSync` in its `tool.execute.before` event and throws
+(which blocks the call) unless the command exits 0; like the git hook it is a whole file, so
+one automaton did not write (no `OPENCODE_MARKER`) is refused. git: `pre-commit` in
 `git rev-parse --git-path hooks`.
 """
 
@@ -74,6 +78,13 @@ NOTES: dict[str, str] = {
 CLAUDE_DENY = ("Edit(**/.state*)", "Edit(/.automaton/**)", "Edit(**/.git/**)", "Edit(**/.claude/settings.json)",
                "Edit(**/.claude/settings.local.json)", "Edit(**/.codex/**)", "Edit(**/.gemini/settings.json)")
 GIT_MARKER = "# automaton pre-commit hook"
+OPENCODE_PLUGIN = ".opencode/plugin/automaton.js"
+OPENCODE_MARKER = "// automaton opencode plugin"
+OPENCODE_NOTE = ("OpenCode loads it from sessions started in the project (restart running ones); on its first run"
+                 " there OpenCode itself writes .gitignore, package.json and node_modules/ into .opencode/")
+# Milliseconds the plugin waits for the hook, well past its own deadline (hooks.DEADLINE_S), so
+# that only a hook that hangs is cut off (and then the call is blocked).
+OPENCODE_TIMEOUT_MS = 30000
 LOOP_SETTINGS = "claude-settings.json"
 
 
@@ -155,7 +166,7 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
 
 
 def install(project: Project, agent: str, *, own: tuple[str, ...] | None = None) -> Outcome:
-    """Install the hook of `agent` (claude|codex|gemini|git). data {agent, path, changed, command,
+    """Install the hook of `agent` (claude|codex|gemini|opencode|git). data {agent, path, changed, command,
     deny} (`deny`: the first-party rules now in the agent's settings, [] where it has none).
     Refused (exit 1) over settings that switch every hook off, and when automaton itself is
     installed inside the project (`own`: its install's real paths, default
@@ -167,8 +178,10 @@ def install(project: Project, agent: str, *, own: tuple[str, ...] | None = None)
         raise Refused(inside)
     if agent == "git":
         return install_git(project)
+    if agent == "opencode":
+        return install_opencode(project)
     if agent not in AGENT_TARGETS:
-        raise BadInput(f"--install-hooks {agent!r}: use claude, codex, gemini or git")
+        raise BadInput(f"--install-hooks {agent!r}: use claude, codex, gemini, opencode or git")
     rel, event = AGENT_TARGETS[agent]
     path = project.root / rel
     before = read_json(path)
@@ -319,3 +332,78 @@ def install_git(project: Project) -> Outcome:
     word = "installed" if changed else "already installed"
     return Outcome(lines=[f"git pre-commit hook {word} at {path}", f"runs: {line}"],
                    data={"agent": "git", "path": str(path), "changed": changed, "command": line})
+
+
+def opencode_plugin(command: str) -> str:
+    """The text of `.opencode/plugin/automaton.js` running `command` (a shell command line).
+
+    OpenCode (opencode-ai 1.18.33, packages/plugin `Hooks`) calls every function a project
+    plugin module exports with its context ({directory, worktree, ...}) and awaits the hooks it
+    returns; `tool.execute.before` gets ({tool, sessionID, callID}, {args}). The payload on the
+    hook's stdin is the one `hooks.opencode` reads. Only exit status 0, with the payload
+    written in full, lets the call run: any other answer throws the hook's stderr (a denial's
+    one line), or, when it said nothing, a reason of its own (could not start, broke the pipe,
+    killed after OPENCODE_TIMEOUT_MS, died by a signal, another exit status)."""
+    return f"""{OPENCODE_MARKER}: installed by automaton --install-hooks opencode; run that again rather than edit
+// OpenCode runs this before every tool call; a throw blocks the call.
+import {{ spawnSync }} from "node:child_process";
+
+const COMMAND = {json.dumps(command)};
+const TIMEOUT_MS = {OPENCODE_TIMEOUT_MS};
+
+function refuse(why) {{
+  throw new Error(`automaton denied this tool call: ${{why}}; denied to stay safe`);
+}}
+
+export const AutomatonHook = async ({{ directory }}) => ({{
+  "tool.execute.before": async (input, output) => {{
+    const payload = JSON.stringify({{
+      hook_event_name: "tool.execute.before",
+      session_id: input.sessionID,
+      call_id: input.callID,
+      tool_name: input.tool,
+      tool_input: output.args,
+      cwd: directory || process.cwd(),
+    }});
+    let done;
+    try {{
+      done = spawnSync("/bin/sh", ["-c", COMMAND], {{ input: payload, encoding: "utf8", timeout: TIMEOUT_MS }});
+    }} catch (err) {{
+      refuse(`the hook could not run (${{err}})`);
+    }}
+    if (done.status === 0 && !done.error) return;
+    const said = (done.stderr || "").trim();
+    if (said) throw new Error(said);
+    if (done.error) refuse(`the hook could not run (${{done.error.message}})`);
+    const how = done.status === null ? `died (${{done.signal}})` : `exited ${{done.status}}`;
+    refuse(`the hook ${{how}} without a reason`);
+  }},
+}});
+"""
+
+
+def install_opencode(project: Project) -> Outcome:
+    """Write `.opencode/plugin/automaton.js` (`opencode_plugin`). Refused (exit 1) over a file
+    there that automaton did not write (no OPENCODE_MARKER); installing twice changes nothing.
+    data {agent, path, changed, command, deny: []}."""
+    path = project.root / OPENCODE_PLUGIN
+    command = hook_command("opencode", project)
+    text = opencode_plugin(command)
+    try:
+        old = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        old = None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{path}: cannot read ({exc})") from None
+    if old is not None and not old.startswith(OPENCODE_MARKER):
+        raise Refused(f"{path} is another plugin: automaton will not overwrite it; move it aside and run"
+                      " --install-hooks opencode again")
+    changed = old != text
+    if changed:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, text.encode("utf-8"))
+    word = "installed" if changed else "already installed"
+    lines = [f"opencode hook {word} in {OPENCODE_PLUGIN} (tool.execute.before, every tool)", f"command: {command}",
+             f"note: {OPENCODE_NOTE}"]
+    return Outcome(lines=lines, data={"agent": "opencode", "path": str(path), "changed": changed, "command": command,
+                                      "deny": []})

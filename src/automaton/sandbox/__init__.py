@@ -20,14 +20,14 @@ from dataclasses import dataclass
 from automaton.core.errors import one_line
 from automaton.core.sandbox import Policy
 from automaton.sandbox import landlock, namespaces, rights
-from automaton.sandbox.agents import agent_state_dirs, session_env, visible_paths
+from automaton.sandbox.agents import agent_state_dirs, private_home, session_env, visible_paths
 from automaton.sandbox.plan import Rule, SandboxError, landlock_rules
 from automaton.sandbox.reaper import become_subreaper, kill_descendants
 from automaton.sandbox.seatbelt import SANDBOX_EXEC, seatbelt_profile, wrap_argv
 
 __all__ = ["Availability", "Confinement", "SandboxError", "agent_state_dirs", "available", "become_subreaper",
-           "confine_self", "kill_descendants", "layers", "namespaces_work", "preexec", "seatbelt_profile",
-           "session_env", "visible_paths", "wrap_argv"]
+           "confine_self", "kill_descendants", "layers", "namespaces_work", "preexec", "private_home",
+           "seatbelt_profile", "session_env", "visible_paths", "wrap_argv"]
 
 # Tests set this to see automaton refuse. It can only make automaton report "unavailable"
 # and refuse to run an agent, never weaken or skip a sandbox that is in force.

@@ -32,6 +32,13 @@ binaries unless said):
   codex sources).
 - Gemini CLI: `~/.gemini/tmp/<project_hash>/` (geminicli.com/docs/cli/commands, chat
   checkpoints). `~/.gemini/history/` (checkpointing, off by default) is not included.
+  Verified with gemini-cli 0.61.0 (tests/e2e): it will not start ("An unexpected critical error
+  occurred:Error: EROFS: read-only file system, open '~/.gemini/projects.json.<uuid>.tmp'")
+  unless it can create files in `~/.gemini` itself: every start registers the project in
+  `projects.json`, written to a temporary file renamed over it, under a `projects.json.lock`
+  folder (`ProjectRegistry.save`), and it creates `installation_id` there when missing. Create
+  and rename rights in `~/.gemini` would let the agent replace `settings.json` (hooks, MCP
+  servers), so a session runs it on a private copy instead (`private_home`).
 - aider: `~/.aider/caches/` (aider/versioncheck.py: VERSION_CHECK_FNAME); its chat and input
   histories are `.aider*` files in the repository, i.e. in the worktree.
 - opencode: `~/.local/share/opencode/` (sessions, logs, auth; opencode.ai/docs/troubleshooting)
@@ -51,6 +58,7 @@ import os
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 # (folders, files) per harness, relative to the home directory.
@@ -67,6 +75,45 @@ STATE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 # Files created empty (mode 0600) when missing, for an agent that cannot start without
 # opening them read-write; relative to the home directory.
 CREATED: dict[str, tuple[str, ...]] = {"codex": (".codex/installation_id",)}
+
+# Agents that cannot start without creating files beside their own settings: a sandboxed
+# session points the CLI's switch (`variable`) at a private folder in the session's temp
+# folder, whose `folder` holds copies of the user's (`copied`: names of files or folders;
+# None: the whole folder) and links to granted state folders of `STATE` (`linked`), so that
+# what those hold outlives the session. Nothing is copied back: what the agent writes in the
+# copy dies with the session. `default`: where the switch points when unset, relative to the
+# home folder ("" for the home folder itself).
+# - Gemini CLI (GEMINI_CLI_HOME): its settings, logins, instructions, commands, extensions and
+#   skills as a tick copies them (runner.agentconfig), and `projects.json`, so that a project
+#   keeps its short id and finds its chats in the linked `tmp/`.
+# - OpenCode 1.18.33 (verified, tests/e2e): it will not start without creating
+#   `~/.cache/opencode` ("EROFS: read-only file system, mkdir '~/.cache'") and writing
+#   `~/.config/opencode/.gitignore` (it installs its plugin package in the configuration
+#   folder). Both hold code a later, unconfined opencode loads (plugins, provider packages), so
+#   neither is granted: XDG_CONFIG_HOME gets a copy of the configuration folder, XDG_CACHE_HOME
+#   an empty one (opencode fetches its provider packages again, as in a tick). Side effect, as
+#   in a tick: the agent's own git no longer reads ~/.config/git/config.
+@dataclass(frozen=True)
+class PrivateHome:
+    """variable: the CLI's switch; default: its value when unset, under the home folder;
+    folder: the CLI's folder under it; copied and linked: see above."""
+
+    variable: str
+    default: str
+    folder: str
+    copied: tuple[str, ...] | None
+    linked: tuple[str, ...] = ()
+
+
+PRIVATE_HOME: dict[str, tuple[PrivateHome, ...]] = {
+    "gemini": (PrivateHome("GEMINI_CLI_HOME", "", ".gemini",
+                           ("settings.json", "oauth_creds.json", "google_accounts.json", "installation_id", "user_id",
+                            "GEMINI.md", ".env", "trustedFolders.json", "projects.json", "commands", "extensions",
+                            "skills"),
+                           ("tmp",)),),
+    "opencode": (PrivateHome("XDG_CONFIG_HOME", ".config", "opencode", None),
+                 PrivateHome("XDG_CACHE_HOME", ".cache", "opencode", ())),
+}
 
 # Variables a sandboxed session sets on the agent (relative paths are under the home directory).
 SESSION_ENV: dict[str, dict[str, str]] = {"codex": {"CODEX_SQLITE_HOME": ".codex/sqlite"}}
@@ -92,6 +139,53 @@ def session_env(harness: str, home: Path, environ: Mapping[str, str]) -> dict[st
     """The variables of `SESSION_ENV` for `harness` (paths made absolute under `home`) that
     `environ` does not set already: the user's own choice wins (its folder is then not granted)."""
     return {k: str(home / v) for k, v in SESSION_ENV.get(harness, {}).items() if k not in environ}
+
+
+def private_home(harness: str, home: Path, tmp: Path, environ: Mapping[str, str]) -> tuple[dict[str, str],
+                                                                                         list[str]]:
+    """({variable: its private folder}, one line per user file that exists but could not be
+    copied) for `harness` in a sandboxed session (`PRIVATE_HOME`); ({}, []) for a harness
+    without one. Each private folder is `tmp/<harness>-<variable in lower case>` (`tmp`: the
+    session's temp folder, writable to the agent and removed after it); the copies come from
+    where the user's own `variable` in `environ` points, else its default under `home`; the
+    links point at the granted folders under `home`. OSError when a private folder itself
+    cannot be made."""
+    env: dict[str, str] = {}
+    problems: list[str] = []
+    for spec in PRIVATE_HOME.get(harness, ()):
+        root = tmp / f"{harness}-{spec.variable.lower()}"
+        mine = root / spec.folder
+        real = Path(environ.get(spec.variable) or home / spec.default) / spec.folder
+        if spec.copied is None and (p := _copy(real, mine)) is not None:
+            problems.append(p)
+        mine.mkdir(mode=0o700, parents=True, exist_ok=True)
+        problems += [p for name in spec.copied or () if (p := _copy(real / name, mine / name)) is not None]
+        for name in spec.linked:
+            (mine / name).symlink_to(home / spec.default / spec.folder / name, target_is_directory=True)
+        env[spec.variable] = str(root)
+    return env, problems
+
+
+def _copy(src: Path, dest: Path) -> str | None:
+    """Copy file or folder `src` (symlinks inside kept as links, no FIFO or device) to `dest`;
+    None when done or when `src` does not exist, else the line saying why not."""
+    try:
+        if not src.exists():
+            return None
+        if src.is_dir():
+            shutil.copytree(src, dest, symlinks=True, ignore=_special)
+        elif src.is_file():
+            shutil.copy2(src, dest)
+        else:  # a FIFO would block the session's start
+            return f"{src}: not a regular file; not copied into the session's private home"
+    except (OSError, shutil.Error) as exc:
+        return f"{src}: not copied into the session's private home ({getattr(exc, 'strerror', None) or exc})"
+    return None
+
+
+def _special(folder: str, names: list[str]) -> set[str]:
+    """The entries of `folder` that are neither folder, file nor symlink (FIFOs, sockets)."""
+    return {n for n in names if not ((p := Path(folder) / n).is_symlink() or p.is_dir() or p.is_file())}
 
 
 def visible_paths(*, home: Path, cwd: Path | None = None, project_root: Path | None = None,

@@ -41,6 +41,16 @@ def quota_exceeded(retry_s: int = 60) -> dict[str, Any]:
             {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{retry_s}s"}]}}}
 
 
+def rate_limited(retry_s: int = 1) -> dict[str, Any]:
+    """A 429 RESOURCE_EXHAUSTED for a per-minute quota (a rate limit, not the daily quota), with
+    the RetryInfo the API sends."""
+    step = quota_exceeded(retry_s)
+    violation = step["body"]["error"]["details"][0]["violations"][0]
+    violation.update(quotaId="GenerateRequestsPerMinutePerProjectPerModel-FreeTier", quotaValue="5",
+                     quotaMetric="generativelanguage.googleapis.com/generate_content_free_tier_requests")
+    return step
+
+
 class GeminiServer(ScriptedServer):
     def scripted(self, request: Request) -> bool:
         return request.method == "POST" and ":streamGenerateContent" in request.path

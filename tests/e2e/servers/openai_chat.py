@@ -8,7 +8,7 @@ function: {name, arguments}}], then `finish_reason` ("stop" / "tool_calls"), a l
 `usage` {prompt_tokens, completion_tokens, total_tokens}, and `data: [DONE]`.
 
 A step: `{"text": "..."}`, `{"calls": [{"name": "bash", "arguments": {...}}]}`, or
-`{"status": 429, "body": {...}}`.
+`{"status": 429, "body": {...}, "headers": {...}}` (`rate_limited`, `out_of_credits`).
 """
 
 from __future__ import annotations
@@ -29,6 +29,13 @@ def rate_limited() -> dict[str, Any]:
                                               "param": None, "code": "rate_limit_exceeded"}}}
 
 
+def out_of_credits() -> dict[str, Any]:
+    """A 402 as OpenRouter sends one when the account's credits are used up
+    (openrouter.ai/docs/api-reference/errors: 402 "Your account or API key has insufficient credits")."""
+    return {"status": 402, "body": {"error": {"code": 402, "message": "Insufficient credits. Add more using"
+                                              " https://openrouter.ai/settings/credits"}}}
+
+
 class ChatServer(ScriptedServer):
     """Model calls that offer tools consume the script; OpenCode's helper calls without tools
     (the session title) get `TITLE` and consume nothing."""
@@ -44,7 +51,7 @@ class ChatServer(ScriptedServer):
 
     def render(self, request: Request, step: dict[str, Any], index: int) -> Answer:
         if "status" in step:
-            return json_answer(int(step["status"]), step.get("body", {}))
+            return json_answer(int(step["status"]), step.get("body", {}), step.get("headers"))
         model = request.body.get("model", "m") if isinstance(request.body, dict) else "m"
         base = {"id": f"chatcmpl-{index}", "object": "chat.completion.chunk", "created": int(time.time()),
                 "model": model}

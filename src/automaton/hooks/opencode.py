@@ -1,0 +1,66 @@
+"""OpenCode `tool.execute.before` payloads, as automaton's plugin hands them to the hook.
+
+OpenCode has no command hooks: a project plugin (`.opencode/plugin/*.js`, written by
+`--install-hooks opencode`, `hooks.install.OPENCODE_PLUGIN`) gets `tool.execute.before`
+({tool, sessionID, callID}, {args}) before every tool call, and an error it throws blocks the
+call (the model reads it as the tool's error). The plugin runs `automaton --hook opencode`
+synchronously with one JSON object on stdin: `hook_event_name` ("tool.execute.before"),
+`session_id`, `call_id`, `tool_name` (OpenCode's `tool`), `tool_input` (the model's raw
+`args`) and `cwd` (the plugin's `directory`, which relative paths are resolved against).
+Recorded from opencode-ai 1.18.33 (tests/e2e/recorded/opencode-1.18.33/tool-execute-before.json).
+
+Tools and argument keys as 1.18.33 offers them to a model (the request's `tools`): `write` and
+`edit` (`filePath`), `bash` (`command`, optional `workdir`); read-only: `read`, `glob`, `grep`,
+`skill`, `task` (a subagent, whose own calls reach this hook too), `todowrite`, `webfetch`.
+Tools OpenCode offers only to some models or configurations: `multiedit` (`filePath`),
+`apply_patch` (`patchText`, Codex's patch grammar, read by `hooks.codexpatch`), and the
+read-only `list`, `todoread`, `websearch`, `codesearch`, `lsp`, `question`. Every other tool
+(MCP tools, a plugin's own tools) is denied unless the sealed `hooks.allow_tools` names it.
+Deny: the hook exits 2 with the reason on stderr and the plugin throws it; anything but exit
+0 (a crash, a missing executable, a timeout) is a throw too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from automaton.hooks import BadPayload, Call, UnknownTool, cwd_of, text_field, tool_of
+
+TYPE_CHECKING = False  # typing stays off the hook path (core/record.py says why)
+if TYPE_CHECKING:
+    from typing import Any
+
+WRITERS = frozenset({"write", "edit", "multiedit"})
+PATCH_TOOLS = frozenset({"apply_patch"})
+SHELLS = frozenset({"bash"})
+READ_ONLY = frozenset({
+    "read", "glob", "grep", "list", "skill", "task", "todowrite", "todoread", "webfetch", "websearch",
+    "codesearch", "lsp", "question",
+})
+
+
+def parse(payload: dict[str, Any]) -> Call:
+    """The paths/command one OpenCode tool call would write or run; BadPayload if unknown."""
+    name, given = tool_of(payload)
+    cwd = cwd_of(payload)
+    if name in WRITERS:
+        return Call(name, cwd, paths=[text_field(name, given, "filePath")])
+    if name in PATCH_TOOLS:
+        from automaton.hooks.codexpatch import BadPatch, patch_paths
+
+        try:
+            paths = patch_paths(text_field(name, given, "patchText"))
+        except BadPatch as exc:
+            raise BadPayload(f"{name}: {exc}") from None
+        if not paths:
+            raise BadPayload(f"{name}: the patch names no file (no '*** Add/Update/Delete File:' line)")
+        return Call(name, cwd, paths=paths)
+    if name in SHELLS:
+        sub = given.get("workdir")
+        if sub is not None and not isinstance(sub, str):
+            raise BadPayload(f"{name}: workdir is not a string")
+        where = Path(cwd, sub) if sub else cwd
+        return Call(name, where, command=text_field(name, given, "command"))
+    if name in READ_ONLY:
+        return Call(name, cwd)
+    raise UnknownTool(name, cwd)
