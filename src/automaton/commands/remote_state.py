@@ -227,7 +227,7 @@ def claimed_elsewhere(synced: Synced, ttl_s: int) -> Outcome | None:
     n, ts = found
     if _age_s(ts) < ttl_s:
         line = f"tick skipped: tick {n} of loop {synced.name} runs on another runner (claimed at {ts})"
-        return Outcome(ExitCode.OK, [line], {"ran": False, "skipped": CLAIMED, "iteration": n})
+        return Outcome(ExitCode.OK, [line], {"ran": False, "skipped": CLAIMED, "iteration": n, "claimed_at": ts})
     loop.log_event(LogEvent(Event.WARNING, {"reason": ABANDONED, "n": n, "claimed_at": ts,
                                             "detail": "its runner died after its claim; charged at its reservation"}))
     synced.notes.append(f"tick {n} of loop {synced.name} was claimed at {ts} and never settled: it stays charged"

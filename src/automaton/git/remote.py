@@ -46,6 +46,9 @@ IDENTITY = {"GIT_AUTHOR_NAME": "automaton", "GIT_AUTHOR_EMAIL": "automaton@local
             "GIT_COMMITTER_NAME": "automaton", "GIT_COMMITTER_EMAIL": "automaton@localhost"}
 
 
+_LOST = ("stale info", "fetch first", "(non-fast-forward)", "cannot lock ref", "incorrect old value")
+
+
 class RemoteFailed(Exception):
     """git could not reach or read the remote, or a local plumbing call failed: `str()` is the
     one line to show (git's last line of stderr included)."""
@@ -196,7 +199,9 @@ def push(repo: Path, remote: str, moves: Sequence[Move], *, user_config: bool = 
         return Pushed(True, False, "")
     status = [ln for ln in done.out.splitlines() if ln[:1] in ("!", "*", " ", "+", "-", "=") and "\t" in ln]
     text = done.out + done.err
-    if "stale info" in text or "fetch first" in text or "(non-fast-forward)" in text:
+    # A failed lease ("stale info"), or the remote's own compare-and-swap lost to a push that
+    # moved the ref meanwhile ("cannot lock ref": the ref is locked or not at its old value).
+    if any(sign in text for sign in _LOST):
         return Pushed(False, True, "the remote moved since the fetch")
     refused = [ln.split("\t")[-1] for ln in status if ln.startswith("!")]
     if not status and not refused:
