@@ -38,7 +38,8 @@ class Fleet:
     homes: list[Path]
 
 
-def make_fleet(tmp: Path, runners: int, *, agent: str = AGENT, timeout_s: int = 60) -> Fleet:
+def make_fleet(tmp: Path, runners: int, *, agent: str = AGENT, timeout_s: int = 60,
+               max_iterations: int = 1000) -> Fleet:
     """The seed checkout makes the loop and publishes it (one tick with --state-remote); then
     `runners` fresh clones. The caller has AUTOMATON_RECORD_KEY=KEY set (monkeypatch)."""
     seed = init_repo(tmp / "seed")
@@ -50,7 +51,7 @@ def make_fleet(tmp: Path, runners: int, *, agent: str = AGENT, timeout_s: int = 
     git(tmp, "clone", "-q", "--bare", str(seed), str(bare))
     git(seed, "remote", "add", "origin", str(bare))
     make_loop(seed, LOOP, harness={"name": "command", "command": [PY, "-c", agent], "args": [], "timeout_s": timeout_s},
-              sandbox="off", brakes={"max_iterations": 1000, "max_budget_usd": 5000.0, "max_tick_usd": 1.0,
+              sandbox="off", brakes={"max_iterations": max_iterations, "max_budget_usd": 5000.0, "max_tick_usd": 1.0,
                                      "score_plateau_window": 3, "plateau_epsilon": 0.0, "target_score": 1.0},
               roles={"implement": {"prompt": "implement.md"}, "verify": {"command": [PY, "-c", VERIFY],
                                                                           "score": "summary"},

@@ -5,7 +5,7 @@ folder are its state, how a fetched state becomes the loop folder (verified with
 key before anything reads it), the claim of a tick, and the push of what the runner wrote.
 
 The state commit's tree (paths relative to `.automaton/loops/<name>/`): every regular file of
-the loop folder but `worktree/`, the locks (`.lock`, `.state.lock`), the drift
+the loop folder but `worktree/`, the locks (`.lock`, `.state.lock`, `.remote.lock`), the drift
 check's cache (`drift.index`, `drift.index.seal`), temp files (`*.tmp`) and
 files larger than MAX_FILE_BYTES; i.e. `loop.json`, `.state.loop`, `.state.log`,
 `sealed/loop.json`, the template's files (`implement.md` …) and `runs/<n>/…`.
@@ -58,7 +58,10 @@ from automaton.store.loops import CONFIG_FILE, LOG_FILE, STATE_FILE, STATE_LOCK,
 MAX_FILE_BYTES = 4 << 20  # a run's transcript past this stays on the machine that ran it
 # The worktree, the locks, and the drift check's private index with its seal (a cache that
 # the next drift check rebuilds on any machine).
-SKIP_TOP = frozenset({"worktree", TICK_LOCK, STATE_LOCK, "drift.index", "drift.index.seal"})
+SKIP_TOP = frozenset({"worktree", TICK_LOCK, STATE_LOCK, "drift.index", "drift.index.seal", ".remote.lock"})
+# Held by a human act through its fetch, act and push (the act takes the tick lock itself,
+# as `--approve --loop` does: never while a tick of the loop runs here).
+ACT_LOCK = ".remote.lock"
 CLOSING = ("TICK", "TICK_DEFERRED")
 ABANDONED = "abandoned_tick"
 CLAIMED = "claimed"
@@ -347,7 +350,7 @@ def remote_act(project: Project, name: str, remote: str, act: Callable[[], Outco
     folder.mkdir(parents=True, exist_ok=True)
     why = ""
     for _ in range(ATTEMPTS):
-        with locked(folder / TICK_LOCK, timeout_s=30):
+        with locked(folder / ACT_LOCK, timeout_s=30):
             synced = sync_in(project, loop_name, remote, user_config=True)
             out = act()
             if not out.ok or durable_files(folder) == synced.files:
