@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -24,9 +25,7 @@ def fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, approver: str) -> fk.
     return made
 
 
-def _tick(clone: Path, home: Path) -> "subprocess.CompletedProcess[str]":
-    import subprocess
-
+def _tick(clone: Path, home: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(fk.runner_argv(clone), env=fk.runner_env(home), capture_output=True, text=True,
                           timeout=300, check=False)
 
@@ -69,16 +68,20 @@ def test_an_approval_from_another_clone_clears_a_halt_the_next_runner_sees(
     assert _remote_state(fleet)["iteration_count"] == 3
 
 
-def test_a_state_remote_flag_that_disagrees_with_the_sealed_field_is_refused(fleet: fk.Fleet) -> None:
-    import subprocess
-
-    argv = [a if a != "origin" else str(fleet.bare) for a in fk.runner_argv(fleet.clones[0])]
-    sealed = fleet.seed / ".automaton" / "loops" / fk.LOOP / "loop.json"
-    data = json.loads(sealed.read_text())
-    assert "state_remote" not in data
-    done = subprocess.run(argv, env=fk.runner_env(fleet.homes[0]), capture_output=True, text=True, check=False)
-    assert done.returncode == 0  # no sealed field: any remote the flag names
-    bad = subprocess.run([*argv[:-4], "--state-remote", "-oops", "--quiet", "--json"],
+def test_a_state_remote_flag_that_disagrees_with_the_sealed_field_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, approver: str) -> None:
+    monkeypatch.setenv("AUTOMATON_RECORD_KEY", fk.KEY)
+    fleet = fk.make_fleet(tmp_path, 1, state_remote="origin")
+    plain = [a for a in fk.runner_argv(fleet.seed) if a not in ("--state-remote", "origin")]
+    first = subprocess.run(plain, env=fk.runner_env(Path(os.environ["HOME"])), capture_output=True, text=True,
+                           check=False)  # no flag: the sealed field sends the tick through the remote
+    assert first.returncode == 0 and '"ran": true' in first.stdout, first.stderr
+    assert _remote_state(fleet)["iteration_count"] == 1
+    other = [*fk.runner_argv(fleet.clones[0])[:-4], "--state-remote", str(fleet.bare), "--quiet", "--json"]
+    refused = subprocess.run(other, env=fk.runner_env(fleet.homes[0]), capture_output=True, text=True, check=False)
+    assert refused.returncode == 2 and "disagrees with loop.json state_remote" in refused.stderr, refused.stderr
+    assert _remote_state(fleet)["iteration_count"] == 1
+    bad = subprocess.run([*other[:-4], "--state-remote", "-oops", "--quiet", "--json"],
                          env=fk.runner_env(fleet.homes[0]), capture_output=True, text=True, check=False)
     assert bad.returncode == 2
 

@@ -39,7 +39,7 @@ class Fleet:
 
 
 def make_fleet(tmp: Path, runners: int, *, agent: str = AGENT, timeout_s: int = 60,
-               max_iterations: int = 1000) -> Fleet:
+               max_iterations: int = 1000, **over: object) -> Fleet:
     """The seed checkout makes the loop and publishes it (one tick with --state-remote); then
     `runners` fresh clones. The caller has AUTOMATON_RECORD_KEY=KEY set (monkeypatch)."""
     seed = init_repo(tmp / "seed")
@@ -55,7 +55,7 @@ def make_fleet(tmp: Path, runners: int, *, agent: str = AGENT, timeout_s: int = 
                                      "score_plateau_window": 3, "plateau_epsilon": 0.0, "target_score": 1.0},
               roles={"implement": {"prompt": "implement.md"}, "verify": {"command": [PY, "-c", VERIFY],
                                                                           "score": "summary"},
-                     "orchestrate": {"builtin": True}})
+                     "orchestrate": {"builtin": True}}, **over)
     clones, homes = [], []
     for i in range(runners):
         clone, home = tmp / f"m{i}" / "work", tmp / f"m{i}" / "home"
