@@ -250,11 +250,14 @@ class Published:
 
 
 def publish(synced: Synced, message: str, *, with_branch: bool) -> Published:
-    """Push the loop folder's state as a new state commit (parent: the claim, else the fetched
-    commit; the same as its lease) and, `with_branch`, the local `loop/<name>` (lease: the
-    fetched tip) in one atomic push. RemoteFailed is returned as a refusal, never raised."""
+    """Push the loop folder's state, once it verifies with the record key, as a new state
+    commit (parent: the claim, else the fetched commit; the same as its lease) and, with
+    `with_branch`, the local `loop/<name>` (lease: the fetched tip) in one atomic push. RemoteFailed is returned as a refusal, never raised."""
     root, name = synced.project.root, synced.name
     parent = synced.claim or synced.fetched.state
+    unsound = _unsound(synced)
+    if unsound is not None:  # never push a state the next runner would refuse, or someone else wrote
+        return Published(False, False, unsound)
     try:
         commit = git_remote.write_commit(root, durable_files(synced.folder), parent, message)
         moves = [Move(git_remote.state_ref(name), commit, parent)]
@@ -265,6 +268,20 @@ def publish(synced: Synced, message: str, *, with_branch: bool) -> Published:
     except RemoteFailed as exc:
         return Published(False, False, str(exc))
     return Published(pushed.landed, pushed.lost, pushed.detail, commit if pushed.landed else None)
+
+
+def _unsound(synced: Synced) -> str | None:
+    """Why the loop folder's state may not be pushed (its log does not verify whole with the
+    record key, a line is unkeyed, or the state disagrees with it), None when it may."""
+    log = synced.folder / LOG_FILE
+    chain = chainlog.read_chain(log)
+    if not chain.ok or not chain.lines or any(not line.mac for line in chain.lines):
+        return f"the loop folder's log does not verify with the record key ({chain.error or 'unkeyed lines'})"
+    try:
+        rec = Loop.resolve(synced.project, synced.name).inspect()
+    except (BadInput, CorruptState) as exc:
+        return f"the loop folder's state cannot be read ({exc.message})"
+    return f"the loop folder's state is tampered ({rec.tamper})" if rec.tamper else None
 
 
 def claim(synced: Synced, n: int) -> Outcome | None:
