@@ -252,7 +252,8 @@ class Published:
 def publish(synced: Synced, message: str, *, with_branch: bool) -> Published:
     """Push the loop folder's state, once it verifies with the record key, as a new state
     commit (parent: the claim, else the fetched commit; the same as its lease) and, with
-    `with_branch`, the local `loop/<name>` (lease: the fetched tip) in one atomic push. RemoteFailed is returned as a refusal, never raised."""
+    `with_branch`, the local `loop/<name>` (lease: the fetched tip) in one atomic push.
+    RemoteFailed is returned as a refusal, never raised."""
     root, name = synced.project.root, synced.name
     parent = synced.claim or synced.fetched.state
     unsound = _unsound(synced)
