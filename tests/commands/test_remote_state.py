@@ -4,8 +4,10 @@ and the compare-and-swap push against a real bare repository."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -118,3 +120,72 @@ def test_a_push_with_a_stale_lease_is_lost_and_moves_nothing(fleet: fk.Fleet) ->
     again = git_remote.push(clone, "origin", [git_remote.Move("refs/automaton/loops/other", second, None)])
     assert absent.landed and again.lost
     assert git_remote.read_tree(clone, first) == {"a.txt": b"one\n"}
+
+
+TOKEN = "tok-0123456789abcdef"
+# The agent writes the environment it was started with beside the machine's clone (5 folders
+# up from its worktree), then does the fleet agent's work.
+ENV_AGENT = "import json, os, pathlib\n" \
+            "pathlib.Path('../../../../../agent-env.json').write_text(json.dumps(dict(os.environ)))\n" + fk.AGENT
+
+
+def _fake_git(folder: Path, log: Path) -> Path:
+    """`git` first on PATH: logs each call's `GIT_CONFIG_KEY_0`, `GIT_CONFIG_VALUE_0` and argv
+    (tab-separated), then runs the real git."""
+    real = shutil.which("git")
+    assert real is not None
+    folder.mkdir()
+    fake = folder / "git"
+    fake.write_text("#!/bin/sh\n"
+                    f"{{ printf '%s\\t%s\\t' \"${{GIT_CONFIG_KEY_0:-}}\" \"${{GIT_CONFIG_VALUE_0:-}}\"; echo \"$*\"; }}"
+                    f" >> '{log}'\n"
+                    f"exec '{real}' \"$@\"\n")
+    fake.chmod(0o755)
+    return folder
+
+
+def test_the_push_credential_reaches_only_the_runners_fetch_and_push(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, approver: str) -> None:
+    """`$AUTOMATON_GIT_TOKEN`: the runner's ls-remote, fetch and push carry it as an
+    `http.extraHeader` in their environment; no other git call, no argv, no file under the
+    clone and no agent process sees it."""
+    monkeypatch.setenv("AUTOMATON_RECORD_KEY", fk.KEY)
+    fleet = fk.make_fleet(tmp_path, 1, agent=ENV_AGENT)
+    assert _tick(fleet.seed, Path(os.environ["HOME"])).returncode == 0
+    log = tmp_path / "git.log"
+    fake = _fake_git(tmp_path / "fakebin", log)
+    clone = fleet.clones[0]
+    done = subprocess.run(fk.runner_argv(clone), capture_output=True, text=True, timeout=300, check=False,
+                          env=fk.runner_env(fleet.homes[0], AUTOMATON_GIT_TOKEN=TOKEN,
+                                            PATH=f"{fake}{os.pathsep}{os.environ['PATH']}"))
+    assert done.returncode == 0 and '"ran": true' in done.stdout, done.stderr
+    header = "Authorization: Basic " + base64.b64encode(f"x-access-token:{TOKEN}".encode()).decode()
+    calls = [line.split("\t", 2) for line in log.read_text().splitlines()]
+    carried = {argv.split(" -c ")[0] + " " + _sub(argv) for key, value, argv in calls if value}
+    assert {_sub(argv) for key, value, argv in calls if value} == {"ls-remote", "fetch", "push"}, carried
+    assert all(key == "http.extraHeader" and value == header for key, value, _ in calls if value)
+    assert not any(TOKEN in argv or header in argv for _, _, argv in calls)
+    agent_env = (clone.parent / "agent-env.json").read_text()
+    assert "AUTOMATON_GIT_TOKEN" not in json.loads(agent_env) and TOKEN not in agent_env
+    basic = header.split()[-1].encode()
+    leaked = [p for p in clone.rglob("*") if p.is_file() and not p.is_symlink()
+              and (TOKEN.encode() in p.read_bytes() or basic in p.read_bytes())]
+    assert leaked == []
+
+
+def _sub(argv: str) -> str:
+    """The git subcommand of a logged argv (the first word after the global options)."""
+    words = argv.split(" ")
+    i = 0
+    while i < len(words):
+        if words[i] in ("-c", "-C"):
+            i += 2
+        elif words[i].startswith("-"):
+            i += 1
+        else:
+            return words[i]
+    return ""
+
+
+def test_no_credential_environment_without_a_token() -> None:
+    assert git_remote.credential_env({}) == {} and git_remote.credential_env({"AUTOMATON_GIT_TOKEN": " "}) == {}

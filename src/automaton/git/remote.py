@@ -17,16 +17,26 @@ Protocol (README.md#state-in-the-git-remote):
 Every call goes through `automaton.git.run_git` (hooks, fsmonitor, filters, replace refs off;
 no inherited `GIT_*`): git's `protocol.allow=never` is lifted only for the `file`, `https`
 and `ssh` transports, never `ext::` (which runs a program). The repository's own config is
-read (its remote URL and, on GitHub Actions, the checkout's credential header): the kernel
-sandbox keeps the main checkout's `.git` read-only for every agent. `user_config=True` (a
-human act, never a tick) reads the user's global config too (a credential helper).
+read (its remote URL): the kernel sandbox keeps the main checkout's `.git` read-only for every
+agent. `user_config=True` (a human act, never a tick) reads the user's global config too (a
+credential helper).
+
+A push credential for an HTTPS remote (a CI runner's token): `$AUTOMATON_GIT_TOKEN` in the
+runner's environment. It reaches only the network calls here (ls-remote, fetch, push), as
+`http.extraHeader` set through `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_0`/`GIT_CONFIG_VALUE_0`
+in the environment of that one git process (git-config(1) "ENVIRONMENT"): never on a command
+line (which any process of the user can read in /proc), never in a config file on disk. The
+header is HTTP Basic with the user `x-access-token` (what GitHub's tokens take; GitLab and
+Gitea accept any user name with a token). Every agent process and the verifier's get the
+environment without it (`core.secrets.CREDENTIAL_ENV`).
 """
 
 from __future__ import annotations
 
+import base64
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +54,21 @@ TRANSPORTS = ("-c", "protocol.file.allow=always", "-c", "protocol.https.allow=al
 # A commit of automaton's own: the identity git needs, never the user's config.
 IDENTITY = {"GIT_AUTHOR_NAME": "automaton", "GIT_AUTHOR_EMAIL": "automaton@localhost",
             "GIT_COMMITTER_NAME": "automaton", "GIT_COMMITTER_EMAIL": "automaton@localhost"}
+
+
+TOKEN_ENV = "AUTOMATON_GIT_TOKEN"
+
+
+def credential_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment that gives one git network call the push credential of `environ`
+    (default: this process's) `$AUTOMATON_GIT_TOKEN`: {} without one, else `GIT_CONFIG_COUNT=1`
+    and `http.extraHeader: Authorization: Basic base64("x-access-token:" + token)`."""
+    token = (os.environ if environ is None else environ).get(TOKEN_ENV, "").strip()
+    if not token:
+        return {}
+    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode("ascii")
+    return {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.extraHeader",
+            "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}"}
 
 
 _LOST = ("stale info", "fetch first", "(non-fast-forward)", "cannot lock ref", "incorrect old value")
@@ -103,8 +128,9 @@ def fetch(repo: Path, remote: str, loop: str, *, user_config: bool = False) -> F
     when git cannot reach the remote."""
     for local in (FETCHED_STATE + loop, FETCHED_BRANCH + loop):
         _git(repo, ["update-ref", "-d", local])
+    auth = credential_env()
     listed = _git(repo, [*TRANSPORTS, "ls-remote", "--", remote, state_ref(loop), branch_ref(loop)],
-                  timeout_s=NET_TIMEOUT_S, user_config=user_config)
+                  env=auth, timeout_s=NET_TIMEOUT_S, user_config=user_config)
     if listed.code != 0:
         raise RemoteFailed(f"cannot read the state remote {remote!r}: {_last(listed)}")
     present = {line.split("\t", 1)[1] for line in listed.out.splitlines() if "\t" in line}
@@ -113,7 +139,7 @@ def fetch(repo: Path, remote: str, loop: str, *, user_config: bool = False) -> F
     if specs:
         done = _git(repo, [*TRANSPORTS, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
                            "--no-recurse-submodules", "--", remote, *specs],
-                    timeout_s=NET_TIMEOUT_S, user_config=user_config)
+                    env=auth, timeout_s=NET_TIMEOUT_S, user_config=user_config)
         if done.code != 0:
             raise RemoteFailed(f"cannot fetch the state of loop {loop} from {remote!r}: {_last(done)}")
     return Fetched(_oid(repo, FETCHED_STATE + loop), _oid(repo, FETCHED_BRANCH + loop))
@@ -194,7 +220,7 @@ def push(repo: Path, remote: str, moves: Sequence[Move], *, user_config: bool = 
     leases = [f"--force-with-lease={m.ref}:{m.expected or ''}" for m in moves]
     done = _git(repo, [*TRANSPORTS, "push", "--atomic", "--porcelain", "--no-verify", "--no-recurse-submodules",
                        *leases, "--", remote, *(f"{m.new}:{m.ref}" for m in moves)],
-                timeout_s=NET_TIMEOUT_S, user_config=user_config)
+                env=credential_env(), timeout_s=NET_TIMEOUT_S, user_config=user_config)
     if done.code == 0:
         return Pushed(True, False, "")
     status = [ln for ln in done.out.splitlines() if ln[:1] in ("!", "*", " ", "+", "-", "=") and "\t" in ln]
