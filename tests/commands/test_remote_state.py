@@ -189,3 +189,37 @@ def _sub(argv: str) -> str:
 
 def test_no_credential_environment_without_a_token() -> None:
     assert git_remote.credential_env({}) == {} and git_remote.credential_env({"AUTOMATON_GIT_TOKEN": " "}) == {}
+
+
+def test_doctor_fetches_the_state_on_a_fresh_clone_and_names_the_remote_kind(fleet: fk.Fleet) -> None:
+    """`--doctor --loop NAME --state-remote origin` on a clone that never ticked (a CI runner):
+    the loop's state is fetched and checked, the schedule is the engine's, and the remote (a
+    local path here) needs no token."""
+    fresh = fleet.clones[1]
+    assert not (fresh / ".automaton" / "loops" / fk.LOOP / ".state.loop").exists()
+    done = run_cli("--doctor", "--loop", fk.LOOP, "--state-remote", "origin", "--project", str(fresh), "--json")
+    found = {f["check"]: f for f in json.loads(done.out)["findings"] if f["loop"] == fk.LOOP}
+    assert found["status"]["level"] == "ok", found
+    assert found["schedule"]["level"] == "note" and "engine" in found["schedule"]["message"]
+    assert found["state-remote"]["level"] == "note" and "is local" in found["state-remote"]["message"]
+    unflagged = run_cli("--doctor", "--state-remote", "origin", "--project", str(fresh))
+    assert unflagged.code == 2 and "--doctor --loop" in unflagged.err
+
+
+def test_doctor_says_whether_an_https_state_remote_has_a_push_credential(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from automaton.commands.doctor import state_remote_checks
+
+    repo = tmp_path / "r"
+    git(tmp_path, "init", "-q", str(repo))
+    git(repo, "remote", "add", "origin", "https://u:hunter2@git.example.com/team/repo.git")
+    git(repo, "remote", "add", "byssh", "git@git.example.com:team/repo.git")
+    monkeypatch.delenv("AUTOMATON_GIT_TOKEN", raising=False)
+    (bare,) = state_remote_checks(repo, "demo", "origin")
+    assert bare.level == "warning" and "AUTOMATON_GIT_TOKEN" in bare.message and "hunter2" not in bare.message
+    monkeypatch.setenv("AUTOMATON_GIT_TOKEN", TOKEN)
+    (held,) = state_remote_checks(repo, "demo", "origin")
+    assert held.level == "ok" and "https://git.example.com" in held.message and TOKEN not in held.message
+    (ssh,) = state_remote_checks(repo, "demo", "byssh")
+    assert ssh.level == "note" and "is ssh" in ssh.message and "not used" in ssh.message
+    assert state_remote_checks(repo, "demo", None) == []

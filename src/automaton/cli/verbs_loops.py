@@ -136,7 +136,7 @@ def spend(ns: argparse.Namespace) -> Outcome:
 
 
 def doctor(ns: argparse.Namespace) -> Outcome:
-    return _call("automaton.commands.doctor", "doctor", project_of(ns), ns.loop)
+    return _call("automaton.commands.doctor", "doctor", project_of(ns), ns.loop, ns.state_remote)
 
 
 def rearm_loop(ns: argparse.Namespace) -> Outcome:
