@@ -65,18 +65,24 @@ def test_github_workflow_is_valid_and_keeps_the_brakes(project: Path) -> None:
     on = doc["on"]  # written quoted: YAML 1.1 readers (PyYAML) would read a bare `on` as true
     assert on["schedule"] == [{"cron": "*/15 * * * *"}] and "workflow_dispatch" in on
     assert doc["concurrency"] == {"group": "automaton-loop-demo", "cancel-in-progress": False}
-    assert doc["permissions"] == {"contents": "read"}
+    assert doc["permissions"] == {"contents": "write"}  # the state remote's push, nothing else
     steps = doc["jobs"]["tick"]["steps"]
     checkout = steps[0]
     assert checkout["uses"].startswith("actions/checkout@")
     assert checkout["with"] == {"fetch-depth": 0, "persist-credentials": False}
     runs = [s.get("run", "") for s in steps]
     assert f'python -m pip install "automaton-framework=={__version__}"' in runs
-    assert "automaton-loop --mode tick --loop demo" in runs
+    assert "automaton --doctor --loop demo --state-remote origin" in runs
+    assert "automaton-loop --mode tick --loop demo --state-remote origin" in runs
     tick = steps[-1]
     assert tick["env"]["AUTOMATON_RECORD_KEY"] == "${{ secrets.AUTOMATON_RECORD_KEY }}"
+    # The push credential: the job's token, in the preflight's (its fetch) and the tick's
+    # environment only, never in .git/config (the checkout keeps none).
+    job_token = "${{ secrets.GITHUB_TOKEN }}"
+    assert tick["env"]["AUTOMATON_GIT_TOKEN"] == steps[-2]["env"]["AUTOMATON_GIT_TOKEN"] == job_token
+    assert not any("GITHUB_TOKEN" in json.dumps(s) for s in steps[:-2])
     assert log_events(loop_dir)[-1] == "INSTALLED"
-    assert "not built yet: --state-remote" in err
+    assert data["state_remote"] == "origin" and "not built" not in err
 
 
 def test_workflow_pins_the_tested_agent_cli(project: Path) -> None:
@@ -138,11 +144,14 @@ def test_kubernetes_cronjob_is_valid_and_keeps_the_brakes(project: Path) -> None
     assert pod["automountServiceAccountToken"] is False  # no cluster credentials for the agent to find
     assert pod["initContainers"][0]["name"] == "clone" and "git" in pod["initContainers"][0]["command"][2]
     tick = pod["containers"][0]
-    assert tick["command"] == ["automaton-loop", "--mode", "tick", "--loop", "demo"]
+    assert tick["command"] == ["automaton-loop", "--mode", "tick", "--loop", "demo", "--state-remote", "origin"]
     assert tick["resources"]["limits"]["memory"] and tick["resources"]["limits"]["cpu"]
     env = {e["name"]: e for e in tick["env"]}
     assert env["AUTOMATON_RECORD_KEY_FILE"]["value"] == "/var/run/automaton/record-key/record-key"
-    assert "GIT_TOKEN" not in env and "REPO_URL" not in env  # the clone's credentials stay in the init container
+    assert "GIT_TOKEN" not in env and "REPO_URL" not in env  # the clone's own variables stay in the init container
+    # The push credential: the Secret's optional git-token, as the variable the runner's git reads.
+    assert env["AUTOMATON_GIT_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "automaton-demo", "key": "git-token",
+                                                                       "optional": True}
     key = next(v for v in pod["volumes"] if v["name"] == "record-key")
     assert key["secret"]["secretName"] == "automaton-demo" and key["secret"]["defaultMode"] == 0o400
 
@@ -211,3 +220,17 @@ def test_the_init_clone_keeps_the_git_token_out_of_the_checkout(tmp_path: Path) 
     for path in (repo / ".git").rglob("*"):
         if path.is_file():
             assert b"tok-not-in-config" not in path.read_bytes(), path
+
+
+def test_the_generated_tick_uses_the_sealed_state_remote(project: Path) -> None:
+    """loop.json's `state_remote` is what the tick passes (a flag that disagreed would exit 2)."""
+    make_loop(project)
+    loop_json = project / ".automaton" / "loops" / "demo" / "loop.json"
+    config = json.loads(loop_json.read_text())
+    config["state_remote"] = "https://git.example.com/team/repo.git"
+    loop_json.write_text(json.dumps(config))
+    code, data, err = install(project, "kubernetes")
+    assert code == 0, err
+    tick = yaml.safe_load(Path(str(data["file"])).read_text())["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert tick["containers"][0]["command"][-2:] == ["--state-remote", "https://git.example.com/team/repo.git"]
+    assert check_manifest(Path(str(data["file"]))).returncode == 0

@@ -149,12 +149,14 @@ def test_the_record_key_and_push_credentials_never_reach_the_agent(
     and without the token that could push; the agent's processes learn only that it is withheld."""
     seen = tmp_path / "env.json"
     fake_claude_that_refuses_when_nested(fake_bin, seen)
-    for key, value in {**handed, "GITHUB_TOKEN": "ghs_x", "GIT_TOKEN": "t", "ANTHROPIC_API_KEY": "sk"}.items():
+    for key, value in {**handed, "GITHUB_TOKEN": "ghs_x", "GIT_TOKEN": "t", "AUTOMATON_GIT_TOKEN": "g",
+                       "ANTHROPIC_API_KEY": "sk"}.items():
         monkeypatch.setenv(key, value)
     res = get("claude").run(make_req())
     assert res.error is None, res
     env = json.loads(seen.read_text())
-    assert {"AUTOMATON_RECORD_KEY", "AUTOMATON_RECORD_KEY_FILE", "GITHUB_TOKEN", "GIT_TOKEN"}.isdisjoint(env)
+    assert {"AUTOMATON_RECORD_KEY", "AUTOMATON_RECORD_KEY_FILE", "GITHUB_TOKEN", "GIT_TOKEN",
+            "AUTOMATON_GIT_TOKEN"}.isdisjoint(env)
     assert ("ab" * 32) not in json.dumps(env)
     assert env["AUTOMATON_RECORD_KEY_WITHHELD"] == "1" and env["ANTHROPIC_API_KEY"] == "sk"
 

@@ -61,6 +61,9 @@ LOOP_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--since",), {"metavar": "DATE", "help": "with --spend: from this UTC day (YYYY-MM-DD; default 30 days ago)"}),
     (("--doctor",), {"action": "store_true", "help": "preflight checks of every loop (or --loop NAME)"}),
     (("--rearm-loop",), {"metavar": "NAME", "help": "give a complete loop a fresh allowance (human act)"}),
+    (("--state-remote",), {"metavar": "REMOTE", "help": "with --approve --loop, --pause-loop, --resume-loop,"
+                           " --rearm-loop: act on the loop's state in this git remote (fetch, apply, push);"
+                           " with --doctor --loop: fetch it first"}),
     (("--remove-loop",), {"metavar": "NAME", "help": "unschedule, archive and remove a loop (human act)"}),
     (("--delete-branch",), {"action": "store_true", "help": "with --remove-loop: delete branch loop/NAME too"}),
     (("--upgrade-loops",), {"action": "store_true", "help": "give loop folders that have only loop.json their"
@@ -134,7 +137,10 @@ VERBS: dict[str, str] = {
 MODIFIERS: dict[str, frozenset[str]] = {
     "create_task": frozenset({"parent"}),
     "transition": frozenset({"task"}),
-    "approve": frozenset({"task", "loop", "to", "config", "yes"}),
+    "approve": frozenset({"task", "loop", "to", "config", "yes", "state_remote"}),
+    "pause_loop": frozenset({"state_remote"}),
+    "resume_loop": frozenset({"state_remote"}),
+    "rearm_loop": frozenset({"state_remote"}),
     "accept_rollback": frozenset({"task", "loop", "config", "yes"}),
     "focus": frozenset({"clear"}),
     "phase": frozenset({"task"}),
@@ -144,7 +150,7 @@ MODIFIERS: dict[str, frozenset[str]] = {
     "install_schedule": frozenset({"interval", "on"}),
     "claim_loop_task": frozenset({"task"}),
     "check_gate": frozenset({"task"}),
-    "doctor": frozenset({"loop"}),
+    "doctor": frozenset({"loop", "state_remote"}),
     "spend": frozenset({"since"}),
     "remove_loop": frozenset({"delete_branch"}),
     "upgrade_loops": frozenset({"loop", "yes"}),
@@ -153,7 +159,7 @@ MODIFIERS: dict[str, frozenset[str]] = {
 }
 ALL_MODIFIERS = frozenset({"parent", "task", "to", "clear", "file", "from_template", "var", "interval", "on", "loop",
                            "loop_worktree", "config", "yes", "delete_branch", "port", "host", "since",
-                           "no_worktree"})
+                           "no_worktree", "state_remote"})
 
 
 class Given(str):
@@ -253,6 +259,10 @@ def validate(verb: str, ns: argparse.Namespace) -> None:
         raise UsageError("--approve --config takes no --task, --loop or --to")
     if verb == "approve" and ns.yes and ns.loop is None and not ns.config:
         raise UsageError("--yes goes with --approve --loop or --approve --config")
+    if verb == "approve" and ns.state_remote is not None and ns.loop is None:
+        raise UsageError("--state-remote goes with --approve --loop NAME")
+    if verb == "doctor" and ns.state_remote is not None and ns.loop is None:
+        raise UsageError("--state-remote goes with --doctor --loop NAME")
     if verb == "can_edit" and ns.loop_worktree and ns.loop is None:
         raise UsageError("--loop-worktree needs --loop NAME")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from automaton.cli.parser import UsageError
@@ -72,12 +73,26 @@ def claim_loop_task(ns: argparse.Namespace) -> Outcome:
     return _call("automaton.commands.claims", "claim_loop_task", project_of(ns), ns.claim_loop_task, ns.task)
 
 
+def _remote(ns: argparse.Namespace, name: str, action: str, act: Callable[[], Outcome]) -> Outcome:
+    """`act` as it is, or, with `--state-remote REMOTE`, on the loop's state in that remote
+    (`commands.remote_state.remote_act`: fetch, apply, push with compare-and-swap). The
+    human-act guard runs first: nothing is fetched for an agent."""
+    if getattr(ns, "state_remote", None) is None:
+        return act()
+    _human(action)
+    from automaton.commands import remote_state  # the verb's own use case: see _call
+
+    return remote_state.remote_act(project_of(ns), name, ns.state_remote, act)
+
+
 def pause_loop(ns: argparse.Namespace) -> Outcome:
-    return _call("automaton.commands.loops", "pause_loop", project_of(ns), ns.pause_loop)
+    return _remote(ns, ns.pause_loop, "--pause-loop",
+                   lambda: _call("automaton.commands.loops", "pause_loop", project_of(ns), ns.pause_loop))
 
 
 def resume_loop(ns: argparse.Namespace) -> Outcome:
-    return _call("automaton.commands.loops", "resume_loop", project_of(ns), ns.resume_loop)
+    return _remote(ns, ns.resume_loop, "--resume-loop",
+                   lambda: _call("automaton.commands.loops", "resume_loop", project_of(ns), ns.resume_loop))
 
 
 def approve_loop(ns: argparse.Namespace) -> Outcome:
@@ -89,10 +104,14 @@ def approve_loop(ns: argparse.Namespace) -> Outcome:
     from automaton.commands import loops as uc
 
     project = project_of(ns)
-    review = uc.review_loop(project, ns.loop)
-    confirm(review, yes=bool(getattr(ns, "yes", False)), as_json=bool(ns.json))
-    result: Outcome = uc.approve_loop(project, ns.loop, reviewed=review)
-    return result
+
+    def act() -> Outcome:
+        review = uc.review_loop(project, ns.loop)
+        confirm(review, yes=bool(getattr(ns, "yes", False)), as_json=bool(ns.json))
+        result: Outcome = uc.approve_loop(project, ns.loop, reviewed=review)
+        return result
+
+    return _remote(ns, ns.loop, "--approve", act)
 
 
 def can_continue(ns: argparse.Namespace) -> Outcome:
@@ -117,11 +136,12 @@ def spend(ns: argparse.Namespace) -> Outcome:
 
 
 def doctor(ns: argparse.Namespace) -> Outcome:
-    return _call("automaton.commands.doctor", "doctor", project_of(ns), ns.loop)
+    return _call("automaton.commands.doctor", "doctor", project_of(ns), ns.loop, ns.state_remote)
 
 
 def rearm_loop(ns: argparse.Namespace) -> Outcome:
-    return _call("automaton.commands.lifecycle", "rearm_loop", project_of(ns), ns.rearm_loop)
+    return _remote(ns, ns.rearm_loop, "--rearm-loop",
+                   lambda: _call("automaton.commands.lifecycle", "rearm_loop", project_of(ns), ns.rearm_loop))
 
 
 def remove_loop(ns: argparse.Namespace) -> Outcome:

@@ -6,6 +6,9 @@ export of the base commit in a temporary folder (removed after), no agent is eve
 paid API call is not a check), and no schedule is changed. Project checks: git repository with
 a commit, the key file's mode, `.automaton/config.json` sealed, the credential stores kept from
 agents (`secrets_checks`), automaton not installed inside the project. Loop checks (`doctor_loop`).
+One exception to "nothing is written": `--doctor --loop NAME --state-remote REMOTE` first
+fetches the loop's state from the remote into its folder, verified with the record key, as a
+tick does (nothing is pushed): on a fresh clone (a CI runner) the loop exists only there.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import os
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from automaton import install_paths
 from automaton.commands.config_seal import sessions_mode
@@ -35,13 +39,15 @@ from automaton.core.loopstate import LoopState
 from automaton.core.names import LoopName
 from automaton.core.outcome import Outcome
 from automaton.git import run_git
+from automaton.git.remote import TOKEN_ENV
 from automaton.harnesses import hook_notes
 from automaton.sandbox import available, layers
 from automaton.store import loops
 from automaton.store import project_config as pc
 from automaton.store.key import key_path, load_secret, secret_source
 from automaton.store.layout import Project
-from automaton.store.loops import Loop
+from automaton.store.locks import Busy, locked
+from automaton.store.loops import TICK_LOCK, Loop
 
 
 def project_checks(project: Project, *, own: tuple[str, ...] | None = None) -> list[Finding]:
@@ -198,7 +204,7 @@ def doctor_loop(project: Project, name: LoopName) -> list[Finding]:
     return _loop_checks(loop)
 
 
-def _loop_checks(loop: Loop) -> list[Finding]:
+def _loop_checks(loop: Loop, flag: str | None = None) -> list[Finding]:
     project, name = loop.project, loop.name
     out: list[Finding] = []
     try:
@@ -240,7 +246,12 @@ def _loop_checks(loop: Loop) -> list[Finding]:
     if tests is not None:
         out.append(tests)
     out += _provider_notes(project, name, config)
-    out += _schedule_checks(name, config, state.status, info)
+    if flag is None:
+        out += _schedule_checks(name, config, state.status, info)
+    else:  # a runner of the remote's (a CI job, a pod): its engine fires the ticks, not this machine
+        out.append(Finding(name, "schedule", "note", "state fetched from its state remote: the engine that runs this"
+                           " fires the ticks (this machine's schedule is not checked)"))
+    out += state_remote_checks(project.root, name, flag or config.state_remote)
     note = hook_notes(config.harness.name)
     if note:
         out.append(Finding(name, "hooks", "note", f"harness {config.harness.name}: {note}"))
@@ -304,14 +315,20 @@ def _schedule_checks(name: str, config: LoopConfig, status: str, info: dict[str,
     return out
 
 
-def doctor(project: Project, name: str | None = None) -> Outcome:
-    """`--doctor [--loop NAME]`: the project checks, then each loop's (only NAME's with
-    `--loop`). Lines: one per finding (PROBLEM lines carry their fix), then "no problems found"
-    or "N problem(s) found". data: {ok, problems (int), findings: [{loop, check, level, message,
-    fix}]}. Exit 1 with any problem, 0 otherwise; exit 2 for an unknown or untracked --loop."""
+def doctor(project: Project, name: str | None = None, state_remote: str | None = None) -> Outcome:
+    """`--doctor [--loop NAME [--state-remote REMOTE]]`: the project checks, then each loop's
+    (only NAME's with `--loop`; with `state_remote`, its state fetched from that remote first,
+    `fetch_state`). Lines: one per finding (PROBLEM lines carry their fix), then "no problems
+    found" or "N problem(s) found". data: {ok, problems (int), findings: [{loop, check, level,
+    message, fix}]}. Exit 1 with any problem (a state that cannot be fetched is one), 0
+    otherwise; exit 2 for an unknown or untracked --loop."""
     findings = project_checks(project)
-    if name is not None:  # exit 2 for an unknown or untracked --loop, before any check
-        findings += _loop_checks(Loop.resolve(project, name))
+    if name is not None:
+        unfetched = None if state_remote is None else fetch_state(project, name, state_remote)
+        if unfetched is not None:  # its state is not here: the remote's checks only
+            findings += [unfetched, *state_remote_checks(project.root, name, state_remote)]
+        else:  # exit 2 for an unknown or untracked --loop, before any check
+            findings += _loop_checks(Loop.resolve(project, name), state_remote)
     else:
         targets = loops.list_loops(project)
         if not targets:
@@ -326,4 +343,61 @@ def doctor(project: Project, name: str | None = None) -> Outcome:
     return Outcome(ExitCode.REFUSED if problems else ExitCode.OK, lines, data)
 
 
-__all__ = ["Finding", "doctor", "doctor_loop", "project_checks"]
+def fetch_state(project: Project, name: str, remote: str) -> Finding | None:
+    """Fetch loop `name`'s state from `remote` into its folder under its tick lock
+    (`commands.remote_state.sync_in`: verified with the record key; nothing pushed). None when
+    it is there; a problem finding saying why not (unreachable, no state and no local loop, a
+    state that does not verify, a tick of the loop running here)."""
+    from automaton.commands import remote_state  # only --state-remote needs the remote's plumbing
+
+    loop = LoopName.of(name)
+    folder = project.loop_dir(loop)
+    try:
+        remote_state.check_remote(remote, "--state-remote")
+        folder.mkdir(parents=True, exist_ok=True)
+        with locked(folder / TICK_LOCK, timeout_s=0):
+            remote_state.sync_in(project, loop, remote)
+    except Busy:
+        return Finding(loop, "state-remote", "problem", f"a tick of loop {loop} runs here: its state was not fetched",
+                       "run --doctor again once it ends")
+    except AutomatonError as exc:
+        return Finding(loop, "state-remote", "problem", exc.message)
+    except OSError as exc:
+        return Finding(loop, "state-remote", "problem", f"cannot write the loop folder {folder}: {exc.strerror}",
+                       "check the disk and permissions")
+    return None
+
+
+def _remote_url(root: Path, remote: str) -> str:
+    """The URL `remote` names: its `remote.<name>.url` in the repository's config, else itself."""
+    done = run_git(root, ["config", "--get", f"remote.{remote}.url"])
+    return done.out.strip() if done.code == 0 and done.out.strip() else remote
+
+
+def state_remote_checks(root: Path, name: str, remote: str | None) -> list[Finding]:
+    """The push credential of a loop whose state lives in `remote` (None: no state remote, no
+    finding). An https remote: ok when `$AUTOMATON_GIT_TOKEN` is set (sent by the runner's
+    fetch and push only), a warning otherwise (the tick reads no credential helper of the
+    user's). Any other remote (ssh, a local path, file://): a note that git's own access is
+    used and the token, if set, is not. The URL is never shown (it may hold a password)."""
+    if remote is None:
+        return []
+    url = _remote_url(root, remote)
+    scheme = urlsplit(url).scheme.lower() if "://" in url else ""
+    token = bool(os.environ.get(TOKEN_ENV, "").strip())
+    if scheme in ("https", "http"):
+        host = urlsplit(url).hostname or "?"
+        if token:
+            return [Finding(name, "state-remote", "ok", f"state remote {remote} ({scheme}://{host}): push credential"
+                            f" from ${TOKEN_ENV}, sent by the runner's own fetch and push only")]
+        return [Finding(name, "state-remote", "warning", f"state remote {remote} ({scheme}://{host}) and no"
+                        f" ${TOKEN_ENV}: the tick's fetch and push carry no credential (a tick reads no credential"
+                        " helper of yours), so a private remote refuses them",
+                        f"hand the runner a token that may push as ${TOKEN_ENV}")]
+    kind = "ssh" if scheme == "ssh" or (not scheme and ":" in url.split("/", 1)[0]) else "local"
+    unused = f"; ${TOKEN_ENV} is set but not used" if token else ""
+    return [Finding(name, "state-remote", "note", f"state remote {remote} is {kind}: git's own access"
+                    f" ({'ssh keys' if kind == 'ssh' else 'file permissions'}) pushes, no token needed{unused}")]
+
+
+__all__ = ["Finding", "doctor", "doctor_loop", "fetch_state", "project_checks", "state_remote_checks"]

@@ -6,9 +6,11 @@ second run replaces it) for a human to review and commit (the workflow) or apply
 manifest). The pinned versions are this automaton's own and the highest agent CLI version
 its end-to-end suite tested (`harnesses.versions.TESTED`).
 
-Not built yet (said by every run): the state remote. A runner on either engine starts from a
-fresh clone, where the loop's state files (ignored by git) do not exist, so its tick stops
-with exit 2 (untracked loop) until `--state-remote` keeps the state in the git remote.
+A runner on either engine starts from a fresh clone, where the loop's state files (ignored by
+git) do not exist: the generated tick passes `--state-remote` (loop.json's sealed
+`state_remote`, else `origin`) and so keeps the state in the git remote
+(README.md#state-in-the-git-remote); its push credential reaches the tick as
+`$AUTOMATON_GIT_TOKEN` (the job's `GITHUB_TOKEN`; the Secret's `git-token` key).
 """
 
 from __future__ import annotations
@@ -35,9 +37,7 @@ API_KEYS: dict[str, tuple[str, ...]] = {
     "gemini": ("GEMINI_API_KEY",),
     "opencode": (),
 }
-NOT_BUILT = ("not built yet: --state-remote. A runner there starts from a fresh clone without the loop's state"
-             " files (git ignores them), so its tick stops with exit 2 (untracked loop) until the state remote"
-             " exists; README.md (Running loops on GitHub Actions, on Kubernetes) says what holds meanwhile")
+DEFAULT_REMOTE = "origin"  # the remote a fresh clone (actions/checkout, `git clone`) names its source
 
 
 def target(loop: Loop, engine: str) -> Path:
@@ -49,9 +49,11 @@ def target(loop: Loop, engine: str) -> Path:
 
 
 def remote_job(loop: Loop, interval_s: int, out: Outcome) -> RemoteJob:
-    """The `RemoteJob` of `loop`: its harness's pinned CLI and API key names; a warning in
-    `out` for a harness with no pinned install (the user adds its install step)."""
-    harness = loop.read_config().harness.name
+    """The `RemoteJob` of `loop`: its harness's pinned CLI and API key names, its state remote
+    (the sealed `state_remote`, else `origin`); a warning in `out` for a harness with no pinned
+    install (the user adds its install step)."""
+    config = loop.read_config()
+    harness = config.harness.name
     tested = TESTED.get(harness)
     agent = None if tested is None else AgentInstall(tested.package, tested.highest, API_KEYS.get(harness, ()))
     if tested is None and harness not in ("scripted", "command"):
@@ -59,7 +61,7 @@ def remote_job(loop: Loop, interval_s: int, out: Outcome) -> RemoteJob:
     if agent is not None and not agent.key_env:
         out.warnings.append(f"harness {harness!r} reads the API key of the provider its model names: add that"
                             " secret to the generated file")
-    return RemoteJob(loop.name, interval_s, __version__, agent)
+    return RemoteJob(loop.name, interval_s, __version__, agent, config.state_remote or DEFAULT_REMOTE)
 
 
 def install_schedule_on(project: Project, name: str, interval_s: int | None, engine: str) -> Outcome:
@@ -74,7 +76,7 @@ def install_remote(loop: Loop, interval_s: int, engine: str) -> Outcome:
     """Write `engine`'s file for `loop` ticking every `interval_s` seconds.
 
     data: {ok, loop, on, file, interval_seconds, automaton_version, agent_package,
-    agent_version, secrets: [names], not_built}. Errors: BadInput (exit 2) for an unknown
+    agent_version, secrets: [names], state_remote}. Errors: BadInput (exit 2) for an unknown
     engine, an interval the engine cannot fire (GitHub: under 5 minutes or not exact in cron),
     a name too long for a CronJob, or a file that cannot be written; Refused (exit 1) for a
     complete loop."""
@@ -94,10 +96,14 @@ def install_remote(loop: Loop, interval_s: int, engine: str) -> Outcome:
     atomic_write(path, text.encode("utf-8"))
     secrets = ["AUTOMATON_RECORD_KEY", *(job.agent.key_env if job.agent else ())]
     if engine == "kubernetes":
-        secrets = ["record-key", "repo-url", "git-token (optional)",
+        secrets = ["record-key", "repo-url", "git-token (an https repo-url's push credential)",
                    *(k.lower().replace("_", "-") for k in (job.agent.key_env if job.agent else ()))]
-    out.lines += [f"wrote {path}", f"secrets it needs: {', '.join(secrets)}"]
-    out.warnings.append(NOT_BUILT)
+    out.lines += [f"wrote {path}", f"secrets it needs: {', '.join(secrets)}",
+                  f"its tick keeps the loop's state in the git remote {job.state_remote!r} (--state-remote): run one"
+                  f" tick with --state-remote {job.state_remote} where the loop was made before the first fire"]
+    if engine == "kubernetes" and job.state_remote != DEFAULT_REMOTE and not any(c in job.state_remote for c in ":/"):
+        out.warnings.append(f"loop.json's state_remote {job.state_remote!r} is not {DEFAULT_REMOTE!r}, the only remote"
+                            " of the pod's clone: seal a URL there, or origin")
     try:
         loop.log_event(LogEvent(Event.INSTALLED, {"scheduler": engine, "interval_s": interval_s, "enabled": True}))
     except AutomatonError as exc:  # the file is written already: say so rather than hide it
@@ -105,5 +111,5 @@ def install_remote(loop: Loop, interval_s: int, engine: str) -> Outcome:
     out.data = {"ok": True, "loop": str(loop.name), "on": engine, "file": str(path), "interval_seconds": interval_s,
                 "automaton_version": __version__, "agent_package": job.agent.package if job.agent else None,
                 "agent_version": job.agent.version if job.agent else None, "secrets": secrets,
-                "not_built": "state-remote"}
+                "state_remote": job.state_remote}
     return out

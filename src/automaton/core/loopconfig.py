@@ -149,6 +149,9 @@ class LoopConfig:
     # the agent cannot be entered; "landlock-only": it then runs under Landlock alone (warned
     # on every tick). Sealed like every brake. Namespaces that work are used either way.
     isolation: str = "namespaces"
+    # The git remote (a remote name or URL) that holds the loop's state ref
+    # (`refs/automaton/loops/<name>`, store/remote.py); None: the state lives in this checkout only.
+    state_remote: str | None = None
 
 
 class _Reader:
@@ -287,7 +290,7 @@ def parse_config(data: object, source: str, defaults: dict[str, Any], sha256: st
     """
     top = _Reader(data, source, "", ("schema_version", "name", "template", "description", "task", "harness",
                                      "roles", "brakes", "blast_radius", "schedule", "sandbox",
-                                     "notify", "isolation"), BadInput)
+                                     "notify", "isolation", "state_remote"), BadInput)
     version = top.integer("schema_version", None, minimum=1)
     if version > SCHEMA_VERSION:
         raise BadInput(f"{source}: schema_version {version} is newer than this automaton ({SCHEMA_VERSION}); upgrade")
@@ -328,8 +331,19 @@ def parse_config(data: object, source: str, defaults: dict[str, Any], sha256: st
     schedule = Schedule(sched.integer("interval_seconds", defaults["interval_seconds"], minimum=1))
     notify = _notify(top.sub("notify", ("command", "webhook", "events"))) if top.data.get("notify") is not None \
         else None
+    state_remote = top.string("state_remote", null=True)
+    if state_remote is not None and not remote_spelling_ok(state_remote):
+        raise top.fail("state_remote", "a git remote name or URL (not empty, no leading '-', no whitespace)")
     return LoopConfig(version, name, top.string("template", ""), top.string("description", ""), task, harness,
-                      roles, brakes, blast, schedule, sha256, sandbox, notify, isolation)
+                      roles, brakes, blast, schedule, sha256, sandbox, notify, isolation, state_remote)
+
+
+def remote_spelling_ok(remote: str) -> bool:
+    """Whether `remote` may name a git remote for `--state-remote` / loop.json `state_remote`:
+    non-empty, no whitespace or control character, never starting with `-` (git would read an
+    option), and no `ext::` transport (which runs a program)."""
+    return bool(remote) and not remote.startswith("-") and not any(c.isspace() or ord(c) < 32 for c in remote) \
+        and not remote.lower().startswith("ext::")
 
 
 def _notify(n: _Reader) -> Notify:

@@ -85,6 +85,8 @@ CREDENTIAL_ENV: frozenset[str] = frozenset({
     "BW_SESSION", "OP_SERVICE_ACCOUNT_TOKEN", "PGPASSWORD", "MYSQL_PWD", "REDISCLI_AUTH",
     # automaton's own record key handed to a runner as a secret (store/key.py)
     "AUTOMATON_RECORD_KEY", "AUTOMATON_RECORD_KEY_FILE",
+    # the state remote's push credential (git/remote.py `credential_env`): the runner's git only
+    "AUTOMATON_GIT_TOKEN",
 })
 # The record key as a secret (store/key.py `secret_source`): the value itself, or the path of
 # a mounted file. A process they are withheld from gets `RECORD_KEY_WITHHELD` instead, so it

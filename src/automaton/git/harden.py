@@ -63,8 +63,13 @@ KEPT_ENV = frozenset({
 # Kept as well when the caller asks for the user's own config (reading identity only).
 USER_CONFIG_ENV = frozenset({"GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM"})
 # Set by a caller only, never inherited: an index file of automaton's own (the drift check's,
-# `automaton.git.content.PrivateIndex`), which that caller lets git rewrite.
-CALLER_ENV = frozenset({"GIT_INDEX_FILE", "GIT_OPTIONAL_LOCKS"})
+# `automaton.git.content.PrivateIndex`), which that caller lets git rewrite; and the one
+# setting a state remote's network call adds (`automaton.git.remote.credential_env`: the push
+# credential as `http.extraHeader`, in that process's environment only).
+CALLER_ENV = frozenset({"GIT_INDEX_FILE", "GIT_OPTIONAL_LOCKS", "GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0",
+                        "GIT_CONFIG_VALUE_0"})
+
+_CREDENTIAL_CONFIG = frozenset({"GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0"})
 
 # Porcelain commands that diff content: external diff drivers and textconv programs are off.
 _DIFFING = frozenset({"diff", "log", "show", "diff-tree"})
@@ -205,6 +210,9 @@ def repo_config(repo: str, env: Mapping[str, str], timeout_s: float) -> RepoConf
     # of its own, whose config it can edit between two calls while keeping the pointer's bytes
     # (or follow through a link it swaps): there the cache holds only in a window opened with
     # `pointers_settled` (no process of the agent can be alive), else every call is probed.
+    # The probe reads the repository's config only: a network call's credential (CALLER_ENV's
+    # GIT_CONFIG_*) stays with the call it is for.
+    env = {k: v for k, v in env.items() if k not in _CREDENTIAL_CONFIG}
     pointer = _pointer(repo)
     if _probed is None or (pointer and not _settled and not _leads_to_trusted(repo, pointer)):
         return _probe(repo, env, timeout_s)

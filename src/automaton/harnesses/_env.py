@@ -36,7 +36,7 @@ never a prefix of user settings: most `CLAUDE_CODE_*` variables are the user's c
   handed in as a secret (`AUTOMATON_RECORD_KEY`, `AUTOMATON_RECORD_KEY_FILE`) is a credential
   (`core.secrets.CREDENTIAL_ENV`): withheld, and `AUTOMATON_RECORD_KEY_WITHHELD=1` set in its
   place (`core.secrets.withheld_marker`). Push credentials (`GITHUB_TOKEN`, `GH_TOKEN`,
-  `SSH_AUTH_SOCK` …) are withheld the same way.
+  `SSH_AUTH_SOCK`, the state remote's `AUTOMATON_GIT_TOKEN` …) are withheld the same way.
 - git, git(1) "ENVIRONMENT VARIABLES": `GIT_DIR`, `GIT_WORK_TREE`, `GIT_INDEX_FILE`,
   `GIT_OBJECT_DIRECTORY`, `GIT_ALTERNATE_OBJECT_DIRECTORIES`, `GIT_COMMON_DIR` and
   `GIT_NAMESPACE` point git at another repository than the one in the agent's working

@@ -1,7 +1,7 @@
 """`automaton-loop`: the loop runner's console script (docs/architecture.md#the-life-of-a-tick).
 
     automaton-loop --mode tick|run|dry-run --loop NAME [--project DIR] [--max-ticks N]
-                   [--settings FILE] [--json]
+                   [--settings FILE] [--state-remote REMOTE] [--json]
     automaton-loop --demo
     automaton-loop --version
 
@@ -28,7 +28,9 @@ from automaton.store.layout import Project
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (core/record.py says why)
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
+
+    from automaton.runner.progress import Progress
 
 
 class _Usage(Exception):
@@ -54,6 +56,8 @@ def build() -> argparse.ArgumentParser:
     p.add_argument("--max-ticks", type=int, metavar="N", action=once, help="with --mode run: stop after N ticks")
     p.add_argument("--settings", metavar="FILE", action=once,
                    help="agent settings with the automaton hooks (Claude --settings)")
+    p.add_argument("--state-remote", metavar="REMOTE", action=once,
+                   help="with --mode tick: the git remote (name or URL) holding the loop's state ref")
     p.add_argument("--json", action="store_true", help="print one JSON object as the last stdout line")
     p.add_argument("--quiet", action="store_true", help="no progress display on stderr")
     p.add_argument("--demo", action="store_true", help="run the offline demo in a temporary project")
@@ -62,7 +66,8 @@ def build() -> argparse.ArgumentParser:
 
 
 # The argv of a scheduled tick (run-tick.sh) and of most hand-run ones: exact spellings only.
-_TICK_VALUES = {"--mode": "mode", "--loop": "loop", "--project": "project", "--settings": "settings"}
+_TICK_VALUES = {"--mode": "mode", "--loop": "loop", "--project": "project", "--settings": "settings",
+                "--state-remote": "state_remote"}
 _TICK_SWITCHES = {"--json": "json", "--quiet": "quiet"}
 
 
@@ -78,7 +83,8 @@ def plain_tick(args: Sequence[str]) -> argparse.Namespace | None:
     from types import SimpleNamespace
 
     found: dict[str, object] = {"mode": None, "loop": None, "project": None, "max_ticks": None,
-                                "settings": None, "json": False, "quiet": False, "demo": False, "version": False}
+                                "settings": None, "state_remote": None, "json": False, "quiet": False, "demo": False,
+                                "version": False}
     seen: set[str] = set()
     i = 0
     while i < len(args):
@@ -167,6 +173,8 @@ def dispatch(ns: argparse.Namespace) -> Outcome:
         raise _Usage("pass --mode tick|run|dry-run and --loop NAME (or --demo)")
     if ns.max_ticks is not None and (ns.mode != "run" or ns.max_ticks < 1):
         raise _Usage("--max-ticks N (N >= 1) goes with --mode run")
+    if ns.state_remote is not None and ns.mode != "tick":
+        raise _Usage("--state-remote REMOTE goes with --mode tick")
     settings = None
     if ns.settings is not None:
         settings = Path(ns.settings).expanduser().resolve()
@@ -176,6 +184,8 @@ def dispatch(ns: argparse.Namespace) -> Outcome:
     from automaton.runner.progress import Progress
 
     progress = Progress(enabled=not ns.quiet)
+    if ns.state_remote is not None:  # the loop folder may not exist before its state is fetched
+        return _remote_tick(project, ns.loop, ns.state_remote, settings, progress, lock_held=False)
     if ns.mode == "tick":  # the tick lock first: a tick that gives up never imports the runner
         from automaton.runner import skip
 
@@ -183,7 +193,11 @@ def dispatch(ns: argparse.Namespace) -> Outcome:
             if busy is not None:
                 return busy
             from automaton.runner import tick
+            from automaton.store.loops import Loop
 
+            sealed = Loop.resolve(project, ns.loop).read_config().state_remote
+            if sealed is not None:  # loop.json names its state remote: every tick goes through it
+                return _remote_tick(project, ns.loop, None, settings, progress, lock_held=True)
             return tick.tick(project, ns.loop, tick.TickOptions(settings_path=settings, progress=progress),
                              lock_held=True)
     from automaton.proc import pinned_programs
@@ -196,6 +210,20 @@ def dispatch(ns: argparse.Namespace) -> Outcome:
         if ns.mode == "run":
             return modes.run_loop(project, ns.loop, ns.max_ticks, opts)
         return modes.dry_run(project, ns.loop, opts)
+
+
+def _remote_tick(project: Project, name: str, remote: str | None, settings: Path | None, progress: Progress,
+                 *, lock_held: bool) -> Outcome:
+    """A tick whose state lives in a git remote (`commands.remote_state.remote_tick`)."""
+    from automaton.commands import remote_state
+    from automaton.runner import account, tick
+
+    def run(claim: Callable[[int], Outcome | None]) -> Outcome:
+        return tick.tick(project, name, tick.TickOptions(settings_path=settings, progress=progress, claim=claim),
+                         lock_held=True)
+
+    return remote_state.remote_tick(project, name, remote, lambda loop: account.ttl_s(loop.read_config()), run,
+                                    lock_held=lock_held)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,6 +80,10 @@ class TickOptions:
 
     settings_path: Path | None = None
     progress: Progress = QUIET
+    # With a state remote (`commands.remote_state.claim`): called with n once the tick's
+    # `TICK_START n` is written, before any agent starts; None when the claim landed, else
+    # the Outcome that ends the tick there (its account reservation released at $0).
+    claim: Callable[[int], Outcome | None] | None = None
 
 
 def default_settings(loop: Loop, harness: str, *, write: bool = True) -> Path | None:
@@ -200,6 +205,12 @@ def _confined_tick(loop: Loop, cfg: LoopConfig, state: LoopState, opts: TickOpti
     iters_left, usd_left = remaining(before, cfg.brakes)  # what the agent is told: before this tick
     state = ledger.reserve(loop, cfg)
     n = state.iteration_count
+    if opts.claim is not None:
+        lost = opts.claim(n)
+        if lost is not None:  # another runner ticks: nothing ran, the account gets its reservation back
+            account.settle(held, Outcome(data={"cost_usd": 0.0}))
+            show.note(f"loop {name}: {lost.lines[0]}")
+            return Outcome(lost.code, lost.lines, lost.data, [*warnings, *lost.warnings])
     folder = loop.run_dir(n)
     if folder.exists():  # left by a tick of an older automaton that crashed before recording itself
         shutil.rmtree(folder)

@@ -13,8 +13,10 @@ Protocol facts, each from the engine's own documentation:
   a `concurrency` group holds at most one running and one pending run; with
   `cancel-in-progress: false` a running tick is never cancelled, a newer queued run replaces
   the pending one. `permissions` set at the top level apply to every job; keys left out get
-  `none`. `actions/checkout` writes the job's token into `.git/config` unless
-  `persist-credentials: false`; `fetch-depth: 0` fetches every branch and tag.
+  `none`; `contents: write` lets the job's `GITHUB_TOKEN` push (`secrets.GITHUB_TOKEN`, "Automatic
+  token authentication"; a push made with it starts no other workflow). `actions/checkout`
+  writes the job's token into `.git/config` unless `persist-credentials: false`;
+  `fetch-depth: 0` fetches every branch and tag.
 - Kubernetes (kubernetes.io, "CronJob"): `concurrencyPolicy: Forbid` skips a run while the
   previous one is still going; `startingDeadlineSeconds` is how late a missed run may still
   start; a CronJob's name is at most 52 characters (the controller appends 11 to name the
@@ -25,6 +27,7 @@ Protocol facts, each from the engine's own documentation:
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +39,8 @@ GITHUB_MIN_INTERVAL_S = 300  # GitHub's shortest schedule: every 5 minutes (see 
 K8S_MAX_CRONJOB_NAME = 52
 KEY_SECRET_ENV = "AUTOMATON_RECORD_KEY"
 KEY_FILE_ENV = "AUTOMATON_RECORD_KEY_FILE"
+TOKEN_ENV = "AUTOMATON_GIT_TOKEN"  # the state remote's push credential (git/remote.py `credential_env`)
+GITHUB_TOKEN = "${{ secrets.GITHUB_TOKEN }}"  # the job's own token, scoped by `permissions`
 KEY_MOUNT = "/var/run/automaton/record-key"  # the Secret's folder in the pod, outside the checkout
 KEY_FILE_NAME = "record-key"
 WORK = "/work"  # the pod's emptyDir: the clone, the venv and the agent CLI, fresh each run
@@ -68,12 +73,14 @@ class AgentInstall:
 class RemoteJob:
     """One loop's tick on a remote engine. `interval_s`: seconds between ticks;
     `automaton_version`: the `automaton-framework` release pinned on the runner; `agent`:
-    the pinned agent CLI, None for a harness without one (`command`, `scripted`, `aider`)."""
+    the pinned agent CLI, None for a harness without one (`command`, `scripted`, `aider`);
+    `state_remote`: the git remote the tick keeps the loop's state in (`--state-remote`)."""
 
     name: LoopName
     interval_s: int
     automaton_version: str
     agent: AgentInstall | None
+    state_remote: str = "origin"
 
     @property
     def resource_name(self) -> str:
@@ -121,17 +128,21 @@ def _install_steps(job: RemoteJob) -> list[dict[str, Any]]:
 
 def render_github(job: RemoteJob) -> str:
     """`.github/workflows/automaton-<loop>.yml`: scheduled and `workflow_dispatch`, one
-    concurrency group per loop that never cancels a running tick, `contents: read` only, a
-    full-history checkout that keeps no token, pinned installs, then a `--doctor` preflight and
-    the tick, the only steps with the record key (secret `AUTOMATON_RECORD_KEY`) and the
-    agent's API key secrets in their environment. BadInput as `github_cron`."""
-    key = {KEY_SECRET_ENV: _secret(KEY_SECRET_ENV)}
+    concurrency group per loop that never cancels a running tick, `contents: write` only (the
+    state remote's push), a full-history checkout that keeps no token, pinned installs, then a
+    `--doctor --state-remote` preflight and the tick with `--state-remote`, the only steps with
+    the record key (secret `AUTOMATON_RECORD_KEY`), the agent's API key secrets and the job's
+    token (as `AUTOMATON_GIT_TOKEN`, which the runner gives its own fetch and push only) in
+    their environment. BadInput as `github_cron`."""
+    key = {KEY_SECRET_ENV: _secret(KEY_SECRET_ENV), TOKEN_ENV: GITHUB_TOKEN}
+    remote = ["--state-remote", job.state_remote]
     api = {env: _secret(env) for env in (job.agent.key_env if job.agent else ())}
     loop = str(job.name)
     doc: dict[str, Any] = {
         "name": f"automaton loop {loop}",
         "on": {"schedule": [{"cron": github_cron(job.interval_s)}], "workflow_dispatch": None},
-        "permissions": {"contents": "read"},
+        # The tick pushes the loop's state ref and loop/<name>: nothing else is granted.
+        "permissions": {"contents": "write"},
         "concurrency": {"group": f"automaton-loop-{loop}", "cancel-in-progress": False},
         "jobs": {"tick": {
             "runs-on": "ubuntu-latest",
@@ -143,15 +154,18 @@ def render_github(job: RemoteJob) -> str:
                  "run": f"if [ -e /proc/sys/{USERNS_SYSCTL.replace('.', '/')} ]; then"
                         f" sudo sysctl -w {USERNS_SYSCTL}=0; fi"},
                 # --doctor checks the agent's login too: the preflight gets the API key as the tick does.
-                {"name": "Preflight: automaton --doctor", "run": f"automaton --doctor --loop {loop}",
+                {"name": "Preflight: automaton --doctor", "run": shlex.join(["automaton", "--doctor", "--loop", loop,
+                                                                             *remote]),
                  "env": {**key, **api}},
-                {"name": "Tick", "run": f"automaton-loop --mode tick --loop {loop}", "env": {**key, **api}},
+                {"name": "Tick", "run": shlex.join(["automaton-loop", "--mode", "tick", "--loop", loop, *remote]),
+                 "env": {**key, **api}},
             ],
         }},
     }
     header = (f"# automaton loop {loop}: written by automaton --install-schedule {loop} --on github-actions.\n"
               "# Regenerate it rather than edit it. Secrets: AUTOMATON_RECORD_KEY (64 hex digits)"
-              + "".join(f", {env}" for env in api) + ".\n")
+              + "".join(f", {env}" for env in api)
+              + "; the tick pushes the loop's state with the job's GITHUB_TOKEN.\n")
     return _dump(doc, header)
 
 
@@ -216,9 +230,10 @@ def render_kubernetes(job: RemoteJob) -> str:
     """A CronJob manifest (batch/v1): `concurrencyPolicy: Forbid`, `startingDeadlineSeconds`
     of one interval, `backoffLimit: 0`; init containers that clone the repository (Secret
     keys `repo-url`, `git-token`) and install the pinned automaton and agent CLI into an
-    emptyDir; the tick container with the record key mounted from Secret key `record-key`
-    (mode 0400, named by `AUTOMATON_RECORD_KEY_FILE`), the agent's API keys from their Secret
-    keys, resource limits, and no service account token. The Secret itself is not written
+    emptyDir; the tick container (`--state-remote`) with the record key mounted from Secret key
+    `record-key` (mode 0400, named by `AUTOMATON_RECORD_KEY_FILE`), the push credential from
+    the optional key `git-token` (as `AUTOMATON_GIT_TOKEN`), the agent's API keys from their
+    Secret keys, resource limits, and no service account token. The Secret itself is not written
     (README says how to make it). BadInput for an interval cron cannot fire or a name past 52
     characters."""
     name, loop = k8s_name(job), str(job.name)
@@ -226,9 +241,10 @@ def render_kubernetes(job: RemoteJob) -> str:
     path = f"{WORK}/venv/bin:{WORK}/npm/node_modules/.bin:{WORK}/bin:/usr/local/bin:/usr/bin:/bin"
     tick = {
         "name": "tick", "image": PYTHON_IMAGE, "workingDir": f"{WORK}/repo",
-        "command": ["automaton-loop", "--mode", "tick", "--loop", loop],
+        "command": ["automaton-loop", "--mode", "tick", "--loop", loop, "--state-remote", job.state_remote],
         "env": [{"name": "PATH", "value": path}, _HOME,
-                {"name": KEY_FILE_ENV, "value": f"{KEY_MOUNT}/{KEY_FILE_NAME}"}, *api],
+                {"name": KEY_FILE_ENV, "value": f"{KEY_MOUNT}/{KEY_FILE_NAME}"},
+                _secret_env(TOKEN_ENV, name, "git-token", True), *api],
         "volumeMounts": [{"name": "work", "mountPath": WORK},
                          {"name": "record-key", "mountPath": KEY_MOUNT, "readOnly": True}],
         "resources": _limits(),
@@ -260,5 +276,6 @@ def render_kubernetes(job: RemoteJob) -> str:
     }
     header = (f"# automaton loop {loop}: written by automaton --install-schedule {loop} --on kubernetes.\n"
               f"# Regenerate it rather than edit it. Needs Secret {name} with keys record-key, repo-url"
-              + "".join(f", {e['valueFrom']['secretKeyRef']['key']}" for e in api) + " (git-token optional).\n")
+              + "".join(f", {e['valueFrom']['secretKeyRef']['key']}" for e in api)
+              + ", git-token (the push credential of an https repo-url).\n")
     return _dump(doc, header)

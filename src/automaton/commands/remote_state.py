@@ -1,0 +1,384 @@
+"""A loop whose state lives in a git remote (`--state-remote REMOTE`, loop.json `state_remote`).
+
+The plumbing and the ref names are `automaton.git.remote`'s. Here: which files of the loop
+folder are its state, how a fetched state becomes the loop folder (verified with the record
+key before anything reads it), the claim of a tick, and the push of what the runner wrote.
+
+The state commit's tree (paths relative to `.automaton/loops/<name>/`): every regular file of
+the loop folder but `worktree/`, the locks (`.lock`, `.state.lock`, `.remote.lock`), the drift
+check's cache (`drift.index`, `drift.index.seal`), temp files (`*.tmp`) and
+files larger than MAX_FILE_BYTES; i.e. `loop.json`, `.state.loop`, `.state.log`,
+`sealed/loop.json`, the template's files (`implement.md` …) and `runs/<n>/…`.
+
+A tick with a state remote (`remote_tick`), holding the loop's local tick lock:
+1. fetch `refs/automaton/loops/<name>` and `refs/heads/loop/<name>`; the state commit's files
+   replace the loop folder's (the local anchor and keyed mark of its log are dropped first), the
+   log must verify whole with the record key (every line keyed) and the state must agree with
+   it, else nothing runs (exit 2); the local `loop/<name>` is set to the remote's tip.
+   No state ref yet: the checkout's own loop folder is published (the loop's first remote tick).
+2. a last `TICK_START n=…` no `TICK`/`TICK_DEFERRED` closed: younger than `claim_ttl_s` (the
+   account's reservation lifetime, `runner.account.ttl_s`), another runner holds the tick:
+   exit 0, `tick skipped: tick N of loop NAME runs on another runner (claimed at TS)`, nothing
+   written. Older: its runner died after its claim; it stays charged at its reservation (as a
+   killed local tick does) and a `WARNING reason=abandoned_tick n=N` line goes with this
+   runner's claim.
+3. the gates run; the claim is the push (lease: the fetched state commit) of the state holding
+   this tick's `TICK_START`. Lost: exit 0, `tick skipped: another runner claimed tick N of
+   loop NAME`, the account reservation released at $0, no agent started. Refused by the
+   remote: exit 1, nothing run.
+4. after the tick, one atomic push: the settled state (lease: the claim commit) and
+   `loop/<name>` (lease: the fetched tip). Refused or lost: exit 1 naming it; the claim stays
+   on the remote, unsettled, and the next runner settles it at its reservation after the TTL.
+A gate that refused wrote only what a gate writes (a HALT): pushed with the fetched lease,
+best effort (a lost lease means another runner wrote first).
+"""
+
+from __future__ import annotations
+
+import calendar
+import contextlib
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from automaton.core.errors import BadInput, CorruptState, ExitCode, Refused
+from automaton.core.loopconfig import remote_spelling_ok
+from automaton.core.loopstate import Event, LogEvent
+from automaton.core.names import LoopName
+from automaton.core.outcome import Outcome
+from automaton.git import remote as git_remote
+from automaton.git.remote import Fetched, Move, RemoteFailed
+from automaton.store import anchor, chainlog
+from automaton.store.layout import Project
+from automaton.store.locks import Busy, locked
+from automaton.store.loops import CONFIG_FILE, LOG_FILE, STATE_FILE, STATE_LOCK, TICK_LOCK, Loop
+
+MAX_FILE_BYTES = 4 << 20  # a run's transcript past this stays on the machine that ran it
+# The worktree, the locks, and the drift check's private index with its seal (a cache that
+# the next drift check rebuilds on any machine).
+SKIP_TOP = frozenset({"worktree", TICK_LOCK, STATE_LOCK, "drift.index", "drift.index.seal", ".remote.lock"})
+# Held by a human act through its fetch, act and push (the act takes the tick lock itself,
+# as `--approve --loop` does: never while a tick of the loop runs here).
+ACT_LOCK = ".remote.lock"
+CLOSING = ("TICK", "TICK_DEFERRED")
+ABANDONED = "abandoned_tick"
+CLAIMED = "claimed"
+REMOTE_REFUSED = "remote_refused"
+ATTEMPTS = 3  # a human act re-fetches and retries this many times on a lost lease
+
+# Tests move the clock to age a claim without sleeping; nothing an agent controls reaches it.
+clock: Callable[[], float] = time.time
+
+
+def check_remote(remote: str, source: str) -> str:
+    """`remote` when it may name a state remote; BadInput (exit 2) naming `source` otherwise."""
+    if not remote_spelling_ok(remote):
+        raise BadInput(f"{source} {remote!r}: not a git remote name or URL (no leading '-', no whitespace,"
+                       " no ext::); pass e.g. --state-remote origin")
+    return remote
+
+
+def durable_files(folder: Path) -> dict[str, bytes]:
+    """The loop folder's state files (see the module docstring): relative path -> bytes."""
+    out: dict[str, bytes] = {}
+    for top, dirs, names in os.walk(folder):
+        rel_top = os.path.relpath(top, folder)
+        if rel_top == ".":
+            dirs[:] = [d for d in dirs if d not in SKIP_TOP]
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(top, d)) and d != "__pycache__"]
+        for name in names:
+            rel = name if rel_top == "." else f"{rel_top}/{name}".replace(os.sep, "/")
+            path = os.path.join(top, name)
+            if (rel_top == "." and name in SKIP_TOP) or name.endswith(".tmp") or os.path.islink(path):
+                continue
+            try:
+                if os.path.getsize(path) > MAX_FILE_BYTES:
+                    continue
+                out[rel] = Path(path).read_bytes()
+            except (FileNotFoundError, IsADirectoryError):
+                continue
+    return out
+
+
+def _safe_rel(rel: str) -> bool:
+    parts = rel.split("/")
+    return bool(rel) and not rel.startswith("/") and ".." not in parts and "" not in parts and "." not in parts \
+        and parts[0] not in SKIP_TOP and not rel.endswith(".tmp")
+
+
+@dataclass
+class Synced:
+    """A loop folder brought in from its state remote. `fetched`: what the remote held;
+    `files`: the state files as materialised (to tell whether anything changed since);
+    `claim`: the state commit of this runner's landed claim, once made."""
+
+    project: Project
+    name: LoopName
+    remote: str
+    fetched: Fetched
+    files: dict[str, bytes]
+    user_config: bool = False
+    claim: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def folder(self) -> Path:
+        return self.project.loop_dir(self.name)
+
+
+def sync_in(project: Project, name: str, remote: str, *, user_config: bool = False) -> Synced:
+    """Fetch loop `name`'s state from `remote` and make it the loop folder (module docstring,
+    step 1). Caller holds the loop's tick lock. BadInput (exit 2): the remote has no state and
+    this checkout no loop; CorruptState (exit 2): the fetched state does not verify with the
+    record key; Refused (exit 1): git cannot reach the remote."""
+    loop = LoopName.of(name)
+    root = project.root
+    try:
+        fetched = git_remote.fetch(root, remote, loop, user_config=user_config)
+    except RemoteFailed as exc:
+        raise Refused(f"loop {loop}: {exc}; nothing was run") from None
+    folder = project.loop_dir(loop)
+    if fetched.state is None:
+        if not (folder / STATE_FILE).is_file():
+            raise BadInput(f"loop {loop}: the state remote {remote!r} holds no {git_remote.state_ref(loop)} and this"
+                           f" checkout has no loop {loop}: create it here and run one tick with --state-remote"
+                           f" {remote}, which publishes it")
+        Loop.resolve(project, loop).read_state()  # the local state must verify before it is published
+        return Synced(project, loop, remote, fetched, durable_files(folder), user_config)
+    try:
+        files = git_remote.read_tree(root, fetched.state)
+    except RemoteFailed as exc:
+        raise CorruptState(f"loop {loop}: {exc}; nothing was run") from None
+    bad = [rel for rel in files if not _safe_rel(rel)]
+    if bad or STATE_FILE not in files or LOG_FILE not in files or CONFIG_FILE not in files:
+        raise CorruptState(f"loop {loop}: the state commit {fetched.state[:12]} on {remote!r} is not a loop's state"
+                           f" ({'path ' + repr(bad[0]) if bad else 'no ' + STATE_FILE + ' / ' + LOG_FILE}); it was"
+                           " not written by automaton: a human restores the ref")
+    _materialise(folder, files)
+    _verify(project, loop, fetched.state)
+    if fetched.branch is not None:
+        problem = git_remote.set_branch(root, loop, fetched.branch, project.worktree_dir(loop))
+        if problem is not None:
+            raise Refused(f"loop {loop}: {problem}; nothing was run")
+    return Synced(project, loop, remote, fetched, durable_files(folder), user_config)
+
+
+def _materialise(folder: Path, files: dict[str, bytes]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    log = folder / LOG_FILE
+    with locked(folder / STATE_LOCK):
+        # The remote is the loop's record now: this machine's anchor of an older copy of the log
+        # is no rollback (the CAS chain of state commits is the order), so it is dropped first.
+        anchor.forget(log)
+        for stale in (folder / STATE_FILE, log, folder / (STATE_FILE + ".tmp")):
+            stale.unlink(missing_ok=True)
+        for rel, data in files.items():
+            target = folder / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(target.name + f".{os.getpid()}.tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, target)
+
+
+def _verify(project: Project, loop: LoopName, commit: str) -> None:
+    """The fetched log verifies whole with the record key, every line keyed, and the state
+    agrees with it; then this machine anchors it. CorruptState (exit 2) otherwise."""
+    log = project.loop_dir(loop) / LOG_FILE
+    chain = chainlog.read_chain(log)
+    unkeyed = next((i for i, line in enumerate(chain.lines, 1) if not line.mac), None)
+    if not chain.ok or unkeyed is not None or not chain.lines:
+        why = chain.error or (f"line {unkeyed} is not keyed" if unkeyed else "an empty log")
+        raise CorruptState(f"loop {loop}: the state commit {commit[:12]} does not verify with the record key ({why});"
+                           " nothing was run. Check AUTOMATON_RECORD_KEY is this loop's key, or a human restores the"
+                           " state ref")
+    chainlog.adopt(log, chain)
+    rec = Loop.resolve(project, loop).inspect()
+    if rec.tamper:
+        raise CorruptState(f"loop {loop}: the state commit {commit[:12]} is tampered ({rec.tamper}); nothing was run")
+
+
+def open_claim(loop: Loop) -> tuple[int, str] | None:
+    """(n, its timestamp) of the log's last `TICK_START` that no `TICK`/`TICK_DEFERRED` closed."""
+    lines = chainlog.read_chain(loop.log_file).lines
+    closed: set[str] = set()
+    for line in reversed(lines):
+        if line.event in CLOSING:
+            closed.add(line.fields.get("n", ""))
+        elif line.event == "TICK_START":
+            n = line.fields.get("n", "")
+            return None if n in closed or not n.isdigit() else (int(n), line.ts)
+    return None
+
+
+def _age_s(ts: str) -> float:
+    try:
+        return clock() - calendar.timegm(time.strptime(ts, "%Y-%m-%dT%H:%M:%SZ"))
+    except ValueError:
+        return float("inf")  # a stamp automaton never wrote: no live claim can be behind it
+
+
+def claimed_elsewhere(synced: Synced, ttl_s: int) -> Outcome | None:
+    """Step 2 of the module docstring: the skip Outcome (exit 0) while another runner's claim
+    is younger than `ttl_s` seconds; None when the loop may tick (an older claim is logged
+    `WARNING reason=abandoned_tick` and stays charged at its reservation)."""
+    loop = Loop.resolve(synced.project, synced.name)
+    found = open_claim(loop)
+    if found is None:
+        return None
+    n, ts = found
+    if _age_s(ts) < ttl_s:
+        line = f"tick skipped: tick {n} of loop {synced.name} runs on another runner (claimed at {ts})"
+        return Outcome(ExitCode.OK, [line], {"ran": False, "skipped": CLAIMED, "iteration": n, "claimed_at": ts})
+    loop.log_event(LogEvent(Event.WARNING, {"reason": ABANDONED, "n": n, "claimed_at": ts,
+                                            "detail": "its runner died after its claim; charged at its reservation"}))
+    synced.notes.append(f"tick {n} of loop {synced.name} was claimed at {ts} and never settled: it stays charged"
+                        " at its reservation")
+    return None
+
+
+@dataclass(frozen=True)
+class Published:
+    """The result of a publish: `landed` (then `commit` is the new state commit), `lost` (a
+    lease failed: another runner or human moved the state first), else refused (`detail`)."""
+
+    landed: bool
+    lost: bool
+    detail: str
+    commit: str | None = None
+
+
+def publish(synced: Synced, message: str, *, with_branch: bool) -> Published:
+    """Push the loop folder's state, once it verifies with the record key, as a new state
+    commit (parent: the claim, else the fetched commit; the same as its lease) and, with
+    `with_branch`, the local `loop/<name>` (lease: the fetched tip) in one atomic push.
+    RemoteFailed is returned as a refusal, never raised."""
+    root, name = synced.project.root, synced.name
+    parent = synced.claim or synced.fetched.state
+    unsound = _unsound(synced)
+    if unsound is not None:  # never push a state the next runner would refuse, or someone else wrote
+        return Published(False, False, unsound)
+    try:
+        commit = git_remote.write_commit(root, durable_files(synced.folder), parent, message)
+        moves = [Move(git_remote.state_ref(name), commit, parent)]
+        tip = git_remote.local_branch(root, name) if with_branch else None
+        if tip is not None and tip != synced.fetched.branch:
+            moves.append(Move(git_remote.branch_ref(name), tip, synced.fetched.branch))
+        pushed = git_remote.push(root, synced.remote, moves, user_config=synced.user_config)
+    except RemoteFailed as exc:
+        return Published(False, False, str(exc))
+    return Published(pushed.landed, pushed.lost, pushed.detail, commit if pushed.landed else None)
+
+
+def _unsound(synced: Synced) -> str | None:
+    """Why the loop folder's state may not be pushed (its log does not verify whole with the
+    record key, a line is unkeyed, or the state disagrees with it), None when it may."""
+    log = synced.folder / LOG_FILE
+    chain = chainlog.read_chain(log)
+    if not chain.ok or not chain.lines or any(not line.mac for line in chain.lines):
+        return f"the loop folder's log does not verify with the record key ({chain.error or 'unkeyed lines'})"
+    try:
+        rec = Loop.resolve(synced.project, synced.name).inspect()
+    except (BadInput, CorruptState) as exc:
+        return f"the loop folder's state cannot be read ({exc.message})"
+    return f"the loop folder's state is tampered ({rec.tamper})" if rec.tamper else None
+
+
+def claim(synced: Synced, n: int) -> Outcome | None:
+    """Step 3: push the state holding tick `n`'s `TICK_START`. None when the claim landed;
+    the Outcome that ends the tick otherwise (exit 0 lost, exit 1 refused)."""
+    got = publish(synced, f"automaton: loop {synced.name} claims tick {n}", with_branch=False)
+    if got.landed:
+        synced.claim = got.commit
+        return None
+    if got.lost:
+        return Outcome(ExitCode.OK, [f"tick skipped: another runner claimed tick {n} of loop {synced.name}"],
+                       {"ran": False, "skipped": CLAIMED, "iteration": n})
+    return Outcome(ExitCode.REFUSED, [f"tick not run: the state remote {synced.remote!r} refused the claim of tick {n}"
+                                      f" of loop {synced.name}: {got.detail}"],
+                   {"ran": False, "reason": REMOTE_REFUSED, "detail": got.detail})
+
+
+def settle_out(synced: Synced, out: Outcome) -> Outcome:
+    """Step 4 (and a refused gate's writes): push what the tick wrote. Returns `out`, with the
+    notes as warnings, turned into exit 1 when a ran tick's record did not land."""
+    warnings = [*out.warnings, *synced.notes]
+    data = out.data or {}
+    if data.get("skipped") == CLAIMED and synced.claim is None:
+        return Outcome(out.code, out.lines, out.data, warnings)
+    if durable_files(synced.folder) == synced.files and synced.claim is None:
+        return Outcome(out.code, out.lines, out.data, warnings)
+    n = data.get("iteration")
+    got = publish(synced, f"automaton: loop {synced.name} tick {n} settled" if synced.claim else
+                  f"automaton: loop {synced.name} gate", with_branch=synced.claim is not None)
+    if got.landed:
+        return Outcome(out.code, [*out.lines, f"state of loop {synced.name} pushed to {synced.remote}"],
+                       out.data, warnings)
+    why = "another runner moved it (lost lease)" if got.lost else got.detail
+    if synced.claim is None:  # a gate's halt that another runner wrote first, or will write
+        return Outcome(out.code, out.lines, out.data, [*warnings, f"the state remote kept its state: {why}"])
+    line = (f"tick {n} of loop {synced.name} ran, but the state remote {synced.remote!r} did not take its record:"
+            f" {why}; the next runner settles it at its reservation")
+    return Outcome(ExitCode.REFUSED, [*out.lines, line], {**data, "pushed": False}, warnings)
+
+
+def remote_tick(project: Project, name: str, remote: str | None, ttl_of: Callable[[Loop], int],
+                run: Callable[[Callable[[int], Outcome | None]], Outcome], *, lock_held: bool = False) -> Outcome:
+    """A tick whose state lives in `remote` (module docstring). `remote`: the `--state-remote`
+    flag (None: loop.json's `state_remote`). `run(claim)` runs the tick (`runner.tick`) with
+    the claim called once its `TICK_START` is written. `ttl_of(loop)`: seconds an open claim
+    is taken as live. Exit codes: 0 a tick ran or was skipped (busy here, claimed elsewhere);
+    1 a gate refused, the remote refused, or a ran tick's record did not land; 2 bad input
+    (a flag that disagrees with the sealed `state_remote`, a state that does not verify).
+    `lock_held`: the caller holds the loop's tick lock already."""
+    loop_name = LoopName.of(name)
+    folder = project.loop_dir(loop_name)
+    if remote is None:
+        remote = Loop.resolve(project, loop_name).read_config().state_remote
+        if remote is None:
+            raise BadInput(f"loop {name}: no --state-remote given and loop.json has no state_remote")
+    check_remote(remote, "--state-remote")
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        with contextlib.nullcontext() if lock_held else locked(folder / TICK_LOCK, timeout_s=0):
+            synced = sync_in(project, loop_name, remote)
+            loop = Loop.resolve(project, loop_name)
+            sealed = loop.read_config().state_remote
+            if sealed is not None and sealed != remote:
+                raise BadInput(f"loop {name}: --state-remote {remote!r} disagrees with loop.json state_remote"
+                               f" {sealed!r}; pass the sealed one (or a human re-seals loop.json)")
+            skip = claimed_elsewhere(synced, ttl_of(loop))
+            if skip is not None:
+                return skip
+            return settle_out(synced, run(lambda n: claim(synced, n)))
+    except Busy:
+        return Outcome(ExitCode.OK, [f"tick skipped: another tick of loop {name} is running"],
+                       {"ran": False, "skipped": "busy"})
+
+
+def remote_act(project: Project, name: str, remote: str, act: Callable[[], Outcome]) -> Outcome:
+    """A human act (`--approve`, `--pause-loop`, `--resume-loop`, `--rearm-loop`) on the loop's
+    state in `remote`: fetch, apply `act` to the materialised folder, push with the fetched
+    lease; a lost lease re-fetches and tries again (ATTEMPTS in all). Exit 1 with one line when
+    it never lands; `act`'s own refusal is returned as it is, nothing pushed."""
+    check_remote(remote, "--state-remote")
+    loop_name = LoopName.of(name)
+    folder = project.loop_dir(loop_name)
+    folder.mkdir(parents=True, exist_ok=True)
+    why = ""
+    for _ in range(ATTEMPTS):
+        with locked(folder / ACT_LOCK, timeout_s=30):
+            synced = sync_in(project, loop_name, remote, user_config=True)
+            out = act()
+            if not out.ok or durable_files(folder) == synced.files:
+                return out
+            got = publish(synced, f"automaton: loop {loop_name} human act", with_branch=False)
+        if got.landed:
+            return Outcome(out.code, [*out.lines, f"state of loop {loop_name} pushed to {remote}"], out.data,
+                           out.warnings)
+        why = "another runner or human moved it first" if got.lost else got.detail
+        if not got.lost:
+            break
+    return Outcome(ExitCode.REFUSED, [f"loop {loop_name}: the state remote {remote!r} did not take the change: {why};"
+                                      " nothing changed there, run it again"], {"ok": False, "pushed": False})

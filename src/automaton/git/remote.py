@@ -1,0 +1,258 @@
+"""A loop's state kept in a git remote: the plumbing (fetch, a tree of files, a commit, and
+the compare-and-swap push). The loop folder's meaning lives in `commands.remote_state`.
+
+Protocol (README.md#state-in-the-git-remote):
+
+- `refs/automaton/loops/<name>` on the remote holds a commit whose tree is the loop folder's
+  durable files (paths relative to the loop folder; every blob mode 100644). Each new state
+  commit has the commit it replaces as its one parent.
+- `refs/heads/loop/<name>` is the loop's branch, the tick's commits.
+- A fetch copies both into this repository as `refs/automaton/fetched/loops/<name>` and
+  `refs/automaton/fetched/branch/<name>` (forced: the remote is the source of truth).
+- A publish is one `git push --atomic --porcelain` with `--force-with-lease=REF:EXPECTED` for
+  each ref it moves (an empty EXPECTED: the ref must be absent), so it lands whole only when
+  every ref is where the fetch saw it, else nothing moves (git-push(1): "--force-with-lease",
+  "--atomic"; the server applies the ref updates of an atomic push in one transaction).
+
+Every call goes through `automaton.git.run_git` (hooks, fsmonitor, filters, replace refs off;
+no inherited `GIT_*`): git's `protocol.allow=never` is lifted only for the `file`, `https`
+and `ssh` transports, never `ext::` (which runs a program). The repository's own config is
+read (its remote URL): the kernel sandbox keeps the main checkout's `.git` read-only for every
+agent. `user_config=True` (a human act, never a tick) reads the user's global config too (a
+credential helper).
+
+A push credential for an HTTPS remote (a CI runner's token): `$AUTOMATON_GIT_TOKEN` in the
+runner's environment. It reaches only the network calls here (ls-remote, fetch, push), as
+`http.extraHeader` set through `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_0`/`GIT_CONFIG_VALUE_0`
+in the environment of that one git process (git-config(1) "ENVIRONMENT"): never on a command
+line (which any process of the user can read in /proc), never in a config file on disk. The
+header is HTTP Basic with the user `x-access-token` (what GitHub's tokens take; GitLab and
+Gitea accept any user name with a token). Every agent process and the verifier's get the
+environment without it (`core.secrets.CREDENTIAL_ENV`).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from automaton.git import run_git
+from automaton.proc import Captured
+
+STATE_PREFIX = "refs/automaton/loops/"
+BRANCH_PREFIX = "refs/heads/loop/"
+FETCHED_STATE = "refs/automaton/fetched/loops/"
+FETCHED_BRANCH = "refs/automaton/fetched/branch/"
+NET_TIMEOUT_S = 300.0
+# The transports a state remote may use; `protocol.allow=never` (git.harden) stays for every other.
+TRANSPORTS = ("-c", "protocol.file.allow=always", "-c", "protocol.https.allow=always",
+              "-c", "protocol.ssh.allow=always")
+# A commit of automaton's own: the identity git needs, never the user's config.
+IDENTITY = {"GIT_AUTHOR_NAME": "automaton", "GIT_AUTHOR_EMAIL": "automaton@localhost",
+            "GIT_COMMITTER_NAME": "automaton", "GIT_COMMITTER_EMAIL": "automaton@localhost"}
+
+
+TOKEN_ENV = "AUTOMATON_GIT_TOKEN"
+
+
+def credential_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment that gives one git network call the push credential of `environ`
+    (default: this process's) `$AUTOMATON_GIT_TOKEN`: {} without one, else `GIT_CONFIG_COUNT=1`
+    and `http.extraHeader: Authorization: Basic base64("x-access-token:" + token)`."""
+    token = (os.environ if environ is None else environ).get(TOKEN_ENV, "").strip()
+    if not token:
+        return {}
+    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode("ascii")
+    return {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.extraHeader",
+            "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}"}
+
+
+_LOST = ("stale info", "fetch first", "(non-fast-forward)", "cannot lock ref", "incorrect old value")
+
+
+class RemoteFailed(Exception):
+    """git could not reach or read the remote, or a local plumbing call failed: `str()` is the
+    one line to show (git's last line of stderr included)."""
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """What the remote holds for a loop: `state` (the state commit's oid, None when the remote
+    has no state ref) and `branch` (the tip of `loop/<name>`, None when absent)."""
+
+    state: str | None
+    branch: str | None
+
+
+@dataclass(frozen=True)
+class Pushed:
+    """The outcome of one atomic push. `landed`: every ref moved. `lost`: a lease failed (the
+    remote moved since the fetch; nothing moved). Neither: the remote refused the push
+    (`detail` is its reason, e.g. a pre-receive hook's line)."""
+
+    landed: bool
+    lost: bool
+    detail: str
+
+
+def state_ref(loop: str) -> str:
+    return STATE_PREFIX + loop
+
+
+def branch_ref(loop: str) -> str:
+    return BRANCH_PREFIX + loop
+
+
+def _last(done: Captured) -> str:
+    lines = [ln for ln in (done.err + "\n" + done.out).strip().splitlines() if ln.strip()]
+    return lines[-1].strip() if lines else f"exit {done.code}"
+
+
+def _git(repo: Path, args: Sequence[str], *, stdin: str = "", env: dict[str, str] | None = None,
+         timeout_s: float = 60.0, user_config: bool = False) -> Captured:
+    return run_git(repo, args, stdin=stdin, env=env, timeout_s=timeout_s, user_config=user_config)
+
+
+def _oid(repo: Path, ref: str) -> str | None:
+    done = _git(repo, ["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"])
+    return done.out.strip() if done.code == 0 and done.out.strip() else None
+
+
+def fetch(repo: Path, remote: str, loop: str, *, user_config: bool = False) -> Fetched:
+    """Fetch the loop's state ref and branch from `remote` into `refs/automaton/fetched/…`
+    (stale local copies removed first, so an absent remote ref reads as absent). RemoteFailed
+    when git cannot reach the remote."""
+    for local in (FETCHED_STATE + loop, FETCHED_BRANCH + loop):
+        _git(repo, ["update-ref", "-d", local])
+    auth = credential_env()
+    listed = _git(repo, [*TRANSPORTS, "ls-remote", "--", remote, state_ref(loop), branch_ref(loop)],
+                  env=auth, timeout_s=NET_TIMEOUT_S, user_config=user_config)
+    if listed.code != 0:
+        raise RemoteFailed(f"cannot read the state remote {remote!r}: {_last(listed)}")
+    present = {line.split("\t", 1)[1] for line in listed.out.splitlines() if "\t" in line}
+    specs = [f"+{ref}:{local}" for ref, local in ((state_ref(loop), FETCHED_STATE + loop),
+                                                  (branch_ref(loop), FETCHED_BRANCH + loop)) if ref in present]
+    if specs:
+        done = _git(repo, [*TRANSPORTS, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+                           "--no-recurse-submodules", "--", remote, *specs],
+                    env=auth, timeout_s=NET_TIMEOUT_S, user_config=user_config)
+        if done.code != 0:
+            raise RemoteFailed(f"cannot fetch the state of loop {loop} from {remote!r}: {_last(done)}")
+    return Fetched(_oid(repo, FETCHED_STATE + loop), _oid(repo, FETCHED_BRANCH + loop))
+
+
+def read_tree(repo: Path, commit: str) -> dict[str, bytes]:
+    """The regular files of `commit`'s tree: relative path -> bytes (RemoteFailed for a tree
+    that holds anything but plain files and folders, or a git failure)."""
+    listed = _git(repo, ["ls-tree", "-r", "-z", "--full-tree", commit])
+    if listed.code != 0:
+        raise RemoteFailed(f"cannot list the state commit {commit}: {_last(listed)}")
+    entries: list[tuple[str, str]] = []
+    for item in filter(None, listed.out.split("\0")):
+        meta, _, path = item.partition("\t")
+        mode, kind, oid = meta.split(" ")
+        if kind != "blob" or mode != "100644":
+            raise RemoteFailed(f"the state commit {commit} holds {path!r} as {kind} {mode}: not automaton's")
+        entries.append((path, oid))
+    if not entries:
+        return {}
+    batch = _git(repo, ["cat-file", "--batch"], stdin="".join(f"{oid}\n" for _, oid in entries))
+    if batch.code != 0:
+        raise RemoteFailed(f"cannot read the state commit {commit}: {_last(batch)}")
+    raw = batch.out.encode("utf-8", "surrogateescape")
+    files: dict[str, bytes] = {}
+    at = 0
+    for path, oid in entries:
+        end = raw.index(b"\n", at)
+        head = raw[at:end].split(b" ")
+        if len(head) != 3 or head[0].decode() != oid:
+            raise RemoteFailed(f"cannot read {path!r} of the state commit {commit}")
+        size = int(head[2])
+        files[path] = raw[end + 1:end + 1 + size]
+        at = end + 1 + size + 1
+    return files
+
+
+def write_commit(repo: Path, files: dict[str, bytes], parent: str | None, message: str) -> str:
+    """A commit (not on any branch) whose tree holds `files` (relative path -> bytes, mode
+    100644), with `parent` as its one parent (None: a root commit); returns its oid. Built in a
+    private index (`GIT_INDEX_FILE`), so the checkout's own index is never touched."""
+    with tempfile.TemporaryDirectory(prefix="automaton-state-") as tmp:
+        paths = sorted(files)
+        for i, rel in enumerate(paths):
+            Path(tmp, str(i)).write_bytes(files[rel])
+        blobs = _git(repo, ["hash-object", "-w", "--no-filters", "--stdin-paths"],
+                     stdin="".join(f"{os.path.join(tmp, str(i))}\n" for i in range(len(paths))))
+        oids = blobs.out.split()
+        if blobs.code != 0 or len(oids) != len(paths):
+            raise RemoteFailed(f"cannot store the loop's files in {repo}: {_last(blobs)}")
+        index = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
+        filled = _git(repo, ["update-index", "--add", "-z", "--index-info"], env=index,
+                      stdin="".join(f"100644 {oid}\t{rel}\0" for rel, oid in zip(paths, oids, strict=True)))
+        tree = _git(repo, ["write-tree"], env=index) if filled.code == 0 else filled
+    if tree.code != 0:
+        raise RemoteFailed(f"cannot write the state tree in {repo}: {_last(tree)}")
+    args = ["commit-tree", tree.out.strip(), "-m", message, *(["-p", parent] if parent else [])]
+    made = _git(repo, args, env=IDENTITY)
+    if made.code != 0:
+        raise RemoteFailed(f"cannot write the state commit in {repo}: {_last(made)}")
+    return made.out.strip()
+
+
+@dataclass(frozen=True)
+class Move:
+    """One ref a publish moves on the remote: `ref` to `new` (an oid), landing only while the
+    remote's ref is `expected` (None: absent)."""
+
+    ref: str
+    new: str
+    expected: str | None
+
+
+def push(repo: Path, remote: str, moves: Sequence[Move], *, user_config: bool = False) -> Pushed:
+    """One `git push --atomic --porcelain` of `moves`, each with its lease. Never raises for
+    the remote's answer: a failed lease is `lost`, any other refusal `detail`. RemoteFailed
+    when git cannot reach the remote at all."""
+    leases = [f"--force-with-lease={m.ref}:{m.expected or ''}" for m in moves]
+    done = _git(repo, [*TRANSPORTS, "push", "--atomic", "--porcelain", "--no-verify", "--no-recurse-submodules",
+                       *leases, "--", remote, *(f"{m.new}:{m.ref}" for m in moves)],
+                env=credential_env(), timeout_s=NET_TIMEOUT_S, user_config=user_config)
+    if done.code == 0:
+        return Pushed(True, False, "")
+    status = [ln for ln in done.out.splitlines() if ln[:1] in ("!", "*", " ", "+", "-", "=") and "\t" in ln]
+    text = done.out + done.err
+    # A failed lease ("stale info"), or the remote's own compare-and-swap lost to a push that
+    # moved the ref meanwhile ("cannot lock ref": the ref is locked or not at its old value).
+    if any(sign in text for sign in _LOST):
+        return Pushed(False, True, "the remote moved since the fetch")
+    refused = [ln.split("\t")[-1] for ln in status if ln.startswith("!")]
+    if not status and not refused:
+        raise RemoteFailed(f"cannot push to the state remote {remote!r}: {_last(done)}")
+    reason = next((r for r in refused if r and "atomic push failed" not in r), refused[0] if refused else "")
+    hook = [ln.removeprefix("remote: ").strip() for ln in done.err.splitlines() if ln.startswith("remote: ")]
+    return Pushed(False, False, "; ".join(filter(None, [reason, *hook[-1:]])) or _last(done))
+
+
+def local_branch(repo: Path, loop: str) -> str | None:
+    """The tip of this repository's `loop/<name>`, None when there is none."""
+    return _oid(repo, branch_ref(loop))
+
+
+def set_branch(repo: Path, loop: str, oid: str, worktree: Path) -> str | None:
+    """Point this repository's `loop/<name>` at `oid` (the remote's tip). A worktree of the loop
+    on an older tip is removed first (the tick adds it again from the branch): the remote's
+    branch is the loop's. Returns None, or the line saying why it could not be done."""
+    if local_branch(repo, loop) == oid:
+        return None
+    if os.path.lexists(worktree):
+        gone = _git(repo, ["worktree", "remove", "--force", str(worktree)])
+        if gone.code != 0 and os.path.lexists(worktree):
+            return f"cannot replace the loop's worktree {worktree} with the remote's branch: {_last(gone)}"
+    moved = _git(repo, ["update-ref", branch_ref(loop), oid])
+    if moved.code != 0:
+        return f"cannot set {branch_ref(loop)} to the remote's {oid[:12]}: {_last(moved)}"
+    return None

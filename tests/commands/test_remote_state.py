@@ -1,0 +1,225 @@
+"""A loop's state in a git remote (commands/remote_state.py, git/remote.py): human acts from
+another clone, a fetched state that must verify with the key, a flag against the sealed field,
+and the compare-and-swap push against a real bare repository."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from automaton.git import remote as git_remote
+from tests.helpers import git, run_cli
+from tests.runner import fleetkit as fk
+
+
+@pytest.fixture
+def fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, approver: str) -> fk.Fleet:
+    monkeypatch.setenv("AUTOMATON_RECORD_KEY", fk.KEY)
+    made = fk.make_fleet(tmp_path, 2)
+    first = _tick(made.seed, Path(os.environ["HOME"]))
+    assert first.returncode == 0 and '"ran": true' in first.stdout, first.stderr
+    return made
+
+
+def _tick(clone: Path, home: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(fk.runner_argv(clone), env=fk.runner_env(home), capture_output=True, text=True,
+                          timeout=300, check=False)
+
+
+def _remote_state(fleet: fk.Fleet) -> dict[str, object]:
+    loaded: dict[str, object] = json.loads(git(fleet.bare, "show", f"refs/automaton/loops/{fk.LOOP}:.state.loop"))
+    return loaded
+
+
+def test_a_pause_from_another_clone_stops_the_next_runner_and_a_resume_lets_it_run(fleet: fk.Fleet) -> None:
+    third = fleet.clones[1]
+    paused = run_cli("--pause-loop", fk.LOOP, "--state-remote", "origin", "--project", str(third))
+    assert paused.code == 0, paused.err
+    assert _remote_state(fleet)["status"] == "paused"
+    stopped = _tick(fleet.clones[0], fleet.homes[0])
+    assert stopped.returncode == 1 and '"ran": false' in stopped.stdout, stopped.stderr
+    resumed = run_cli("--resume-loop", fk.LOOP, "--state-remote", "origin", "--project", str(third))
+    assert resumed.code == 0, resumed.err
+    again = _tick(fleet.clones[0], fleet.homes[0])
+    assert again.returncode == 0 and '"ran": true' in again.stdout, again.stderr
+    assert _remote_state(fleet)["iteration_count"] == 2
+
+
+def test_an_approval_from_another_clone_clears_a_halt_the_next_runner_sees(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, approver: str) -> None:
+    monkeypatch.setenv("AUTOMATON_RECORD_KEY", fk.KEY)
+    fleet = fk.make_fleet(tmp_path, 2, max_iterations=2)
+    for clone, home in ((fleet.seed, Path(os.environ["HOME"])), (fleet.clones[0], fleet.homes[0])):
+        assert '"ran": true' in _tick(clone, home).stdout
+    halted = _tick(fleet.clones[0], fleet.homes[0])  # the runner's gate halts the loop and pushes the halt
+    assert halted.returncode == 1 and '"ran": false' in halted.stdout, halted.stderr
+    state = _remote_state(fleet)
+    assert state["status"] == "halted" and state["halt_reason"] == "iterations_exhausted"
+    approved = run_cli("--approve", "--loop", fk.LOOP, "--yes", "--state-remote", "origin",
+                       "--project", str(fleet.clones[1]))
+    assert approved.code == 0, approved.out + approved.err
+    assert _remote_state(fleet)["status"] == "running"
+    again = _tick(fleet.clones[0], fleet.homes[0])
+    assert again.returncode == 0 and '"ran": true' in again.stdout, again.stderr
+    assert _remote_state(fleet)["iteration_count"] == 3
+
+
+def test_a_state_remote_flag_that_disagrees_with_the_sealed_field_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, approver: str) -> None:
+    monkeypatch.setenv("AUTOMATON_RECORD_KEY", fk.KEY)
+    fleet = fk.make_fleet(tmp_path, 1, state_remote="origin")
+    plain = [a for a in fk.runner_argv(fleet.seed) if a not in ("--state-remote", "origin")]
+    first = subprocess.run(plain, env=fk.runner_env(Path(os.environ["HOME"])), capture_output=True, text=True,
+                           check=False)  # no flag: the sealed field sends the tick through the remote
+    assert first.returncode == 0 and '"ran": true' in first.stdout, first.stderr
+    assert _remote_state(fleet)["iteration_count"] == 1
+    other = [*fk.runner_argv(fleet.clones[0])[:-4], "--state-remote", str(fleet.bare), "--quiet", "--json"]
+    refused = subprocess.run(other, env=fk.runner_env(fleet.homes[0]), capture_output=True, text=True, check=False)
+    assert refused.returncode == 2 and "disagrees with loop.json state_remote" in refused.stderr, refused.stderr
+    assert _remote_state(fleet)["iteration_count"] == 1
+    bad = subprocess.run([*other[:-4], "--state-remote", "-oops", "--quiet", "--json"],
+                         env=fk.runner_env(fleet.homes[0]), capture_output=True, text=True, check=False)
+    assert bad.returncode == 2
+
+
+def test_a_fetched_state_that_does_not_verify_with_the_key_runs_nothing(fleet: fk.Fleet, tmp_path: Path) -> None:
+    # Someone with push rights rewrites the log (a cheaper spend): the key catches it.
+    work = tmp_path / "forger"
+    git(tmp_path, "clone", "-q", str(fleet.bare), str(work))
+    git(work, "fetch", "-q", "origin", f"refs/automaton/loops/{fk.LOOP}:refs/forge")
+    git(work, "checkout", "-q", "refs/forge")
+    log = work / ".state.log"
+    log.write_text(log.read_text().replace("spent_usd=1.0", "spent_usd=0.0"))
+    git(work, "commit", "-qam", "forged")
+    git(work, "push", "-q", "--force", "origin", f"HEAD:refs/automaton/loops/{fk.LOOP}")
+    out = _tick(fleet.clones[0], fleet.homes[0])
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "does not verify with the record key" in out.stderr
+    assert not (fleet.clones[0] / ".automaton" / "loops" / fk.LOOP / "runs" / "2").exists()
+
+
+def test_a_push_with_a_stale_lease_is_lost_and_moves_nothing(fleet: fk.Fleet) -> None:
+    clone = fleet.clones[0]
+    fetched = git_remote.fetch(clone, "origin", fk.LOOP)
+    assert fetched.state is not None and fetched.branch is not None
+    first = git_remote.write_commit(clone, {"a.txt": b"one\n"}, fetched.state, "one")
+    second = git_remote.write_commit(clone, {"a.txt": b"two\n"}, fetched.state, "two")
+    ref = git_remote.state_ref(fk.LOOP)
+    won = git_remote.push(clone, "origin", [git_remote.Move(ref, first, fetched.state)])
+    lost = git_remote.push(clone, "origin", [git_remote.Move(ref, second, fetched.state)])
+    assert won.landed and not won.lost
+    assert lost.lost and not lost.landed
+    assert git(fleet.bare, "rev-parse", ref).strip() == first
+    absent = git_remote.push(clone, "origin", [git_remote.Move("refs/automaton/loops/other", first, None)])
+    again = git_remote.push(clone, "origin", [git_remote.Move("refs/automaton/loops/other", second, None)])
+    assert absent.landed and again.lost
+    assert git_remote.read_tree(clone, first) == {"a.txt": b"one\n"}
+
+
+TOKEN = "tok-0123456789abcdef"
+# The agent writes the environment it was started with beside the machine's clone (5 folders
+# up from its worktree), then does the fleet agent's work.
+ENV_AGENT = "import json, os, pathlib\n" \
+            "pathlib.Path('../../../../../agent-env.json').write_text(json.dumps(dict(os.environ)))\n" + fk.AGENT
+
+
+def _fake_git(folder: Path, log: Path) -> Path:
+    """`git` first on PATH: logs each call's `GIT_CONFIG_KEY_0`, `GIT_CONFIG_VALUE_0` and argv
+    (tab-separated), then runs the real git."""
+    real = shutil.which("git")
+    assert real is not None
+    folder.mkdir()
+    fake = folder / "git"
+    fake.write_text("#!/bin/sh\n"
+                    f"{{ printf '%s\\t%s\\t' \"${{GIT_CONFIG_KEY_0:-}}\" \"${{GIT_CONFIG_VALUE_0:-}}\"; echo \"$*\"; }}"
+                    f" >> '{log}'\n"
+                    f"exec '{real}' \"$@\"\n")
+    fake.chmod(0o755)
+    return folder
+
+
+def test_the_push_credential_reaches_only_the_runners_fetch_and_push(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, approver: str) -> None:
+    """`$AUTOMATON_GIT_TOKEN`: the runner's ls-remote, fetch and push carry it as an
+    `http.extraHeader` in their environment; no other git call, no argv, no file under the
+    clone and no agent process sees it."""
+    monkeypatch.setenv("AUTOMATON_RECORD_KEY", fk.KEY)
+    fleet = fk.make_fleet(tmp_path, 1, agent=ENV_AGENT)
+    assert _tick(fleet.seed, Path(os.environ["HOME"])).returncode == 0
+    log = tmp_path / "git.log"
+    fake = _fake_git(tmp_path / "fakebin", log)
+    clone = fleet.clones[0]
+    done = subprocess.run(fk.runner_argv(clone), capture_output=True, text=True, timeout=300, check=False,
+                          env=fk.runner_env(fleet.homes[0], AUTOMATON_GIT_TOKEN=TOKEN,
+                                            PATH=f"{fake}{os.pathsep}{os.environ['PATH']}"))
+    assert done.returncode == 0 and '"ran": true' in done.stdout, done.stderr
+    header = "Authorization: Basic " + base64.b64encode(f"x-access-token:{TOKEN}".encode()).decode()
+    calls = [line.split("\t", 2) for line in log.read_text().splitlines()]
+    carried = {argv.split(" -c ")[0] + " " + _sub(argv) for key, value, argv in calls if value}
+    assert {_sub(argv) for key, value, argv in calls if value} == {"ls-remote", "fetch", "push"}, carried
+    assert all(key == "http.extraHeader" and value == header for key, value, _ in calls if value)
+    assert not any(TOKEN in argv or header in argv for _, _, argv in calls)
+    agent_env = (clone.parent / "agent-env.json").read_text()
+    assert "AUTOMATON_GIT_TOKEN" not in json.loads(agent_env) and TOKEN not in agent_env
+    basic = header.split()[-1].encode()
+    leaked = [p for p in clone.rglob("*") if p.is_file() and not p.is_symlink()
+              and (TOKEN.encode() in p.read_bytes() or basic in p.read_bytes())]
+    assert leaked == []
+
+
+def _sub(argv: str) -> str:
+    """The git subcommand of a logged argv (the first word after the global options)."""
+    words = argv.split(" ")
+    i = 0
+    while i < len(words):
+        if words[i] in ("-c", "-C"):
+            i += 2
+        elif words[i].startswith("-"):
+            i += 1
+        else:
+            return words[i]
+    return ""
+
+
+def test_no_credential_environment_without_a_token() -> None:
+    assert git_remote.credential_env({}) == {} and git_remote.credential_env({"AUTOMATON_GIT_TOKEN": " "}) == {}
+
+
+def test_doctor_fetches_the_state_on_a_fresh_clone_and_names_the_remote_kind(fleet: fk.Fleet) -> None:
+    """`--doctor --loop NAME --state-remote origin` on a clone that never ticked (a CI runner):
+    the loop's state is fetched and checked, the schedule is the engine's, and the remote (a
+    local path here) needs no token."""
+    fresh = fleet.clones[1]
+    assert not (fresh / ".automaton" / "loops" / fk.LOOP / ".state.loop").exists()
+    done = run_cli("--doctor", "--loop", fk.LOOP, "--state-remote", "origin", "--project", str(fresh), "--json")
+    found = {f["check"]: f for f in json.loads(done.out)["findings"] if f["loop"] == fk.LOOP}
+    assert found["status"]["level"] == "ok", found
+    assert found["schedule"]["level"] == "note" and "engine" in found["schedule"]["message"]
+    assert found["state-remote"]["level"] == "note" and "is local" in found["state-remote"]["message"]
+    unflagged = run_cli("--doctor", "--state-remote", "origin", "--project", str(fresh))
+    assert unflagged.code == 2 and "--doctor --loop" in unflagged.err
+
+
+def test_doctor_says_whether_an_https_state_remote_has_a_push_credential(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from automaton.commands.doctor import state_remote_checks
+
+    repo = tmp_path / "r"
+    git(tmp_path, "init", "-q", str(repo))
+    git(repo, "remote", "add", "origin", "https://u:hunter2@git.example.com/team/repo.git")
+    git(repo, "remote", "add", "byssh", "git@git.example.com:team/repo.git")
+    monkeypatch.delenv("AUTOMATON_GIT_TOKEN", raising=False)
+    (bare,) = state_remote_checks(repo, "demo", "origin")
+    assert bare.level == "warning" and "AUTOMATON_GIT_TOKEN" in bare.message and "hunter2" not in bare.message
+    monkeypatch.setenv("AUTOMATON_GIT_TOKEN", TOKEN)
+    (held,) = state_remote_checks(repo, "demo", "origin")
+    assert held.level == "ok" and "https://git.example.com" in held.message and TOKEN not in held.message
+    (ssh,) = state_remote_checks(repo, "demo", "byssh")
+    assert ssh.level == "note" and "is ssh" in ssh.message and "not used" in ssh.message
+    assert state_remote_checks(repo, "demo", None) == []

@@ -1,0 +1,86 @@
+"""A fleet of runners on one loop: a bare repository as the state remote, each runner a fresh
+clone with its own HOME (a machine of its own), all sharing the record key as a secret."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from automaton.store.layout import Project
+from tests.helpers import git, init_repo
+from tests.runner.loopkit import make_loop
+
+PY = sys.executable
+KEY = "5a" * 32
+LOOP = "demo"
+RUNNER = str(Path(__file__).with_name("fleet_runner.py"))
+# The agent appends one line to src/work.txt; the verifier's score alternates (never flat,
+# never complete), so every tick runs and commits.
+# With a `hold` file beside the machine's clone (5 folders up from the worktree) the agent writes
+# its pid to `agent.pid` there and waits: a runner can then be killed while its agent runs.
+AGENT = "import os, pathlib, time\n" \
+        "m = pathlib.Path('../../../../..')\n" \
+        "if (m / 'hold').exists():\n    (m / 'agent.pid').write_text(str(os.getpid())); time.sleep(60)\n" \
+        "p = pathlib.Path('src/work.txt'); p.parent.mkdir(exist_ok=True)\n" \
+        "p.write_text((p.read_text() if p.exists() else '') + 'x\\n')\n"
+VERIFY = "import pathlib; n = len(pathlib.Path('src/work.txt').read_text().split()); " \
+         "print(f'{1 + n % 2} passed, 1 failed')"
+
+
+@dataclass(frozen=True)
+class Fleet:
+    bare: Path
+    seed: Path
+    clones: list[Path]
+    homes: list[Path]
+
+
+def make_fleet(tmp: Path, runners: int, *, agent: str = AGENT, timeout_s: int = 60,
+               max_iterations: int = 1000, **over: object) -> Fleet:
+    """The seed checkout makes the loop and publishes it (one tick with --state-remote); then
+    `runners` fresh clones. The caller has AUTOMATON_RECORD_KEY=KEY set (monkeypatch)."""
+    seed = init_repo(tmp / "seed")
+    (seed / "src").mkdir()
+    (seed / "src" / "keep.txt").write_text("keep\n")
+    git(seed, "add", "-A")
+    git(seed, "commit", "-q", "-m", "src")
+    bare = tmp / "remote.git"
+    git(tmp, "clone", "-q", "--bare", str(seed), str(bare))
+    git(seed, "remote", "add", "origin", str(bare))
+    make_loop(seed, LOOP, harness={"name": "command", "command": [PY, "-c", agent], "args": [], "timeout_s": timeout_s},
+              sandbox="off", brakes={"max_iterations": max_iterations, "max_budget_usd": 5000.0, "max_tick_usd": 1.0,
+                                     "score_plateau_window": 3, "plateau_epsilon": 0.0, "target_score": 1.0},
+              roles={"implement": {"prompt": "implement.md"}, "verify": {"command": [PY, "-c", VERIFY],
+                                                                          "score": "summary"},
+                     "orchestrate": {"builtin": True}}, **over)
+    clones, homes = [], []
+    for i in range(runners):
+        clone, home = tmp / f"m{i}" / "work", tmp / f"m{i}" / "home"
+        home.mkdir(parents=True)
+        git(tmp, "clone", "-q", str(bare), str(clone))
+        clones.append(clone)
+        homes.append(home)
+    return Fleet(bare, seed, clones, homes)
+
+
+def runner_argv(clone: Path) -> list[str]:
+    return [PY, RUNNER, "--mode", "tick", "--loop", LOOP, "--project", str(clone), "--state-remote", "origin",
+            "--quiet", "--json"]
+
+
+def runner_env(home: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AUTOMATON_", "FLEET_"))}
+    env.update(HOME=str(home), AUTOMATON_RECORD_KEY=KEY, **extra)
+    return env
+
+
+def start(clone: Path, home: Path, **extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(runner_argv(clone), env=runner_env(home, **extra), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def project(path: Path) -> Project:
+    return Project(path.resolve())

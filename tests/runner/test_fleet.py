@@ -1,0 +1,174 @@
+"""The state remote under a fleet: runners on fresh clones (each its own HOME: separate
+machines) tick one loop whose state lives in a bare repository, started together, killed at
+each step of the protocol, and refused by the remote (commands/remote_state.py)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import git
+from tests.runner import fleetkit as fk
+
+ROUNDS = int(os.environ.get("FLEET_ROUNDS", "3"))  # bench/bench_fleet.py runs 25
+TTL_PAST = str(24 * 3600)  # a clock a day ahead: every open claim has outlived its TTL
+
+
+@pytest.fixture
+def fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, approver: str) -> fk.Fleet:
+    monkeypatch.setenv("AUTOMATON_RECORD_KEY", fk.KEY)
+    made = fk.make_fleet(tmp_path, 4)
+    first = _run(made.seed, Path(os.environ["HOME"]))
+    assert first.returncode == 0 and '"ran": true' in first.stdout, first.stderr
+    return made
+
+
+def _run(clone: Path, home: Path, **extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(fk.runner_argv(clone), env=fk.runner_env(home, **extra), capture_output=True, text=True,
+                          timeout=300, check=False)
+
+
+def _together(fleet: fk.Fleet, **extra: str) -> list[tuple[int, str, str]]:
+    procs = [fk.start(c, h, **extra) for c, h in zip(fleet.clones, fleet.homes, strict=True)]
+    out = []
+    for p in procs:
+        o, e = p.communicate(timeout=300)
+        out.append((p.returncode, o, e))
+    return out
+
+
+def _settle_then_together(fleet: fk.Fleet) -> int:
+    """One runner whose clock is a day ahead (it settles an abandoned claim), then all four
+    together on the real clock (a clock a day ahead would take every live claim for dead);
+    returns how many ticks ran."""
+    late = _run(fleet.clones[3], fleet.homes[3], FLEET_CLOCK_OFFSET_S=TTL_PAST)
+    assert late.returncode == 0 and '"ran": true' in late.stdout, late.stdout[:1500] + late.stderr
+    results = _together(fleet)
+    assert all(code == 0 for code, _, _ in results), [(c, o[:1500], e[-600:]) for c, o, e in results if c]
+    return 1 + sum('"ran": true' in out for _, out, _ in results)
+
+
+def _remote(fleet: fk.Fleet, rel: str) -> str:
+    return git(fleet.bare, "show", f"refs/automaton/loops/{fk.LOOP}:{rel}")
+
+
+def _log(fleet: fk.Fleet) -> list[tuple[str, dict[str, str]]]:
+    out = []
+    for line in _remote(fleet, ".state.log").splitlines():
+        parts = line.split(" ")
+        out.append((parts[1], dict(p.split("=", 1) for p in parts[2:] if "=" in p)))
+    return out
+
+
+def _books(fleet: fk.Fleet) -> dict[str, object]:
+    """What the remote says: counts of each event, iteration_count, spent, and branch commits."""
+    import json
+
+    log = _log(fleet)
+    state = json.loads(_remote(fleet, ".state.loop"))
+    starts = [f["n"] for e, f in log if e == "TICK_START"]
+    closed = {f["n"] for e, f in log if e == "TICK"}
+    base = git(fleet.bare, "rev-parse", "main").strip()
+    commits = int(git(fleet.bare, "rev-list", "--count", f"{base}..loop/{fk.LOOP}").strip())
+    charged = sum(float(f["cost"]) for e, f in log if e == "TICK") + \
+        sum(float(f["reserved_usd"]) for e, f in log if e == "TICK_START" and f["n"] not in closed)
+    return {"starts": starts, "ticks": len(closed), "open": [n for n in starts if n not in closed],
+            "iterations": state["iteration_count"], "spent": state["spent_usd"], "charged": round(charged, 6),
+            "commits": commits, "abandoned": [f["n"] for e, f in log if e == "WARNING" and
+                                              f.get("reason") == "abandoned_tick"]}
+
+
+def _assert_whole(books: dict[str, object], ran: int) -> None:
+    starts = books["starts"]
+    assert isinstance(starts, list)
+    assert starts == [str(i) for i in range(1, len(starts) + 1)]  # no iteration reused or skipped
+    assert books["iterations"] == len(starts)
+    assert books["ticks"] == books["commits"] == ran
+    assert books["spent"] == books["charged"]
+
+
+def test_runners_started_together_run_exactly_one_tick_per_claim(fleet: fk.Fleet) -> None:
+    ran = 1  # the seed's tick
+    for _ in range(ROUNDS):
+        results = _together(fleet)
+        assert all(code == 0 for code, _, _ in results), [(c, o[:1500], e[-600:]) for c, o, e in results if c]
+        this = sum('"ran": true' in out for _, out, _ in results)
+        skipped = [out for _, out, _ in results if '"skipped": "claimed"' in out]
+        assert this >= 1 and this + len(skipped) == len(results), results
+        ran += this
+    books = _books(fleet)
+    _assert_whole(books, ran)
+    assert books["open"] == [] and books["abandoned"] == []
+
+
+@pytest.mark.parametrize("at", ["before_claim", "after_claim", "before_final_push"])
+def test_a_runner_killed_at_a_step_loses_nothing(fleet: fk.Fleet, at: str) -> None:
+    killed = _run(fleet.clones[0], fleet.homes[0], FLEET_KILL_AT=at)
+    assert killed.returncode == -signal.SIGKILL
+    claimed = at != "before_claim"
+    books = _books(fleet)
+    assert books["open"] == (["2"] if claimed else [])
+    if claimed:  # a young claim: the next runner runs nothing and writes nothing
+        young = _run(fleet.clones[1], fleet.homes[1])
+        assert young.returncode == 0 and '"claimed_at": ' in young.stdout, young.stderr
+        assert _books(fleet) == books
+    ran = 1 + _settle_then_together(fleet)
+    books = _books(fleet)
+    _assert_whole(books, ran)
+    assert books["open"] == (["2"] if claimed else []) and books["abandoned"] == (["2"] if claimed else [])
+
+
+def test_a_runner_killed_while_its_agent_runs_loses_nothing(fleet: fk.Fleet) -> None:
+    hold = fleet.clones[0].parent / "hold"
+    hold.write_text("x")
+    proc = fk.start(fleet.clones[0], fleet.homes[0])
+    pid_file = fleet.clones[0].parent / "agent.pid"
+    for _ in range(600):
+        if pid_file.exists() or proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    assert pid_file.exists(), proc.communicate()
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    os.killpg(int(pid_file.read_text()), signal.SIGKILL)
+    hold.unlink()  # the next agents on this machine do their work
+    assert _books(fleet)["open"] == ["2"]
+    ran = 1 + _settle_then_together(fleet)
+    books = _books(fleet)
+    _assert_whole(books, ran)
+    assert books["abandoned"] == ["2"]
+
+
+def _refuse(fleet: fk.Fleet, pattern: str) -> None:
+    hook = fleet.bare / "hooks" / "pre-receive"
+    hook.write_text(f"#!/bin/sh\nif grep -q '{pattern}'; then echo 'policy: no state pushes today' >&2; exit 1; fi\n")
+    hook.chmod(0o755)
+
+
+def test_a_remote_that_refuses_the_claim_runs_nothing(fleet: fk.Fleet) -> None:
+    before = _books(fleet)
+    _refuse(fleet, "refs/automaton/loops/")
+    out = _run(fleet.clones[0], fleet.homes[0])
+    assert out.returncode == 1, out.stderr
+    assert '"reason": "remote_refused"' in out.stdout and '"ran": false' in out.stdout
+    assert "policy: no state pushes today" in out.stdout
+    assert not (fleet.clones[0] / ".automaton" / "loops" / fk.LOOP / "runs" / "2").exists()
+    assert _books(fleet) == before
+
+
+def test_a_remote_that_refuses_the_final_push_leaves_a_claim_the_next_runner_settles(fleet: fk.Fleet) -> None:
+    _refuse(fleet, f"refs/heads/loop/{fk.LOOP}")
+    out = _run(fleet.clones[0], fleet.homes[0])
+    assert out.returncode == 1 and '"pushed": false' in out.stdout, out.stdout + out.stderr
+    assert _books(fleet)["open"] == ["2"]
+    (fleet.bare / "hooks" / "pre-receive").unlink()
+    again = _run(fleet.clones[1], fleet.homes[1], FLEET_CLOCK_OFFSET_S=TTL_PAST)
+    assert again.returncode == 0 and '"ran": true' in again.stdout, again.stderr
+    books = _books(fleet)
+    _assert_whole(books, 2)
+    assert books["abandoned"] == ["2"] and books["open"] == ["2"]
