@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from automaton import notify
-from automaton.commands.gate_next import deferral_gate, next_step
+from automaton.commands.gate_next import PENDING_STEP, deferral_gate, next_step, pending_line
 from automaton.commands.halts import halt_now, stop_schedule
 from automaton.commands.loops_common import project_config_problem
 from automaton.core import account as account_core
@@ -227,7 +227,27 @@ def check_gate(project: Project, name: str, task: str | None = None, *, drift_cw
     with probe_once(trusted=git_folder_of(project.root)):  # one filter probe per repository for the gate
         loop = Loop.resolve(project, name)
         out = check(loop, task, drift_cwd=drift_cwd)
-    return _account_cap(loop, out)
+    return _account_cap(loop, _io_pending(loop, out))
+
+
+def _io_pending(loop: Loop, out: Outcome) -> Outcome:
+    """`out` with the halt a tick could not record (`Loop.pending_io_halt`: a full disk) shown:
+    data `io_error_pending` (the `io_error: …` detail) and a `pending halt:` line; a gate that
+    passed is refused (exit 1, reason `io_error_pending`), since the next tick records that
+    halt and does not run. Read-only: the tick, holding its lock, records it."""
+    detail = loop.pending_io_halt()
+    if detail is None or not isinstance(out.data, dict):
+        return out
+    data = out.data
+    data["io_error_pending"] = detail
+    lines = list(out.lines)
+    if out.code == ExitCode.OK and data.get("ok"):
+        data.update(ok=False, reason="io_error_pending")
+        lines[0] = f"{loop.name}: gate not ok: io_error_pending"
+        lines.insert(1, f"  next step: {PENDING_STEP.format(loop=loop.name)}")
+        out = Outcome(ExitCode.REFUSED, lines, data, out.warnings)
+    out.lines = [lines[0], pending_line(detail), *lines[1:]]
+    return out
 
 
 def _account_cap(loop: Loop, out: Outcome) -> Outcome:

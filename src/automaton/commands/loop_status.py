@@ -13,6 +13,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from automaton.commands.gate_next import PENDING_STEP, pending_line
 from automaton.commands.schedule import read_record
 from automaton.commands.schedule_info import schedule_info
 from automaton.commands.spend import account_line, account_view
@@ -206,7 +207,8 @@ def status_data(project: Project, name: str) -> dict[str, Any]:
      error}, deferred ({until (ISO UTC), harness, source ("reported"|"backoff"), streak, reason}
      while the account of the loop's harness is deferred on this machine by a usage limit, else
      null), account (the account-wide caps beside the loop's own budget: `commands.spend.account_view`),
-     next_step (str|null: the command a human runs next)}.
+     io_error_pending (str|null: the `io_error: …` halt a tick could not write, which the next
+     tick records: `store.loops.Loop.pending_io_halt`), next_step (str|null: the command a human runs next)}.
     The fields that read only the loop's files come from `loop_summary` (one source).
     Errors: BadInput (exit 2) for an unknown, untracked or unreadable loop.
     """
@@ -231,6 +233,7 @@ def _status_data(loop: Loop, rec: LoopRecord | None = None) -> dict[str, Any]:
     data["worktree"] = _worktree(loop, state, config)
     data["deferred"] = deferred
     data["account"] = account_view()
+    data["io_error_pending"] = loop.pending_io_halt()
     data["next_step"] = _next_step(data)
     return data
 
@@ -250,6 +253,8 @@ def _next_step(d: dict[str, Any]) -> str | None:
     loop, status = d["loop"], d["status"]
     if d["tamper"] or status == "halted":
         return f"automaton --approve --loop {loop}"
+    if d["io_error_pending"]:
+        return PENDING_STEP.format(loop=loop)
     if status == "paused":
         return f"automaton --resume-loop {loop}"
     if status == "complete":
@@ -303,6 +308,8 @@ def loop_status(project: Project, name: str) -> Outcome:
         lines.append(f"  TAMPERED: {d['tamper']}")
     if d["config_error"]:
         lines.append(f"  loop.json: {d['config_error']}")
+    if d["io_error_pending"]:
+        lines.append(pending_line(d["io_error_pending"]))
     if d["deferred"]:
         dd = d["deferred"]
         lines.append(f"  deferred until {dd['until']}: {dd['harness']} usage limit ({dd['reason']}); ticks of every"
