@@ -41,8 +41,8 @@ def rearm_loop(project: Project, name: str) -> Outcome:
     spent_usd_at_approval}. Refused (exit 1) on any other status (one line naming the command
     that fits), on a tampered state, without a human, or while a tick runs; exit 2 for an
     unknown or untracked loop."""
+    handle = loops.Loop.resolve(project, name)  # a misspelt name is named (did you mean …) before the human check
     who = require_human("--rearm-loop")
-    handle = loops.Loop.resolve(project, name)
     loop = handle.name
     with held_between_ticks(handle, "--rearm-loop"), handle.session() as s:
         if s.rec.tamper:
@@ -91,8 +91,8 @@ def remove_loop(project: Project, name: str, *, delete_branch: bool = False) -> 
     "none", schedule_removed (bool)}. Refused (exit 1) without a human, while a tick runs, or
     when git cannot remove the worktree (nothing is archived then); exit 2 for an unknown loop.
     """
+    handle = loops.Loop.resolve(project, name)  # a misspelt name is named (did you mean …) before the human check
     who = require_human("--remove-loop")
-    handle = loops.Loop.resolve(project, name)
     loop, folder = handle.name, handle.dir
     out = Outcome()
     with held_between_ticks(handle, "--remove-loop"):

@@ -271,9 +271,10 @@ def resume_loop(project: Project, name: str, *, human: Human | None = None) -> O
     act like `--approve`: a pause is a human's brake, which an agent must not release (exit 1
     from an agent's process). `human`: a human the caller established (logged `by=`, `via=`)
     instead of the terminal / AUTOMATON_APPROVER check."""
+    loop = Loop.resolve(project, name)  # a misspelt name is named (did you mean …) before the human check
     who, via = acting("--resume-loop", human)
     extra: dict[str, object] | None = {"by": who, **via} if human is not None else None
-    return _status_change(Loop.resolve(project, name), "running", extra)
+    return _status_change(loop, "running", extra)
 
 
 def review_loop(project: Project, name: str, *, human: Human | None = None) -> Review:
@@ -286,8 +287,8 @@ def review_loop(project: Project, name: str, *, human: Human | None = None) -> R
     unknown loop, or an invalid loop.json that the approval would seal. `human`: a human the
     caller established (commands.human.Human) instead of the terminal check.
     """
+    loop = Loop.resolve(project, name)  # a misspelt name is named (did you mean …) before the human check
     acting("--approve --loop", human)
-    loop = Loop.resolve(project, name)
     require_sealed_project_config(project, loop.name)
     with held_between_ticks(loop, "--approve --loop"), loop.session(rebuild=True) as s:
         return _review(loop, s.rec)
@@ -322,8 +323,8 @@ def approve_loop(project: Project, name: str, reviewed: Review | None = None, *,
     (still halted). `human`: a human the caller established (commands.human.Human), logged as
     `by=` and `via=` on the APPROVED / RESEALED line, instead of the terminal check.
     """
+    loop = Loop.resolve(project, name)  # a misspelt name is named (did you mean …) before the human check
     who, via = acting("--approve --loop", human)
-    loop = Loop.resolve(project, name)
     require_sealed_project_config(project, loop.name)
     with held_between_ticks(loop, "--approve --loop"):
         return _approve(loop, who, reviewed, via)
