@@ -421,7 +421,11 @@ def _next_lines(loop: Loop, decision: GateDecision, state: LoopState, config: Lo
     the step `gate_next.next_step` names."""
     name, lines = loop.name, []
     stepped = True  # a line below already names the next step
-    if decision.invalid is not None:
+    problems = (decision.invalid or "").splitlines()
+    if len(problems) > 1:  # one line for each invalid field
+        lines += [f"  invalid loop.json ({len(problems)} problems):", *(f"    {p}" for p in problems),
+                  f"  fix them, then a human runs automaton --approve --loop {name}"]
+    elif decision.invalid is not None:
         lines.append(f"  invalid loop.json: {decision.invalid}; fix it, then a human runs"
                      f" automaton --approve --loop {name}")
     elif (state.halt_detail or "").startswith(CONFIG_CHANGED) and loop.config_sha256() != state.config_sha256:

@@ -295,6 +295,22 @@ def _held(sp: dict[str, Any]) -> str:
     return f"held by {'an unsettled tick' if ticks == 1 else f'{ticks} unsettled ticks'} {_usd(sp['reserved'])}"
 
 
+def _alert_lines(d: dict[str, Any]) -> list[str]:
+    """What stops or holds the loop besides its status: a tamper, an invalid loop.json, a halt
+    a tick could not record, a deferral of its agent account."""
+    lines = []
+    if d["tamper"]:
+        lines.append(f"  TAMPERED: {d['tamper']}")
+    lines += [f"  loop.json: {problem}" for problem in (d["config_error"] or "").splitlines()]  # one per field
+    if d["io_error_pending"]:
+        lines.append(pending_line(d["io_error_pending"]))
+    if d["deferred"]:
+        dd = d["deferred"]
+        lines.append(f"  deferred until {dd['until']}: {dd['harness']} usage limit ({dd['reason']}); ticks of every"
+                     f" loop using {dd['harness']} wait, nothing to do")
+    return lines
+
+
 def loop_status(project: Project, name: str) -> Outcome:
     """`--loop-status NAME [--json]`: the lines below, data = `status_data` (exit 0; exit 2 for
     an unknown, untracked or unreadable loop)."""
@@ -303,17 +319,7 @@ def loop_status(project: Project, name: str) -> Outcome:
     head = f"loop {d['loop']}: {d['status']}"
     if d["halt_reason"]:
         head += f" ({d['halt_reason']}" + (f": {d['halt_detail']})" if d["halt_detail"] else ")")
-    lines = [head]
-    if d["tamper"]:
-        lines.append(f"  TAMPERED: {d['tamper']}")
-    if d["config_error"]:
-        lines.append(f"  loop.json: {d['config_error']}")
-    if d["io_error_pending"]:
-        lines.append(pending_line(d["io_error_pending"]))
-    if d["deferred"]:
-        dd = d["deferred"]
-        lines.append(f"  deferred until {dd['until']}: {dd['harness']} usage limit ({dd['reason']}); ticks of every"
-                     f" loop using {dd['harness']} wait, nothing to do")
+    lines = [head, *_alert_lines(d)]
     lines.append(f"  iterations: {it['used']} used of {it['max'] if it['max'] is not None else '?'} since approval,"
                  f" {it['left'] if it['left'] is not None else '?'} left ({it['total']} in all)")
     budget = (f"{_usd(sp['used'])} used of {_usd(sp['max'])} since approval, {_usd(sp['left'])} left"

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from automaton import __version__
 from automaton.core.argv import once_action
-from automaton.core.errors import AutomatonError, BadInput, ExitCode, one_line, path_error
+from automaton.core.errors import AutomatonError, BadInput, ExitCode, message_lines, one_line, path_error
 from automaton.core.outcome import Outcome
 from automaton.store.layout import Project
 
@@ -111,9 +111,10 @@ def crash_log(exc: BaseException) -> str:
     return path
 
 
-def _error(message: str, code: int, as_json: bool) -> int:
+def _error(message: str, code: int, as_json: bool, lines: tuple[str, ...] = ()) -> int:
     try:
-        print(f"automaton-loop: {one_line(message)}", file=sys.stderr)
+        for line in lines or (message,):  # several invalid fields: one line each (core.errors.InvalidFields)
+            print(f"automaton-loop: {one_line(line)}", file=sys.stderr)
         if as_json:
             print(json.dumps({"ok": False, "error": message, "exit_code": code}))
         _flush()
@@ -217,7 +218,7 @@ def _main(args: list[str]) -> int:
         hint = "" if "--help" in str(exc) else " (see automaton-loop --help)"
         return _error(f"usage: {exc}{hint}", int(ExitCode.BAD_INPUT), as_json)
     except AutomatonError as exc:
-        return _error(exc.message, int(exc.code), as_json)
+        return _error(exc.message, int(exc.code), as_json, message_lines(exc))
     except OSError as exc:
         bad = path_error(exc)
         if bad is None:
