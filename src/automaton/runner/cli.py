@@ -144,6 +144,12 @@ def _emit(out: Outcome, as_json: bool) -> None:
         _gone()
 
 
+def _print_lines(lines: list[str]) -> None:
+    """A result's lines on stdout as they come (`--mode run`: each tick's when it ends)."""
+    for line in lines:
+        print(one_line(line), flush=True)
+
+
 def _print_outcome(out: Outcome, as_json: bool) -> None:
     for warning in out.warnings:
         print(f"automaton-loop: warning: {one_line(warning)}", file=sys.stderr)
@@ -195,7 +201,7 @@ def dispatch(ns: argparse.Namespace) -> Outcome:
     # up starts nothing); the dry run's gates run git as well.
     with pinned_programs(project.root):
         if ns.mode == "run":
-            return modes.run_loop(project, ns.loop, ns.max_ticks, opts)
+            return modes.run_loop(project, ns.loop, ns.max_ticks, opts, None if ns.json else _print_lines)
         return modes.dry_run(project, ns.loop, opts)
 
 

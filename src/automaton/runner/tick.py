@@ -151,14 +151,14 @@ def _locked_tick(loop: Loop, opts: TickOptions) -> Outcome:
     if cfg.sha256 != state.config_sha256:  # rewritten since its gate checked the seal: never run on it
         line = (f"tick not run: {CONFIG_CHANGED}: {loop.config_file} changed after the gate checked its seal;"
                 " the next gate halts the loop")
-        show.note(f"loop {name}: {line}")
+        show.result(f"loop {name}: {line}")
         return Outcome(ExitCode.REFUSED, [line], {"ran": False, "reason": CONFIG_CHANGED})
     # Read while this tick holds the loop's tick lock, which a claim by another loop must take
     # before it lands (store.claims): no claim comes between this check and the tick's end.
     taken = claims.tick_refusal(loop.project, loop.bound_tasks(state), str(name))
     if taken is not None:  # before the reservation: nothing is charged
         line = f"tick not run: {TASK_CLAIMED}: {taken}"
-        show.note(f"loop {name}: {line}")
+        show.result(f"loop {name}: {line}")
         return Outcome(ExitCode.REFUSED, [line], {"ran": False, "reason": TASK_CLAIMED, "detail": taken})
     return _confined_tick(loop, cfg, state, opts, gate.warnings)
 
@@ -172,7 +172,7 @@ def _confined_tick(loop: Loop, cfg: LoopConfig, state: LoopState, opts: TickOpti
     if unavailable is not None:  # before the reservation: a tick that cannot be confined costs nothing
         loop.log_event(LogEvent(Event.WARNING, {"reason": SANDBOX_UNAVAILABLE, "detail": unavailable}))
         line = f"tick not run: {SANDBOX_UNAVAILABLE}: {unavailable}"
-        show.note(f"loop {name}: {line}")
+        show.result(f"loop {name}: {line}")
         return Outcome(ExitCode.REFUSED, [line], {"ran": False, "reason": SANDBOX_UNAVAILABLE, "detail": unavailable})
     with show.phase(f"loop {name}: worktree"):
         wt = ensure_for_tick(loop, cfg, state)
@@ -194,7 +194,7 @@ def _confined_tick(loop: Loop, cfg: LoopConfig, state: LoopState, opts: TickOpti
     # before its iteration is counted (runner/account.py).
     held = account.reserve(loop, cfg)
     if isinstance(held, Outcome):
-        show.note(f"loop {name}: {held.lines[0]}")
+        show.result(f"loop {name}: {held.lines[0]}")
         return Outcome(held.code, held.lines, held.data, [*warnings, *held.warnings])
     before = loop.read_state()
     iters_left, usd_left = remaining(before, cfg.brakes)  # what the agent is told: before this tick
@@ -327,7 +327,7 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
     score = score_text(verdict.score)
     line = (f"tick {n} of loop {name}: score {score} ({verdict.summary}), cost ${counted:.4f}"
             f"{'' if known else ' (unknown costs counted at max_tick_usd)'}, status {new.status}")
-    show.note(line)
+    show.result(line)  # also the Outcome's line on stdout: shown once
     data = {"ran": True, "skipped": None, "iteration": n, "verdict": verdict.to_dict(), "cost_usd": counted,
             "cost_known": known, "status": new.status, "decision": decision,
             "transition": None if asked is None else {"task": ctx.task, "phase": asked, "result": applied},
