@@ -39,6 +39,7 @@ from automaton.git.errors import DriftError
 from automaton.git.harden import git_folder_of, probe_once
 from automaton.git.worktree import WorktreeResult
 from automaton.harnesses import HarnessRequest, HarnessResult, versions
+from automaton.harnesses._unavailable import detect
 from automaton.hooks.install import LOOP_SETTINGS, loop_settings
 from automaton.notify import notify_completion
 from automaton.proc import pinned_programs
@@ -174,6 +175,15 @@ def _confined_tick(loop: Loop, cfg: LoopConfig, state: LoopState, opts: TickOpti
         line = f"tick not run: {SANDBOX_UNAVAILABLE}: {unavailable}"
         show.result(f"loop {name}: {line}")
         return Outcome(ExitCode.REFUSED, [line], {"ran": False, "reason": SANDBOX_UNAVAILABLE, "detail": unavailable})
+    missing = _missing_command(cfg)
+    if missing is not None:  # before the reservation: an agent that cannot start is not a tick
+        detail = f"{aftercommit.HARNESS_UNAVAILABLE}: {missing}"
+        halt_now(loop, "human_intervention", detail, "tick")
+        line = f"tick not run: halted human_intervention: {detail}"
+        show.result(f"loop {name}: {line}")
+        return Outcome(ExitCode.REFUSED, [line], {"ran": False, "reason": aftercommit.HARNESS_UNAVAILABLE,
+                                                  "detail": missing},
+                       [f"loop {name}: halted; a human fixes it and runs automaton --approve --loop {name}"])
     with show.phase(f"loop {name}: worktree"):
         wt = ensure_for_tick(loop, cfg, state)
     said = confine.warnings(cfg, loop.project.root)
@@ -215,6 +225,21 @@ def _confined_tick(loop: Loop, cfg: LoopConfig, state: LoopState, opts: TickOpti
         show.note(f"warning: {unsettled}")
         out.warnings.append(unsettled)
     return out
+
+
+def _missing_command(cfg: LoopConfig) -> str | None:
+    """The `unavailable` line (`harnesses._unavailable.detect`, as for exit 127) of a `command`
+    harness whose program is not there: an absolute path that is no executable file, or a bare
+    name not on PATH; None otherwise. A relative path (`./run.sh`) names a file of the worktree
+    and is left to the run, which halts the same way (and charges nothing) if it cannot start."""
+    argv0 = cfg.harness.command[0] if cfg.harness.name == "command" and cfg.harness.command else None
+    if argv0 is None or (os.sep in argv0 and not os.path.isabs(argv0)):
+        return None
+    if shutil.which(argv0) is not None:
+        return None
+    if os.path.isabs(argv0) and os.path.exists(argv0):
+        return detect(argv0, 126, None, f"{argv0}: cannot run (not an executable file)")
+    return detect(argv0, 127, None, f"{argv0}: not found")
 
 
 def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResult,
