@@ -103,3 +103,14 @@ def test_check_gate_shows_the_account_cap_that_would_refuse_the_tick(tmp_path: P
     assert data["ok"] is False and data["deferred"]["reason"] == "account_cap"
     assert data["deferred"]["caps"] == [{"kind": "day", "cap_micro_usd": 3_000_000, "used_micro_usd": 2_500_000}]
     assert data["status"] == "running" and data["halt_reason"] is None  # no halt: it waits
+
+
+def test_spend_of_one_loop() -> None:
+    book("/a", "one", int(time.time()) - 60, 1_000_000, 250_000)
+    book("/b", "two", int(time.time()) - 30, 2_000_000, 2_000_000)
+    got = run_cli("--spend", "--loop", "one", "--json")
+    assert got.code == 0 and got.json["loop"] == "one" and got.json["total_micro_usd"] == 250_000
+    assert [r["loop"] for r in got.json["rows"]] == ["one"]
+    text = run_cli("--spend", "--loop", "one").out
+    assert " of loop one: $0.25 in all" in text and "two" not in text
+    assert "no ticks recorded for a loop named nobody" in run_cli("--spend", "--loop", "nobody").out

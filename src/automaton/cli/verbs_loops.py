@@ -122,7 +122,7 @@ def loop_status(ns: argparse.Namespace) -> Outcome:
 
 
 def spend(ns: argparse.Namespace) -> Outcome:
-    return _call("automaton.commands.spend", "spend", ns.since)
+    return _call("automaton.commands.spend", "spend", ns.since, loop=ns.loop)
 
 
 def doctor(ns: argparse.Namespace) -> Outcome:

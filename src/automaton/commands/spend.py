@@ -82,9 +82,10 @@ def parse_since(text: str | None, now: int) -> int:
     return int(day.timestamp())
 
 
-def spend(since: str | None = None, now: int | None = None) -> Outcome:
-    """`--spend [--since DATE] [--json]`: spend by UTC day, then project and loop, from the
-    account ledger. data: {since (YYYY-MM-DD), total_usd, total_micro_usd, rows: [{day,
+def spend(since: str | None = None, now: int | None = None, *, loop: str | None = None) -> Outcome:
+    """`--spend [--since DATE] [--loop NAME] [--json]`: spend by UTC day, then project and loop,
+    from the account ledger (`loop`: only the rows of loops named NAME, in any project; `data.loop`
+    says which, null for all). data: {since (YYYY-MM-DD), total_usd, total_micro_usd, rows: [{day,
     project (root path), loop, used_usd, micro_usd, ticks, unsettled (ticks whose reservation
     is still counted whole: running, or died unsettled), abandoned (those of them past their
     tick's timeout: the tick died)}], account (`account_view`)}.
@@ -94,17 +95,18 @@ def spend(since: str | None = None, now: int | None = None) -> Outcome:
     start = parse_since(since, at)
     caps = store.read_caps()  # a bad caps file is the user's to hear about here, exit 2
     book = store.read_ledger()
-    rows = core.spend_rows(book.entries, start, at)
+    rows = [r for r in core.spend_rows(book.entries, start, at) if loop is None or r.loop == loop]
     total = sum(r.micro for r in rows)
     view = account_view(at)
     data: dict[str, Any] = {
-        "since": core.day_of(start), "total_usd": total / core.MICRO, "total_micro_usd": total,
+        "since": core.day_of(start), "loop": loop, "total_usd": total / core.MICRO, "total_micro_usd": total,
         "rows": [{"day": r.day, "project": r.project, "loop": r.loop, "used_usd": r.micro / core.MICRO,
                   "micro_usd": r.micro, "ticks": r.ticks, "unsettled": r.unsettled, "abandoned": r.abandoned}
                  for r in rows],
         "account": view,
     }
-    lines = [f"spend since {data['since']} (UTC days): {usd(total)} in all"]
+    lines = [f"spend since {data['since']} (UTC days){'' if loop is None else f' of loop {loop}'}: {usd(total)}"
+             " in all"]
     day = None
     for r in rows:
         if r.day != day:
@@ -114,7 +116,7 @@ def spend(since: str | None = None, now: int | None = None) -> Outcome:
         held += f" ({r.abandoned} abandoned: the tick died)" if r.abandoned else ""
         lines.append(f"    {usd(r.micro):>12}  {r.loop} in {r.project} ({r.ticks} tick{'s' * (r.ticks != 1)}{held})")
     if not rows:
-        lines.append("  no ticks recorded")
+        lines.append("  no ticks recorded" + ("" if loop is None else f" for a loop named {loop}"))
     lines.append(f"  {account_line(view)}")
     if caps is None:
         lines.append(f"  to cap every loop: write {{\"day_usd\": 3, \"week_usd\": 15, \"month_usd\": 50}}"
