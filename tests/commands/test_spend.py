@@ -114,3 +114,16 @@ def test_spend_of_one_loop() -> None:
     text = run_cli("--spend", "--loop", "one").out
     assert " of loop one: $0.25 in all" in text and "two" not in text
     assert "no ticks recorded for a loop named nobody" in run_cli("--spend", "--loop", "nobody").out
+
+
+def test_spend_says_removed_for_a_loop_remove_loop_took_down(tmp_path: Path) -> None:
+    root = init_repo(tmp_path / "proj")
+    loop_with(root, "gone")
+    loop_with(root, "kept")
+    book(str(root), "gone", int(time.time()) - 60, 1_000_000, 1_000_000)
+    book(str(root), "kept", int(time.time()) - 30, 1_000_000, 1_000_000)
+    assert run_cli("--remove-loop", "gone", "--project", str(root), human=True).code == 0
+    text = run_cli("--spend").out
+    assert f"gone (removed) in {root}" in text and f"kept in {root}" in text
+    rows = run_cli("--spend", "--json").json["rows"]
+    assert {r["loop"]: r["removed"] for r in rows} == {"gone": True, "kept": False}

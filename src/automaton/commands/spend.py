@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from automaton.core import account as core
@@ -16,6 +17,7 @@ from automaton.core.account import iso, usd
 from automaton.core.errors import AutomatonError, BadInput
 from automaton.core.outcome import Outcome
 from automaton.store import account as store
+from automaton.store.loops import ARCHIVE_DIR
 
 DEFAULT_DAYS = 30  # days shown without --since
 
@@ -70,6 +72,18 @@ def account_line(view: dict[str, Any]) -> str:
     return f"{head}: {', '.join(parts)}"
 
 
+def _removed(project: str, loop: str) -> bool:
+    """Whether `--remove-loop` took loop `loop` of the project at `project` down: no loop folder,
+    and its archive (`.automaton/loops/.archive/<loop>-<UTC>/`) is there."""
+    loops_dir = Path(project) / ".automaton" / "loops"
+    if (loops_dir / loop).is_dir():
+        return False
+    try:
+        return any(p.name.startswith(f"{loop}-") and p.is_dir() for p in (loops_dir / ARCHIVE_DIR).iterdir())
+    except OSError:
+        return False
+
+
 def parse_since(text: str | None, now: int) -> int:
     """`--since DATE` (YYYY-MM-DD, a UTC day) as UTC epoch seconds; DEFAULT_DAYS days before
     `now` when None. BadInput (exit 2) naming the value otherwise."""
@@ -101,7 +115,8 @@ def spend(since: str | None = None, now: int | None = None, *, loop: str | None 
     data: dict[str, Any] = {
         "since": core.day_of(start), "loop": loop, "total_usd": total / core.MICRO, "total_micro_usd": total,
         "rows": [{"day": r.day, "project": r.project, "loop": r.loop, "used_usd": r.micro / core.MICRO,
-                  "micro_usd": r.micro, "ticks": r.ticks, "unsettled": r.unsettled, "abandoned": r.abandoned}
+                  "micro_usd": r.micro, "ticks": r.ticks, "unsettled": r.unsettled, "abandoned": r.abandoned,
+                  "removed": _removed(r.project, r.loop)}
                  for r in rows],
         "account": view,
     }
@@ -114,7 +129,8 @@ def spend(since: str | None = None, now: int | None = None, *, loop: str | None 
             lines.append(f"  {day}: {usd(sum(x.micro for x in rows if x.day == day))}")
         held = f", {r.unsettled} unsettled: counted whole" if r.unsettled else ""
         held += f" ({r.abandoned} abandoned: the tick died)" if r.abandoned else ""
-        lines.append(f"    {usd(r.micro):>12}  {r.loop} in {r.project} ({r.ticks} tick{'s' * (r.ticks != 1)}{held})")
+        name = f"{r.loop} (removed)" if _removed(r.project, r.loop) else r.loop
+        lines.append(f"    {usd(r.micro):>12}  {name} in {r.project} ({r.ticks} tick{'s' * (r.ticks != 1)}{held})")
     if not rows:
         lines.append("  no ticks recorded" + ("" if loop is None else f" for a loop named {loop}"))
     lines.append(f"  {account_line(view)}")
