@@ -14,7 +14,7 @@ from pathlib import Path
 from automaton.commands import schedule
 from automaton.commands.excludes import exclude
 from automaton.commands.human import require_human
-from automaton.commands.loops import held_between_ticks
+from automaton.commands.loops import free_branch, held_between_ticks
 from automaton.commands.loops_common import optional
 from automaton.commands.schedule_info import TICK_FILES
 from automaton.core import loopstate
@@ -124,8 +124,10 @@ def remove_loop(project: Project, name: str, *, delete_branch: bool = False) -> 
     rel = dest.relative_to(project.root).as_posix()
     out.lines.insert(0, f"removed loop {loop} (by {who}); its log, state and runs are kept in {rel}/")
     if branch == "kept":
-        out.lines.append(f"  kept branch {branch_name(loop)} with the loop's commits; automaton --create-loop {loop}"
-                         f" is refused while it exists: git branch -D {branch_name(loop)} when you no longer need it")
+        kept = branch_name(loop)  # the same step as --create-loop's refusal names: it loses no commit
+        out.lines.append(f"  kept branch {kept} with the loop's commits; automaton --create-loop {loop} is refused"
+                         f" while it exists: git branch -m {kept} {free_branch(project, kept)} (keeps its commits"
+                         f" under that name), then automaton --create-loop {loop}")
     out.data = {"loop": loop, "by": who, "archive": str(dest), "worktree_removed": removed,
                 "discarded_changes": dirty, "branch": branch, "schedule_removed": scheduled,
                 "claims_released": released}

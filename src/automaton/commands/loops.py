@@ -212,14 +212,14 @@ def _refuse_leftovers(project: Project, loop: LoopName) -> None:
         steps.append(f"git worktree remove {wt} (git refuses while it has uncommitted work: commit it first)"
                      if os.path.isdir(wt) else "git worktree prune (its folder is gone)")
     if has_branch:
-        steps.append(f"git branch -m {branch} {_free_branch(project, branch)} (keeps its commits under that name"
+        steps.append(f"git branch -m {branch} {free_branch(project, branch)} (keeps its commits under that name"
                      + ("; that checkout follows the rename)" if elsewhere else ")"))
     raise Refused(f"loop {loop!r} cannot be created: {what} of an earlier loop {loop} still exist(s){where}"
                   f" (re-creating the folder would reset its counters): a human reviews it, runs {'; '.join(steps)},"
                   f" then automaton --create-loop {loop} again; or choose another loop name")
 
 
-def _free_branch(project: Project, branch: str) -> str:
+def free_branch(project: Project, branch: str) -> str:
     """`<branch>-old`, or `<branch>-old-<n>` for the first n >= 2 with no such branch yet."""
     for n in range(1, 100):
         name = f"{branch}-old" if n == 1 else f"{branch}-old-{n}"
