@@ -97,7 +97,8 @@ def test_check_gate_shows_the_account_cap_that_would_refuse_the_tick(tmp_path: P
     set_caps('{"day_usd": 3}')
     book(str(root), "demo", int(time.time()), 2_500_000, 2_500_000)  # $0.50 left: a $2 tick does not fit
     got = run_cli("--check-gate", "demo", "--project", str(root))
-    assert got.code == 1 and "gate not ok: deferred:" in got.out and "account_cap: the account's day cap $3.00" in got.out
+    assert got.code == 1 and "gate not ok: deferred:" in got.out
+    assert "account_cap: the account's day cap $3.00" in got.out
     assert "next step: none: the first tick after" in got.out
     data = run_cli("--check-gate", "demo", "--project", str(root), "--json").json
     assert data["ok"] is False and data["deferred"]["reason"] == "account_cap"
