@@ -76,3 +76,19 @@ def test_claude_output_nested_too_deeply_is_skipped_not_a_crash() -> None:
                               "total_cost_usd": 0.25, "usage": {}}
     res = claude.parse('{"a":' * 30000 + "\n" + json.dumps(result) + "\n", "", 0)
     assert res.final_text == "ok" and res.error is None
+
+
+def test_a_loop_json_with_several_invalid_fields_names_each_on_its_own_line(project: Path) -> None:
+    proj = make_loop(project, "bad")
+    path = proj.dot / "loops" / "bad" / "loop.json"
+    data = json.loads(path.read_text())
+    data["harness"]["timeout_s"] = -1
+    data["brakes"]["max_budget_usd"] = "ten"
+    path.write_text(json.dumps(data))
+    out = run_cli("--approve", "--loop", "bad", "--yes", cwd=project, human=True)
+    assert out.code == 2 and out.err.splitlines() == [
+        f"automaton: {path}: harness.timeout_s must be an integer >= 1 and <= 86400, got -1",
+        f'automaton: {path}: brakes.max_budget_usd must be a finite number > 0 and <= 100000, got "ten"'], out.err
+    gate = run_cli("--check-gate", "bad", cwd=project)
+    assert gate.code == 2 and "  invalid loop.json (2 problems):" in gate.out.splitlines()
+    assert f"    {path}: harness.timeout_s must be an integer >= 1 and <= 86400, got -1" in gate.out.splitlines()

@@ -72,3 +72,29 @@ def test_did_you_mean_keeps_only_the_closest() -> None:
 def test_automaton_loop_names_the_closest_flag() -> None:
     done = run_cli("--mode", "tick", "--lop", "x", entry="automaton-loop")
     assert done.code == 2 and "did you mean --loop?" in one_line(done.err)
+
+
+@pytest.mark.parametrize("argv", [
+    ("--approve", "--loop", "nightyl"), ("--resume-loop", "nightyl"), ("--rearm-loop", "nightyl"),
+    ("--remove-loop", "nightyl"), ("--install-schedule", "nightyl"), ("--upgrade-loops", "--loop", "nightyl"),
+    ("--pause-loop", "nightyl"),
+])
+def test_a_human_act_on_a_misspelt_loop_names_the_closest_before_the_human_check(
+        project: Path, argv: tuple[str, ...]) -> None:
+    loop_with(project, name="nightly")
+    done = run_cli(*argv, "--project", str(project), human=False)  # no terminal, no AUTOMATON_APPROVER
+    assert done.code == 2 and "unknown loop 'nightyl'; did you mean nightly?" in one_line(done.err)
+
+
+@pytest.mark.parametrize("argv", [("--approve", "--task", "fix-logn"), ("--focus", "fix-logn")])
+def test_a_human_act_on_a_misspelt_task_names_the_closest_before_the_human_check(
+        project: Path, argv: tuple[str, ...]) -> None:
+    seed_task(project, "fix-login", "research:awaiting_approval")
+    done = run_cli(*argv, "--project", str(project), human=False)
+    assert done.code == 2 and "unknown task 'fix-logn'; did you mean fix-login?" in one_line(done.err)
+
+
+def test_a_human_act_on_a_known_loop_is_still_refused_without_a_human(project: Path) -> None:
+    loop_with(project, name="nightly")
+    done = run_cli("--resume-loop", "nightly", "--project", str(project), human=False)
+    assert done.code == 1 and "is a human sign-off" in one_line(done.err)

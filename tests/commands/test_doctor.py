@@ -475,3 +475,17 @@ def test_a_handed_key_is_checked_present_readable_long_enough_and_outside_the_re
     k = _key_finding(root)
     assert k["level"] == "problem" and "inside the project" in k["message"]
     assert not key_path().exists()  # the doctor never makes a key either
+
+
+def test_an_invalid_loop_json_names_the_file_the_field_and_the_command_for_each_problem(project: Path) -> None:
+    p = loop_with(project, "demo")
+    path = p.loop_dir(LoopName("demo")) / "loop.json"
+    data = json.loads(path.read_text())
+    data["harness"]["timeout_s"] = -1
+    data["brakes"]["max_iteration"] = 3
+    path.write_text(json.dumps(data))
+    out = run_cli("--doctor", "--loop", "demo", "--project", str(project))
+    fixes = [line.partition("; fix: ")[2] for line in out.out.splitlines()
+             if line.startswith("PROBLEM demo: ") and str(path) + ": " in line.partition("; fix: ")[0]]
+    assert fixes == [f"correct {field} in {path}, then a human runs automaton --approve --loop demo (it shows the"
+                     " diff and seals it)" for field in ("harness.timeout_s", "brakes.max_iteration")], out.out

@@ -218,3 +218,18 @@ def test_remove_keeps_a_tampered_loop_as_evidence(project: Path, approver: str) 
     assert r.code == 0, r.err
     archive = Path(r.json["archive"])
     assert '"iteration_count": 0 ' in (archive / loops.STATE_FILE).read_text()  # kept as found
+
+
+def test_remove_and_create_name_the_same_branch_step_and_it_works(project: Path, approver: str) -> None:
+    p = loop_with(project)
+    add_worktree(p)
+    tick(p, 0.5, {"implement": 0.1})
+    removed = cli(p, "--remove-loop", "demo")
+    assert removed.code == 0, removed.err
+    step = "git branch -m loop/demo loop/demo-old"
+    assert step in removed.out and "branch -D" not in removed.out
+    refused = cli(p, "--create-loop", "demo", "--from-template", "t-demo")
+    assert refused.code == 1 and step in refused.err
+    git(project, "branch", "-m", "loop/demo", "loop/demo-old")  # the step both name
+    assert cli(p, "--create-loop", "demo", "--from-template", "t-demo").code == 0
+    assert git(project, "rev-parse", "--verify", "loop/demo-old").strip()  # its commits kept

@@ -88,3 +88,43 @@ def test_loop_status_shows_the_account_cap_beside_the_loops(tmp_path: Path) -> N
 def test_an_early_since_prints_an_iso_day() -> None:
     out = run_cli("--spend", "--since", "0001-01-01")
     assert out.code == 0 and out.out.startswith("spend since 0001-01-01 "), (out.out, out.err)  # was 1-01-01
+
+
+def test_check_gate_shows_the_account_cap_that_would_refuse_the_tick(tmp_path: Path) -> None:
+    root = init_repo(tmp_path / "proj")
+    loop_with(root, "demo")
+    assert run_cli("--check-gate", "demo", "--project", str(root)).code == 0  # no caps file
+    set_caps('{"day_usd": 3}')
+    book(str(root), "demo", int(time.time()), 2_500_000, 2_500_000)  # $0.50 left: a $2 tick does not fit
+    got = run_cli("--check-gate", "demo", "--project", str(root))
+    assert got.code == 1 and "gate not ok: deferred:" in got.out
+    assert "account_cap: the account's day cap $3.00" in got.out
+    assert "next step: none: the first tick after" in got.out
+    data = run_cli("--check-gate", "demo", "--project", str(root), "--json").json
+    assert data["ok"] is False and data["deferred"]["reason"] == "account_cap"
+    assert data["deferred"]["caps"] == [{"kind": "day", "cap_micro_usd": 3_000_000, "used_micro_usd": 2_500_000}]
+    assert data["status"] == "running" and data["halt_reason"] is None  # no halt: it waits
+
+
+def test_spend_of_one_loop() -> None:
+    book("/a", "one", int(time.time()) - 60, 1_000_000, 250_000)
+    book("/b", "two", int(time.time()) - 30, 2_000_000, 2_000_000)
+    got = run_cli("--spend", "--loop", "one", "--json")
+    assert got.code == 0 and got.json["loop"] == "one" and got.json["total_micro_usd"] == 250_000
+    assert [r["loop"] for r in got.json["rows"]] == ["one"]
+    text = run_cli("--spend", "--loop", "one").out
+    assert " of loop one: $0.25 in all" in text and "two" not in text
+    assert "no ticks recorded for a loop named nobody" in run_cli("--spend", "--loop", "nobody").out
+
+
+def test_spend_says_removed_for_a_loop_remove_loop_took_down(tmp_path: Path) -> None:
+    root = init_repo(tmp_path / "proj")
+    loop_with(root, "gone")
+    loop_with(root, "kept")
+    book(str(root), "gone", int(time.time()) - 60, 1_000_000, 1_000_000)
+    book(str(root), "kept", int(time.time()) - 30, 1_000_000, 1_000_000)
+    assert run_cli("--remove-loop", "gone", "--project", str(root), human=True).code == 0
+    text = run_cli("--spend").out
+    assert f"gone (removed) in {root}" in text and f"kept in {root}" in text
+    rows = run_cli("--spend", "--json").json["rows"]
+    assert {r["loop"]: r["removed"] for r in rows} == {"gone": True, "kept": False}

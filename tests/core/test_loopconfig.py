@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from automaton.core.errors import BadInput, CorruptState
+from automaton.core.errors import BadInput, CorruptState, InvalidFields
 from automaton.core.loopconfig import (
     STATE_KEYS,
     initial_state,
@@ -247,3 +247,21 @@ def test_isolation_and_sandbox_name_the_words_they_may_be(value: object) -> None
     for key, words in (("isolation", '"namespaces" | "landlock-only"'), ("sandbox", '"on" | "off"')):
         with pytest.raises(BadInput, match=re.escape(f"loop.json: {key} must be {words}, got")):
             parse_config(cfg(**{key: value}), "loop.json", DEFAULTS)
+
+
+def test_every_invalid_field_is_reported_in_one_error_one_line_each() -> None:
+    data = cfg(harness__timeout_s=-1, brakes__max_budget_usd="ten", brakes__max_iteration=3, sandbox="maybe",
+               blast_radius__file_scope=[])
+    with pytest.raises(InvalidFields) as err:
+        parse_config(data, "loop.json", DEFAULTS)
+    lines = err.value.lines
+    assert err.value.message == "\n".join(lines) and err.value.code == 2
+    assert [re.match(r"loop\.json: (?:unknown key ')?([a-z_.]+)", line).group(1) for line in lines] == [  # type: ignore[union-attr]
+        "harness.timeout_s", "brakes.max_iteration", "brakes.max_budget_usd", "blast_radius.file_scope", "sandbox"]
+
+
+def test_one_invalid_field_is_one_bad_input_as_before() -> None:
+    with pytest.raises(BadInput) as err:
+        parse_config(cfg(brakes__max_tick_usd=20.0), "loop.json", DEFAULTS)
+    assert not isinstance(err.value, InvalidFields)
+    assert err.value.message == "loop.json: brakes.max_tick_usd must be <= brakes.max_budget_usd (10), got 20"

@@ -169,3 +169,17 @@ def test_an_agent_cli_that_edited_files_then_died_silently_is_charged(project: P
     s = store.read_state(proj, "demo")
     assert s.halt_reason == "human_intervention" and (s.halt_detail or "").startswith("harness_unavailable: ")
     assert out.data["cost_usd"] > 0 and s.spent_usd == out.data["cost_usd"]  # max_tick_usd: unknown, not free
+
+
+@pytest.mark.parametrize("program", ["/nonexistent/agent-prog", "no-such-agent-prog-on-path"])
+def test_a_command_harness_whose_program_is_missing_halts_before_counting(project: Path, program: str) -> None:
+    proj = make_loop(project, harness={"name": "command", "command": [program], "args": []}, sandbox="off",
+                     **SCORE_FROM_FILE)
+    out = tick(proj, "demo")
+    assert out.code == 1 and out.data is not None and out.data["ran"] is False
+    assert out.data["reason"] == "harness_unavailable" and f"{program}: not found" in out.data["detail"]
+    s = store.read_state(proj, "demo")
+    assert (s.status, s.halt_reason) == ("halted", "human_intervention")
+    assert (s.halt_detail or "").startswith(f"harness_unavailable: {program}: not found")
+    assert s.iteration_count == 0 and s.spent_usd == 0.0  # not a tick: nothing counted, nothing charged
+    assert not any(line.split()[1] == "TICK_START" for line in log_lines(proj))

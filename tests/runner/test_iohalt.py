@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from automaton.commands.loop_gate import check_gate
+from automaton.commands.loop_status import loop_status
 from automaton.core.errors import EnvironmentFailure
 from automaton.runner import ledger
 from automaton.runner.iohalt import PENDING
@@ -77,6 +79,14 @@ def test_a_disk_that_fills_mid_tick_leaves_the_halt_pending_and_the_next_tick_re
     assert (loop_dir / PENDING).is_file()
     disk.full = False  # space freed: the loop must not carry on as if nothing happened
     monkeypatch.setattr(ledger, "record", _real_record)
+    # Before the next tick records it, both views show the halt waiting to be written.
+    gate = check_gate(proj, "demo")
+    assert gate.code == 1 and gate.data is not None and gate.data["reason"] == "io_error_pending"
+    assert str(gate.data["io_error_pending"]).startswith("io_error: cannot write ")
+    assert gate.lines[1].startswith("  pending halt: human_intervention: io_error: cannot write ")
+    shown = loop_status(proj, "demo")
+    assert shown.data is not None and shown.data["io_error_pending"] == gate.data["io_error_pending"]
+    assert gate.lines[1] in shown.lines and "the next tick records the halt" in str(shown.data["next_step"])
     out = tick(proj, "demo")
     assert out.code == 1 and out.data is not None and out.data["ran"] is False
     state = store.read_state(proj, "demo")

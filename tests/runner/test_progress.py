@@ -86,3 +86,36 @@ def test_a_closed_stream_ends_the_display_never_the_tick() -> None:
     with show.phase("loop x tick 1: verify"):
         ran.append("verify")
     assert ran == ["implement", "verify"] and not show.enabled
+
+
+def test_a_tick_summary_shows_once_on_a_terminal(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # stdout (the result) and the progress display on one terminal: the summary line once.
+    import os
+    import sys
+
+    from automaton.runner.tick import TickOptions, tick
+    from tests.runner.loopkit import make_loop
+
+    proj = make_loop(project, harness={"name": "command", "command": [sys.executable, "-c", "print('done')"],
+                                       "args": []}, sandbox="off",
+                     roles={"implement": {"prompt": "implement.md"},
+                            "verify": {"command": [sys.executable, "-c", "print('1 passed')"], "score": "summary"},
+                            "orchestrate": {"builtin": True}})
+    monkeypatch.setenv("NO_COLOR", "1")
+    master, slave = os.openpty()
+    with open(slave, "w", closefd=True) as term, open(os.dup(slave), "w") as out:
+        monkeypatch.setattr(sys, "stdout", out)
+        outcome = tick(proj, "demo", TickOptions(progress=Progress(term)))
+        print(*outcome.lines, sep="\n", file=out, flush=True)
+        term.flush()
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: every end of the slave is closed
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(master)
+    assert shown.decode().count("tick 1 of loop demo: score") == 1, shown.decode()

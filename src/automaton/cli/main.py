@@ -8,7 +8,7 @@ import sys
 from automaton.cli import fastpath
 from automaton.cli import parser as p
 from automaton.cli.render import emit, emit_error
-from automaton.core.errors import AutomatonError, ExitCode, path_error
+from automaton.core.errors import AutomatonError, ExitCode, message_lines, path_error
 from automaton.core.outcome import Outcome
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (core/record.py says why)
@@ -125,7 +125,7 @@ def _run(args: list[str], hook: list[bool]) -> tuple[int, bool]:
         _say_error(f"usage: {exc}{hint}", ExitCode.BAD_INPUT, as_json)
         return int(ExitCode.BAD_INPUT), False
     except AutomatonError as exc:
-        _say_error(exc.message, exc.code, as_json)
+        _say_error(exc.message, exc.code, as_json, message_lines(exc))
         return int(exc.code), False
     except BrokenPipeError:  # e.g. a review printed before its question: nothing was approved
         _lost_output()
@@ -158,10 +158,10 @@ def _run(args: list[str], hook: list[bool]) -> tuple[int, bool]:
     return int(outcome.code), True
 
 
-def _say_error(message: str, code: int, as_json: bool) -> None:
+def _say_error(message: str, code: int, as_json: bool, lines: tuple[str, ...] = ()) -> None:
     """`emit_error`, whose own failure to write (a closed pipe) never replaces the exit code."""
     try:
-        emit_error(message, code, as_json)
+        emit_error(message, code, as_json, lines=lines)
         _flushed()
     except (OSError, ValueError):
         _lost_output()

@@ -151,7 +151,7 @@ MODIFIERS: dict[str, frozenset[str]] = {
     "claim_loop_task": frozenset({"task"}),
     "check_gate": frozenset({"task"}),
     "doctor": frozenset({"loop", "state_remote"}),
-    "spend": frozenset({"since"}),
+    "spend": frozenset({"since", "loop"}),
     "remove_loop": frozenset({"delete_branch"}),
     "upgrade_loops": frozenset({"loop", "yes"}),
     "gc_worktrees": frozenset({"yes"}),

@@ -29,9 +29,11 @@ def emit(outcome: Outcome, as_json: bool, out: TextIO | None = None, err: TextIO
 
 
 def emit_error(message: str, code: int, as_json: bool, out: TextIO | None = None,
-               err: TextIO | None = None) -> None:
-    """One line on stderr; under --json also `{"ok": false, "error": ..., "exit_code": n}`."""
-    print(f"automaton: {one_line(message)}", file=err or sys.stderr)
+               err: TextIO | None = None, lines: tuple[str, ...] = ()) -> None:
+    """One line on stderr (one for each of `lines` when given); under --json also `{"ok": false,
+    "error": ..., "exit_code": n}`."""
+    for line in lines or (message,):  # several invalid fields: one line each (core.errors.InvalidFields)
+        print(f"automaton: {one_line(line)}", file=err or sys.stderr)
     if as_json:
         payload: dict[str, Any] = {"ok": False, "error": message, "exit_code": code}
         print(json.dumps(payload), file=out or sys.stdout)

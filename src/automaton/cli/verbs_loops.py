@@ -37,6 +37,14 @@ def _human(action: str) -> None:
     require_human(action)
 
 
+def _known_loop(ns: argparse.Namespace, name: str) -> None:
+    """BadInput (exit 2) naming close matches ("did you mean …") for a loop `name` that is not
+    tracked: checked before a human act's terminal check, which would otherwise hide a typo."""
+    from automaton.store.loops import Loop
+
+    Loop.resolve(project_of(ns), name)
+
+
 def create_loop(ns: argparse.Namespace) -> Outcome:
     if not ns.from_template:
         raise UsageError("--create-loop needs --from-template T")
@@ -56,6 +64,7 @@ def install_schedule(ns: argparse.Namespace) -> Outcome:
             interval = int(ns.interval)
         except ValueError:
             raise UsageError(f"--interval {ns.interval!r} is not a whole number of seconds") from None
+    _known_loop(ns, ns.install_schedule)
     _human("--install-schedule")
     if ns.on is not None:
         return _call("automaton.commands.schedule_remote", "install_schedule_on", project_of(ns), ns.install_schedule,
@@ -132,7 +141,7 @@ def loop_status(ns: argparse.Namespace) -> Outcome:
 
 
 def spend(ns: argparse.Namespace) -> Outcome:
-    return _call("automaton.commands.spend", "spend", ns.since)
+    return _call("automaton.commands.spend", "spend", ns.since, loop=ns.loop)
 
 
 def doctor(ns: argparse.Namespace) -> Outcome:
@@ -156,9 +165,9 @@ def upgrade_loops(ns: argparse.Namespace) -> Outcome:
     from automaton.commands import loops_upgrade as uc
     from automaton.commands.human import require_human
 
-    who = require_human(uc.ACTION)
     project = project_of(ns)
-    plan = uc.plan(project, ns.loop)
+    plan = uc.plan(project, ns.loop)  # read-only: a misspelt --loop is named before the human check
+    who = require_human(uc.ACTION)
     if plan.candidates:
         confirm_act(list(plan.lines), f"Bootstrap {len(plan.candidates)} loop(s)? [y/N]", act=uc.ACTION,
                     yes=bool(ns.yes), as_json=bool(ns.json))

@@ -14,6 +14,7 @@ tick does (nothing is pushed): on a fresh clone (a CI runner) the loop exists on
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from automaton.commands.doctor_checks import (
 from automaton.commands.loops_common import project_config_problem
 from automaton.commands.schedule_info import schedule_info
 from automaton.commands.writable import secret_stores
-from automaton.core.errors import AutomatonError, ExitCode
+from automaton.core.errors import AutomatonError, ExitCode, message_lines
 from automaton.core.gates import FIRST_APPROVAL
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.loopstate import LoopState
@@ -181,6 +182,14 @@ def _key_check(root: Path) -> Finding:
     return Finding(None, "key", "ok", f"key file {path} is private ({mode:04o})")
 
 
+def _config_fix(path: Path, problem: str, loop: str) -> str:
+    """The fix of one loop.json problem (`<path>: <field> must be …`, `<path>: unknown key '<field>' …`):
+    the file, the field when the line names one, and the command that seals the edit."""
+    said = re.match(r"(?:unknown key ')?([A-Za-z_][\w.]*)(?:'| must be |: )", problem.removeprefix(f"{path}: "))
+    what = f"{said.group(1)} in {path}" if said and said.group(1) not in ("not", "duplicate") else str(path)
+    return f"correct {what}, then a human runs automaton --approve --loop {loop} (it shows the diff and seals it)"
+
+
 def _not_approved(config: LoopConfig, state: LoopState, tamper: str | None) -> str | None:
     """Why the loop's loop.json is not one a human approved (changed since its seal, a state
     that is tampered, or a first approval still pending), or None."""
@@ -226,7 +235,8 @@ def _loop_checks(loop: Loop, flag: str | None = None) -> list[Finding]:
     try:
         config = loop.read_config()
     except AutomatonError as exc:
-        return [*out, Finding(name, "config", "problem", exc.message)]
+        return [*out, *(Finding(name, "config", "problem", line, _config_fix(loop.config_file, line, name))
+                        for line in message_lines(exc))]
     if config.sha256 != state.config_sha256 and not rec.tamper:
         out.append(Finding(name, "config", "problem", "loop.json differs from the sealed one: the next gate halts"
                            " (config_changed)", f"review it, then automaton --approve --loop {name}"))

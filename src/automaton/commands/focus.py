@@ -97,14 +97,14 @@ def set_focus(project: Project, task: str | None, clear: bool = False) -> Outcom
     # alone, and the hook, --audit and --sandbox import this module only to read the focus.
     from automaton.commands.human import require_human
 
-    who = require_human("--focus")
     ref = None
-    if task is not None:
+    if task is not None:  # a misspelt name is named (did you mean …) before the human check
         ref = TaskRef.parse(task)
         if not project.task_dir(ref).is_dir():
             from automaton.store.tasks import task_hint
 
             raise BadInput(f"unknown task {task!r}{task_hint(project, ref)} (no folder {project.task_dir(ref)})")
+    who = require_human("--focus")
     token = CLEARED if ref is None else str(ref)
     event = "FOCUS_CLEARED" if ref is None else "FOCUS"
     fields: dict[str, object] = {"by": who} if ref is None else {"task": token, "by": who}

@@ -25,6 +25,15 @@ def deferral_gate(harness: str, passed: GateResult) -> GateResult:
     return replace(refused, warnings=passed.warnings) if refused is not None else passed
 
 
+PENDING_STEP = ("free the space (or fix the write) named above; the next tick records the halt and does not run,"
+                " then a human runs automaton --approve --loop {loop}")
+
+
+def pending_line(detail: str) -> str:
+    """The view's line for a halt a tick could not record (`Loop.pending_io_halt`)."""
+    return f"  pending halt: human_intervention: {detail} (a tick could not record it; the next tick does)"
+
+
 def next_step(loop: str, reason: str, state: LoopState, task: str | None, config: LoopConfig | None) -> str:
     """The one thing a human (or nobody) does next after a refusal with `reason`."""
     if reason == "paused":

@@ -14,7 +14,7 @@ from pathlib import Path
 from automaton.commands import schedule
 from automaton.commands.excludes import exclude
 from automaton.commands.human import require_human
-from automaton.commands.loops import held_between_ticks
+from automaton.commands.loops import free_branch, held_between_ticks
 from automaton.commands.loops_common import optional
 from automaton.commands.schedule_info import TICK_FILES
 from automaton.core import loopstate
@@ -41,8 +41,8 @@ def rearm_loop(project: Project, name: str) -> Outcome:
     spent_usd_at_approval}. Refused (exit 1) on any other status (one line naming the command
     that fits), on a tampered state, without a human, or while a tick runs; exit 2 for an
     unknown or untracked loop."""
+    handle = loops.Loop.resolve(project, name)  # a misspelt name is named (did you mean …) before the human check
     who = require_human("--rearm-loop")
-    handle = loops.Loop.resolve(project, name)
     loop = handle.name
     with held_between_ticks(handle, "--rearm-loop"), handle.session() as s:
         if s.rec.tamper:
@@ -91,8 +91,8 @@ def remove_loop(project: Project, name: str, *, delete_branch: bool = False) -> 
     "none", schedule_removed (bool)}. Refused (exit 1) without a human, while a tick runs, or
     when git cannot remove the worktree (nothing is archived then); exit 2 for an unknown loop.
     """
+    handle = loops.Loop.resolve(project, name)  # a misspelt name is named (did you mean …) before the human check
     who = require_human("--remove-loop")
-    handle = loops.Loop.resolve(project, name)
     loop, folder = handle.name, handle.dir
     out = Outcome()
     with held_between_ticks(handle, "--remove-loop"):
@@ -124,8 +124,10 @@ def remove_loop(project: Project, name: str, *, delete_branch: bool = False) -> 
     rel = dest.relative_to(project.root).as_posix()
     out.lines.insert(0, f"removed loop {loop} (by {who}); its log, state and runs are kept in {rel}/")
     if branch == "kept":
-        out.lines.append(f"  kept branch {branch_name(loop)} with the loop's commits; automaton --create-loop {loop}"
-                         f" is refused while it exists: git branch -D {branch_name(loop)} when you no longer need it")
+        kept = branch_name(loop)  # the same step as --create-loop's refusal names: it loses no commit
+        out.lines.append(f"  kept branch {kept} with the loop's commits; automaton --create-loop {loop} is refused"
+                         f" while it exists: git branch -m {kept} {free_branch(project, kept)} (keeps its commits"
+                         f" under that name), then automaton --create-loop {loop}")
     out.data = {"loop": loop, "by": who, "archive": str(dest), "worktree_removed": removed,
                 "discarded_changes": dirty, "branch": branch, "schedule_removed": scheduled,
                 "claims_released": released}

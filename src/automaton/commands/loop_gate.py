@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import importlib
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from automaton import notify
-from automaton.commands.gate_next import deferral_gate, next_step
+from automaton.commands.gate_next import PENDING_STEP, deferral_gate, next_step, pending_line
 from automaton.commands.halts import halt_now, stop_schedule
 from automaton.commands.loops_common import project_config_problem
+from automaton.core import account as account_core
 from automaton.core.errors import BadInput, ExitCode
 from automaton.core.gates import (
     CONFIG_CHANGED,
@@ -30,6 +32,7 @@ from automaton.core.gates import (
     gate_config_seal,
     gate_drift,
     remaining,
+    reservation_micro,
 )
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.loopgate import GateDecision, decide
@@ -52,7 +55,7 @@ from automaton.git.drift import (
 from automaton.git.harden import git_folder_of, probe_once
 from automaton.git.worktree import IN_PLACE_EXCLUDES, branch_name
 from automaton.resolve import real
-from automaton.store import loops, tasks
+from automaton.store import account, loops, tasks
 from automaton.store.key import seal_bytes
 from automaton.store.layout import Project
 from automaton.store.loops import Loop
@@ -234,9 +237,56 @@ def _config_error(loop: Loop) -> str | None:
 
 def check_gate(project: Project, name: str, task: str | None = None, *, drift_cwd: Path | None = None) -> Outcome:
     """`--check-gate NAME`: `check` of the loop named `name` (exit 2, BadInput, for an unknown
-    or untracked loop)."""
+    or untracked loop), then, when every gate passed, the account caps (`store.account`): a
+    tick that a reached cap would refuse is shown refused (`_account_cap`)."""
     with probe_once(trusted=git_folder_of(project.root)):  # one filter probe per repository for the gate
-        return check(Loop.resolve(project, name), task, drift_cwd=drift_cwd)
+        loop = Loop.resolve(project, name)
+        out = check(loop, task, drift_cwd=drift_cwd)
+    return _account_cap(loop, _io_pending(loop, out))
+
+
+def _io_pending(loop: Loop, out: Outcome) -> Outcome:
+    """`out` with the halt a tick could not record (`Loop.pending_io_halt`: a full disk) shown:
+    data `io_error_pending` (the `io_error: …` detail) and a `pending halt:` line; a gate that
+    passed is refused (exit 1, reason `io_error_pending`), since the next tick records that
+    halt and does not run. Read-only: the tick, holding its lock, records it."""
+    detail = loop.pending_io_halt()
+    if detail is None or not isinstance(out.data, dict):
+        return out
+    data = out.data
+    data["io_error_pending"] = detail
+    lines = list(out.lines)
+    if out.code == ExitCode.OK and data.get("ok"):
+        data.update(ok=False, reason="io_error_pending")
+        lines[0] = f"{loop.name}: gate not ok: io_error_pending"
+        lines.insert(1, f"  next step: {PENDING_STEP.format(loop=loop.name)}")
+        out = Outcome(ExitCode.REFUSED, lines, data, out.warnings)
+    out.lines = [lines[0], pending_line(detail), *lines[1:]]
+    return out
+
+
+def _account_cap(loop: Loop, out: Outcome) -> Outcome:
+    """`out` as it is, or, when its gates passed but the account cap would refuse the tick's
+    reservation now, refused (exit 1, no halt, nothing written): reason `deferred:<ISO UTC>`,
+    data `deferred` {reason: "account_cap", until (ISO UTC), caps: [{kind, cap_micro_usd,
+    used_micro_usd}]} and `deferred_until`, as the tick's own refusal (runner.account). A caps
+    file or account ledger that cannot be read raises BadInput/CorruptState (exit 2, the file
+    named): the tick fails closed on it too."""
+    data = out.data if isinstance(out.data, dict) else None
+    if out.code != ExitCode.OK or data is None or not data.get("ok"):
+        return out
+    refusal = account.refusal_now(reservation_micro(loop.read_config()), int(time.time()))
+    if refusal is None:
+        return out
+    until = account_core.iso(refusal.until)
+    data.update(ok=False, reason=f"deferred:{until}", deferred_until=until,
+                deferred={"reason": account_core.REASON, "until": until,
+                          "caps": [{"kind": u.window.kind, "cap_micro_usd": u.cap, "used_micro_usd": u.used}
+                                   for u in refusal.reached]})
+    lines = [f"{loop.name}: gate not ok: deferred:{until} ({refusal.line()})",
+             f"  next step: none: the first tick after {until} runs (automaton --spend shows the account's spend,"
+             f" {account.caps_path()} its caps)", *out.lines[1:]]
+    return Outcome(ExitCode.REFUSED, lines, data, out.warnings)
 
 
 def check(loop: Loop, task: str | None = None, *, drift_cwd: Path | None = None) -> Outcome:
@@ -386,7 +436,11 @@ def _next_lines(loop: Loop, decision: GateDecision, state: LoopState, config: Lo
     the step `gate_next.next_step` names."""
     name, lines = loop.name, []
     stepped = True  # a line below already names the next step
-    if decision.invalid is not None:
+    problems = (decision.invalid or "").splitlines()
+    if len(problems) > 1:  # one line for each invalid field
+        lines += [f"  invalid loop.json ({len(problems)} problems):", *(f"    {p}" for p in problems),
+                  f"  fix them, then a human runs automaton --approve --loop {name}"]
+    elif decision.invalid is not None:
         lines.append(f"  invalid loop.json: {decision.invalid}; fix it, then a human runs"
                      f" automaton --approve --loop {name}")
     elif (state.halt_detail or "").startswith(CONFIG_CHANGED) and loop.config_sha256() != state.config_sha256:

@@ -13,6 +13,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from automaton.commands.gate_next import PENDING_STEP, pending_line
 from automaton.commands.schedule import read_record
 from automaton.commands.schedule_info import schedule_info
 from automaton.commands.spend import account_line, account_view
@@ -206,7 +207,8 @@ def status_data(project: Project, name: str) -> dict[str, Any]:
      error}, deferred ({until (ISO UTC), harness, source ("reported"|"backoff"), streak, reason}
      while the account of the loop's harness is deferred on this machine by a usage limit, else
      null), account (the account-wide caps beside the loop's own budget: `commands.spend.account_view`),
-     next_step (str|null: the command a human runs next)}.
+     io_error_pending (str|null: the `io_error: …` halt a tick could not write, which the next
+     tick records: `store.loops.Loop.pending_io_halt`), next_step (str|null: the command a human runs next)}.
     The fields that read only the loop's files come from `loop_summary` (one source).
     Errors: BadInput (exit 2) for an unknown, untracked or unreadable loop.
     """
@@ -231,6 +233,7 @@ def _status_data(loop: Loop, rec: LoopRecord | None = None) -> dict[str, Any]:
     data["worktree"] = _worktree(loop, state, config)
     data["deferred"] = deferred
     data["account"] = account_view()
+    data["io_error_pending"] = loop.pending_io_halt()
     data["next_step"] = _next_step(data)
     return data
 
@@ -250,6 +253,8 @@ def _next_step(d: dict[str, Any]) -> str | None:
     loop, status = d["loop"], d["status"]
     if d["tamper"] or status == "halted":
         return f"automaton --approve --loop {loop}"
+    if d["io_error_pending"]:
+        return PENDING_STEP.format(loop=loop)
     if status == "paused":
         return f"automaton --resume-loop {loop}"
     if status == "complete":
@@ -290,6 +295,22 @@ def _held(sp: dict[str, Any]) -> str:
     return f"held by {'an unsettled tick' if ticks == 1 else f'{ticks} unsettled ticks'} {_usd(sp['reserved'])}"
 
 
+def _alert_lines(d: dict[str, Any]) -> list[str]:
+    """What stops or holds the loop besides its status: a tamper, an invalid loop.json, a halt
+    a tick could not record, a deferral of its agent account."""
+    lines = []
+    if d["tamper"]:
+        lines.append(f"  TAMPERED: {d['tamper']}")
+    lines += [f"  loop.json: {problem}" for problem in (d["config_error"] or "").splitlines()]  # one per field
+    if d["io_error_pending"]:
+        lines.append(pending_line(d["io_error_pending"]))
+    if d["deferred"]:
+        dd = d["deferred"]
+        lines.append(f"  deferred until {dd['until']}: {dd['harness']} usage limit ({dd['reason']}); ticks of every"
+                     f" loop using {dd['harness']} wait, nothing to do")
+    return lines
+
+
 def loop_status(project: Project, name: str) -> Outcome:
     """`--loop-status NAME [--json]`: the lines below, data = `status_data` (exit 0; exit 2 for
     an unknown, untracked or unreadable loop)."""
@@ -298,15 +319,7 @@ def loop_status(project: Project, name: str) -> Outcome:
     head = f"loop {d['loop']}: {d['status']}"
     if d["halt_reason"]:
         head += f" ({d['halt_reason']}" + (f": {d['halt_detail']})" if d["halt_detail"] else ")")
-    lines = [head]
-    if d["tamper"]:
-        lines.append(f"  TAMPERED: {d['tamper']}")
-    if d["config_error"]:
-        lines.append(f"  loop.json: {d['config_error']}")
-    if d["deferred"]:
-        dd = d["deferred"]
-        lines.append(f"  deferred until {dd['until']}: {dd['harness']} usage limit ({dd['reason']}); ticks of every"
-                     f" loop using {dd['harness']} wait, nothing to do")
+    lines = [head, *_alert_lines(d)]
     lines.append(f"  iterations: {it['used']} used of {it['max'] if it['max'] is not None else '?'} since approval,"
                  f" {it['left'] if it['left'] is not None else '?'} left ({it['total']} in all)")
     budget = (f"{_usd(sp['used'])} used of {_usd(sp['max'])} since approval, {_usd(sp['left'])} left"

@@ -212,14 +212,14 @@ def _refuse_leftovers(project: Project, loop: LoopName) -> None:
         steps.append(f"git worktree remove {wt} (git refuses while it has uncommitted work: commit it first)"
                      if os.path.isdir(wt) else "git worktree prune (its folder is gone)")
     if has_branch:
-        steps.append(f"git branch -m {branch} {_free_branch(project, branch)} (keeps its commits under that name"
+        steps.append(f"git branch -m {branch} {free_branch(project, branch)} (keeps its commits under that name"
                      + ("; that checkout follows the rename)" if elsewhere else ")"))
     raise Refused(f"loop {loop!r} cannot be created: {what} of an earlier loop {loop} still exist(s){where}"
                   f" (re-creating the folder would reset its counters): a human reviews it, runs {'; '.join(steps)},"
                   f" then automaton --create-loop {loop} again; or choose another loop name")
 
 
-def _free_branch(project: Project, branch: str) -> str:
+def free_branch(project: Project, branch: str) -> str:
     """`<branch>-old`, or `<branch>-old-<n>` for the first n >= 2 with no such branch yet."""
     for n in range(1, 100):
         name = f"{branch}-old" if n == 1 else f"{branch}-old-{n}"
@@ -271,9 +271,10 @@ def resume_loop(project: Project, name: str, *, human: Human | None = None) -> O
     act like `--approve`: a pause is a human's brake, which an agent must not release (exit 1
     from an agent's process). `human`: a human the caller established (logged `by=`, `via=`)
     instead of the terminal / AUTOMATON_APPROVER check."""
+    loop = Loop.resolve(project, name)  # a misspelt name is named (did you mean …) before the human check
     who, via = acting("--resume-loop", human)
     extra: dict[str, object] | None = {"by": who, **via} if human is not None else None
-    return _status_change(Loop.resolve(project, name), "running", extra)
+    return _status_change(loop, "running", extra)
 
 
 def review_loop(project: Project, name: str, *, human: Human | None = None) -> Review:
@@ -286,8 +287,8 @@ def review_loop(project: Project, name: str, *, human: Human | None = None) -> R
     unknown loop, or an invalid loop.json that the approval would seal. `human`: a human the
     caller established (commands.human.Human) instead of the terminal check.
     """
+    loop = Loop.resolve(project, name)  # a misspelt name is named (did you mean …) before the human check
     acting("--approve --loop", human)
-    loop = Loop.resolve(project, name)
     require_sealed_project_config(project, loop.name)
     with held_between_ticks(loop, "--approve --loop"), loop.session(rebuild=True) as s:
         return _review(loop, s.rec)
@@ -322,8 +323,8 @@ def approve_loop(project: Project, name: str, reviewed: Review | None = None, *,
     (still halted). `human`: a human the caller established (commands.human.Human), logged as
     `by=` and `via=` on the APPROVED / RESEALED line, instead of the terminal check.
     """
+    loop = Loop.resolve(project, name)  # a misspelt name is named (did you mean …) before the human check
     who, via = acting("--approve --loop", human)
-    loop = Loop.resolve(project, name)
     require_sealed_project_config(project, loop.name)
     with held_between_ticks(loop, "--approve --loop"):
         return _approve(loop, who, reviewed, via)

@@ -24,7 +24,7 @@ from automaton.commands.loops import EXCLUDES
 from automaton.core.digest import sha256_hex
 from automaton.core.errors import BadInput, Refused
 from automaton.core.loopconfig import initial_state
-from automaton.core.names import LoopName
+from automaton.core.names import LoopName, did_you_mean, folder_names
 from automaton.core.outcome import Outcome
 from automaton.store import loops
 from automaton.store.chainlog import utc_now
@@ -61,7 +61,8 @@ def plan(project: Project, name: str | None = None) -> Plan:
         loop = LoopName.of(name)
         folder = project.loop_dir(loop)
         if not folder.is_dir():
-            raise BadInput(f"unknown loop {loop!r}: no folder {folder}")
+            hint = did_you_mean(loop, [n for n in folder_names(project.loops_dir) if n != loops.ARCHIVE_DIR])
+            raise BadInput(f"unknown loop {loop!r}{hint}: no folder {folder}")
         present = loops.state_files(folder)
         if present:
             raise Refused(f"loop {loop!r} already has state ({', '.join(present)}): nothing to bootstrap;"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from automaton.core import account as core
@@ -16,6 +17,7 @@ from automaton.core.account import iso, usd
 from automaton.core.errors import AutomatonError, BadInput
 from automaton.core.outcome import Outcome
 from automaton.store import account as store
+from automaton.store.loops import ARCHIVE_DIR
 
 DEFAULT_DAYS = 30  # days shown without --since
 
@@ -70,6 +72,18 @@ def account_line(view: dict[str, Any]) -> str:
     return f"{head}: {', '.join(parts)}"
 
 
+def _removed(project: str, loop: str) -> bool:
+    """Whether `--remove-loop` took loop `loop` of the project at `project` down: no loop folder,
+    and its archive (`.automaton/loops/.archive/<loop>-<UTC>/`) is there."""
+    loops_dir = Path(project) / ".automaton" / "loops"
+    if (loops_dir / loop).is_dir():
+        return False
+    try:
+        return any(p.name.startswith(f"{loop}-") and p.is_dir() for p in (loops_dir / ARCHIVE_DIR).iterdir())
+    except OSError:
+        return False
+
+
 def parse_since(text: str | None, now: int) -> int:
     """`--since DATE` (YYYY-MM-DD, a UTC day) as UTC epoch seconds; DEFAULT_DAYS days before
     `now` when None. BadInput (exit 2) naming the value otherwise."""
@@ -82,9 +96,10 @@ def parse_since(text: str | None, now: int) -> int:
     return int(day.timestamp())
 
 
-def spend(since: str | None = None, now: int | None = None) -> Outcome:
-    """`--spend [--since DATE] [--json]`: spend by UTC day, then project and loop, from the
-    account ledger. data: {since (YYYY-MM-DD), total_usd, total_micro_usd, rows: [{day,
+def spend(since: str | None = None, now: int | None = None, *, loop: str | None = None) -> Outcome:
+    """`--spend [--since DATE] [--loop NAME] [--json]`: spend by UTC day, then project and loop,
+    from the account ledger (`loop`: only the rows of loops named NAME, in any project; `data.loop`
+    says which, null for all). data: {since (YYYY-MM-DD), total_usd, total_micro_usd, rows: [{day,
     project (root path), loop, used_usd, micro_usd, ticks, unsettled (ticks whose reservation
     is still counted whole: running, or died unsettled), abandoned (those of them past their
     tick's timeout: the tick died)}], account (`account_view`)}.
@@ -94,17 +109,19 @@ def spend(since: str | None = None, now: int | None = None) -> Outcome:
     start = parse_since(since, at)
     caps = store.read_caps()  # a bad caps file is the user's to hear about here, exit 2
     book = store.read_ledger()
-    rows = core.spend_rows(book.entries, start, at)
+    rows = [r for r in core.spend_rows(book.entries, start, at) if loop is None or r.loop == loop]
     total = sum(r.micro for r in rows)
     view = account_view(at)
     data: dict[str, Any] = {
-        "since": core.day_of(start), "total_usd": total / core.MICRO, "total_micro_usd": total,
+        "since": core.day_of(start), "loop": loop, "total_usd": total / core.MICRO, "total_micro_usd": total,
         "rows": [{"day": r.day, "project": r.project, "loop": r.loop, "used_usd": r.micro / core.MICRO,
-                  "micro_usd": r.micro, "ticks": r.ticks, "unsettled": r.unsettled, "abandoned": r.abandoned}
+                  "micro_usd": r.micro, "ticks": r.ticks, "unsettled": r.unsettled, "abandoned": r.abandoned,
+                  "removed": _removed(r.project, r.loop)}
                  for r in rows],
         "account": view,
     }
-    lines = [f"spend since {data['since']} (UTC days): {usd(total)} in all"]
+    lines = [f"spend since {data['since']} (UTC days){'' if loop is None else f' of loop {loop}'}: {usd(total)}"
+             " in all"]
     day = None
     for r in rows:
         if r.day != day:
@@ -112,9 +129,10 @@ def spend(since: str | None = None, now: int | None = None) -> Outcome:
             lines.append(f"  {day}: {usd(sum(x.micro for x in rows if x.day == day))}")
         held = f", {r.unsettled} unsettled: counted whole" if r.unsettled else ""
         held += f" ({r.abandoned} abandoned: the tick died)" if r.abandoned else ""
-        lines.append(f"    {usd(r.micro):>12}  {r.loop} in {r.project} ({r.ticks} tick{'s' * (r.ticks != 1)}{held})")
+        name = f"{r.loop} (removed)" if _removed(r.project, r.loop) else r.loop
+        lines.append(f"    {usd(r.micro):>12}  {name} in {r.project} ({r.ticks} tick{'s' * (r.ticks != 1)}{held})")
     if not rows:
-        lines.append("  no ticks recorded")
+        lines.append("  no ticks recorded" + ("" if loop is None else f" for a loop named {loop}"))
     lines.append(f"  {account_line(view)}")
     if caps is None:
         lines.append(f"  to cap every loop: write {{\"day_usd\": 3, \"week_usd\": 15, \"month_usd\": 50}}"

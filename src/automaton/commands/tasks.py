@@ -286,11 +286,11 @@ def approve(project: Project, task: str, to: str | None = None, *, human: Human 
     the sign-off is refused (exit 1, nothing written) unless the task is still at that phase and
     its artifact still has that content.
     """
-    who, via = acting("--approve", human)
     ref = TaskRef.parse(task)
     if to is not None and not ph.is_phase(to):
         raise BadInput(_unknown_phase(to))
-    deleted = _require(project, ref)
+    deleted = _require(project, ref)  # a misspelt name is named (did you mean …) before the human check
+    who, via = acting("--approve", human)
     with locked(tasks.lock_path(project, ref)):
         out = Outcome()
         if to is not None:

@@ -45,6 +45,20 @@ class BadInput(AutomatonError):
     code = ExitCode.BAD_INPUT
 
 
+class InvalidFields(BadInput):
+    """Several invalid fields of one file (exit 2): `lines`, one line each naming the file and
+    the field. The message joins them with newlines; the CLIs print each as its own line."""
+
+    def __init__(self, lines: tuple[str, ...]) -> None:
+        self.lines = lines
+        super().__init__("\n".join(lines))
+
+
+def message_lines(exc: AutomatonError) -> tuple[str, ...]:
+    """The lines a CLI prints for `exc`: each invalid field of an InvalidFields, else its message."""
+    return exc.lines if isinstance(exc, InvalidFields) else (exc.message,)
+
+
 class CorruptState(BadInput):
     """A state/config file is empty, truncated, of wrong types or newer schema (exit 2).
 

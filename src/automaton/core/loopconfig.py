@@ -11,7 +11,7 @@ import math
 import re
 
 from automaton.core import jsontext
-from automaton.core.errors import BadInput, CorruptState
+from automaton.core.errors import BadInput, CorruptState, InvalidFields
 from automaton.core.loopstate import SCHEMA_VERSION, LoopState, Verdict, usd_to_micro
 from automaton.core.loopstate import initial_state as initial_state
 from automaton.core.names import LoopName, TaskRef
@@ -22,7 +22,10 @@ from automaton.core.record import record
 # TYPE_CHECKING (see core/record.py; tests/test_imports.py keeps it so).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Callable
+    from typing import Any, TypeVar
+
+    _T = TypeVar("_T")
 
 STATUSES = ("running", "halted", "paused", "complete")
 DEATHS = ("iterations_exhausted", "budget_exhausted", "human_intervention", "drift_detected", "verifier_failed")
@@ -154,16 +157,43 @@ class LoopConfig:
     state_remote: str | None = None
 
 
-class _Reader:
-    """Typed access to one JSON object; every error names `source` and the dotted key."""
+class _Problems:
+    """The invalid fields of one loop.json, collected so that one error names them all."""
 
-    def __init__(self, data: object, source: str, where: str, allowed: tuple[str, ...], exc: type[BadInput]):
-        self.source, self.where, self.exc = source, where, exc
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def field(self, get: Callable[[], _T], fallback: _T) -> _T:
+        """`get()`, or `fallback` with its BadInput's message kept (one line per field)."""
+        try:
+            return get()
+        except BadInput as exc:
+            self.lines.append(exc.message)
+            return fallback
+
+    def raise_any(self) -> None:
+        """BadInput (exit 2) for the one kept line; InvalidFields for several, one per field."""
+        lines = tuple(dict.fromkeys(self.lines))
+        if len(lines) > 1:
+            raise InvalidFields(lines)
+        if lines:
+            raise BadInput(lines[0])
+
+
+class _Reader:
+    """Typed access to one JSON object; every error names `source` and the dotted key.
+    `problems`: where unknown keys are kept (each its own line) instead of raised at once."""
+
+    def __init__(self, data: object, source: str, where: str, allowed: tuple[str, ...], exc: type[BadInput],
+                 problems: _Problems | None = None):
+        self.source, self.where, self.exc, self.problems = source, where, exc, problems
         if not isinstance(data, dict):
             raise exc(f"{source}: {where or 'the file'} must be a JSON object, got {_kind(data)}")
-        unknown = sorted(set(data) - set(allowed))
-        if unknown:
-            raise exc(f"{source}: unknown key {self._key(unknown[0])!r} (allowed here: {', '.join(allowed)})")
+        for key in sorted(set(data) - set(allowed)):
+            said = f"{source}: unknown key {self._key(key)!r} (allowed here: {', '.join(allowed)})"
+            if problems is None:
+                raise exc(said)
+            problems.lines.append(said)
         self.data: dict[str, Any] = data
 
     def _key(self, key: str) -> str:
@@ -178,7 +208,7 @@ class _Reader:
 
     def sub(self, key: str, allowed: tuple[str, ...], default: object = None) -> _Reader:
         value = self.data.get(key, {} if default is None else default)
-        return _Reader(value, self.source, self._key(key), allowed, self.exc)
+        return _Reader(value, self.source, self._key(key), allowed, self.exc, self.problems)
 
     def string(self, key: str, default: str | None = None, *, null: bool = False) -> Any:
         if key not in self.data:
@@ -283,59 +313,81 @@ def loads_strict(text: str, source: str, exc: type[BadInput] = BadInput) -> obje
 
 
 def parse_config(data: object, source: str, defaults: dict[str, Any], sha256: str = "") -> LoopConfig:
-    """Validate a loop.json object. Raises BadInput naming `source` and the key.
+    """Validate a loop.json object. Raises BadInput naming `source` and the key; with several
+    invalid fields, one BadInput whose message has one such line for each (`_Problems`).
 
     Unknown keys anywhere are errors; a missing brake takes `defaults` (store.config.loop_defaults());
     brakes are never unbounded; booleans and strings are never numbers.
     """
+    p = _Problems()
     top = _Reader(data, source, "", ("schema_version", "name", "template", "description", "task", "harness",
                                      "roles", "brakes", "blast_radius", "schedule", "sandbox",
-                                     "notify", "isolation", "state_remote"), BadInput)
-    version = top.integer("schema_version", None, minimum=1)
+                                     "notify", "isolation", "state_remote"), BadInput, p)
+    version = p.field(lambda: top.integer("schema_version", None, minimum=1), SCHEMA_VERSION)
     if version > SCHEMA_VERSION:
         raise BadInput(f"{source}: schema_version {version} is newer than this automaton ({SCHEMA_VERSION}); upgrade")
-    name = top.string("name")
-    try:
-        LoopName.of(name)
-    except BadInput as err:
-        raise BadInput(f"{source}: name: {err.message}") from None
-    task = top.string("task", null=True)
-    if task is not None:
-        try:
-            TaskRef.parse(task)
-        except BadInput as err:
-            raise BadInput(f"{source}: task: {err.message}") from None
-    harness = _harness(top.sub("harness", ("name", "model", "args", "timeout_s", "command", "local",
-                                           "kv_kib_per_token", "max_output_mb")), defaults)
-    roles = _roles(top.sub("roles", ("implement", "verify", "orchestrate")))
+    name = p.field(lambda: _checked(top, "name", LoopName.of, null=False), "")
+    task = p.field(lambda: _checked(top, "task", TaskRef.parse, null=True), None)
+    harness = p.field(lambda: _harness(top.sub("harness", ("name", "model", "args", "timeout_s", "command", "local",
+                                                           "kv_kib_per_token", "max_output_mb")), defaults, p), None)
+    roles = p.field(lambda: _roles(top.sub("roles", ("implement", "verify", "orchestrate"))), None)
     brakes = _brakes(top.sub("brakes", ("max_iterations", "max_budget_usd", "max_tick_usd", "score_plateau_window",
                                         "plateau_epsilon", "target_score", "max_unscored")), defaults,
-                     harness.local)
-    br = top.sub("blast_radius", ("use_worktree", "file_scope", "base_branch", "protected"))
+                     harness is not None and harness.local, p)
+    blast = p.field(lambda: _blast_radius(top.sub("blast_radius", ("use_worktree", "file_scope", "base_branch",
+                                                                   "protected"))), None)
+    # One of a few words: a value of any other type or spelling is named with the words it may be.
+    sandbox = p.field(lambda: _word(top, "sandbox", SANDBOX_MODES), "on")
+    isolation = p.field(lambda: _word(top, "isolation", ISOLATION_MODES), "namespaces")
+    schedule = p.field(lambda: Schedule(top.sub("schedule", ("interval_seconds",)).integer(
+        "interval_seconds", defaults["interval_seconds"], minimum=1)), None)
+    notify = p.field(lambda: _notify(top.sub("notify", ("command", "webhook", "events")))
+                     if top.data.get("notify") is not None else None, None)
+    template = p.field(lambda: top.string("template", ""), "")
+    description = p.field(lambda: top.string("description", ""), "")
+    state_remote = p.field(lambda: _state_remote(top), None)
+    p.raise_any()
+    assert harness is not None and roles is not None and blast is not None and schedule is not None  # else raised
+    return LoopConfig(version, name, template, description, task, harness,
+                      roles, brakes, blast, schedule, sha256, sandbox, notify, isolation, state_remote)
+
+
+def _checked(r: _Reader, key: str, parse: Callable[[str], object], *, null: bool) -> Any:
+    """String `key` (None when null and allowed) that `parse` accepts; its BadInput names the key."""
+    value = r.string(key, null=null)
+    if value is not None:
+        try:
+            parse(value)
+        except BadInput as err:
+            raise BadInput(f"{r.source}: {key}: {err.message}") from None
+    return value
+
+
+def _word(r: _Reader, key: str, words: tuple[str, ...]) -> str:
+    """`key` when it is one of `words` (default: the first); else BadInput naming them."""
+    value = r.data.get(key, words[0])
+    if value not in words:
+        raise r.fail(key, " | ".join(f'"{w}"' for w in words))
+    return str(value)
+
+
+def _blast_radius(br: _Reader) -> BlastRadius:
     for key in ("file_scope", "protected"):
         for pattern in br.strings(key, null=True) or []:
             if ".." in pattern.replace("\\", "/").split("/"):
                 # gitignore patterns are relative to the worktree root: `..` matches nothing
                 # there, so such a scope would silently make every edit drift (or protect nothing)
                 raise br.fail(key, "gitignore patterns inside the worktree (no '..')")
-    blast = BlastRadius(br.boolean("use_worktree", True), br.strings("file_scope", nonempty=True),
-                        br.string("base_branch", null=True), br.strings("protected", null=True))
-    # One of a few words: a value of any other type or spelling is named with the words it may be.
-    sandbox = top.data.get("sandbox", "on")
-    if sandbox not in SANDBOX_MODES:
-        raise top.fail("sandbox", " | ".join(f'"{m}"' for m in SANDBOX_MODES))
-    isolation = top.data.get("isolation", "namespaces")
-    if isolation not in ISOLATION_MODES:
-        raise top.fail("isolation", " | ".join(f'"{m}"' for m in ISOLATION_MODES))
-    sched = top.sub("schedule", ("interval_seconds",))
-    schedule = Schedule(sched.integer("interval_seconds", defaults["interval_seconds"], minimum=1))
-    notify = _notify(top.sub("notify", ("command", "webhook", "events"))) if top.data.get("notify") is not None \
-        else None
-    state_remote = top.string("state_remote", null=True)
+    return BlastRadius(br.boolean("use_worktree", True), br.strings("file_scope", nonempty=True),
+                       br.string("base_branch", null=True), br.strings("protected", null=True))
+
+
+def _state_remote(r: _Reader) -> str | None:
+    """loop.json `state_remote`: None, or a remote that `remote_spelling_ok` accepts."""
+    state_remote = r.string("state_remote", null=True)
     if state_remote is not None and not remote_spelling_ok(state_remote):
-        raise top.fail("state_remote", "a git remote name or URL (not empty, no leading '-', no whitespace)")
-    return LoopConfig(version, name, top.string("template", ""), top.string("description", ""), task, harness,
-                      roles, brakes, blast, schedule, sha256, sandbox, notify, isolation, state_remote)
+        raise r.fail("state_remote", "a git remote name or URL (not empty, no leading '-', no whitespace)")
+    return state_remote
 
 
 def remote_spelling_ok(remote: str) -> bool:
@@ -379,23 +431,31 @@ def _http_url(text: str) -> bool:
     return parts.scheme in ("http", "https") and bool(host)
 
 
-def _harness(h: _Reader, defaults: dict[str, Any]) -> HarnessConfig:
+def _harness(h: _Reader, defaults: dict[str, Any], p: _Problems) -> HarnessConfig:
+    """The harness block; each invalid field is kept in `p` (its fallback stands in)."""
     name = h.string("name")
     if not _HARNESS_NAME.match(name):
         raise h.fail("name", "a harness name like 'claude' or 'command'")
+    known = len(p.lines)
+    command = p.field(lambda: _command(h), None)
+    if name == "command" and command is None and len(p.lines) == known:  # missing or null, not invalid
+        p.lines.append(f"{h.source}: harness.command is required when harness.name is 'command'")
+    return HarnessConfig(
+        name=name, model=p.field(lambda: h.string("model", null=True), None),
+        args=p.field(lambda: h.strings("args", []), []),
+        timeout_s=p.field(lambda: h.integer("timeout_s", defaults["timeout_s"], minimum=1, maximum=MAX_TIMEOUT_S), 1),
+        command=command, local=p.field(lambda: h.boolean("local", False), False),
+        kv_kib_per_token=p.field(lambda: h.number("kv_kib_per_token", None, low=0, strict=True, null=True), None),
+        max_output_mb=p.field(lambda: h.integer("max_output_mb", defaults.get("max_output_mb", DEFAULT_MAX_OUTPUT_MB),
+                                                minimum=1, maximum=MAX_OUTPUT_MB), 1),
+    )
+
+
+def _command(h: _Reader) -> Any:
     command = h.strings("command", null=True)
     if command is not None and not command:
         raise h.fail("command", "a non-empty argv list or null")
-    if name == "command" and command is None:
-        raise h.exc(f"{h.source}: harness.command is required when harness.name is 'command'")
-    return HarnessConfig(
-        name=name, model=h.string("model", null=True), args=h.strings("args", []),
-        timeout_s=h.integer("timeout_s", defaults["timeout_s"], minimum=1, maximum=MAX_TIMEOUT_S), command=command,
-        local=h.boolean("local", False),
-        kv_kib_per_token=h.number("kv_kib_per_token", None, low=0, strict=True, null=True),
-        max_output_mb=h.integer("max_output_mb", defaults.get("max_output_mb", DEFAULT_MAX_OUTPUT_MB), minimum=1,
-                                maximum=MAX_OUTPUT_MB),
-    )
+    return command
 
 
 def _roles(r: _Reader) -> Roles:
@@ -432,27 +492,30 @@ def _holdout(ver: _Reader) -> str | None:
     return "/".join(parts)
 
 
-def _brakes(b: _Reader, d: dict[str, Any], local: bool) -> Brakes:
+def _brakes(b: _Reader, d: dict[str, Any], local: bool, p: _Problems) -> Brakes:
     """The brakes, each bounded below and above (MAX_ITERATIONS, MAX_USD, MAX_PLATEAU_WINDOW,
     MAX_UNSCORED); max_tick_usd may not exceed max_budget_usd (one tick could overspend the whole
-    budget); a left-out max_tick_usd takes the default capped at max_budget_usd."""
-    budget = b.number("max_budget_usd", d["max_budget_usd"], low=0, strict=True, high=MAX_USD, null=local)
+    budget); a left-out max_tick_usd takes the default capped at max_budget_usd. Each invalid
+    brake is kept in `p` (its fallback stands in; the caller raises)."""
+    budget = p.field(lambda: b.number("max_budget_usd", d["max_budget_usd"], low=0, strict=True, high=MAX_USD,
+                                      null=local), None)
     default_tick = d["max_tick_usd"]
     if budget is not None and not b.has("max_tick_usd") and isinstance(default_tick, int | float):
         default_tick = min(default_tick, budget)  # a left-out cap never exceeds the budget it caps
-    tick = b.number("max_tick_usd", default_tick, low=0, strict=True, high=MAX_USD)
-    if budget is not None and tick > budget:
-        raise b.exc(f"{b.source}: brakes.max_tick_usd must be <= brakes.max_budget_usd ({budget:g}), got {tick:g}")
+    tick = p.field(lambda: b.number("max_tick_usd", default_tick, low=0, strict=True, high=MAX_USD), None)
+    if budget is not None and tick is not None and tick > budget:
+        p.lines.append(f"{b.source}: brakes.max_tick_usd must be <= brakes.max_budget_usd ({budget:g}), got {tick:g}")
     return Brakes(
-        max_iterations=b.integer("max_iterations", d["max_iterations"], minimum=1, maximum=MAX_ITERATIONS),
+        max_iterations=p.field(lambda: b.integer("max_iterations", d["max_iterations"], minimum=1,
+                                                 maximum=MAX_ITERATIONS), 1),
         max_budget_usd=budget,
-        max_tick_usd=tick,
-        score_plateau_window=b.integer("score_plateau_window", d["score_plateau_window"], minimum=1,
-                                       maximum=MAX_PLATEAU_WINDOW),
-        plateau_epsilon=b.number("plateau_epsilon", d["plateau_epsilon"], low=0),
-        target_score=b.number("target_score", d["target_score"], low=0, high=1),
-        max_unscored=b.integer("max_unscored", d.get("max_unscored", DEFAULT_MAX_UNSCORED), minimum=1,
-                               maximum=MAX_UNSCORED),
+        max_tick_usd=1.0 if tick is None else tick,
+        score_plateau_window=p.field(lambda: b.integer("score_plateau_window", d["score_plateau_window"], minimum=1,
+                                                       maximum=MAX_PLATEAU_WINDOW), 1),
+        plateau_epsilon=p.field(lambda: b.number("plateau_epsilon", d["plateau_epsilon"], low=0), 0.0),
+        target_score=p.field(lambda: b.number("target_score", d["target_score"], low=0, high=1), 1.0),
+        max_unscored=p.field(lambda: b.integer("max_unscored", d.get("max_unscored", DEFAULT_MAX_UNSCORED),
+                                               minimum=1, maximum=MAX_UNSCORED), 1),
     )
 
 

@@ -86,5 +86,6 @@ def decide(state: LoopState, tamper: str, facts: GateCheckFacts) -> GateDecision
     if not result.ok and config is None:
         invalid = facts.config_error()
         if invalid is not None and result.halt is not None and result.detail == CONFIG_CHANGED:
-            result = replace(result, detail=f"{CONFIG_CHANGED}: {invalid}")  # which file, what is wrong
+            # which file, what is wrong; several invalid fields on the one line a halt detail is
+            result = replace(result, detail=f"{CONFIG_CHANGED}: {'; '.join(invalid.splitlines())}")
     return GateDecision(result, config, invalid, tamper)

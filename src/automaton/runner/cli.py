@@ -21,7 +21,7 @@ from pathlib import Path
 
 from automaton import __version__
 from automaton.core.argv import once_action
-from automaton.core.errors import AutomatonError, BadInput, ExitCode, one_line, path_error
+from automaton.core.errors import AutomatonError, BadInput, ExitCode, message_lines, one_line, path_error
 from automaton.core.outcome import Outcome
 from automaton.store.layout import Project
 
@@ -117,9 +117,10 @@ def crash_log(exc: BaseException) -> str:
     return path
 
 
-def _error(message: str, code: int, as_json: bool) -> int:
+def _error(message: str, code: int, as_json: bool, lines: tuple[str, ...] = ()) -> int:
     try:
-        print(f"automaton-loop: {one_line(message)}", file=sys.stderr)
+        for line in lines or (message,):  # several invalid fields: one line each (core.errors.InvalidFields)
+            print(f"automaton-loop: {one_line(line)}", file=sys.stderr)
         if as_json:
             print(json.dumps({"ok": False, "error": message, "exit_code": code}))
         _flush()
@@ -147,6 +148,12 @@ def _emit(out: Outcome, as_json: bool) -> None:
         _flush()
     except (OSError, ValueError):
         _gone()
+
+
+def _print_lines(lines: list[str]) -> None:
+    """A result's lines on stdout as they come (`--mode run`: each tick's when it ends)."""
+    for line in lines:
+        print(one_line(line), flush=True)
 
 
 def _print_outcome(out: Outcome, as_json: bool) -> None:
@@ -208,7 +215,7 @@ def dispatch(ns: argparse.Namespace) -> Outcome:
     # up starts nothing); the dry run's gates run git as well.
     with pinned_programs(project.root):
         if ns.mode == "run":
-            return modes.run_loop(project, ns.loop, ns.max_ticks, opts)
+            return modes.run_loop(project, ns.loop, ns.max_ticks, opts, None if ns.json else _print_lines)
         return modes.dry_run(project, ns.loop, opts)
 
 
@@ -245,7 +252,7 @@ def _main(args: list[str]) -> int:
         hint = "" if "--help" in str(exc) else " (see automaton-loop --help)"
         return _error(f"usage: {exc}{hint}", int(ExitCode.BAD_INPUT), as_json)
     except AutomatonError as exc:
-        return _error(exc.message, int(exc.code), as_json)
+        return _error(exc.message, int(exc.code), as_json, message_lines(exc))
     except OSError as exc:
         bad = path_error(exc)
         if bad is None:

@@ -20,14 +20,11 @@ import os
 from automaton.commands.halts import halt_now
 from automaton.core.errors import AutomatonError, EnvironmentFailure, ExitCode, environment_failure, one_line
 from automaton.core.outcome import Outcome
-from automaton.store.atomic import read_regular
-from automaton.store.loops import Loop
+from automaton.store.loops import IO_DETAIL_MAX, IO_PENDING, Loop
 
-PENDING = "io_error.pending"
+PENDING = IO_PENDING
 REASON = "io_error"
-_MAX_DETAIL = 400
-_UNKNOWN = (f"{REASON}: a tick met a full disk or a write it was refused and could not record its halt"
-            " then; check the free space, then automaton --approve")
+_MAX_DETAIL = IO_DETAIL_MAX
 
 
 def on_error(loop: Loop, exc: OSError | EnvironmentFailure) -> EnvironmentFailure:
@@ -67,12 +64,10 @@ def record_pending(loop: Loop) -> Outcome | None:
     """Before a tick's gates: record the halt an earlier tick could not write (`PENDING`) and
     refuse the tick (exit 1); None when no halt is pending. An OSError recording it propagates
     (the caller's `on_error` keeps it pending)."""
-    path = loop.dir / PENDING
-    if not os.path.lexists(path):
+    detail = loop.pending_io_halt()
+    if detail is None:
         return None
-    said = (read_regular(path, _MAX_DETAIL) or b"").decode("utf-8", errors="replace").strip()
-    detail = one_line(said) if said.startswith(f"{REASON}: ") else _UNKNOWN
     halt_now(loop, "human_intervention", detail, "tick", {"pending": True})
-    os.unlink(path)
+    os.unlink(loop.dir / PENDING)
     line = f"tick not run: loop {loop.name} halted human_intervention: {detail}"
     return Outcome(ExitCode.REFUSED, [line], {"ran": False, "reason": "human_intervention", "detail": detail})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -19,12 +20,14 @@ from automaton.store.loops import Loop
 
 
 def run_loop(project: Project, name: str, max_ticks: int | None = None,
-             options: TickOptions | None = None) -> Outcome:
+             options: TickOptions | None = None, emit: Callable[[list[str]], None] | None = None) -> Outcome:
     """Tick until a gate refuses, the loop completes, a tick is skipped as busy, or
     `max_ticks` ticks ran. Exit 0 when it stopped because the loop completed, max_ticks was
     reached or another tick held the lock; 1 when a gate refused (halted, paused, waiting); 2
     when it refused because loop.json is invalid.
-    data: {ticks: [tick data…], stopped: "complete"|"max_ticks"|"busy"|"gate", gate: {...}|None}."""
+    data: {ticks: [tick data…], stopped: "complete"|"max_ticks"|"busy"|"gate", gate: {...}|None}.
+    `emit`: prints each ran tick's lines as it ends (they are then not in the Outcome's lines),
+    so a long run shows every tick's result once, when it happens."""
     opts = options or TickOptions()
     ticks: list[dict[str, Any]] = []
     lines: list[str] = []
@@ -37,7 +40,10 @@ def run_loop(project: Project, name: str, max_ticks: int | None = None,
             lines += out.lines
             code = ExitCode.BAD_INPUT if out.code == ExitCode.BAD_INPUT else ExitCode.REFUSED
             return Outcome(code, lines, {"ticks": ticks, "stopped": "gate", "gate": data}, warnings)
-        lines += out.lines
+        if emit is not None and not data.get("skipped"):
+            emit(out.lines)
+        else:
+            lines += out.lines
         if data.get("skipped"):
             return Outcome(ExitCode.OK, lines, {"ticks": ticks, "stopped": "busy", "gate": None}, warnings)
         ticks.append(data)

@@ -66,6 +66,16 @@ class _PhaseView:
         return Group(self.spinner, *lines)
 
 
+def same_file(a: IO[str] | None, b: IO[str] | None) -> bool:
+    """Whether two streams write to one file or terminal (same device and inode); False when
+    either has no file descriptor."""
+    try:
+        sa, sb = os.fstat(a.fileno()), os.fstat(b.fileno())  # type: ignore[union-attr]
+    except (AttributeError, OSError, ValueError):  # io.StringIO has no descriptor (UnsupportedOperation)
+        return False
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
 class Progress:
     """Progress of one loop's ticks on `stream` (default stderr, so stdout stays for results)."""
 
@@ -96,6 +106,13 @@ class Progress:
     def note(self, text: str) -> None:
         """One line of information (a phase result, a warning)."""
         self._say(text)
+
+    def result(self, text: str) -> None:
+        """A line the command also prints on stdout as its result (a tick's summary, why it did
+        not run): shown here only when stdout is not where this display goes, so a terminal
+        (or one file for both) shows it once."""
+        if not same_file(self.stream, sys.stdout):
+            self._say(text)
 
     @contextmanager
     def phase(self, label: str, tail: Path | None = None) -> Iterator[None]:

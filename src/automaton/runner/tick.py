@@ -40,6 +40,7 @@ from automaton.git.errors import DriftError
 from automaton.git.harden import git_folder_of, probe_once
 from automaton.git.worktree import WorktreeResult
 from automaton.harnesses import HarnessRequest, HarnessResult, versions
+from automaton.harnesses._unavailable import detect
 from automaton.hooks.install import LOOP_SETTINGS, loop_settings
 from automaton.notify import notify_completion
 from automaton.proc import pinned_programs
@@ -156,14 +157,14 @@ def _locked_tick(loop: Loop, opts: TickOptions) -> Outcome:
     if cfg.sha256 != state.config_sha256:  # rewritten since its gate checked the seal: never run on it
         line = (f"tick not run: {CONFIG_CHANGED}: {loop.config_file} changed after the gate checked its seal;"
                 " the next gate halts the loop")
-        show.note(f"loop {name}: {line}")
+        show.result(f"loop {name}: {line}")
         return Outcome(ExitCode.REFUSED, [line], {"ran": False, "reason": CONFIG_CHANGED})
     # Read while this tick holds the loop's tick lock, which a claim by another loop must take
     # before it lands (store.claims): no claim comes between this check and the tick's end.
     taken = claims.tick_refusal(loop.project, loop.bound_tasks(state), str(name))
     if taken is not None:  # before the reservation: nothing is charged
         line = f"tick not run: {TASK_CLAIMED}: {taken}"
-        show.note(f"loop {name}: {line}")
+        show.result(f"loop {name}: {line}")
         return Outcome(ExitCode.REFUSED, [line], {"ran": False, "reason": TASK_CLAIMED, "detail": taken})
     return _confined_tick(loop, cfg, state, opts, gate.warnings)
 
@@ -177,8 +178,17 @@ def _confined_tick(loop: Loop, cfg: LoopConfig, state: LoopState, opts: TickOpti
     if unavailable is not None:  # before the reservation: a tick that cannot be confined costs nothing
         loop.log_event(LogEvent(Event.WARNING, {"reason": SANDBOX_UNAVAILABLE, "detail": unavailable}))
         line = f"tick not run: {SANDBOX_UNAVAILABLE}: {unavailable}"
-        show.note(f"loop {name}: {line}")
+        show.result(f"loop {name}: {line}")
         return Outcome(ExitCode.REFUSED, [line], {"ran": False, "reason": SANDBOX_UNAVAILABLE, "detail": unavailable})
+    missing = _missing_command(cfg)
+    if missing is not None:  # before the reservation: an agent that cannot start is not a tick
+        detail = f"{aftercommit.HARNESS_UNAVAILABLE}: {missing}"
+        halt_now(loop, "human_intervention", detail, "tick")
+        line = f"tick not run: halted human_intervention: {detail}"
+        show.result(f"loop {name}: {line}")
+        return Outcome(ExitCode.REFUSED, [line], {"ran": False, "reason": aftercommit.HARNESS_UNAVAILABLE,
+                                                  "detail": missing},
+                       [f"loop {name}: halted; a human fixes it and runs automaton --approve --loop {name}"])
     with show.phase(f"loop {name}: worktree"):
         wt = ensure_for_tick(loop, cfg, state)
     said = confine.warnings(cfg, loop.project.root)
@@ -199,7 +209,7 @@ def _confined_tick(loop: Loop, cfg: LoopConfig, state: LoopState, opts: TickOpti
     # before its iteration is counted (runner/account.py).
     held = account.reserve(loop, cfg)
     if isinstance(held, Outcome):
-        show.note(f"loop {name}: {held.lines[0]}")
+        show.result(f"loop {name}: {held.lines[0]}")
         return Outcome(held.code, held.lines, held.data, [*warnings, *held.warnings])
     before = loop.read_state()
     iters_left, usd_left = remaining(before, cfg.brakes)  # what the agent is told: before this tick
@@ -226,6 +236,21 @@ def _confined_tick(loop: Loop, cfg: LoopConfig, state: LoopState, opts: TickOpti
         show.note(f"warning: {unsettled}")
         out.warnings.append(unsettled)
     return out
+
+
+def _missing_command(cfg: LoopConfig) -> str | None:
+    """The `unavailable` line (`harnesses._unavailable.detect`, as for exit 127) of a `command`
+    harness whose program is not there: an absolute path that is no executable file, or a bare
+    name not on PATH; None otherwise. A relative path (`./run.sh`) names a file of the worktree
+    and is left to the run, which halts the same way (and charges nothing) if it cannot start."""
+    argv0 = cfg.harness.command[0] if cfg.harness.name == "command" and cfg.harness.command else None
+    if argv0 is None or (os.sep in argv0 and not os.path.isabs(argv0)):
+        return None
+    if shutil.which(argv0) is not None:
+        return None
+    if os.path.isabs(argv0) and os.path.exists(argv0):
+        return detect(argv0, 126, None, f"{argv0}: cannot run (not an executable file)")
+    return detect(argv0, 127, None, f"{argv0}: not found")
 
 
 def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResult,
@@ -338,7 +363,7 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
     score = score_text(verdict.score)
     line = (f"tick {n} of loop {name}: score {score} ({verdict.summary}), cost ${counted:.4f}"
             f"{'' if known else ' (unknown costs counted at max_tick_usd)'}, status {new.status}")
-    show.note(line)
+    show.result(line)  # also the Outcome's line on stdout: shown once
     data = {"ran": True, "skipped": None, "iteration": n, "verdict": verdict.to_dict(), "cost_usd": counted,
             "cost_known": known, "status": new.status, "decision": decision,
             "transition": None if asked is None else {"task": ctx.task, "phase": asked, "result": applied},

@@ -103,6 +103,14 @@ def read_ledger() -> Ledger:
     return fold(_checked(path).lines, path)
 
 
+def refusal_now(micro: int, now: int) -> Refusal | None:
+    """Read-only: the Refusal a reservation of `micro` micro-USD at `now` (UTC epoch seconds)
+    would meet under the caps now (`core.account.decide`), None when it fits or no caps file
+    exists; nothing is written or announced. Raises as `read_caps` and `read_ledger`."""
+    caps = read_caps()
+    return None if caps is None else core.decide(caps, read_ledger().entries, micro, now)
+
+
 def _checked(path: Path) -> ChainCheck:
     """The ledger's verified chain; CorruptState when it does not verify. A keyed checkpoint of
     the verified prefix is kept (`store.checkpoint`), so a later process checks only the lines

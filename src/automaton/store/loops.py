@@ -28,7 +28,7 @@ from pathlib import Path
 
 from automaton.core.chain import ChainCheck
 from automaton.core.digest import sha256_hex
-from automaton.core.errors import BadInput, CorruptState, Refused
+from automaton.core.errors import BadInput, CorruptState, Refused, one_line
 from automaton.core.loopconfig import (
     DEATHS,
     LoopConfig,
@@ -41,7 +41,7 @@ from automaton.core.loopstate import Event, LogEvent, LoopState
 from automaton.core.names import NAME_RE, LoopName, TaskRef
 from automaton.core.record import record  # not dataclasses (inspect, ast, dis): see core/record.py
 from automaton.store import anchor, chainlog
-from automaton.store.atomic import append_line, atomic_write, read_all
+from automaton.store.atomic import append_line, atomic_write, read_all, read_regular
 from automaton.store.config import loop_defaults
 from automaton.store.layout import Project
 from automaton.store.locks import locked
@@ -70,6 +70,11 @@ UNTRACKED_HINT = "Run --upgrade-loops to bootstrap"  # a stable text: docs/archi
 # `.automaton/loops/.archive/<name>-<UTC>/`: what `--remove-loop` keeps of a removed loop. Never a
 # loop (a loop name cannot start with a dot), so no listing, gate or audit sees it as one.
 ARCHIVE_DIR = ".archive"
+# A halt a tick could not write (a full disk: `runner.iohalt`); the next tick records it first.
+IO_PENDING = "io_error.pending"
+IO_DETAIL_MAX = 400  # characters of its detail kept
+IO_UNKNOWN = ("io_error: a tick met a full disk or a write it was refused and could not record its halt"
+              " then; check the free space, then automaton --approve")
 
 
 def untracked_hint(loop: str) -> str:
@@ -264,6 +269,17 @@ class Loop:
             if s.rec.tamper:
                 raise StateTampered(f"{s.rec.tamper}; a human clears it with: automaton --approve --loop {s.rec.name}")
             return s.commit(*step(s.rec.state))
+
+    def pending_io_halt(self) -> str | None:
+        """The halt an earlier tick met a full disk or a refused write with and could not
+        record (`IO_PENDING`, left by `runner.iohalt`): its one-line detail `io_error: …`
+        (IO_UNKNOWN for an empty or foreign marker), None when none is pending. Read-only:
+        the next tick records it (halted human_intervention) and does not run."""
+        path = self.dir / IO_PENDING
+        if not os.path.lexists(path):
+            return None
+        said = (read_regular(path, IO_DETAIL_MAX) or b"").decode("utf-8", errors="replace").strip()
+        return one_line(said) if said.startswith("io_error: ") else IO_UNKNOWN
 
     def log_event(self, event: LogEvent) -> None:
         """A chained log line that leaves the state unchanged (e.g. `SKIPPED reason=busy`, `WARNING`)."""
