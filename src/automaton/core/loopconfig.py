@@ -384,7 +384,7 @@ def _blast_radius(br: _Reader) -> BlastRadius:
 
 def _state_remote(r: _Reader) -> str | None:
     """loop.json `state_remote`: None, or a remote that `remote_spelling_ok` accepts."""
-    state_remote = r.string("state_remote", null=True)
+    state_remote: str | None = r.string("state_remote", null=True)
     if state_remote is not None and not remote_spelling_ok(state_remote):
         raise r.fail("state_remote", "a git remote name or URL (not empty, no leading '-', no whitespace)")
     return state_remote
