@@ -131,14 +131,6 @@ EQUIVALENT: tuple[Equivalent, ...] = (
                'found = None if (hidden) and F'
                'alse else _anchor_of(log_path)',
                "the anchor is used only where the key is not hidden"),
-    Equivalent(_CHAINLOG, 'read_chain',
-               'if check.ok and check.legacy or'
-               ' keys.was_keyed(Path(log_path)):',
-               "a log that is not legacy reads the same on the second read and falls through"),
-    Equivalent(_CHAINLOG, 'read_chain',
-               'if check.ok or check.legacy and'
-               ' keys.was_keyed(Path(log_path)):',
-               "a log that is not legacy reads the same on the second read and falls through"),
     Equivalent(_CHAINLOG, 'append_event',
                'chain = chain if (chain is not None) and False else read_chain(log_path)', _REREAD),
     Equivalent(_CHAINLOG, 'commit',
@@ -297,13 +289,10 @@ EQUIVALENT: tuple[Equivalent, ...] = (
                _GIVEN),
     Equivalent(_CHAIN, "line_hash", 'return sha256_hex(line.encode("UTF-8"))', "codec names are case-insensitive"),
     Equivalent(_CHAIN, "line_mac", 'return hmac_sha256(key, body.encode("UTF-8"))', "codec names are case-insensitive"),
-    Equivalent(_CHAIN, "format_line", "raise ValueError(None)",
-               "the message of an error only automaton's own code can cause (its event and field names are fixed)"),
     Equivalent(_CHAIN, "parse_line", "found = _MAC.search(raw, max(len(raw) - _MAC_LEN, 1))",
                "a mac found at 0 leaves no timestamp or event: the line is refused either way"),
     Equivalent(_CHAIN, "parse_line", "found = _MAC.search(raw, )",
                "the pattern ends in \\Z and has a fixed length: it can only match at len - _MAC_LEN"),
-    Equivalent(_CHAIN, "verify_text", "first_keyed = None", "None and 0 are both 'no keyed line yet' to `or` and `if`"),
     Equivalent(_CHAIN, "verify_text", 'rows = text.split("\\n")[:-1] if (text) or True else []',
                'the empty text splits to no rows either way'),
 )

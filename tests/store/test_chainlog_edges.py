@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from automaton.core.chain import GENESIS, format_line, line_hash
-from automaton.core.errors import CorruptState
+from automaton.core.errors import BadInput, CorruptState
 from automaton.store import anchor, chainlog
 from automaton.store import key as keys
 
@@ -206,3 +206,17 @@ def test_a_reader_without_the_key_reads_a_grown_log_again_on_the_chain_alone(
         out.write(tail + "\n")
     again = chainlog.read_chain(log)  # from this process's memo of the first reading
     assert (again.ok, again.unverified, len(again.lines)) == (True, True, 4), again.error
+
+
+def test_an_anchor_that_cannot_be_written_names_its_folder_and_what_to_do(
+        log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refused(*args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(anchor, "write", refused)
+    where = anchor.file_of(log)
+    with pytest.raises(BadInput) as caught:
+        chainlog.append_event(log, "TICK", {"n": 4}, "s4")
+    assert str(caught.value) == (f"{where}: cannot write the anchor of {log} (Permission denied); make {where.parent}"
+                                 " a folder you can write (mode 0700), then run the command again")
+    assert len(log.read_text().splitlines()) == 4  # the line is logged: the next writer rolls the anchor forward
