@@ -52,6 +52,8 @@ _REREAD = "re-reads the log the caller just read under the same lock: the same l
 _NOT_HIDDEN = "only a reader with the key reaches here, and it never takes keyed lines unverified"
 
 EQUIVALENT: tuple[Equivalent, ...] = (
+    Equivalent("src/automaton/core/gates.py", "gate_budget", "reserve_micro: int = 1) -> GateResult | None:",
+               "micro-USD are integers: left < 1 is left <= 0, which halts already"),
     Equivalent(_CHAIN, "Lines.of", "out = cls(None, [], mark)", _OF),
     Equivalent(_CHAIN, "Lines.of", "out = cls(_Prefix(\"\", 0), None, mark)", _OF),
     Equivalent(_CHAIN, "Lines.of", "out = cls(_Prefix(None, 0), [], mark)", _OF),
