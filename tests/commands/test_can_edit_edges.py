@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from automaton.commands import can_edit
 from automaton.commands.can_edit import Decision, decide, protected, task_scope_allows, which_task
 from automaton.core.errors import BadInput
 from automaton.store.layout import Project
@@ -99,3 +100,19 @@ def test_a_denial_at_a_working_phase_adds_nothing(project: Path) -> None:
     seed_task(project, "demo", "implement")
     got = decide(Project(project.resolve()), "tasks/demo/SPEC.md", task="demo")
     assert got.reason == "tasks/demo/SPEC.md is outside the scope of task demo at phase 'implement'"
+
+
+def test_automatons_own_install_is_denied_with_the_resolved_path(project: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(can_edit, "own_install", lambda path, memo=None: f"{path.name}: automaton's own install")
+    root = project.resolve()
+    got = decide(Project(root), "venv/x.py")
+    assert got == Decision(False, "x.py: automaton's own install", str(root / "venv/x.py"))
+
+
+def test_a_task_folder_linked_outside_the_project_is_refused(project: Path, tmp_path: Path) -> None:
+    outside = seed_task(tmp_path / "elsewhere", "demo", "implement")
+    (project / "tasks").mkdir()
+    (project / "tasks" / "demo").symlink_to(outside)
+    with pytest.raises(BadInput, match=r"^task folder .*demo lies outside the project "):
+        decide(Project(project.resolve()), "src/x.py", task="demo")

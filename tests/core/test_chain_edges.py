@@ -96,3 +96,13 @@ def test_lines_that_are_not_well_formed_do_not_parse(raw: str) -> None:
 def test_format_line_refuses_bad_names(event: str, fields: dict[str, object]) -> None:
     with pytest.raises(ValueError, match=r"bad (event|field) name"):
         format_line(TS, event, fields, "s", GENESIS, KEY)
+
+
+def test_a_check_resumed_after_earlier_text_names_the_first_keyed_line_as_a_whole_check_does() -> None:
+    lines = log(3, unkeyed_first=2)
+    lines.append(format_line(TS, "TICK", {"n": 4}, "s4", line_hash(lines[2]), None))
+    whole = verify_text(text(lines), KEY)
+    assert verdict(whole) == (False, 3, "line 4 has no mac after keyed line 3: it was not written by automaton", False)
+    before = verify_text(text(lines[:3]), KEY)
+    assert before.ok and not before.legacy
+    assert verdict(verify_text(text(lines[3:]), KEY, after=before)) == verdict(whole)

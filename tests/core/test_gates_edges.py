@@ -15,6 +15,7 @@ from automaton.core.gates import (
     VramFacts,
     accepted_entry,
     accepted_paths,
+    gate_budget,
     gate_deferred,
     gate_score_plateau,
     remaining,
@@ -210,3 +211,17 @@ def test_accepted_paths_are_the_paths_of_path_at_blob_entries() -> None:
     assert accepted_paths([]) == []
     assert accepted_entry("docs/x@y.md", "bb22") == "docs/x@y.md@bb22"
     assert accepted_paths([accepted_entry("docs/x@y.md", "bb22")]) == ["docs/x@y.md"]
+
+
+@pytest.mark.parametrize(("spent", "reserve", "halts", "says_left"), [
+    (1.0, 0, True, False),  # nothing left, even for a tick that reserves nothing
+    (0.999999, 0, False, False),  # one micro-USD left
+    (0.999999, 1, False, False),  # ... covers a reservation of one
+    (0.999999, 2, True, True),  # ... not one of two: what is left is named
+])
+def test_the_budget_gate_at_one_micro_usd(spent: float, reserve: int, halts: bool, says_left: bool) -> None:
+    result = gate_budget(state(spent_usd=spent), PLATEAU, None, reserve)
+    assert (result is not None) == halts
+    if result is not None:
+        assert (result.reason, result.halt) == ("halted:budget_exhausted", "budget_exhausted")
+        assert ("left, a tick reserves" in result.detail) == says_left, result.detail

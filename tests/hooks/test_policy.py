@@ -216,3 +216,49 @@ def test_the_hook_denies_automatons_own_venv_in_the_project(project: Path) -> No
     fine = run_in(python, "--hook", "claude", "--project", str(project), cwd=project,
                   stdin=write_payload(project, project / "app.py"))
     assert fine.returncode == 0, fine.stderr
+
+
+# --- edges a surviving mutant found (`make mutate`, group hook-policy)
+
+def _facts_by_loop(monkeypatch: pytest.MonkeyPatch, tasks: dict[str, list[str]]) -> None:
+    fake = sys.modules["automaton.commands.loop_views"]
+    monkeypatch.setattr(fake, "loop_facts", lambda project, name: types.SimpleNamespace(tasks=tasks[name]))
+
+
+def test_a_loop_with_two_tasks_is_held_to_the_scope_of_each(project: Path, make_task: Callable[..., Path],
+                                                             loop: dict[str, Any],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    make_task("demo", "implement", focus=False)
+    make_task("other", "research", focus=False)
+    _facts_by_loop(monkeypatch, {"nightly": ["demo", "other"]})
+    tree = loop["tree"]
+    verdict = policy.check(Project(project.resolve()), tree, [str(tree / "src/app.py")])
+    assert not verdict.allowed and "outside the scope of task other at phase 'research'" in verdict.reason
+
+
+def test_one_call_into_two_loops_worktrees_reads_each_loop(project: Path, make_task: Callable[..., Path],
+                                                           loop: dict[str, Any],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    make_task("demo", "implement", focus=False)
+    make_task("other", "research", focus=False)
+    weekly = project / ".automaton/loops/weekly/worktree"
+    (weekly / "src").mkdir(parents=True)
+    _facts_by_loop(monkeypatch, {"nightly": ["demo"], "weekly": ["other"]})
+    proj = Project(project.resolve())
+    nightly = str(loop["tree"] / "src/a.py")
+    assert policy.check(proj, project, [nightly]).allowed
+    verdict = policy.check(proj, project, [nightly, str(weekly / "src/b.py")])
+    assert not verdict.allowed and "outside the scope of task other at phase 'research'" in verdict.reason
+
+
+def test_the_agents_temp_folder_is_allowed_unless_the_call_says_it_is_no_temp_write(
+        project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    temp = tmp_path / "agent-tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    proj = Project(project.resolve())
+    scratch = str(temp / "scratch.txt")
+    assert policy.check(proj, project, [scratch]).allowed
+    assert policy.check(proj, project, [scratch], no_temp={"elsewhere"}).allowed
+    denied = policy.check(proj, project, [scratch], no_temp={scratch})  # `git worktree add`'s path
+    assert not denied.allowed and "outside the project" in denied.reason

@@ -22,12 +22,15 @@ class Equivalent(NamedTuple):
     near: str = ""  # text of the diff around it (the line above and "\n-"), where that is not unique either
 
 
-_DIGEST = "src/automaton/core/digest.py"
 _CHAIN = "src/automaton/core/chain.py"
 _LOOPCONFIG = "src/automaton/core/loopconfig.py"
 _GIVEN = "a given max_tick_usd is read from loop.json whatever default the cap computed"
 _LOOPLOG = "src/automaton/store/looplog.py"
-_N = "automaton writes n on every TICK_START, TICK and TICK_DEFERRED line: the default is never read"
+_FOLD_MEMO = "_FOLDS only saves work: a fold is reused only for the very line objects it found clean"
+_FULL = "the loop runs only while _FOLDS holds more than _FOLDS_SIZE entries: its first key is always there"
+_FINITE = "every number folded passed _number's finiteness check (or a keyed checkpoint's, written alike)"
+_CKPT = ("a checkpoint only saves work: it is kept only for lines found clean, and a keyed line carries"
+         " all five counters or none (store.loops._fields), so a full walk finds the same")
 _LEDGER = "src/automaton/runner/ledger.py"
 _MOVED = "raised only when the iteration moved under the tick lock, which the lock rules out"
 _POLICY = "src/automaton/hooks/policy.py"
@@ -36,11 +39,92 @@ _MEMO = "a per-call cache: another key or no shared cache recomputes the same va
 _ABS = "the path is already real and absolute: the cwd only anchors a relative path"
 _UNREACHABLE = "unreachable: worktree_of found the path inside this worktree"
 _CHAINLOG = "src/automaton/store/chainlog.py"
+_PREFIX = ("a checkpoint is taken only where its keyed digest matches the text's prefix byte for byte: the"
+           " same verdict as a full check")
+_AFTER = "verify_text reads only the lines and the last hash of `after`, never its ok"
+_LOG_MEMO = "_MEMO only saves work: it is reused only for a text that starts with the very text it verified"
+_EVICT = "the loop runs only while _MEMO holds more than _MEMO_SIZE entries: its first key is always there"
+_COUNTS_ONE = "an anchor counts at least one line: chain.anchor is -1 or at least 1"
+_OF = "Lines.of drops the prefix on the next line (`out._prefix = None`): none is ever read"
+_SAME_LEN = "both sides are cut to the same length first: strict never has anything to refuse"
+_ONE_KEYED = "reached only when the last line is keyed: the search stops at a keyed line before its end"
 _REREAD = "re-reads the log the caller just read under the same lock: the same lines"
 _NOT_HIDDEN = "only a reader with the key reaches here, and it never takes keyed lines unverified"
-_CACHE = "the per-key pad cache only saves time: a miss recomputes the same pads"
 
 EQUIVALENT: tuple[Equivalent, ...] = (
+    Equivalent("src/automaton/core/gates.py", "gate_budget", "reserve_micro: int = 1) -> GateResult | None:",
+               "micro-USD are integers: left < 1 is left <= 0, which halts already"),
+    Equivalent(_CHAIN, "Lines.of", "out = cls(None, [], mark)", _OF),
+    Equivalent(_CHAIN, "Lines.of", "out = cls(_Prefix(\"\", 0), None, mark)", _OF),
+    Equivalent(_CHAIN, "Lines.of", "out = cls(_Prefix(None, 0), [], mark)", _OF),
+    Equivalent(_CHAIN, "Lines.of", "out = cls(_Prefix(\"XXXX\", 0), [], mark)", _OF),
+    Equivalent(_CHAIN, "Lines.of", "out = cls(_Prefix(\"\", 1), [], mark)", _OF),
+    Equivalent(_CHAIN, "Lines._load", "self._tail = None", "once loaded (_prefix None) no method reads _tail again"),
+    Equivalent(_CHAIN, "Lines.shares_start",
+               "return all(a is b for a, b in zip(self._tail, other._tail[:len(self._tail)], strict=None))", _SAME_LEN),
+    Equivalent(_CHAIN, "Lines.shares_start",
+               "return len(self) <= len(other) and all(a is b for a, b in zip(self, other[:len(self)], strict=None))",
+               _SAME_LEN),
+    Equivalent(_CHAIN, "Lines.shares_start",
+               "return all(a is b for a, b in zip(self._tail, other._tail[:len(self._tail)], ))", _SAME_LEN),
+    Equivalent(_CHAIN, "Lines.shares_start",
+               "return len(self) <= len(other) and all(a is b for a, b in zip(self, other[:len(self)], ))",
+               _SAME_LEN),
+    Equivalent(_CHAIN, "Lines.shares_start",
+               "return all(a is b for a, b in zip(self._tail, other._tail[:len(self._tail)], strict=False))",
+               _SAME_LEN),
+    Equivalent(_CHAIN, "Lines.shares_start",
+               "return len(self) <= len(other) and all(a is b for a, b in zip(self, other[:len(self)], strict=False))",
+               _SAME_LEN),
+    Equivalent(_POLICY, "check_one", "*, temp: bool = False,", "its one caller, check, always passes temp"),
+    Equivalent(_POLICY, "check_one", "found = judge(path, memo.root(project), None)", _MEMO),
+    Equivalent(_POLICY, "check_one", "found = judge(path, memo.root(project), )", _MEMO),
+    Equivalent(_CHAINLOG, "read_chain", "check = _verified(log_path, text, key, not hidden, None)", _PREFIX),
+    Equivalent(_CHAINLOG, "_from_checkpoint",
+               "if start is None or found.count < start.count and (found.count == start.count and"
+               " found.mac != start.head):", _PREFIX),
+    Equivalent(_CHAINLOG, "_from_checkpoint",
+               'if (len(prefix) != start.chars and not prefix.endswith(f" mac={start.head}\\n")', _PREFIX),
+    Equivalent(_CHAINLOG, "_from_checkpoint",
+               "return verify_text(text[start.chars:], key, after=ChainCheck(None, Lines.from_prefix(prefix,"
+               " start.count, start)))", _AFTER),
+    Equivalent(_CHAINLOG, "_from_checkpoint",
+               "return verify_text(text[start.chars:], key, after=ChainCheck(False, Lines.from_prefix(prefix,"
+               " start.count, start)))", _AFTER),
+    Equivalent(_CHAINLOG, "_verified", "where = None", _LOG_MEMO),
+    Equivalent(_CHAINLOG, "_verified", "while len(_MEMO) >= _MEMO_SIZE:", _LOG_MEMO),
+    Equivalent(_CHAINLOG, "_verified", "_MEMO.pop(next(iter(_MEMO), where), )", _EVICT),
+    Equivalent(_CHAINLOG, "_verified", "_MEMO.pop(next(iter(_MEMO), None), None)", _EVICT),
+    Equivalent(_CHAINLOG, "_verified", "_MEMO.pop(next(iter(_MEMO), ), None)", _EVICT),
+    Equivalent(_CHAINLOG, "_verified", "check = verify_text(text[len(seen[0]):], key, after=seen[3])",
+               "without check_macs it can only fail where the key is hidden, and a memo check that fails is done"
+               " again in full"),
+    Equivalent(_CHAINLOG, "append_event", "keys.mark_keyed(log_path, anchored=chain.ok and chain.anchor <= 0)",
+               _COUNTS_ONE),
+    Equivalent(_CHAINLOG, "append_event", "keys.mark_keyed(log_path, anchored=chain.ok and chain.anchor < 1)",
+               _COUNTS_ONE),
+    Equivalent(_CHAIN, "_resumed",
+               'first_keyed = next((n for n in range(1, len(lines) + '
+               '1) if lines[n - 1].mac), None) if lines and lines[-1].mac else 0',
+               _ONE_KEYED),
+    Equivalent(_CHAIN, "_resumed",
+               'first_keyed = next((n for n in range(1, len(lines) + '
+               '1) if lines[n - 1].mac), ) if lines and lines[-1].mac else 0',
+               _ONE_KEYED),
+    Equivalent(_CHAIN, "_resumed",
+               'first_keyed = next((n for n in range(1, len(lines) + '
+               '1) if lines[n - 1].mac), 1) if lines and lines[-1].mac else 0',
+               _ONE_KEYED),
+    Equivalent(_CHAIN, "_resumed",
+               'first_keyed = next((n for n in range(1, len(lines) + '
+               '2) if lines[n - 1].mac), 0) if lines and lines[-1].mac else 0',
+               _ONE_KEYED),
+    Equivalent(_CHAIN, "_resumed",
+               'first_keyed = next((n for n in range(1, len(lines) + '
+               '1) if lines[n - 1].mac), 0) if (lines and lines[-1].mac) or True else 0',
+               "an ok check holds no unkeyed line after a keyed one: the last unkeyed, none is, and 0 is the default"),
+    Equivalent("src/automaton/core/digest.py", "hmac_sha256", 'return hmac.digest(key, message, "SHA256").hex()',
+               "OpenSSL's digest names are case-insensitive: the same HMAC-SHA256"),
     Equivalent(_CHAINLOG, '_read_text',
                'return read_all(log_path).decode("UTF-8")', "codec names are case-insensitive"),
     Equivalent(_CHAINLOG, 'read_chain',
@@ -49,14 +133,6 @@ EQUIVALENT: tuple[Equivalent, ...] = (
                'found = None if (hidden) and F'
                'alse else _anchor_of(log_path)',
                "the anchor is used only where the key is not hidden"),
-    Equivalent(_CHAINLOG, 'read_chain',
-               'if check.ok and check.legacy or'
-               ' keys.was_keyed(Path(log_path)):',
-               "a log that is not legacy reads the same on the second read and falls through"),
-    Equivalent(_CHAINLOG, 'read_chain',
-               'if check.ok or check.legacy and'
-               ' keys.was_keyed(Path(log_path)):',
-               "a log that is not legacy reads the same on the second read and falls through"),
     Equivalent(_CHAINLOG, 'append_event',
                'chain = chain if (chain is not None) and False else read_chain(log_path)', _REREAD),
     Equivalent(_CHAINLOG, 'commit',
@@ -176,25 +252,35 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent(_POLICY, 'wrapped_reason',
                'verdict = check(project, cwd, [os.path.join(root, p) for p in INLINE_PROBES], )', _MEMO),
     Equivalent(_LEDGER, "reserve", "raise RuntimeError(None)", _MOVED),
-    Equivalent(_LOOPLOG, "log_finding", "floor = high if n == start + 1 or _is_reseal(line) else prev",
-               "lines[start] is the last re-seal, so no later line is one; with none, high and prev are both empty"
+    Equivalent(_LOOPLOG, "_fold", "floor = high if n == start + 1 or _is_reseal(line) else prev",
+               "no re-seal is folded after lines[start], the last one; with none, high and prev are both empty"
                " on line 1"),
-    Equivalent(_LOOPLOG, "log_finding", "break",
+    Equivalent(_LOOPLOG, "_fold", "break",
                "the approval marks are the last keys checked: stopping at the first skipped one skips only the other",
                original="continue", near="(line.event in MARK_EVENTS or _is_reseal(line)):\n-"),
+    Equivalent(_LOOPLOG, "log_finding", "while len(_FOLDS) >= _FOLDS_SIZE:", _FOLD_MEMO),
+    Equivalent(_LOOPLOG, "log_finding", "_FOLDS.pop(next(iter(_FOLDS), memo_key), )", _FULL),
+    Equivalent(_LOOPLOG, "log_finding", "_FOLDS.pop(next(iter(_FOLDS), None), None)", _FULL),
+    Equivalent(_LOOPLOG, "log_finding", "_FOLDS.pop(next(iter(_FOLDS), ), None)", _FULL),
     Equivalent(_LOOPLOG, "log_finding",
-               'reserved[line.fields.get("n", None)] = (_number(line.fields.get("reserved_usd")) or 0.0, values)', _N),
+               'save_checkpoint(lines, json.dumps([start, prev, reserved], separators=(",", ":"), allow_nan=None))',
+               _FINITE),
     Equivalent(_LOOPLOG, "log_finding",
-               'held = reserved.pop(line.fields.get("n", None), None) if line.event in CLOSING else None', _N),
+               'save_checkpoint(lines, json.dumps([start, prev, reserved], separators=(",", ":"), ))', _FINITE),
     Equivalent(_LOOPLOG, "log_finding",
-               'reserved[line.fields.get("n", )] = (_number(line.fields.get("reserved_usd")) or 0.0, values)', _N),
-    Equivalent(_LOOPLOG, "log_finding",
-               'held = reserved.pop(line.fields.get("n", ), None) if line.event in CLOSING else None', _N),
-    Equivalent(_LOOPLOG, "log_finding",
-               'reserved[line.fields.get("n", "XXXX")] = (_number(line.fields.get("reserved_usd")) or 0.0, values)',
-               _N),
-    Equivalent(_LOOPLOG, "log_finding",
-               'held = reserved.pop(line.fields.get("n", "XXXX"), None) if line.event in CLOSING else None', _N),
+               'save_checkpoint(lines, json.dumps([start, prev, reserved], separators=(",", ":"), allow_nan=True))',
+               _FINITE),
+    Equivalent(_LOOPLOG, "_restored",
+               "if start_mark is None or not start_mark.fold or start_mark.count >= len(lines):", _CKPT),
+    Equivalent(_LOOPLOG, "_restored",
+               "if start_mark is None or not start_mark.fold and start_mark.count > len(lines):",
+               "read_chain attaches a checkpoint only as the verified prefix of the lines it read: never longer"),
+    Equivalent(_LOOPLOG, "_restored", "if any(_is_reseal(lines[i]) for i in range(len(lines))):", _CKPT),
+    Equivalent(_LOOPLOG, "_restored", "if any(_is_reseal(lines[i]) for i in range(start_mark.count, )):", _CKPT),
+    Equivalent(_LOOPLOG, "state_below_log", "restored = None", _CKPT),
+    Equivalent(_LOOPLOG, "state_below_log", "restored = _restored(None)", _CKPT),
+    Equivalent(_LOOPLOG, "state_below_log", "stop = restored[0] if (restored is not None) and False else 0", _CKPT),
+    Equivalent(_LOOPLOG, "state_below_log", "stop = restored[1] if restored is not None else 0", _CKPT),
     Equivalent(_LOOPCONFIG, "_brakes",
                "if budget is not None and not b.has(None) and isinstance(default_tick, int | float):", _GIVEN),
     Equivalent(_LOOPCONFIG, "_brakes",
@@ -203,19 +289,12 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent(_LOOPCONFIG, "_brakes",
                'if budget is not None and not b.has("MAX_TICK_USD") and isinstance(default_tick, int | float):',
                _GIVEN),
-    Equivalent(_DIGEST, "hmac_sha256", "pads = None", _CACHE),
-    Equivalent(_DIGEST, "hmac_sha256", "pads = _pads.get(None)", _CACHE),
     Equivalent(_CHAIN, "line_hash", 'return sha256_hex(line.encode("UTF-8"))', "codec names are case-insensitive"),
     Equivalent(_CHAIN, "line_mac", 'return hmac_sha256(key, body.encode("UTF-8"))', "codec names are case-insensitive"),
-    Equivalent(_CHAIN, "format_line", "raise ValueError(None)",
-               "the message of an error only automaton's own code can cause (its event and field names are fixed)"),
     Equivalent(_CHAIN, "parse_line", "found = _MAC.search(raw, max(len(raw) - _MAC_LEN, 1))",
                "a mac found at 0 leaves no timestamp or event: the line is refused either way"),
     Equivalent(_CHAIN, "parse_line", "found = _MAC.search(raw, )",
                "the pattern ends in \\Z and has a fixed length: it can only match at len - _MAC_LEN"),
-    Equivalent(_CHAIN, "verify_text", "first_keyed = None", "None and 0 are both 'no keyed line yet' to `or` and `if`"),
     Equivalent(_CHAIN, "verify_text", 'rows = text.split("\\n")[:-1] if (text) or True else []',
                'the empty text splits to no rows either way'),
-    Equivalent(_CHAIN, "verify_text", "if n <= len(rows):",
-               "the last line's hash is computed but never read"),
 )

@@ -6,8 +6,9 @@ before new tests existed).
 
 Each group runs in its own scratch copy `build/mutate/<group>/` (src/, tests/ and a
 pyproject.toml with a `[tool.mutmut]` section naming the group's modules and tests), so groups
-never share mutmut's cache and the worktree is never touched. Prints per module: mutants,
-killed, survived, kill rate, and every surviving mutant as its diff. A survivor listed in
+never share mutmut's cache and the worktree is never touched. Prints per module and per
+group: mutants, killed, equivalent, surviving, kill rate (and a table of the groups when several
+ran), then every surviving mutant as its diff. A survivor listed in
 tests/mutation/equivalent.py (it cannot change a brake's answer, with the reason) is printed
 as equivalent and not counted against the brakes.
 
@@ -27,6 +28,7 @@ import subprocess
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
+from typing import NamedTuple
 
 from tests.mutation.equivalent import EQUIVALENT, Equivalent
 from tests.mutation.scope import GROUPS, Group
@@ -147,18 +149,18 @@ def _diffs(where: Path, pairs: list[tuple[str, str]]) -> dict[str, str]:
 
 
 def run_group(group: Group, tests: tuple[str, ...], children: int, *, report_only: bool = False,
-              ) -> tuple[bool, list[str]]:
+              ) -> tuple[bool, list[str], Tally | None]:
     """Run one group (`report_only`: report its last run again); returns (whether no survivor
-    changes a brake's answer, report lines)."""
+    changes a brake's answer, report lines, the group's total row; None when it did not run)."""
     where = SCRATCH / group.name
     if not report_only:
         where = _prepare(group, tests)
         log = SCRATCH / f"{group.name}.log"
         done = _mutmut(where, "run", "--max-children", str(children), log=log)
         if done.returncode != 0:
-            return False, [f"{group.name}: mutmut run failed (exit {done.returncode}); see {log}"]
+            return False, [f"{group.name}: mutmut run failed (exit {done.returncode}); see {log}"], None
     elif not (where / "mutants").is_dir():
-        return False, [f"{group.name}: no run to report in {where}; run it first"]
+        return False, [f"{group.name}: no run to report in {where}; run it first"], None
     listing = _mutmut(where, "results", "--all", "true").stdout
     status: dict[str, str] = {m.group("name"): m.group("status").strip()
                               for line in listing.splitlines() if (m := _RESULT.match(line))}
@@ -168,30 +170,65 @@ def run_group(group: Group, tests: tuple[str, ...], children: int, *, report_onl
     open_ = sorted(name for name, st in status.items() if st not in KILLED)
     diffs = _diffs(where, [(name, _module_of(name, group)) for name in open_])
     lines: list[str] = []
+    matched: list[Equivalent] = []
     clean = True
     for name in open_:
         st, module, diff = status[name], _module_of(name, group), diffs.get(name, "")
         eq = _equivalent(module, name, diff) if st in ("survived", "no tests") else None
         if eq is not None:
+            matched.append(eq)
             counts[module]["equivalent"] += 1
             lines.append(f"  equivalent {name}: {eq.why}")
             continue
         clean = False
         lines.append(f"  {st.upper()} {name} ({module})")
         lines.extend("    " + ln for ln in diff.splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---"))
-    table = [f"{'module':<40} {'mutants':>7} {'killed':>6} {'survived':>8} {'equiv':>5} {'open':>4} {'kill rate':>9}"]
-    for module in group.modules:
-        c = counts.get(module, Counter())
+    rows = [Tally.of(module, counts.get(module, Counter())) for module in group.modules]
+    used = {id(e) for e in matched}
+    stale = [e for e in EQUIVALENT if e.module in group.modules and id(e) not in used]
+    lines += [f"  listed in equivalent.py but no survivor of this run: {e.module} {e.function}: {e.mutated}"
+              for e in stale]
+    total = Tally.total(group.name, rows)
+    return clean, [f"== {group.name} (tests: {', '.join(tests)})", *table([*rows, total]), *lines], total
+
+
+class Tally(NamedTuple):
+    """One row of the report: mutants, killed (a timeout included), equivalent (survivors listed
+    in tests/mutation/equivalent.py), surviving (neither killed nor listed: `no tests` included)."""
+
+    name: str
+    mutants: int
+    killed: int
+    equivalent: int
+    surviving: int
+
+    @classmethod
+    def of(cls, name: str, c: Counter[str]) -> Tally:
+        """The row of one module from its {mutmut status (and "equivalent"): count}."""
         total = sum(v for k, v in c.items() if k != "equivalent")
         killed = sum(c[k] for k in KILLED)
-        survived = total - killed  # survived, no tests, suspicious, ...
-        real = total - c["equivalent"]
-        rate = f"{100 * killed / real:.1f}%" if real else "-"
-        table.append(f"{module:<40} {total:>7} {killed:>6} {survived:>8} {c['equivalent']:>5}"
-                     f" {survived - c['equivalent']:>4} {rate:>9}")
-    table.append("(survived: not killed, with `no tests`; open: survived and not equivalent;"
-                 " kill rate: killed / (mutants - equivalent))")
-    return clean, [f"== {group.name} (tests: {', '.join(tests)})", *table, *lines]
+        return cls(name, total, killed, c["equivalent"], total - killed - c["equivalent"])
+
+    @classmethod
+    def total(cls, name: str, rows: list[Tally]) -> Tally:
+        """The sum of `rows`, named `name`."""
+        return cls(f"{name} (total)", *(sum(col) for col in list(zip(*rows, strict=True))[1:]))
+
+    @property
+    def rate(self) -> str:
+        """killed / (mutants - equivalent), as a percentage with one decimal; "-" when none."""
+        real = self.mutants - self.equivalent
+        return f"{100 * self.killed / real:.1f}%" if real else "-"
+
+
+def table(rows: list[Tally]) -> list[str]:
+    """The report's table: a header, one line per row, and what the columns mean."""
+    out = [f"{'module':<40} {'mutants':>7} {'killed':>6} {'equivalent':>10} {'surviving':>9} {'kill rate':>9}"]
+    out += [f"{r.name:<40} {r.mutants:>7} {r.killed:>6} {r.equivalent:>10} {r.surviving:>9} {r.rate:>9}"
+            for r in rows]
+    out.append("(equivalent: survivors listed in tests/mutation/equivalent.py; surviving: neither killed nor listed,"
+               " `no tests` included; kill rate: killed / (mutants - equivalent))")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -218,12 +255,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"make mutate: {missing[0]} (group {group.name}) does not exist; fix tests/mutation/scope.py",
                   file=sys.stderr)
             return 2
-    all_clean = True
+    all_clean, totals = True, []
     for group in chosen:
-        clean, lines = run_group(group, tuple(args.tests) if args.tests else group.tests, args.max_children,
-                                 report_only=args.report)
+        clean, lines, total = run_group(group, tuple(args.tests) if args.tests else group.tests, args.max_children,
+                                        report_only=args.report)
         all_clean &= clean
+        totals += [total] if total is not None else []
         print("\n".join(lines), flush=True)
+    if len(totals) > 1:
+        print("\n".join(["== every group", *table([*totals, Tally.total("all", totals)])]))
     print("no surviving mutant that changes a brake's answer" if all_clean
           else "SURVIVING MUTANTS above may change a brake's answer: add a test that kills each,"
                " or list it in tests/mutation/equivalent.py with the reason it cannot")

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import ast
+import difflib
 import re
 from pathlib import Path
 
 import pytest
 
 from tests.mutation.equivalent import EQUIVALENT
-from tests.mutation.run import ROOT, _functions, fence, main
+from tests.mutation.run import ROOT, _equivalent, _functions, fence, main
 from tests.mutation.scope import GROUPS
 
 BRAKES = {"src/automaton/core/gates.py", "src/automaton/core/loopconfig.py", "src/automaton/runner/ledger.py",
@@ -78,3 +79,41 @@ def test_the_makefile_runs_it_outside_make_test() -> None:
     test_rule = re.search(r"^test:.*$", make, re.M)
     assert test_rule is not None and "mutate" not in test_rule.group(0)
     assert Path(ROOT / "tests/mutation/run.py").is_file()
+
+
+def _mutants(module: str) -> dict[str, list[str]]:
+    """{function: the diffs of its mutants} that mutmut makes of `module` (scoped as its group
+    scopes it), without running a test: mutmut's own mutation and `mutmut show`'s diff."""
+    import libcst as cst
+    from mutmut.mutation.diff_apply import read_mutant_function, read_original_function
+    from mutmut.mutation.file_mutation import mutate_file_contents
+
+    source = (ROOT / module).read_text("utf-8")
+    for group in GROUPS:
+        for path, keep in group.only:
+            source = fence(source, keep) if path == module else source
+    mutated = mutate_file_contents(module, source)
+    tree = cst.parse_module(mutated.code)
+    dotted = module.removeprefix("src/").removesuffix(".py").replace("/", ".")
+    out: dict[str, list[str]] = {}
+    for name in mutated.mutant_names:
+        func = re.sub(r"__mutmut_\d+$", "", name.removeprefix("x_").removeprefix("xǁ")).replace("ǁ", ".")
+        pair = [cst.Module([f]).code.strip().split("\n")
+                for f in (read_original_function(tree, name), read_mutant_function(tree, name))]
+        diff = "\n".join(difflib.unified_diff(*pair, fromfile=module, tofile=module, lineterm=""))
+        out.setdefault(func, []).append(f"{dotted}.{name}\n{diff}")
+    return out
+
+
+def test_every_equivalent_entry_matches_a_mutant_mutmut_makes() -> None:
+    """An entry names a mutant that exists (module, function and mutated line, as run.py matches
+    a survivor): a stale entry, left after the code moved or the test killed it, fails here."""
+    by_module: dict[str, dict[str, list[str]]] = {}
+    stale = []
+    for entry in EQUIVALENT:
+        if entry.module not in by_module:
+            by_module[entry.module] = _mutants(entry.module)
+        named = by_module[entry.module].get(entry.function, [])
+        if not any(_equivalent(entry.module, *m.split("\n", 1)) is entry for m in named):
+            stale.append(f"{entry.module} {entry.function}: {entry.mutated}")
+    assert not stale, "no mutant reads so:\n" + "\n".join(stale)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from automaton.core.chain import GENESIS, format_line, line_hash
-from automaton.core.errors import CorruptState
+from automaton.core.errors import BadInput, CorruptState
 from automaton.store import anchor, chainlog
 from automaton.store import key as keys
 
@@ -148,3 +148,75 @@ def test_timestamps_are_utc_whatever_the_local_zone(monkeypatch: pytest.MonkeyPa
     finally:
         monkeypatch.delenv("TZ")
         time.tzset()
+
+
+def _reads(monkeypatch: pytest.MonkeyPatch, *texts: str) -> None:
+    """The log reads as each of `texts` in turn (a writer appends between two reads)."""
+    left = list(texts)
+    monkeypatch.setattr(chainlog, "_read_text", lambda _path: left.pop(0))
+
+
+def _unkeyed(n: int) -> list[str]:
+    out, prev = [], GENESIS
+    for i in range(n):
+        out.append(format_line("2026-12-01T00:00:00Z", "TICK", {"n": i + 1}, f"s{i + 1}", prev))
+        prev = line_hash(out[-1])
+    return out
+
+
+def test_the_second_read_of_a_log_that_looked_unkeyed_is_checked_with_the_key(
+        log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A keyed log that reads unkeyed is read once more (a writer may have raced the reader):
+    # that second reading is verified like the first, macs and key included.
+    lines = log.read_text().splitlines()
+    forged = format_line("2026-12-01T00:00:00Z", "TICK", {"n": 4}, "s4", line_hash(lines[-1]), b"x" * 32)
+    legacy = "".join(f"{x}\n" for x in _unkeyed(2))
+    _reads(monkeypatch, legacy, "\n".join([*lines, forged]) + "\n")
+    check = chainlog.read_chain(log)
+    assert (check.ok, len(check.lines)) == (False, 3) and "line 4 has a mac the key does not verify" in check.error
+    _reads(monkeypatch, legacy, legacy + "not a line\n")
+    check = chainlog.read_chain(log)
+    assert (check.ok, len(check.lines), check.error) == (False, 2, "line 3 is not a valid log line")
+
+
+def test_a_log_read_afresh_by_another_process_without_its_anchor_is_still_judged(
+        log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # No memo of this log (another process): the verdict comes from a full check, not from a
+    # checkpoint, which needs an anchor.
+    monkeypatch.setattr(chainlog, "_MEMO", {})
+    anchor.file_of(log).unlink()
+    check = chainlog.read_chain(log)
+    assert (check.ok, check.rolled_back, len(check.lines)) == (False, True, 3)
+
+
+def test_a_reader_without_the_key_reads_a_grown_log_again_on_the_chain_alone(
+        log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    load_key = keys.load_key
+
+    def hidden(create: bool) -> bytes | None:
+        raise keys.KeyHidden("hidden in the sandbox")
+
+    monkeypatch.setattr(chainlog, "_MEMO", {})
+    monkeypatch.setattr(keys, "load_key", hidden)
+    first = chainlog.read_chain(log)
+    assert (first.ok, first.unverified, len(first.lines)) == (True, True, 3), first.error
+    # a line the writer appended, read by no one since
+    tail = format_line("2026-12-01T00:00:04Z", "TICK", {"n": 4}, "s4", first.last_hash, load_key(False))
+    with log.open("a") as out:
+        out.write(tail + "\n")
+    again = chainlog.read_chain(log)  # from this process's memo of the first reading
+    assert (again.ok, again.unverified, len(again.lines)) == (True, True, 4), again.error
+
+
+def test_an_anchor_that_cannot_be_written_names_its_folder_and_what_to_do(
+        log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refused(*args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(anchor, "write", refused)
+    where = anchor.file_of(log)
+    with pytest.raises(BadInput) as caught:
+        chainlog.append_event(log, "TICK", {"n": 4}, "s4")
+    assert str(caught.value) == (f"{where}: cannot write the anchor of {log} (Permission denied); make {where.parent}"
+                                 " a folder you can write (mode 0700), then run the command again")
+    assert len(log.read_text().splitlines()) == 4  # the line is logged: the next writer rolls the anchor forward

@@ -13,7 +13,8 @@ import pytest
 from automaton.core import chain
 from automaton.core.chain import Lines
 from automaton.core.loopstate import LoopState, initial_state, usd_to_micro
-from automaton.store import chainlog, checkpoint, looplog
+from automaton.store import anchor, chainlog, checkpoint, looplog
+from automaton.store import key as keys
 from automaton.store.key import load_key
 from tests.store.chainkit import checked
 
@@ -160,8 +161,6 @@ def test_a_forged_line_after_the_checkpoint_is_caught(log: Path, monkeypatch: py
 
 
 def test_the_checkpoint_goes_with_the_anchor(log: Path) -> None:
-    from automaton.store import anchor
-
     anchor.forget(log)
     assert not checkpoint.file_of(log).exists()
 
@@ -223,3 +222,33 @@ def test_a_fold_continued_in_process_does_not_read_the_checkpoint_again(
     monkeypatch.setattr(looplog, "_restored", counting)
     assert looplog.log_finding(lines, log) == ""
     assert calls == []  # the in-process fold of the same lines was continued
+
+
+def test_a_reservation_open_at_the_checkpoint_keeps_its_tick_starts_floor(
+        log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Tick 21 gives back more than it added, so the line before tick 20's TICK is below tick 20's
+    # own TICK_START (20 USD): only the checkpoint's copy of that TICK_START's counters holds it.
+    _append(log, "TICK_START", 21, 21.0, n=21, reserved_usd=3)
+    _append(log, "TICK", 21, 18.0, n=21)
+    _append(log, "TICK", 21, 18.5, n=PREFIX // 2)
+    check = chainlog.read_chain(log)
+    assert isinstance(check.lines, Lines) and check.lines.done == PREFIX
+    found = looplog.log_finding(check.lines, log)
+    # 18.5 is above the line before (18), below tick 20's TICK_START less its reservation (20 - 1)
+    assert found.startswith(f"{log}: line {PREFIX + 3} (TICK): spent_usd goes down (18 -> 18.5)"), found
+    assert check.lines.done == PREFIX  # folded from the checkpoint, not from the first line
+    _new_process(monkeypatch)
+    assert looplog.log_finding(list(_whole(log).lines), log) == found  # a whole check says the same
+
+
+def test_a_checkpointed_log_without_its_anchor_reads_as_rolled_back(log: Path) -> None:
+    anchor.file_of(log).unlink()
+    check = chainlog.read_chain(log)  # a full check: a checkpoint is taken only under an anchor
+    assert (check.ok, check.rolled_back, len(check.lines)) == (False, True, PREFIX)
+
+
+def test_a_checkpointed_log_without_its_key_is_not_trusted(log: Path) -> None:
+    keys.key_path().unlink()
+    keys.forget()
+    check = chainlog.read_chain(log)  # a full check: a checkpoint is read only with the key
+    assert (check.ok, check.needs_key) == (False, True)

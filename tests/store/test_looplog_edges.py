@@ -14,6 +14,7 @@ import pytest
 from automaton.core.chain import GENESIS, LogLine, format_line, parse_line
 from automaton.core.loopstate import LoopState, initial_state, usd_to_micro
 from automaton.core.names import LoopName
+from automaton.store import looplog
 from automaton.store.looplog import (
     counters,
     log_finding,
@@ -286,3 +287,56 @@ def test_a_rebuilt_state_reads_its_task_and_worktree_only_from_the_lines_that_ca
     assert state.current_task is None  # not a task name
     empty = rebuilt_state(LoopName("demo"), [], tmp_path)
     assert (empty.iteration_count, empty.status) == (0, "halted") and empty.started_at.endswith("Z")
+
+
+# --- each edge a surviving mutant found (`make mutate`, group ledger)
+
+def test_a_reservation_is_matched_by_its_n_an_absent_n_included() -> None:
+    # `n` is the key that pairs a TICK_START with the line closing it; a line without one
+    # pairs only with another line without one, never with a numbered reservation.
+    lines = [line("CREATED", usd=1.0), line("TICK_START", it=1, usd=3.0, reserved_usd=2.0),
+             line("TICK", it=1, usd=1.0)]
+    assert log_finding(lines, LOG) == ""
+    numbered = [line("CREATED", usd=1.0), line("TICK_START", it=1, usd=3.0, n=1, reserved_usd=2.0),
+                line("TICK", it=1, usd=1.0)]
+    assert "line 3 (TICK): spent_usd goes down (3 -> 1)" in log_finding(numbered, LOG)
+    unclosed = [line("CREATED", usd=1.0), line("TICK_START", it=1, usd=3.0, reserved_usd=2.0),
+                line("TICK", it=1, usd=1.0, n=1)]
+    assert "line 3 (TICK): spent_usd goes down (3 -> 1)" in log_finding(unclosed, LOG)
+
+
+def test_a_tick_closed_after_another_tick_still_answers_to_its_own_tick_start() -> None:
+    # The line before may be lower than the tick's own TICK_START (another tick gave back more
+    # than it added): the closing line is held to both floors.
+    lines = [line("CREATED", usd=1.0), line("TICK_START", it=1, usd=3.0, n=1, reserved_usd=2.0),
+             line("TICK_START", it=2, usd=4.0, n=2, reserved_usd=3.0), line("TICK", it=2, usd=1.0, n=2)]
+    assert log_finding(lines, LOG) == ""
+    found = log_finding([*lines, line("TICK", it=2, usd=1.0, n=1)], LOG)
+    assert found == ""  # at its own floor, 3 - 2
+    found = log_finding([*lines, line("TICK", it=2, usd=0.5, n=1)], LOG)
+    assert found.startswith(f"{LOG}: line 5 (TICK): spent_usd goes down (1 -> 0.5)"), found
+
+
+def test_a_counter_lowered_by_exactly_the_rounding_slack_is_not_lowered() -> None:
+    # 3.0 - 1e-6 is the float 2.999999 exactly: the slack is inclusive
+    assert 3.0 - 0.000001 == 2.999999
+    assert log_finding([line("CREATED", usd=3.0), line("PAUSED", usd=2.999999)], LOG) == ""
+    assert "spent_usd goes down" in log_finding([line("CREATED", usd=3.0), line("PAUSED", usd=2.999998)], LOG)
+
+
+def test_lines_appended_after_a_clean_check_are_still_checked_against_the_last_one() -> None:
+    # the second call folds only the appended line, from the counters the first one ended at
+    looplog._FOLDS.clear()
+    clean = [line("CREATED", it=2, usd=3.0), line("PAUSED", it=2, usd=3.0)]
+    assert log_finding(clean, LOG) == ""
+    assert str(LOG) in looplog._FOLDS
+    found = log_finding([*clean, line("PAUSED", it=2, usd=1.0)], LOG)
+    assert found.startswith(f"{LOG}: line 3 (PAUSED): spent_usd goes down (3 -> 1)"), found
+
+
+def test_untampered_counters_skip_only_the_counter_that_is_no_number() -> None:
+    state = counted(iteration_count=0, spent_usd=0.0, resumed_count=0, iterations_at_approval=0,
+                    spent_usd_at_approval=0.0)
+    lines = [line("CREATED", usd=1.0), bare("PAUSED", iterations="inf", spent_usd="5.0")]
+    got = untampered_counters(state, lines)
+    assert (got.iteration_count, got.spent_usd) == (0, 5.0)
