@@ -236,3 +236,43 @@ def test_the_installed_plugin_sends_the_real_calls_to_the_hook_and_opencode_obey
     assert len(list(srv.scripted_requests())) == 5
     record("opencode", "tool-execute-before.json", json.dumps(seen[0], indent=2) + "\n")
     record("opencode", "tool-execute-before-bash.json", json.dumps(seen[3], indent=2) + "\n")
+
+
+def test_a_sandboxed_session_runs_the_installed_plugin_under_the_sealed_sessions_rule(project: Path,
+                                                                                       scripted: Any) -> None:
+    """A human's `--install-hooks opencode` also seals `"sessions": "sandboxed"` (where this
+    machine has the sandbox): inside `automaton --sandbox -- opencode` the plugin's hook allows
+    an in-scope write and denies one into `.opencode/`, which the kernel grants to nobody either.
+    OpenCode's own first-run writes into `.opencode/` (package.json, node_modules) are refused by
+    the kernel there; it starts anyway."""
+    from tests.helpers import git, run_cli, run_exe
+
+    (project / "src").mkdir()
+    (project / "src" / "app.py").write_text("x = 1\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "src")
+    done = run_cli("--install-hooks", "opencode", cwd=project, human=True)
+    assert done.code == 0, done.err
+    if '"sandboxed"' not in done.out:
+        pytest.skip(f"no kernel sandbox here: {done.out}")
+    scripted([{"calls": [{"name": "write", "arguments": {"filePath": "src/new.py", "content": "y = 2\n"}}]},
+              {"calls": [{"name": "write", "arguments": {"filePath": ".opencode/plugin/evil.js",
+                                                         "content": "export const X = 1;\n"}}]},
+              {"text": "Done."}])
+    session = run_exe("automaton", "--sandbox", "--", "opencode", "run", "--format", "json", "-m", "scripted/m1",
+                      "go", cwd=project, env=dict(os.environ, PWD=str(project)), timeout=240)
+    assert session.returncode == 0, session.stderr[-3000:]
+    assert (project / "src" / "new.py").read_text() == "y = 2\n"
+    assert not (project / ".opencode" / "plugin" / "evil.js").exists()
+    events = [json.loads(x) for x in session.stdout.splitlines() if x.startswith("{")]
+    states = [e["part"]["state"] for e in events if e["type"] == "tool_use"]
+    assert [s["status"] for s in states] == ["completed", "error"], states
+    assert "agent hook configuration is changed only by a human" in states[1]["error"], states
+    scripted([{"calls": [{"name": "write", "arguments": {"filePath": "src/late.py", "content": "z = 3\n"}}]},
+              {"text": "Done."}])
+    unconfined = subprocess.run(["opencode", "run", "--format", "json", "-m", "scripted/m1", "go"], cwd=project,
+                                capture_output=True, text=True, timeout=240, env=dict(os.environ, PWD=str(project)))
+    errors = [e["part"]["state"].get("error", "") for e in
+              (json.loads(x) for x in unconfined.stdout.splitlines() if x.startswith("{")) if e["type"] == "tool_use"]
+    assert errors and all("outside automaton's sandbox" in e for e in errors), unconfined.stdout[-3000:]
+    assert not (project / "src" / "late.py").exists()

@@ -83,8 +83,12 @@ def test_install_writes_the_plugin_once_and_refuses_a_foreign_file(project: Path
     command = first.json["command"]
     assert json.dumps(command) in text and f"--hook opencode --project {project.resolve()}" in command
     assert command.endswith(" || exit 2")
+    ignore = project / ".opencode" / ".gitignore"
+    assert ignore.read_text() == "node_modules\npackage.json\npackage-lock.json\nbun.lock\n"
+    ignore.write_text("node_modules\n")  # a human's own: kept
     second = run_cli("--install-hooks", "opencode", "--project", str(project), "--json")
     assert second.code == 0 and second.json["changed"] is False and path.read_text() == text
+    assert ignore.read_text() == "node_modules\n"
     path.write_text("export const Mine = async () => ({});\n")
     refused = run_cli("--install-hooks", "opencode", "--project", str(project))
     assert refused.code == 1 and "another plugin" in refused.err

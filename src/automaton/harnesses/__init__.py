@@ -142,7 +142,7 @@ HOOKLESS: dict[str, str] = {
     "codex": "codex exec does not run project hooks from an untrusted .codex/ (a loop worktree is one)",
     "gemini": "gemini -p gets no automaton hook in a loop tick",
     "aider": "aider has no pre-edit hook",
-    "opencode": "opencode has no pre-edit hook automaton installs",
+    "opencode": "opencode run in a loop worktree gets automaton's plugin only where the project commits it",
     "command": "a command harness runs no hook",
 }
 

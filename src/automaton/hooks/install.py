@@ -80,8 +80,14 @@ CLAUDE_DENY = ("Edit(**/.state*)", "Edit(/.automaton/**)", "Edit(**/.git/**)", "
 GIT_MARKER = "# automaton pre-commit hook"
 OPENCODE_PLUGIN = ".opencode/plugin/automaton.js"
 OPENCODE_MARKER = "// automaton opencode plugin"
-OPENCODE_NOTE = ("OpenCode loads it from sessions started in the project (restart running ones); on its first run"
-                 " there OpenCode itself writes .gitignore, package.json and node_modules/ into .opencode/")
+OPENCODE_NOTE = ("OpenCode loads it from sessions started in the project (restart running ones); outside the"
+                 " sandbox it also installs its plugin package into .opencode/ (package.json, node_modules/)")
+# opencode-ai 1.18.33 (`Config.ensureGitignore`) creates `.gitignore` in every `.opencode/` it
+# loads and stops at start-up when it cannot ("Unexpected error … FileSystem.writeFile"), unless
+# one exists; `.opencode/` is never writable inside automaton's sandbox, so the install writes
+# it. Its lines are OpenCode's own less `.gitignore` itself, so that it can be committed with
+# the plugin (a loop worktree gets only committed files). Its dependency install only warns.
+OPENCODE_GITIGNORE = (".opencode/.gitignore", "node_modules\npackage.json\npackage-lock.json\nbun.lock\n")
 # Milliseconds the plugin waits for the hook, well past its own deadline (hooks.DEADLINE_S), so
 # that only a hook that hangs is cut off (and then the call is blocked).
 OPENCODE_TIMEOUT_MS = 30000
@@ -383,8 +389,9 @@ export const AutomatonHook = async ({{ directory }}) => ({{
 
 
 def install_opencode(project: Project) -> Outcome:
-    """Write `.opencode/plugin/automaton.js` (`opencode_plugin`). Refused (exit 1) over a file
-    there that automaton did not write (no OPENCODE_MARKER); installing twice changes nothing.
+    """Write `.opencode/plugin/automaton.js` (`opencode_plugin`), and `.opencode/.gitignore`
+    (OPENCODE_GITIGNORE) where there is none. Refused (exit 1) over a plugin file there that
+    automaton did not write (no OPENCODE_MARKER); installing twice changes nothing.
     data {agent, path, changed, command, deny: []}."""
     path = project.root / OPENCODE_PLUGIN
     command = hook_command("opencode", project)
@@ -402,6 +409,10 @@ def install_opencode(project: Project) -> Outcome:
     if changed:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, text.encode("utf-8"))
+    ignore = project.root / OPENCODE_GITIGNORE[0]
+    if not os.path.lexists(ignore):
+        atomic_write(ignore, OPENCODE_GITIGNORE[1].encode("utf-8"))
+        changed = True
     word = "installed" if changed else "already installed"
     lines = [f"opencode hook {word} in {OPENCODE_PLUGIN} (tool.execute.before, every tool)", f"command: {command}",
              f"note: {OPENCODE_NOTE}"]
