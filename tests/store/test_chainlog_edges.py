@@ -220,3 +220,17 @@ def test_an_anchor_that_cannot_be_written_names_its_folder_and_what_to_do(
     assert str(caught.value) == (f"{where}: cannot write the anchor of {log} (Permission denied); make {where.parent}"
                                  " a folder you can write (mode 0700), then run the command again")
     assert len(log.read_text().splitlines()) == 4  # the line is logged: the next writer rolls the anchor forward
+
+
+def test_an_anchor_behind_a_log_broken_after_it_is_left_where_it_is(log: Path) -> None:
+    old = anchor.file_of(log).read_bytes()
+    chainlog.append_event(log, "TICK", {"n": 4}, "s4")
+    chainlog.append_event(log, "TICK", {"n": 5}, "s5")
+    anchor.file_of(log).write_bytes(old)  # the crash: lines 4 and 5 logged, the anchor still at 3
+    lines = log.read_bytes().splitlines(keepends=True)
+    lines[4] = lines[4].replace(b" n=5 ", b" n=7 ")
+    assert lines[4] != log.read_bytes().splitlines(keepends=True)[4]
+    log.write_bytes(b"".join(lines))  # line 5 tampered: lines 1-4 still verify, past the anchor
+    chainlog.settle_anchor(log)
+    assert anchor.file_of(log).read_bytes() == old
+    assert not chainlog.read_chain(log).ok
