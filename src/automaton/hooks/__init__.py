@@ -113,6 +113,20 @@ def cwd_of(payload: dict[str, Any]) -> Path:
     return Path(check_text(cwd))
 
 
+def patch_paths_of(tool: str, text: str) -> list[str]:
+    """The files an apply_patch text (`*** Begin Patch` format, hooks/codexpatch.py) touches,
+    as written in it; BadPayload for a malformed patch or one that names no file."""
+    from automaton.hooks.codexpatch import BadPatch, patch_paths  # only a patch call needs the reader
+
+    try:
+        paths = patch_paths(text)
+    except BadPatch as exc:
+        raise BadPayload(f"{tool}: {exc}") from None
+    if not paths:
+        raise BadPayload(f"{tool}: the patch names no file (no '*** Add/Update/Delete File:' line)")
+    return paths
+
+
 def text_field(tool: str, given: dict[str, Any], *keys: str) -> str:
     """The first of `keys` present in `given` as a non-empty string; BadPayload otherwise."""
     for key in keys:

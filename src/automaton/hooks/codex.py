@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import shlex
 
-from automaton.hooks import BadPayload, Call, UnknownTool, cwd_of, tool_of
+from automaton.hooks import BadPayload, Call, UnknownTool, cwd_of, patch_paths_of, tool_of
 
 TYPE_CHECKING = False  # typing stays off the hook path (core/record.py says why)
 if TYPE_CHECKING:
@@ -52,16 +52,7 @@ def parse(payload: dict[str, Any]) -> Call:
     name, given = tool_of(payload)
     cwd = cwd_of(payload)
     if name in PATCH_TOOLS:
-        from automaton.hooks.codexpatch import BadPatch, patch_paths
-
-        text = _command(name, given, "command", "patch", "input")
-        try:
-            paths = patch_paths(text)
-        except BadPatch as exc:
-            raise BadPayload(f"{name}: {exc}") from None
-        if not paths:
-            raise BadPayload(f"{name}: the patch names no file (no '*** Add/Update/Delete File:' line)")
-        return Call(name, cwd, paths=paths)
+        return Call(name, cwd, paths=patch_paths_of(name, _command(name, given, "command", "patch", "input")))
     if name in SHELLS:
         given_cwd = given.get("workdir")
         if given_cwd is not None and not isinstance(given_cwd, str):

@@ -322,12 +322,7 @@ def install_git(project: Project) -> Outcome:
     hooks_dir = git_hooks_dir(project, line)
     path = hooks_dir / "pre-commit"
     text = f"#!/bin/sh\n{GIT_MARKER}: installed by automaton --install-hooks git\n{line}\n"
-    try:
-        old = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        old = None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"{path}: cannot read ({exc})") from None
+    old = _read_own(path)
     if old is not None and GIT_MARKER not in old:
         raise Refused(f"{path} is another tool's hook: automaton will not overwrite it; add this line to it: {line}")
     changed = old != text
@@ -396,12 +391,7 @@ def install_opencode(project: Project) -> Outcome:
     path = project.root / OPENCODE_PLUGIN
     command = hook_command("opencode", project)
     text = opencode_plugin(command)
-    try:
-        old = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        old = None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"{path}: cannot read ({exc})") from None
+    old = _read_own(path)
     if old is not None and not old.startswith(OPENCODE_MARKER):
         raise Refused(f"{path} is another plugin: automaton will not overwrite it; move it aside and run"
                       " --install-hooks opencode again")
@@ -418,3 +408,14 @@ def install_opencode(project: Project) -> Outcome:
              f"note: {OPENCODE_NOTE}"]
     return Outcome(lines=lines, data={"agent": "opencode", "path": str(path), "changed": changed, "command": command,
                                       "deny": []})
+
+
+def _read_own(path: Path) -> str | None:
+    """The text of a file automaton may have installed (a git hook, a plugin); None when it does
+    not exist; BadInput (exit 2) when it cannot be read as UTF-8 text."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{path}: cannot read ({exc})") from None

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from automaton.hooks import BadPayload, Call, UnknownTool, cwd_of, text_field, tool_of
+from automaton.hooks import BadPayload, Call, UnknownTool, cwd_of, patch_paths_of, text_field, tool_of
 
 TYPE_CHECKING = False  # typing stays off the hook path (core/record.py says why)
 if TYPE_CHECKING:
@@ -46,15 +46,7 @@ def parse(payload: dict[str, Any]) -> Call:
     if name in WRITERS:
         return Call(name, cwd, paths=[text_field(name, given, "filePath")])
     if name in PATCH_TOOLS:
-        from automaton.hooks.codexpatch import BadPatch, patch_paths
-
-        try:
-            paths = patch_paths(text_field(name, given, "patchText"))
-        except BadPatch as exc:
-            raise BadPayload(f"{name}: {exc}") from None
-        if not paths:
-            raise BadPayload(f"{name}: the patch names no file (no '*** Add/Update/Delete File:' line)")
-        return Call(name, cwd, paths=paths)
+        return Call(name, cwd, paths=patch_paths_of(name, text_field(name, given, "patchText")))
     if name in SHELLS:
         sub = given.get("workdir")
         if sub is not None and not isinstance(sub, str):
