@@ -171,14 +171,9 @@ def ensure_worktree(
     branch = branch_name(name)
     cleared = recorded_path is not None and not Path(recorded_path).exists()
 
-    probe = run_git(root, ["rev-parse", "--is-inside-work-tree"])
-    if probe.code == 127:
-        return _fallback(root, "git not found on PATH", cleared, "no_git")
-    if probe.code != 0 or probe.out.strip() != "true":
-        return _fallback(root, f"{root} is not a git repository", cleared, "not_repo")
-    if path.is_symlink():  # never followed: it could point at the project itself or anywhere
-        return _fallback(root, f"{path} is a symlink (to {os.readlink(path)}), not the loop's worktree",
-                         cleared, "occupied")
+    refused = _unusable(root, path, cleared)
+    if refused is not None:
+        return refused
     entries = list_worktrees(root)
     if not entries:
         return _fallback(root, "git worktree list failed", cleared, "failed")
@@ -188,17 +183,9 @@ def ensure_worktree(
         if why is not None:
             return _fallback(root, why, cleared, "occupied" if "locked" in mine else "failed")
         entries, mine = [e for e in entries if e is not mine], None
-    ref = f"refs/heads/{branch}"
-    elsewhere = next((e for e in entries if e.get("branch") == ref and not _same(e["worktree"], path)), None)
-    if mine is not None and path.is_dir() and mine.get("branch") == ref:
-        base = recorded_base or _merge_base(root, base_branch, branch)
-        return WorktreeResult(path, branch, base, cleared_stale=cleared)
-    if mine is not None:  # registered at our path but on another branch/detached: not ours to reuse
-        return _fallback(root, f"{path} is a worktree on {mine.get('branch', 'a detached HEAD')}, not {branch}",
-                         cleared, "occupied")
-    if elsewhere is not None:
-        return _fallback(root, f"branch {branch} is checked out {_where(elsewhere, entries[0])}", cleared,
-                         "elsewhere")
+    known = _registered(root, path, branch, entries, mine, cleared, base_branch, recorded_base)
+    if known is not None:
+        return known
     if path.exists():
         if path.is_dir() and not any(path.iterdir()):
             with contextlib.suppress(OSError):
@@ -206,6 +193,38 @@ def ensure_worktree(
         if path.exists():
             return _fallback(root, f"{path} exists and is not a git worktree; move it away", cleared, "occupied")
     return _add(root, path, branch, base_branch, recorded_base, cleared)
+
+
+def _unusable(root: Path, path: Path, cleared: bool) -> WorktreeResult | None:
+    """The fallback when git is missing, `root` is no repository, or the worktree path is a
+    symlink (never followed: it could point at the project itself or anywhere); else None."""
+    probe = run_git(root, ["rev-parse", "--is-inside-work-tree"])
+    if probe.code == 127:
+        return _fallback(root, "git not found on PATH", cleared, "no_git")
+    if probe.code != 0 or probe.out.strip() != "true":
+        return _fallback(root, f"{root} is not a git repository", cleared, "not_repo")
+    if path.is_symlink():
+        return _fallback(root, f"{path} is a symlink (to {os.readlink(path)}), not the loop's worktree",
+                         cleared, "occupied")
+    return None
+
+
+def _registered(root: Path, path: Path, branch: str, entries: list[dict[str, str]], mine: dict[str, str] | None,
+                cleared: bool, base_branch: str | None, recorded_base: str | None) -> WorktreeResult | None:
+    """What git's registered worktrees decide: our own worktree reused, or the fallback when our
+    path holds another branch or the loop's branch is checked out elsewhere; None: add one."""
+    ref = f"refs/heads/{branch}"
+    if mine is not None and path.is_dir() and mine.get("branch") == ref:
+        base = recorded_base or _merge_base(root, base_branch, branch)
+        return WorktreeResult(path, branch, base, cleared_stale=cleared)
+    if mine is not None:  # registered at our path but on another branch/detached: not ours to reuse
+        return _fallback(root, f"{path} is a worktree on {mine.get('branch', 'a detached HEAD')}, not {branch}",
+                         cleared, "occupied")
+    elsewhere = next((e for e in entries if e.get("branch") == ref and not _same(e["worktree"], path)), None)
+    if elsewhere is not None:
+        return _fallback(root, f"branch {branch} is checked out {_where(elsewhere, entries[0])}", cleared,
+                         "elsewhere")
+    return None
 
 
 def _add(root: Path, path: Path, branch: str, base_branch: str | None, recorded_base: str | None,

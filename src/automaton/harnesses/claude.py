@@ -140,12 +140,7 @@ def parse(stdout: str, stderr: str, code: int) -> HarnessResult:
     messages = _messages(stdout)
     obj = _result_in(messages)
     if obj is None:
-        why = tail(stderr, 300) or tail(stdout, 300) or f"claude printed no result (exit {code})"
-        # No result object: plain text on stdout is the CLI's own message; JSON messages (verbose,
-        # stream-json) are the agent's work and never read for a limit.
-        limit = detect([tail(stderr), "" if messages else tail(stdout)], LIMIT_NEEDLES)
-        refused = limit is not None and not worked(messages, None)
-        return HarnessResult(code, "", 0.0 if refused else None, {}, why.splitlines()[-1], usage_limit=limit)
+        return _no_result(messages, stdout, stderr, code)
     if not _one_document(stdout) and messages[-1] is not obj:
         return HarnessResult(code, "", None, {}, "claude's output does not end with its result message")
     text = text_of(obj, "result")
@@ -163,6 +158,16 @@ def parse(stdout: str, stderr: str, code: int) -> HarnessResult:
     if cost is None and limit is not None and not worked(messages, obj):
         cost = 0.0
     return HarnessResult(code, str(text), cost, tokens, error, usage_limit=limit)
+
+
+def _no_result(messages: list[Any], stdout: str, stderr: str, code: int) -> HarnessResult:
+    """`parse` of output without a result message: the error is the last line Claude printed."""
+    why = tail(stderr, 300) or tail(stdout, 300) or f"claude printed no result (exit {code})"
+    # No result object: plain text on stdout is the CLI's own message; JSON messages (verbose,
+    # stream-json) are the agent's work and never read for a limit.
+    limit = detect([tail(stderr), "" if messages else tail(stdout)], LIMIT_NEEDLES)
+    refused = limit is not None and not worked(messages, None)
+    return HarnessResult(code, "", 0.0 if refused else None, {}, why.splitlines()[-1], usage_limit=limit)
 
 
 def usage_limit(obj: dict[str, Any], stdout: str, stderr: str) -> UsageLimit | None:

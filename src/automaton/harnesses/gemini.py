@@ -16,6 +16,8 @@ RetryableQuotaError, `packages/core/src/utils/googleQuotaErrors.ts`).
 
 from __future__ import annotations
 
+from typing import Any
+
 from automaton.core import jsontext
 from automaton.harnesses import HarnessRequest, HarnessResult, Invocation
 from automaton.harnesses._cli import count, has_flag, run_cli, sub, tail, text_of
@@ -107,13 +109,7 @@ def parse(stdout: str, stderr: str, code: int) -> HarnessResult:
         limit = detect([*said, tail(stderr)], LIMIT_NEEDLES) if code != 0 else None
         return HarnessResult(code, "", None, {}, error or f"gemini printed no JSON: {tail(stderr, 200)}",
                              usage_limit=limit)
-    tokens: dict[str, int] = {}
-    stats = sub(obj, "stats")
-    models = sub(stats, "models")
-    for entry in models.values():
-        if isinstance(entry, dict) and isinstance(entry.get("tokens"), dict):
-            for key, value in entry["tokens"].items():
-                tokens[key] = tokens.get(key, 0) + count(value)
+    tokens = _tokens(obj)
     said, forced = [tail(stderr)], None
     if isinstance(obj.get("error"), dict | str) and obj.get("error"):
         err = obj["error"]
@@ -125,6 +121,16 @@ def parse(stdout: str, stderr: str, code: int) -> HarnessResult:
     text = text_of(obj, "response")
     limit = detect(said, LIMIT_NEEDLES, forced=forced) if error is not None else None
     return HarnessResult(code, str(text), None, tokens, error, usage_limit=limit)
+
+
+def _tokens(obj: dict[str, Any]) -> dict[str, int]:
+    """Token counts summed over `stats.models[*].tokens` (name -> count)."""
+    tokens: dict[str, int] = {}
+    for entry in sub(sub(obj, "stats"), "models").values():
+        if isinstance(entry, dict) and isinstance(entry.get("tokens"), dict):
+            for key, value in entry["tokens"].items():
+                tokens[key] = tokens.get(key, 0) + count(value)
+    return tokens
 
 
 def run(req: HarnessRequest) -> HarnessResult:

@@ -70,12 +70,26 @@ def settle(loop: Loop, cfg: LoopConfig, wt: WorktreeResult, n: int, impl: Harnes
     the drift and protected-path checks judge that same reading; otherwise the commit is made
     and they read the worktree anew. `state`: the loop's state as this tick recorded its
     worktree (None: read here)."""
-    project, name = loop.project, loop.name
     out = After()
-    reading: Reading | None = None
     # No worktree (`use_worktree` false): the tick commits in the main checkout, on its branch,
     # once its first tick recorded a base commit there (runner.worktree `_in_place`).
     in_place = not wt.in_worktree and not cfg.blast_radius.use_worktree and wt.base_commit is not None
+    reading, failed = _commit_step(loop, wt, n, state, out, in_place)
+    if failed is not None:
+        return failed
+    unavailable = impl.unavailable
+    if unavailable:
+        out.free = out.sha is None  # an agent that changed files did start: its tick is charged
+        return _halt(out, loop, "human_intervention", f"{HARNESS_UNAVAILABLE}: {unavailable}")
+    if not wt.in_worktree and not in_place:
+        return out
+    return _checks(loop, cfg, wt, reading, out)
+
+
+def _commit_step(loop: Loop, wt: WorktreeResult, n: int, state: LoopState | None, out: After,
+                 in_place: bool) -> tuple[Reading | None, After | None]:
+    """The commit half of `settle`: (the reading the checks may judge, the halted `out` or None)."""
+    project, name = loop.project, loop.name
     if wt.in_worktree and not wt.path.is_dir():
         # The agent removed or moved its own worktree: nothing is left to commit, the branch
         # keeps what earlier ticks committed, and the next tick re-creates the worktree (or
@@ -83,22 +97,21 @@ def settle(loop: Loop, cfg: LoopConfig, wt: WorktreeResult, n: int, impl: Harnes
         out.notes.append(f"the worktree {wt.path} is gone; loop/{name} is checked as committed")
         tip = run_git(project.root, ["rev-parse", "--verify", f"refs/heads/loop/{name}^{{commit}}"])
         out.head = tip.out.strip() if tip.code == 0 and tip.out.strip() else None
-    elif wt.in_worktree or in_place:
-        tampered = pointer_problem(project.root, wt.path) if wt.in_worktree else None
-        if tampered:  # never run git in a worktree whose .git the agent rewrote: it may be the user's branch
-            return _halt(out, loop, "drift_detected", f"worktree_lost: {tampered}")
-        nested = _nested(wt)
-        if nested:  # before `git add`, which would record it as a gitlink and let git enter it
-            return _halt(out, loop, "drift_detected", nested)
-        reading, failed = _commit(loop, wt, n, state or loop.read_state(), out)
-        if failed is not None:
-            return failed
-    unavailable = impl.unavailable
-    if unavailable:
-        out.free = out.sha is None  # an agent that changed files did start: its tick is charged
-        return _halt(out, loop, "human_intervention", f"{HARNESS_UNAVAILABLE}: {unavailable}")
-    if not wt.in_worktree and not in_place:
-        return out
+        return None, None
+    if not (wt.in_worktree or in_place):
+        return None, None
+    tampered = pointer_problem(project.root, wt.path) if wt.in_worktree else None
+    if tampered:  # never run git in a worktree whose .git the agent rewrote: it may be the user's branch
+        return None, _halt(out, loop, "drift_detected", f"worktree_lost: {tampered}")
+    nested = _nested(wt)
+    if nested:  # before `git add`, which would record it as a gitlink and let git enter it
+        return None, _halt(out, loop, "drift_detected", nested)
+    return _commit(loop, wt, n, state or loop.read_state(), out)
+
+
+def _checks(loop: Loop, cfg: LoopConfig, wt: WorktreeResult, reading: Reading | None, out: After) -> After:
+    """The checks on the commit: drift out of file_scope, then protected paths (`settle`)."""
+    project = loop.project
     drift = drift_after_commit(loop, cfg, reading)
     if drift.result is not None and drift.result.halt is not None:
         out.halt = f"{drift.result.halt}: {drift.result.detail}"

@@ -338,6 +338,33 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
         done = deferral.settle(loop, cfg, n, folder, limit, costs, after.sha)
         show.note(f"  {done.line}")
         return deferral.outcome(done, name, n, cfg, after.sha, wt.path, warnings)
+    return _record(loop, cfg, wt, _Roles(n, folder, ctx, impl, after, verdict, complete, decision, costs, watch),
+                   started, warnings, show)
+
+
+@dataclass(frozen=True)
+class _Roles:
+    """What the roles of tick `n` left for its settling record (`_record`)."""
+
+    n: int
+    folder: Path
+    ctx: prompts.TickContext
+    impl: HarnessResult
+    after: aftercommit.After
+    verdict: Verdict
+    complete: bool
+    decision: str
+    costs: dict[str, float | None]
+    watch: deferral.Watch
+
+
+def _record(loop: Loop, cfg: LoopConfig, wt: WorktreeResult, roles: _Roles, started: float, warnings: list[str],
+            show: Progress) -> Outcome:
+    """Step 8: the verdict, the phase transition asked for, the cost and the tick's record; the
+    tick's Outcome (exit 0, data as `tick.json`)."""
+    project, name = loop.project, loop.name
+    n, folder, ctx, impl, after, verdict = roles.n, roles.folder, roles.ctx, roles.impl, roles.after, roles.verdict
+    complete, decision, costs, watch = roles.complete, roles.decision, roles.costs, roles.watch
     (folder / "verdict.json").write_text(json.dumps(verdict.to_dict(), indent=2) + "\n", encoding="utf-8")
     asked, applied = orchestrate.apply_transition(project, ctx.task, decision)
     if asked is not None:

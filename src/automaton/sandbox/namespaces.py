@@ -155,9 +155,18 @@ def plan(policy: Policy, runtime_dir: str | None = None) -> Plan:
     Paths missing now are left out: a missing writable path stays unwritable."""
     res = resolve(policy)
     roots = _roots(runtime_dir)
-    private = _private_folders(runtime_dir)
     writable = [w for w in res.writable if _kind(w) is not None]
     self_binds = tuple(w for w in writable if not _under(w, roots))
+    wanted = _bound_back(policy, roots, writable, _private_folders(runtime_dir))
+    rebinds = tuple(Rebind(p, wanted[p], _kind(p) is True) for p in sorted(wanted, key=lambda p: (p.count("/"), p)))
+    masks = tuple((m, bool(_kind(m))) for m in (os.path.realpath(str(p)) for p in policy.masked
+                                                if os.path.isabs(str(p))) if _kind(m) is not None)
+    empty = empty_file() if any(not is_dir for _, is_dir in masks) else ""
+    return Plan(roots, self_binds, rebinds, masks, policy.network, empty)
+
+
+def _bound_back(policy: Policy, roots: Sequence[str], writable: list[str], private: Sequence[str]) -> dict[str, bool]:
+    """The paths under the private roots that are bound back into the namespace: path -> writable."""
     wanted: dict[str, bool] = {}
     for w in writable:
         if _under(w, roots) and not any(_under(r, [w]) for r in private):
@@ -170,11 +179,7 @@ def plan(policy: Policy, runtime_dir: str | None = None) -> Plan:
         if (_under(v, roots) and v not in wanted and not _under(v, writable) and _kind(v) is not None
                 and not any(_under(r, [v]) for r in private)):
             wanted[v] = False
-    rebinds = tuple(Rebind(p, wanted[p], _kind(p) is True) for p in sorted(wanted, key=lambda p: (p.count("/"), p)))
-    masks = tuple((m, bool(_kind(m))) for m in (os.path.realpath(str(p)) for p in policy.masked
-                                                if os.path.isabs(str(p))) if _kind(m) is not None)
-    empty = empty_file() if any(not is_dir for _, is_dir in masks) else ""
-    return Plan(roots, self_binds, rebinds, masks, policy.network, empty)
+    return wanted
 
 
 # ---------------------------------------------------------------- in the child, after fork

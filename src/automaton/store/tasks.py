@@ -258,29 +258,16 @@ def load_listed(ref: TaskRef, folder: Path, folder_str: str, entries: dict[str, 
     be listed), `folder_str` is `str(folder)`; files are named by plain strings, not `Path`s."""
     state_file, log_file = f"{folder_str}{os.sep}{STATE}", f"{folder_str}{os.sep}{LOG}"
     temp = f"{folder_str}{os.sep}{TEMP}"
-    if entries is None:
-        _no_directories(folder / STATE, folder / LOG, folder / TEMP)
-    else:
-        for name in (STATE, LOG, TEMP):
-            if name in entries and _is_dir(entries[name]):
-                raise CorruptState(_directory(folder / name))
+    _refuse_directories(folder, entries)
     # Read state, log, temp, state again, retried while `.state` changed (`_READ_TRIES`). The
     # temp file only settles a state that is missing or behind its log: when the listing shows
     # none, `.state` names a phase, the intact log's last line names the same and `.state` reads
     # the same again, nothing below looks at it, so it is not read. A temp file that is there is
     # always read (one that cannot be read is CorruptState, as every writer would fail on it),
     # and so is any in the last round.
-    last = _READ_TRIES - 1
     no_temp = entries is not None and TEMP not in entries
-    for attempt in range(_READ_TRIES):
-        before = _read_bytes(state_file)
-        chain = chainlog.read_chain(log_file)
-        token = phase_token(before) if before is not None else None
-        agrees = no_temp and attempt < last and token is not None and chain.ok and token == chain.last_state
-        pending = None if agrees else _read_bytes(temp)
-        after = _read_bytes(state_file)
-        if before == after:
-            break
+    before, after, chain, pending = _read_settled(state_file, log_file, temp, no_temp)
+    token = phase_token(before) if before is not None else None
     present = present_artifacts(folder) if entries is None else _artifacts(entries)
     pending_phase = phase_token(pending) if pending is not None else None
     # An interrupted commit (temp file written and logged, rename not done): the logged state
@@ -298,23 +285,54 @@ def load_listed(ref: TaskRef, folder: Path, folder_str: str, entries: dict[str, 
         if strict:
             raise CorruptState(message)
         return TaskRecord(ref, folder, None, chain, message, present)
-    tamper = ""
+    phase, tamper = _judged(ref, chain, phase, pending_phase if rolled else None, state_file, log_file)
+    return TaskRecord(ref, folder, phase, chain, tamper, present)
+
+
+def _read_settled(state_file: str, log_file: str, temp: str,
+                  no_temp: bool) -> tuple[bytes | None, bytes | None, ChainCheck, bytes | None]:
+    """(`.state` before, `.state` after, the log's chain, the temp file or None) from the last
+    round of `load_listed`'s reads; `no_temp`: the listing showed no temp file."""
+    last = _READ_TRIES - 1
+    for attempt in range(_READ_TRIES):
+        before = _read_bytes(state_file)
+        chain = chainlog.read_chain(log_file)
+        token = phase_token(before) if before is not None else None
+        agrees = no_temp and attempt < last and token is not None and chain.ok and token == chain.last_state
+        pending = None if agrees else _read_bytes(temp)
+        after = _read_bytes(state_file)
+        if before == after:
+            break
+    return before, after, chain, pending
+
+
+def _refuse_directories(folder: Path, entries: dict[str, os.DirEntry[str]] | None) -> None:
+    """CorruptState when `.state`, `.state.log` or the temp file is a directory."""
+    if entries is None:
+        _no_directories(folder / STATE, folder / LOG, folder / TEMP)
+        return
+    for name in (STATE, LOG, TEMP):
+        if name in entries and _is_dir(entries[name]):
+            raise CorruptState(_directory(folder / name))
+
+
+def _judged(ref: TaskRef, chain: ChainCheck, phase: str, rolled: str | None, state_file: str,
+            log_file: str) -> tuple[str, str]:
+    """(the phase, why the state is tampered or "") of a `.state` naming `phase` against its log;
+    `rolled`: the phase of a temp file the log already records (an interrupted commit), else None."""
     foreign = foreign_line(chain, ref)
     if not chain.ok:
-        tamper = f"{log_file}: {chain.error}"
-    elif foreign:
-        tamper = f"{log_file}: {foreign}"
-    elif not chain.lines:
-        tamper = f"{state_file} has no {LOG}: it was written outside automaton"
-    elif chain.last_state != phase:
-        if rolled:
-            phase = str(pending_phase)
-        else:
-            tamper = (
-                f"{state_file} says {phase!r} but its log's last line says {chain.last_state!r}:"
-                " it was edited outside automaton"
-            )
-    return TaskRecord(ref, folder, phase, chain, tamper, present)
+        return phase, f"{log_file}: {chain.error}"
+    if foreign:
+        return phase, f"{log_file}: {foreign}"
+    if not chain.lines:
+        return phase, f"{state_file} has no {LOG}: it was written outside automaton"
+    if chain.last_state != phase:
+        if rolled is not None:
+            return rolled, ""
+        return phase, (f"{state_file} says {phase!r} but its log's last line says {chain.last_state!r}:"
+                       " it was edited outside automaton")
+    return phase, ""
 
 
 def foreign_line(chain: ChainCheck, ref: TaskRef) -> str:
