@@ -223,3 +223,21 @@ def test_doctor_says_whether_an_https_state_remote_has_a_push_credential(
     (ssh,) = state_remote_checks(repo, "demo", "byssh")
     assert ssh.level == "note" and "is ssh" in ssh.message and "not used" in ssh.message
     assert state_remote_checks(repo, "demo", None) == []
+
+
+def test_a_verifier_in_the_loop_folder_runs_from_the_runners_own_copy(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, approver: str) -> None:
+    """loop.json names the loop's own verifier as `{loop_dir}/check.py`: a runner in another clone,
+    with the creating checkout gone, runs the copy its fetch brought, and the tick is scored."""
+    monkeypatch.setenv("AUTOMATON_RECORD_KEY", fk.KEY)
+    fleet = fk.make_fleet(tmp_path, 1, verify=[fk.PY, "{loop_dir}/check.py"])
+    seed_loop = fleet.seed / ".automaton" / "loops" / fk.LOOP
+    (seed_loop / "check.py").write_text("print('3 passed, 1 failed')\n")
+    first = _tick(fleet.seed, Path(os.environ["HOME"]))
+    assert first.returncode == 0 and '"ran": true' in first.stdout, first.stderr
+    shutil.rmtree(fleet.seed)  # the machine that made the loop is gone
+    ran = _tick(fleet.clones[0], fleet.homes[0])
+    assert ran.returncode == 0, ran.stderr
+    tick = json.loads(ran.stdout.strip().splitlines()[-1])
+    assert tick["ran"] is True and tick["verdict"]["score"] == 0.75, tick
+    assert "check.py" in git(fleet.bare, "ls-tree", "--name-only", f"refs/automaton/loops/{fk.LOOP}")

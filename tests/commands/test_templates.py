@@ -68,8 +68,13 @@ def test_placeholders_are_filled_and_the_scorer_copied(project: Path) -> None:
     assert out.ok, out.lines
     folder = Path(out.data["path"])
     doc = json.loads((folder / "loop.json").read_text())
-    assert doc["roles"]["verify"]["command"] == [str(venv_python), str(folder / "scorer.py"), "lint", "--target", "lib",
+    # loop.json names the scorer by the loop folder's token, never this machine's path ...
+    assert doc["roles"]["verify"]["command"] == [str(venv_python), "{loop_dir}/scorer.py", "lint", "--target", "lib",
                                                  "--suite"]
+    # ... which the loop's reader puts back as the folder where this machine keeps the loop
+    cfg = store.Loop.resolve(Project(project), "lint").read_config()
+    assert cfg.roles.verify.command == [str(venv_python), str(folder / "scorer.py"), "lint", "--target", "lib",
+                                        "--suite"]
     assert doc["blast_radius"]["file_scope"] == ["lib/**"]
     assert (folder / "scorer.py").read_bytes() == (framework_home().parent / "resources" / "scorer.py").read_bytes()
     prompt = (folder / "implement.md").read_text()

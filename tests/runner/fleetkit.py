@@ -39,9 +39,10 @@ class Fleet:
 
 
 def make_fleet(tmp: Path, runners: int, *, agent: str = AGENT, timeout_s: int = 60,
-               max_iterations: int = 1000, **over: object) -> Fleet:
+               max_iterations: int = 1000, verify: list[str] | None = None, **over: object) -> Fleet:
     """The seed checkout makes the loop and publishes it (one tick with --state-remote); then
-    `runners` fresh clones. The caller has AUTOMATON_RECORD_KEY=KEY set (monkeypatch)."""
+    `runners` fresh clones. The caller has AUTOMATON_RECORD_KEY=KEY set (monkeypatch).
+    `verify`: the verify command (score "summary"), default `VERIFY` run by this Python."""
     seed = init_repo(tmp / "seed")
     (seed / "src").mkdir()
     (seed / "src" / "keep.txt").write_text("keep\n")
@@ -53,7 +54,7 @@ def make_fleet(tmp: Path, runners: int, *, agent: str = AGENT, timeout_s: int = 
     make_loop(seed, LOOP, harness={"name": "command", "command": [PY, "-c", agent], "args": [], "timeout_s": timeout_s},
               sandbox="off", brakes={"max_iterations": max_iterations, "max_budget_usd": 5000.0, "max_tick_usd": 1.0,
                                      "score_plateau_window": 3, "plateau_epsilon": 0.0, "target_score": 1.0},
-              roles={"implement": {"prompt": "implement.md"}, "verify": {"command": [PY, "-c", VERIFY],
+              roles={"implement": {"prompt": "implement.md"}, "verify": {"command": verify or [PY, "-c", VERIFY],
                                                                           "score": "summary"},
                      "orchestrate": {"builtin": True}}, **over)
     clones, homes = [], []

@@ -629,3 +629,20 @@ def test_utc_now_is_the_datetime_stamp_it_replaced() -> None:
     stamp = chainlog.utc_now()
     after = datetime.now(UTC)
     assert before <= datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC) <= after
+
+
+def test_loop_dir_in_the_verify_command_is_the_folder_of_the_machine_reading_it(tmp_path: Path) -> None:
+    """loop.json's `{loop_dir}` names the loop folder where the reader keeps it: a clone at another
+    path (a state remote's runner) runs its own copy, and the sealed bytes name no machine's path."""
+    doc = json.loads(json.dumps(DESIGN_EXAMPLE))
+    doc["roles"]["verify"] = {"command": ["python3", "{loop_dir}/scorer.py", "lint", "--at={loop_dir}"],
+                              "score": "agent"}
+    data = (json.dumps(doc) + "\n").encode()
+    cfg = loops.parse_config_bytes(data, "loop.json")
+    for folder in (tmp_path / "a" / ".automaton" / "loops" / "x", tmp_path / "elsewhere" / "x"):
+        got = loops.with_loop_dir(cfg, folder)
+        assert got.roles.verify.command == ["python3", f"{folder}/scorer.py", "lint", f"--at={folder}"]
+        assert got.sha256 == cfg.sha256  # the seal is of the bytes, token and all
+    assert cfg.roles.verify.command == ["python3", "{loop_dir}/scorer.py", "lint", "--at={loop_dir}"]
+    plain = loops.parse_config_bytes((json.dumps(DESIGN_EXAMPLE) + "\n").encode(), "loop.json")
+    assert loops.with_loop_dir(plain, tmp_path) is plain  # nothing to put in: the same config

@@ -178,7 +178,7 @@ def _filled(project: Project, loop: LoopName, src: Path, obj: dict[str, Any],
     raw = {p.name: p.read_bytes() for p in sorted(src.iterdir()) if p.is_file() and p.suffix == ".md"}
     texts = {rel: data.decode("utf-8", "replace") for rel, data in raw.items()}
     used = tpl.used_names([*tpl.json_strings(obj), *texts.values()])
-    found = tpl.values(project, src, project.loop_dir(loop), used, tpl.parse_vars(variables))
+    found = tpl.values(project, src, used, tpl.parse_vars(variables))
     # A prompt without a placeholder is copied byte for byte, as before placeholders existed.
     filled = {rel: tpl.fill(texts[rel], found).encode("utf-8") if tpl.used_names([texts[rel]]) else data
               for rel, data in raw.items()}

@@ -10,7 +10,9 @@ Placeholders, `{{name}}` in any string of loop.json and in the prompts:
   else the project's `.venv/bin/python` or `venv/bin/python`, else `python3` as found on this
   PATH now. Absolute on purpose: a scheduled tick runs with cron's or launchd's short PATH.
 - `{{scorer}}`: the loop folder's `scorer.py`, the packaged verifier (`resources/scorer.py`),
-  copied there when loop.json names it.
+  copied there when loop.json names it. Filled as `{loop_dir}/scorer.py`: the runner puts the
+  loop folder of the machine running the tick there (`store.loops.with_loop_dir`), so a loop
+  whose state lives in a git remote runs its own copy on every runner.
 - any other name: `--var NAME=VALUE`, else its default in the template's `template.json`
   (`{"vars": {"NAME": {"default": "VALUE" | null, "help": "one line", "kind": KIND}}}`);
   without either, `--create-loop` fails (exit 2) naming what to pass.
@@ -37,6 +39,7 @@ from typing import Any
 
 from automaton.core import jsontext
 from automaton.core.errors import BadInput
+from automaton.core.loopconfig import LOOP_DIR
 from automaton.core.names import NAME_RE
 from automaton.core.outcome import Outcome
 from automaton.store.layout import Project, framework_home
@@ -248,7 +251,7 @@ def used_names(texts: list[str]) -> set[str]:
     return {m.group(1) for text in texts for m in PLACEHOLDER.finditer(text)}
 
 
-def values(project: Project, folder: Path, loop_dir: Path, used: set[str], given: dict[str, str]) -> dict[str, str]:
+def values(project: Project, folder: Path, used: set[str], given: dict[str, str]) -> dict[str, str]:
     """The value of each placeholder in `used`; BadInput naming every one without a value, or a
     `--var` the template does not use."""
     declared = _declared(folder)
@@ -264,7 +267,7 @@ def values(project: Project, folder: Path, loop_dir: Path, used: set[str], given
         elif name in given:
             out[name] = check_value(name, given[name], declared.get(name, {}))
         elif name == "scorer":
-            out[name] = str(loop_dir / SCORER)
+            out[name] = f"{LOOP_DIR}/{SCORER}"  # the runner's own copy, wherever it runs the tick
         elif name == "python":
             found = default_python(project.root)
             if found is None:

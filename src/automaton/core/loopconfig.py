@@ -47,6 +47,9 @@ DEFAULT_MAX_UNSCORED = 3
 MAX_OUTPUT_MB = 10_240  # MiB of each output stream a role run keeps (10 GiB)
 DEFAULT_MAX_OUTPUT_MB = 50
 MIB = 1024 * 1024  # bytes in one `max_output_mb` unit
+# In a verify command's arguments: the loop folder where the machine running the tick keeps it
+# (`store.loops.with_loop_dir`), so loop.json names the loop's own files without a machine's path.
+LOOP_DIR = "{loop_dir}"
 _HARNESS_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 

@@ -31,6 +31,7 @@ from automaton.core.digest import sha256_hex
 from automaton.core.errors import BadInput, CorruptState, Refused, one_line
 from automaton.core.loopconfig import (
     DEATHS,
+    LOOP_DIR,
     LoopConfig,
     loads_strict,
     parse_config,
@@ -40,6 +41,7 @@ from automaton.core.loopconfig import (
 from automaton.core.loopstate import Event, LogEvent, LoopState
 from automaton.core.names import NAME_RE, LoopName, TaskRef
 from automaton.core.record import record  # not dataclasses (inspect, ast, dis): see core/record.py
+from automaton.core.record import replace as record_replace
 from automaton.store import anchor, chainlog
 from automaton.store.atomic import append_line, atomic_write, read_all, read_regular
 from automaton.store.config import loop_defaults
@@ -202,7 +204,7 @@ class Loop:
         config = parse_config_bytes(data, str(path))
         if config.name != self.name:
             raise BadInput(f"{path}: name {config.name!r} does not match the loop folder {self.name!r}")
-        return config
+        return with_loop_dir(config, self.dir)
 
     def config_sha256(self) -> str:
         return config_sha256(self.project, self.name)
@@ -373,6 +375,18 @@ def parse_config_bytes(data: bytes, source: str) -> LoopConfig:
     except UnicodeDecodeError:
         raise BadInput(f"{source}: not UTF-8 text") from None
     return parse_config(loads_strict(text, source), source, loop_defaults(), sha256_hex(data))
+
+
+def with_loop_dir(config: LoopConfig, folder: Path) -> LoopConfig:
+    """`config` with every `{loop_dir}` in the verify command's arguments replaced by `folder`
+    (the loop folder, absolute, where this machine keeps it). loop.json names the packaged
+    scorer as `{loop_dir}/scorer.py`, so the sealed bytes hold no path of the machine that
+    created the loop: a state remote's runner in a fresh clone runs its own copy."""
+    command = config.roles.verify.command
+    if not command or not any(LOOP_DIR in arg for arg in command):
+        return config
+    verify = record_replace(config.roles.verify, command=[arg.replace(LOOP_DIR, str(folder)) for arg in command])
+    return record_replace(config, roles=record_replace(config.roles, verify=verify))
 
 
 def read_config(project: Project, name: str) -> LoopConfig:
