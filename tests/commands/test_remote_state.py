@@ -5,6 +5,7 @@ and the compare-and-swap push against a real bare repository."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import shutil
@@ -241,3 +242,61 @@ def test_a_verifier_in_the_loop_folder_runs_from_the_runners_own_copy(
     tick = json.loads(ran.stdout.strip().splitlines()[-1])
     assert tick["ran"] is True and tick["verdict"]["score"] == 0.75, tick
     assert "check.py" in git(fleet.bare, "ls-tree", "--name-only", f"refs/automaton/loops/{fk.LOOP}")
+
+
+def test_a_state_remote_this_checkout_does_not_have_is_bad_input_naming_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, approver: str) -> None:
+    monkeypatch.setenv("AUTOMATON_RECORD_KEY", fk.KEY)
+    fleet = fk.make_fleet(tmp_path, 1)
+    argv = [a if a != "origin" else "nosuchremote" for a in fk.runner_argv(fleet.clones[0])]
+    done = subprocess.run(argv, env=fk.runner_env(fleet.homes[0]), capture_output=True, text=True, check=False)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "--state-remote 'nosuchremote': this checkout has no such remote" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    paused = run_cli("--pause-loop", fk.LOOP, "--state-remote", "nosuchremote", "--project", str(fleet.clones[0]))
+    assert paused.code == 2 and "no such remote" in paused.err
+
+
+def test_a_remote_path_that_is_no_repository_says_gits_reason_not_its_advice(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, approver: str) -> None:
+    monkeypatch.setenv("AUTOMATON_RECORD_KEY", fk.KEY)
+    fleet = fk.make_fleet(tmp_path, 1)
+    gone = tmp_path / "nonexistent" / "repo.git"
+    argv = [a if a != "origin" else str(gone) for a in fk.runner_argv(fleet.clones[0])]
+    done = subprocess.run(argv, env=fk.runner_env(fleet.homes[0]), capture_output=True, text=True, check=False)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"cannot read the state remote {str(gone)!r}: '{gone}' does not appear to be a git repository" \
+        in done.stderr, done.stderr
+    assert "repository exists" not in done.stderr  # git's advice line is not the reason
+
+
+def test_a_remote_that_never_answers_fails_with_one_line_when_the_timeout_passes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server that accepts the connection and sends nothing (no TLS handshake): the fetch fails
+    once NET_TIMEOUT_S passes (shortened here), naming it; it never hangs the tick lock."""
+    import socket
+    import threading
+
+    repo = tmp_path / "repo"
+    git(tmp_path, "init", "-q", str(repo))
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    held: list[socket.socket] = []
+
+    def hold() -> None:  # accept, never answer; ends when the server is closed
+        with contextlib.suppress(OSError):
+            while True:
+                held.append(server.accept()[0])
+
+    threading.Thread(target=hold, daemon=True).start()
+    monkeypatch.setattr(git_remote, "NET_TIMEOUT_S", 2.0)
+    url = f"https://127.0.0.1:{server.getsockname()[1]}/x.git"
+    try:
+        with pytest.raises(git_remote.RemoteFailed) as caught:
+            git_remote.fetch(repo, url, "demo")
+    finally:
+        server.close()
+        for conn in held:
+            conn.close()
+    assert str(caught.value) == f"cannot read the state remote {url!r}: no answer in 2 s (git timed out)"

@@ -49,7 +49,7 @@ from automaton.core.loopstate import Event, LogEvent
 from automaton.core.names import LoopName
 from automaton.core.outcome import Outcome
 from automaton.git import remote as git_remote
-from automaton.git.remote import Fetched, Move, RemoteFailed
+from automaton.git.remote import Fetched, Move, NoSuchRemote, RemoteFailed
 from automaton.store import anchor, chainlog
 from automaton.store.layout import Project
 from automaton.store.locks import Busy, locked
@@ -137,6 +137,8 @@ def sync_in(project: Project, name: str, remote: str, *, user_config: bool = Fal
     root = project.root
     try:
         fetched = git_remote.fetch(root, remote, loop, user_config=user_config)
+    except NoSuchRemote as exc:
+        raise BadInput(f"loop {loop}: {exc}; nothing was run") from None
     except RemoteFailed as exc:
         raise Refused(f"loop {loop}: {exc}; nothing was run") from None
     folder = project.loop_dir(loop)

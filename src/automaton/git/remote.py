@@ -47,10 +47,16 @@ STATE_PREFIX = "refs/automaton/loops/"
 BRANCH_PREFIX = "refs/heads/loop/"
 FETCHED_STATE = "refs/automaton/fetched/loops/"
 FETCHED_BRANCH = "refs/automaton/fetched/branch/"
-NET_TIMEOUT_S = 300.0
+# Seconds one ls-remote, fetch or push may take while the loop's tick lock is held: a state
+# fetch moves a few small files, a push the tick's commits.
+NET_TIMEOUT_S = 120.0
 # The transports a state remote may use; `protocol.allow=never` (git.harden) stays for every other.
 TRANSPORTS = ("-c", "protocol.file.allow=always", "-c", "protocol.https.allow=always",
-              "-c", "protocol.ssh.allow=always")
+              "-c", "protocol.ssh.allow=always",
+              # An https transfer that stalls under 1 KB/s for 60 s fails then (git-config(1)
+              # http.lowSpeedLimit), not only at NET_TIMEOUT_S. It does not cover a server that
+              # accepts the connection and never completes the TLS handshake: NET_TIMEOUT_S does.
+              "-c", "http.lowSpeedLimit=1000", "-c", "http.lowSpeedTime=60")
 # A commit of automaton's own: the identity git needs, never the user's config.
 IDENTITY = {"GIT_AUTHOR_NAME": "automaton", "GIT_AUTHOR_EMAIL": "automaton@localhost",
             "GIT_COMMITTER_NAME": "automaton", "GIT_COMMITTER_EMAIL": "automaton@localhost"}
@@ -77,6 +83,11 @@ _LOST = ("stale info", "fetch first", "(non-fast-forward)", "cannot lock ref", "
 class RemoteFailed(Exception):
     """git could not reach or read the remote, or a local plumbing call failed: `str()` is the
     one line to show (git's last line of stderr included)."""
+
+
+class NoSuchRemote(RemoteFailed):
+    """The state remote is a plain name that this checkout has no remote of, and not a path or
+    URL: bad input (exit 2), not a remote that is down."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +123,26 @@ def _last(done: Captured) -> str:
     return lines[-1].strip() if lines else f"exit {done.code}"
 
 
+def _reason(done: Captured) -> str:
+    """git's own reason for a failed network call: its first `fatal:` or `error:` line (the
+    lines after it are advice, e.g. "Please make sure you have the correct access rights"),
+    else its last line."""
+    if done.code == 124:
+        return f"no answer in {NET_TIMEOUT_S:g} s (git timed out)"
+    for line in (done.err + "\n" + done.out).splitlines():
+        if line.startswith(("fatal: ", "error: ")):
+            return line.split(": ", 1)[1].strip()
+    return _last(done)
+
+
+def _configured(repo: Path, remote: str) -> bool:
+    """Whether `remote` names a remote of this checkout, or is a path or URL (git takes it as one)."""
+    if "/" in remote or ":" in remote or remote.startswith("."):
+        return True
+    listed = _git(repo, ["remote"])
+    return listed.code != 0 or remote in listed.out.split()
+
+
 def _git(repo: Path, args: Sequence[str], *, stdin: str = "", env: dict[str, str] | None = None,
          timeout_s: float = 60.0, user_config: bool = False) -> Captured:
     return run_git(repo, args, stdin=stdin, env=env, timeout_s=timeout_s, user_config=user_config)
@@ -132,7 +163,10 @@ def fetch(repo: Path, remote: str, loop: str, *, user_config: bool = False) -> F
     listed = _git(repo, [*TRANSPORTS, "ls-remote", "--", remote, state_ref(loop), branch_ref(loop)],
                   env=auth, timeout_s=NET_TIMEOUT_S, user_config=user_config)
     if listed.code != 0:
-        raise RemoteFailed(f"cannot read the state remote {remote!r}: {_last(listed)}")
+        if not _configured(repo, remote):
+            raise NoSuchRemote(f"--state-remote {remote!r}: this checkout has no such remote and it is not a path or"
+                               " URL (git remote -v lists the remotes)")
+        raise RemoteFailed(f"cannot read the state remote {remote!r}: {_reason(listed)}")
     present = {line.split("\t", 1)[1] for line in listed.out.splitlines() if "\t" in line}
     specs = [f"+{ref}:{local}" for ref, local in ((state_ref(loop), FETCHED_STATE + loop),
                                                   (branch_ref(loop), FETCHED_BRANCH + loop)) if ref in present]
@@ -141,7 +175,7 @@ def fetch(repo: Path, remote: str, loop: str, *, user_config: bool = False) -> F
                            "--no-recurse-submodules", "--", remote, *specs],
                     env=auth, timeout_s=NET_TIMEOUT_S, user_config=user_config)
         if done.code != 0:
-            raise RemoteFailed(f"cannot fetch the state of loop {loop} from {remote!r}: {_last(done)}")
+            raise RemoteFailed(f"cannot fetch the state of loop {loop} from {remote!r}: {_reason(done)}")
     return Fetched(_oid(repo, FETCHED_STATE + loop), _oid(repo, FETCHED_BRANCH + loop))
 
 
@@ -231,7 +265,7 @@ def push(repo: Path, remote: str, moves: Sequence[Move], *, user_config: bool = 
         return Pushed(False, True, "the remote moved since the fetch")
     refused = [ln.split("\t")[-1] for ln in status if ln.startswith("!")]
     if not status and not refused:
-        raise RemoteFailed(f"cannot push to the state remote {remote!r}: {_last(done)}")
+        raise RemoteFailed(f"cannot push to the state remote {remote!r}: {_reason(done)}")
     reason = next((r for r in refused if r and "atomic push failed" not in r), refused[0] if refused else "")
     hook = [ln.removeprefix("remote: ").strip() for ln in done.err.splitlines() if ln.startswith("remote: ")]
     return Pushed(False, False, "; ".join(filter(None, [reason, *hook[-1:]])) or _last(done))
