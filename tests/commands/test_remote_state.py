@@ -300,3 +300,60 @@ def test_a_remote_that_never_answers_fails_with_one_line_when_the_timeout_passes
         for conn in held:
             conn.close()
     assert str(caught.value) == f"cannot read the state remote {url!r}: no answer in 2 s (git timed out)"
+
+
+def _forge(fleet: fk.Fleet, change: dict[str, bytes | None]) -> None:
+    """A clone without the record key pushes a state commit on top of the remote's, with the
+    files of `change` replaced (bytes) or removed (None): what someone with push rights can do."""
+    attacker = fleet.clones[1]
+    ref = f"refs/automaton/loops/{fk.LOOP}"
+    git(attacker, "fetch", "-q", "origin", f"+{ref}:refs/forge/state")
+    head = git(attacker, "rev-parse", "refs/forge/state").strip()
+    rows = [r for r in git(attacker, "ls-tree", "-r", head).splitlines() if r.split("\t")[1] not in change]
+    for rel, data in change.items():
+        if data is not None:
+            blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=attacker, input=data,
+                                  capture_output=True, check=True).stdout.decode().strip()
+            rows.append(f"100644 blob {blob}\t{rel}")
+    index = {**os.environ, "GIT_INDEX_FILE": str(attacker.parent / "forge.index")}
+    subprocess.run(["git", "update-index", "--add", "--index-info"], cwd=attacker, env=index, check=True,
+                   input="".join(f"{r}\n" for r in rows).encode())
+    tree = subprocess.run(["git", "write-tree"], cwd=attacker, env=index, capture_output=True, text=True,
+                          check=True).stdout.strip()
+    commit = git(attacker, "commit-tree", tree, "-p", head, "-m", "forged").strip()
+    git(attacker, "push", "-q", "-f", "origin", f"{commit}:{ref}")
+
+
+def _loop_files(clone: Path) -> dict[str, bytes]:
+    folder = clone / ".automaton" / "loops" / fk.LOOP
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and "worktree" not in p.relative_to(folder).parts}
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    ({".state.log": b"hello\n"}, "does not verify with the record key"),
+    ({"runs": b"a file where the runner keeps a folder\n"}, "is a folder here"),
+])
+def test_a_bad_state_commit_is_refused_before_the_loop_folder_is_touched(
+        fleet: fk.Fleet, change: dict[str, bytes | None], says: str) -> None:
+    seed, home = fleet.seed, Path(os.environ["HOME"])
+    before = _loop_files(seed)
+    _forge(fleet, change)
+    done = _tick(seed, home)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert says in done.stderr and "this checkout's loop folder is unchanged" in done.stderr, done.stderr
+    assert _loop_files(seed) == before  # nothing written, nothing left behind (no *.tmp)
+    status = run_cli("--loop-status", fk.LOOP, "--project", str(seed))
+    assert status.code == 0 and "tamper" not in status.out.lower(), status.out + status.err
+
+
+def test_a_state_that_disagrees_with_its_log_is_refused_and_the_loop_folder_put_back(fleet: fk.Fleet) -> None:
+    seed, home = fleet.seed, Path(os.environ["HOME"])
+    before = _loop_files(seed)
+    state = json.loads(before[".state.loop"])
+    _forge(fleet, {".state.loop": (json.dumps({**state, "iteration_count": 0}) + "\n").encode()})
+    done = _tick(seed, home)
+    assert done.returncode == 2 and "tampered" in done.stderr, done.stdout + done.stderr
+    assert _loop_files(seed) == before
+    status = run_cli("--loop-status", fk.LOOP, "--project", str(seed))
+    assert status.code == 0 and "tamper" not in status.out.lower(), status.out + status.err

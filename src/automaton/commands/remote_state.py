@@ -43,6 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from automaton.core.chain import ChainCheck, verify_text
 from automaton.core.errors import BadInput, CorruptState, ExitCode, Refused
 from automaton.core.loopconfig import remote_spelling_ok
 from automaton.core.loopstate import Event, LogEvent
@@ -51,6 +52,7 @@ from automaton.core.outcome import Outcome
 from automaton.git import remote as git_remote
 from automaton.git.remote import Fetched, Move, NoSuchRemote, RemoteFailed
 from automaton.store import anchor, chainlog
+from automaton.store import key as keys
 from automaton.store.layout import Project
 from automaton.store.locks import Busy, locked
 from automaton.store.loops import CONFIG_FILE, LOG_FILE, STATE_FILE, STATE_LOCK, TICK_LOCK, Loop
@@ -158,13 +160,65 @@ def sync_in(project: Project, name: str, remote: str, *, user_config: bool = Fal
         raise CorruptState(f"loop {loop}: the state commit {fetched.state[:12]} on {remote!r} is not a loop's state"
                            f" ({'path ' + repr(bad[0]) if bad else 'no ' + STATE_FILE + ' / ' + LOG_FILE}); it was"
                            " not written by automaton: a human restores the ref")
+    _precheck(folder, files, loop, fetched.state, remote)
+    before = durable_files(folder) if (folder / STATE_FILE).is_file() else None
     _materialise(folder, files)
-    _verify(project, loop, fetched.state)
+    try:
+        _verify(project, loop, fetched.state)
+    except CorruptState:
+        if before is not None:  # the state and log disagree: this machine's loop folder comes back
+            _restore(folder, files, before)
+        raise
     if fetched.branch is not None:
         problem = git_remote.set_branch(root, loop, fetched.branch, project.worktree_dir(loop))
         if problem is not None:
             raise Refused(f"loop {loop}: {problem}; nothing was run")
     return Synced(project, loop, remote, fetched, durable_files(folder), user_config)
+
+
+def _precheck(folder: Path, files: dict[str, bytes], loop: LoopName, commit: str, remote: str) -> None:
+    """Refuse a fetched state before anything of the loop folder is touched (CorruptState, exit
+    2): its log must verify whole with the record key, every line keyed, and each of its files
+    must land where the folder has no folder (and no file where it needs a folder)."""
+    try:
+        chain = verify_text(files[LOG_FILE].decode("utf-8"), keys.load_key(create=False))
+    except UnicodeDecodeError:
+        chain = ChainCheck(False, [], "not UTF-8 text")
+    unkeyed = next((i for i, line in enumerate(chain.lines, 1) if not line.mac), None)
+    if not chain.ok or unkeyed is not None or not chain.lines:
+        why = chain.error or (f"line {unkeyed} is not keyed" if unkeyed else "an empty log")
+        raise CorruptState(f"loop {loop}: the state commit {commit[:12]} on {remote!r} does not verify with the"
+                           f" record key ({why}); nothing was run and this checkout's loop folder is unchanged."
+                           " Check AUTOMATON_RECORD_KEY is this loop's key, or a human restores the state ref")
+    for rel in sorted(files):
+        clash = _clash(folder, rel)
+        if clash is not None:
+            raise CorruptState(f"loop {loop}: the state commit {commit[:12]} on {remote!r} holds {rel!r}, but {clash};"
+                               " nothing was run and this checkout's loop folder is unchanged: a human moves it"
+                               " away or restores the state ref")
+
+
+def _clash(folder: Path, rel: str) -> str | None:
+    """Why `rel` cannot be written under `folder` (a folder or symlink in its place, a file or
+    symlink where it needs a folder), None when it can."""
+    target = folder / rel
+    for parent in reversed(target.relative_to(folder).parents[:-1]):
+        at = folder / parent
+        if at.is_symlink() or (at.exists() and not at.is_dir()):
+            return f"{at} is not a folder here"
+    if target.is_symlink() or target.is_dir():
+        return f"{target} is a {'symlink' if target.is_symlink() else 'folder'} here"
+    return None
+
+
+def _restore(folder: Path, fetched: dict[str, bytes], before: dict[str, bytes]) -> None:
+    """Put back the loop folder's durable files as they were before a fetched state that did not
+    verify replaced them, and anchor its log again (best effort: the refusal is what matters)."""
+    with contextlib.suppress(OSError), locked(folder / STATE_LOCK):
+        for rel in fetched.keys() - before.keys():
+            (folder / rel).unlink(missing_ok=True)
+        _materialise_files(folder, before)
+        chainlog.adopt(folder / LOG_FILE)
 
 
 def _materialise(folder: Path, files: dict[str, bytes]) -> None:
@@ -176,12 +230,16 @@ def _materialise(folder: Path, files: dict[str, bytes]) -> None:
         anchor.forget(log)
         for stale in (folder / STATE_FILE, log, folder / (STATE_FILE + ".tmp")):
             stale.unlink(missing_ok=True)
-        for rel, data in files.items():
-            target = folder / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(target.name + f".{os.getpid()}.tmp")
-            tmp.write_bytes(data)
-            os.replace(tmp, target)
+        _materialise_files(folder, files)
+
+
+def _materialise_files(folder: Path, files: dict[str, bytes]) -> None:
+    for rel, data in files.items():
+        target = folder / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + f".{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
 
 
 def _verify(project: Project, loop: LoopName, commit: str) -> None:
