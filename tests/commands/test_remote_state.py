@@ -357,3 +357,19 @@ def test_a_state_that_disagrees_with_its_log_is_refused_and_the_loop_folder_put_
     assert _loop_files(seed) == before
     status = run_cli("--loop-status", fk.LOOP, "--project", str(seed))
     assert status.code == 0 and "tamper" not in status.out.lower(), status.out + status.err
+
+
+def test_a_deleted_state_ref_is_not_refilled_from_a_stale_checkout(fleet: fk.Fleet) -> None:
+    """`git push --mirror` from a plain clone deletes the state ref: a checkout that saw the loop's
+    state there refuses to publish its own (ticks behind) as new, until a human says so."""
+    seed, home = fleet.seed, Path(os.environ["HOME"])
+    assert '"ran": true' in _tick(fleet.clones[0], fleet.homes[0]).stdout  # the remote moves on
+    git(fleet.clones[1], "push", "-q", "origin", f":refs/automaton/loops/{fk.LOOP}", f":refs/heads/loop/{fk.LOOP}")
+    stale = _tick(seed, home)
+    assert stale.returncode == 2, stale.stdout + stale.stderr
+    assert f"has no refs/automaton/loops/{fk.LOOP}, but this checkout saw its state there" in stale.stderr
+    assert git(fleet.bare, "for-each-ref", "refs/automaton/", "refs/heads/loop/") == ""  # nothing published
+    (seed / ".automaton" / "loops" / fk.LOOP / ".remote.seen").unlink()  # the human's deliberate choice
+    again = _tick(seed, home)
+    assert again.returncode == 0 and '"ran": true' in again.stdout, again.stderr
+    assert _remote_state(fleet)["iteration_count"] == 2

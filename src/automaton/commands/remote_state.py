@@ -60,7 +60,12 @@ from automaton.store.loops import CONFIG_FILE, LOG_FILE, STATE_FILE, STATE_LOCK,
 MAX_FILE_BYTES = 4 << 20  # a run's transcript past this stays on the machine that ran it
 # The worktree, the locks, and the drift check's private index with its seal (a cache that
 # the next drift check rebuilds on any machine).
-SKIP_TOP = frozenset({"worktree", TICK_LOCK, STATE_LOCK, "drift.index", "drift.index.seal", ".remote.lock"})
+SKIP_TOP = frozenset({"worktree", TICK_LOCK, STATE_LOCK, "drift.index", "drift.index.seal", ".remote.lock",
+                      ".remote.seen"})
+# This machine's note that its loop folder came from (or went to) a state remote: the last state
+# commit it saw. Never pushed. A remote that then has no state ref lost it (deleted, replaced by a
+# mirror push): the folder, possibly many ticks behind, is not published as if it were new.
+SEEN = ".remote.seen"
 # Held by a human act through its fetch, act and push (the act takes the tick lock itself,
 # as `--approve --loop` does: never while a tick of the loop runs here).
 ACT_LOCK = ".remote.lock"
@@ -145,6 +150,7 @@ def sync_in(project: Project, name: str, remote: str, *, user_config: bool = Fal
         raise Refused(f"loop {loop}: {exc}; nothing was run") from None
     folder = project.loop_dir(loop)
     if fetched.state is None:
+        _not_lost(folder, loop, remote)
         if not (folder / STATE_FILE).is_file():
             raise BadInput(f"loop {loop}: the state remote {remote!r} holds no {git_remote.state_ref(loop)} and this"
                            f" checkout has no loop {loop}: create it here and run one tick with --state-remote"
@@ -169,6 +175,7 @@ def sync_in(project: Project, name: str, remote: str, *, user_config: bool = Fal
         if before is not None:  # the state and log disagree: this machine's loop folder comes back
             _restore(folder, files, before)
         raise
+    _seen(folder, fetched.state)
     if fetched.branch is not None:
         problem = git_remote.set_branch(root, loop, fetched.branch, project.worktree_dir(loop))
         if problem is not None:
@@ -219,6 +226,25 @@ def _restore(folder: Path, fetched: dict[str, bytes], before: dict[str, bytes]) 
             (folder / rel).unlink(missing_ok=True)
         _materialise_files(folder, before)
         chainlog.adopt(folder / LOG_FILE)
+
+
+def _not_lost(folder: Path, loop: LoopName, remote: str) -> None:
+    """BadInput (exit 2) when this machine saw the loop's state on a remote that now has none."""
+    try:
+        seen = (folder / SEEN).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return
+    raise BadInput(f"loop {loop}: the state remote {remote!r} has no {git_remote.state_ref(loop)}, but this checkout"
+                   f" saw its state there (state commit {seen[:12]}): the ref was deleted or the remote replaced, and"
+                   " this loop folder may be ticks behind; nothing was run. Restore the ref from a clone that has it"
+                   f" (git push {remote} <commit>:{git_remote.state_ref(loop)}), or, to publish this folder as the"
+                   f" loop's state on purpose, remove {folder / SEEN}")
+
+
+def _seen(folder: Path, commit: str | None) -> None:
+    if commit is not None:
+        with contextlib.suppress(OSError):  # a note for a later check, never a reason to stop
+            (folder / SEEN).write_text(commit + "\n", encoding="ascii")
 
 
 def _materialise(folder: Path, files: dict[str, bytes]) -> None:
@@ -328,6 +354,8 @@ def publish(synced: Synced, message: str, *, with_branch: bool) -> Published:
         pushed = git_remote.push(root, synced.remote, moves, user_config=synced.user_config)
     except RemoteFailed as exc:
         return Published(False, False, str(exc))
+    if pushed.landed:
+        _seen(synced.folder, commit)
     return Published(pushed.landed, pushed.lost, pushed.detail, commit if pushed.landed else None)
 
 
