@@ -373,3 +373,47 @@ def test_a_deleted_state_ref_is_not_refilled_from_a_stale_checkout(fleet: fk.Fle
     again = _tick(seed, home)
     assert again.returncode == 0 and '"ran": true' in again.stdout, again.stderr
     assert _remote_state(fleet)["iteration_count"] == 2
+
+
+@pytest.mark.parametrize("kind", ["blob", "tree"])
+def test_a_state_ref_that_names_no_commit_is_corrupt_state_not_no_state_yet(fleet: fk.Fleet, kind: str) -> None:
+    """A state ref pushed at a blob or a tree: a checkout that has the loop folder must not take
+    it for "no state yet" and skip as lost claims forever; every runner says what it is, exit 2."""
+    attacker = fleet.clones[1]
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=attacker, input=b"hi\n", capture_output=True,
+                          check=True).stdout.decode().strip()
+    oid = blob if kind == "blob" else subprocess.run(
+        ["git", "mktree"], cwd=attacker, input=f"100644 blob {blob}\tx\n".encode(), capture_output=True,
+        check=True).stdout.decode().strip()
+    git(attacker, "push", "-q", "-f", "origin", f"{oid}:refs/automaton/loops/{fk.LOOP}")
+    for clone, home in ((fleet.seed, Path(os.environ["HOME"])), (fleet.clones[0], fleet.homes[0])):
+        done = _tick(clone, home)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert f"refs/automaton/loops/{fk.LOOP} on 'origin' is a {kind}, not a commit automaton wrote" in done.stderr
+    assert git(fleet.bare, "cat-file", "-t", f"refs/automaton/loops/{fk.LOOP}").strip() == kind  # nothing pushed
+
+
+def test_a_state_commit_that_plants_a_git_repository_is_refused(fleet: fk.Fleet) -> None:
+    """`.git` anywhere in a state commit (a planted repository whose config runs `core.fsmonitor`
+    for the next human who runs git in the loop folder): refused, nothing written."""
+    seed, attacker, ref = fleet.seed, fleet.clones[1], f"refs/automaton/loops/{fk.LOOP}"
+    before = _loop_files(seed)
+
+    def mktree(rows: str) -> str:  # git's own index refuses a `.git` path; mktree writes it
+        return subprocess.run(["git", "mktree"], cwd=attacker, input=rows.encode(), capture_output=True,
+                              check=True).stdout.decode().strip()
+
+    def blob(data: bytes) -> str:
+        return subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=attacker, input=data,
+                              capture_output=True, check=True).stdout.decode().strip()
+
+    git(attacker, "fetch", "-q", "origin", f"+{ref}:refs/forge/state")
+    head = git(attacker, "rev-parse", "refs/forge/state").strip()
+    planted = mktree(f"100644 blob {blob(b'gitdir: ../g2')}\t.git\n")
+    config = mktree(f"100644 blob {blob(b'[core]' + bytes([10, 9]) + b'fsmonitor = touch PWNED')}\tconfig\n")
+    tree = mktree(git(attacker, "ls-tree", head) + f"040000 tree {planted}\tg\n040000 tree {config}\tg2\n")
+    git(attacker, "push", "-q", "-f", "origin", git(attacker, "commit-tree", tree, "-p", head, "-m", "f").strip() + ":"
+        + ref)
+    done = _tick(seed, Path(os.environ["HOME"]))
+    assert done.returncode == 2 and "is not a loop's state" in done.stderr, done.stdout + done.stderr
+    assert _loop_files(seed) == before

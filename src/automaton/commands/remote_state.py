@@ -50,7 +50,7 @@ from automaton.core.loopstate import Event, LogEvent
 from automaton.core.names import LoopName
 from automaton.core.outcome import Outcome
 from automaton.git import remote as git_remote
-from automaton.git.remote import Fetched, Move, NoSuchRemote, RemoteFailed
+from automaton.git.remote import Fetched, Move, NoSuchRemote, NotACommit, RemoteFailed
 from automaton.store import anchor, chainlog
 from automaton.store import key as keys
 from automaton.store.layout import Project
@@ -94,11 +94,13 @@ def durable_files(folder: Path) -> dict[str, bytes]:
         rel_top = os.path.relpath(top, folder)
         if rel_top == ".":
             dirs[:] = [d for d in dirs if d not in SKIP_TOP]
-        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(top, d)) and d != "__pycache__"]
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(top, d)) and d != "__pycache__"
+                   and d.lower() != ".git"]
         for name in names:
             rel = name if rel_top == "." else f"{rel_top}/{name}".replace(os.sep, "/")
             path = os.path.join(top, name)
-            if (rel_top == "." and name in SKIP_TOP) or name.endswith(".tmp") or os.path.islink(path):
+            if (rel_top == "." and name in SKIP_TOP) or name.endswith(".tmp") or os.path.islink(path) \
+                    or name.lower() == ".git":
                 continue
             try:
                 if os.path.getsize(path) > MAX_FILE_BYTES:
@@ -110,9 +112,13 @@ def durable_files(folder: Path) -> dict[str, bytes]:
 
 
 def _safe_rel(rel: str) -> bool:
+    """Whether a state commit's path may be written into the loop folder: relative, no `.`/`..`
+    or empty part, nothing automaton keeps off the state (SKIP_TOP, `*.tmp`), and no `.git`
+    part in any case (a planted repository's config would run its `core.fsmonitor` for the
+    first human who runs git in the loop folder)."""
     parts = rel.split("/")
     return bool(rel) and not rel.startswith("/") and ".." not in parts and "" not in parts and "." not in parts \
-        and parts[0] not in SKIP_TOP and not rel.endswith(".tmp")
+        and parts[0] not in SKIP_TOP and not rel.endswith(".tmp") and not any(p.lower() == ".git" for p in parts)
 
 
 @dataclass
@@ -146,6 +152,8 @@ def sync_in(project: Project, name: str, remote: str, *, user_config: bool = Fal
         fetched = git_remote.fetch(root, remote, loop, user_config=user_config)
     except NoSuchRemote as exc:
         raise BadInput(f"loop {loop}: {exc}; nothing was run") from None
+    except NotACommit as exc:
+        raise CorruptState(f"loop {loop}: {exc}") from None
     except RemoteFailed as exc:
         raise Refused(f"loop {loop}: {exc}; nothing was run") from None
     folder = project.loop_dir(loop)

@@ -85,6 +85,11 @@ class RemoteFailed(Exception):
     one line to show (git's last line of stderr included)."""
 
 
+class NotACommit(RemoteFailed):
+    """The remote's state ref or loop branch exists but names a tree or a blob: corrupt state
+    (exit 2), never "no state yet"."""
+
+
 class NoSuchRemote(RemoteFailed):
     """The state remote is a plain name that this checkout has no remote of, and not a path or
     URL: bad input (exit 2), not a remote that is down."""
@@ -176,7 +181,14 @@ def fetch(repo: Path, remote: str, loop: str, *, user_config: bool = False) -> F
                     env=auth, timeout_s=NET_TIMEOUT_S, user_config=user_config)
         if done.code != 0:
             raise RemoteFailed(f"cannot fetch the state of loop {loop} from {remote!r}: {_reason(done)}")
-    return Fetched(_oid(repo, FETCHED_STATE + loop), _oid(repo, FETCHED_BRANCH + loop))
+    fetched = Fetched(_oid(repo, FETCHED_STATE + loop), _oid(repo, FETCHED_BRANCH + loop))
+    for ref, local, got in ((state_ref(loop), FETCHED_STATE + loop, fetched.state),
+                            (branch_ref(loop), FETCHED_BRANCH + loop, fetched.branch)):
+        if ref in present and got is None:  # a tree or a blob there is no state yet: never published over
+            kind = _git(repo, ["cat-file", "-t", local]).out.strip() or "not a commit"
+            raise NotACommit(f"{ref} on {remote!r} is a {kind}, not a commit automaton wrote; nothing was run:"
+                             " a human restores it (git push --force <remote> <commit>:<ref>)")
+    return fetched
 
 
 def read_tree(repo: Path, commit: str) -> dict[str, bytes]:
