@@ -417,3 +417,29 @@ def test_a_state_commit_that_plants_a_git_repository_is_refused(fleet: fk.Fleet)
     done = _tick(seed, Path(os.environ["HOME"]))
     assert done.returncode == 2 and "is not a loop's state" in done.stderr, done.stdout + done.stderr
     assert _loop_files(seed) == before
+
+
+def test_a_loop_seen_on_its_state_remote_never_ticks_or_is_removed_past_it(fleet: fk.Fleet) -> None:
+    """A plain tick of a loop this checkout saw on its remote would be thrown away by the next
+    remote tick's fetch (and the tick run twice); removing the local copy stops no runner."""
+    seed, home = fleet.seed, Path(os.environ["HOME"])
+    for mode in ("tick", "run"):
+        plain = [a for a in fk.runner_argv(seed) if a not in ("--state-remote", "origin")]
+        plain[plain.index("tick")] = mode
+        done = subprocess.run(plain, env=fk.runner_env(home), capture_output=True, text=True, check=False)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert f"loop {fk.LOOP} lives in a state remote" in done.stderr and "--state-remote" in done.stderr
+    removed = run_cli("--remove-loop", fk.LOOP, "--project", str(seed))
+    assert removed.code == 1 and "lives in a state remote" in removed.err, removed.out + removed.err
+    assert (seed / ".automaton" / "loops" / fk.LOOP / ".state.loop").is_file()
+    assert _remote_state(fleet)["iteration_count"] == 1
+
+
+def test_a_loop_with_holdout_tests_is_never_published(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, approver: str) -> None:
+    """Holdout tests in a state ref are readable by whoever reads the remote, the agent included."""
+    monkeypatch.setenv("AUTOMATON_RECORD_KEY", fk.KEY)
+    fleet = fk.make_fleet(tmp_path, 1, holdout="holdout")
+    done = _tick(fleet.seed, Path(os.environ["HOME"]))
+    assert done.returncode == 2 and "holdout tests (holdout) would be published" in done.stderr, done.stderr
+    assert git(fleet.bare, "for-each-ref", "refs/automaton/") == ""

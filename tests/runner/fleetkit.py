@@ -39,10 +39,12 @@ class Fleet:
 
 
 def make_fleet(tmp: Path, runners: int, *, agent: str = AGENT, timeout_s: int = 60,
-               max_iterations: int = 1000, verify: list[str] | None = None, **over: object) -> Fleet:
+               max_iterations: int = 1000, verify: list[str] | None = None, holdout: str | None = None,
+               **over: object) -> Fleet:
     """The seed checkout makes the loop and publishes it (one tick with --state-remote); then
     `runners` fresh clones. The caller has AUTOMATON_RECORD_KEY=KEY set (monkeypatch).
-    `verify`: the verify command (score "summary"), default `VERIFY` run by this Python."""
+    `verify`: the verify command (score "summary"), default `VERIFY` run by this Python;
+    `holdout`: the verify role's holdout folder (made, with one test, in the loop folder)."""
     seed = init_repo(tmp / "seed")
     (seed / "src").mkdir()
     (seed / "src" / "keep.txt").write_text("keep\n")
@@ -55,8 +57,13 @@ def make_fleet(tmp: Path, runners: int, *, agent: str = AGENT, timeout_s: int = 
               sandbox="off", brakes={"max_iterations": max_iterations, "max_budget_usd": 5000.0, "max_tick_usd": 1.0,
                                      "score_plateau_window": 3, "plateau_epsilon": 0.0, "target_score": 1.0},
               roles={"implement": {"prompt": "implement.md"}, "verify": {"command": verify or [PY, "-c", VERIFY],
-                                                                          "score": "summary"},
+                                                                          "score": "summary",
+                                                                          **({"holdout": holdout} if holdout else {})},
                      "orchestrate": {"builtin": True}}, **over)
+    if holdout:
+        folder = seed / ".automaton" / "loops" / LOOP / holdout
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "test_holdout.py").write_text("def test_secret():\n    assert True\n")
     clones, homes = [], []
     for i in range(runners):
         clone, home = tmp / f"m{i}" / "work", tmp / f"m{i}" / "home"

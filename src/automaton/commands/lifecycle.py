@@ -11,7 +11,7 @@ import os
 import shutil
 from pathlib import Path
 
-from automaton.commands import schedule
+from automaton.commands import remote_state, schedule
 from automaton.commands.excludes import exclude
 from automaton.commands.human import require_human
 from automaton.commands.loops import free_branch, held_between_ticks
@@ -94,6 +94,11 @@ def remove_loop(project: Project, name: str, *, delete_branch: bool = False) -> 
     handle = loops.Loop.resolve(project, name)  # a misspelt name is named (did you mean …) before the human check
     who = require_human("--remove-loop")
     loop, folder = handle.name, handle.dir
+    seen = remote_state.seen_commit(folder)
+    if seen is not None:  # removing this copy stops nothing: every runner fetches the loop again
+        raise Refused(f"loop {loop} lives in a state remote (this checkout saw its state commit {seen[:12]}):"
+                      f" removing it here stops no runner. Pause it there (automaton --pause-loop {loop}"
+                      " --state-remote REMOTE) and remove its workflow or CronJob; nothing was removed")
     out = Outcome()
     with held_between_ticks(handle, "--remove-loop"):
         scheduled = _unschedule(handle, out)

@@ -236,11 +236,19 @@ def _restore(folder: Path, fetched: dict[str, bytes], before: dict[str, bytes]) 
         chainlog.adopt(folder / LOG_FILE)
 
 
+def seen_commit(folder: Path) -> str | None:
+    """The last state commit this checkout saw of the loop in `folder` on a state remote (SEEN),
+    None when it never saw one."""
+    try:
+        return (folder / SEEN).read_text(encoding="ascii").strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def _not_lost(folder: Path, loop: LoopName, remote: str) -> None:
     """BadInput (exit 2) when this machine saw the loop's state on a remote that now has none."""
-    try:
-        seen = (folder / SEEN).read_text(encoding="ascii").strip()
-    except (OSError, UnicodeDecodeError):
+    seen = seen_commit(folder)
+    if seen is None:
         return
     raise BadInput(f"loop {loop}: the state remote {remote!r} has no {git_remote.state_ref(loop)}, but this checkout"
                    f" saw its state there (state commit {seen[:12]}): the ref was deleted or the remote replaced, and"
@@ -440,7 +448,13 @@ def remote_tick(project: Project, name: str, remote: str | None, ttl_of: Callabl
         with contextlib.nullcontext() if lock_held else locked(folder / TICK_LOCK, timeout_s=0):
             synced = sync_in(project, loop_name, remote)
             loop = Loop.resolve(project, loop_name)
-            sealed = loop.read_config().state_remote
+            config = loop.read_config()
+            if config.roles.verify.holdout is not None:
+                raise BadInput(f"loop {name}: its holdout tests ({config.roles.verify.holdout}) would be published in"
+                               " the state remote, with the verify logs that show them, to everyone who can read it,"
+                               " the agent included; a loop with holdout tests ticks on one machine (no"
+                               " --state-remote). Nothing was run or pushed")
+            sealed = config.state_remote
             if sealed is not None and sealed != remote:
                 raise BadInput(f"loop {name}: --state-remote {remote!r} disagrees with loop.json state_remote"
                                f" {sealed!r}; pass the sealed one (or a human re-seals loop.json)")

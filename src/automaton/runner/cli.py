@@ -22,6 +22,7 @@ from pathlib import Path
 from automaton import __version__
 from automaton.core.argv import once_action
 from automaton.core.errors import AutomatonError, BadInput, ExitCode, message_lines, one_line, path_error
+from automaton.core.names import LoopName
 from automaton.core.outcome import Outcome
 from automaton.store.layout import Project
 
@@ -205,11 +206,14 @@ def dispatch(ns: argparse.Namespace) -> Outcome:
             sealed = Loop.resolve(project, ns.loop).read_config().state_remote
             if sealed is not None:  # loop.json names its state remote: every tick goes through it
                 return _remote_tick(project, ns.loop, None, settings, progress, lock_held=True)
+            _not_remote(project, ns.loop)
             return tick.tick(project, ns.loop, tick.TickOptions(settings_path=settings, progress=progress),
                              lock_held=True)
     from automaton.proc import pinned_programs
     from automaton.runner import modes, tick
 
+    if ns.mode == "run":
+        _not_remote(project, ns.loop)
     opts = tick.TickOptions(settings_path=settings, progress=progress)
     # `tick.tick` pins the programs of each tick itself (after the tick lock: a tick that gives
     # up starts nothing); the dry run's gates run git as well.
@@ -217,6 +221,19 @@ def dispatch(ns: argparse.Namespace) -> Outcome:
         if ns.mode == "run":
             return modes.run_loop(project, ns.loop, ns.max_ticks, opts, None if ns.json else _print_lines)
         return modes.dry_run(project, ns.loop, opts)
+
+
+def _not_remote(project: Project, name: str) -> None:
+    """BadInput (exit 2) for a plain tick of a loop whose state this checkout saw on a state
+    remote: its record would be thrown away by the next remote tick's fetch (and the tick run
+    twice), so the loop ticks through its remote only."""
+    from automaton.commands import remote_state
+
+    seen = remote_state.seen_commit(project.loop_dir(LoopName.of(name)))
+    if seen is not None:
+        raise BadInput(f"loop {name} lives in a state remote (this checkout saw its state commit {seen[:12]}):"
+                       f" tick it with --state-remote REMOTE, or have a human seal \"state_remote\" in loop.json;"
+                       " nothing was run")
 
 
 def _remote_tick(project: Project, name: str, remote: str | None, settings: Path | None, progress: Progress,
