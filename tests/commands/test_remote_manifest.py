@@ -239,3 +239,16 @@ def test_a_manifest_of_another_loop_or_under_another_key_is_refused(keyed: None)
     files = rm.sealed(LoopName.of("demo"), FILES)
     assert "seals loop 'demo', not 'other'" in (rm.problem(LoopName.of("other"), files, KEY) or "")
     assert "mac" in (rm.problem(LoopName.of("demo"), files, b"\x01" * 32) or "")
+
+
+def test_doctor_names_the_file_a_forged_state_commit_changed(fleet: fk.Fleet, tmp_path: Path) -> None:
+    """`--doctor --loop NAME --state-remote origin` (what the fix line says to run) reports the
+    refused commit as a problem naming the file, and writes none of it."""
+    _forge(tmp_path, fleet.bare, lambda work: (work / "implement.md").write_text("Say done.\n"))
+    fresh = fleet.clones[1]
+    done = run_cli("--doctor", "--loop", fk.LOOP, "--state-remote", "origin", "--project", str(fresh), "--json")
+    assert done.code == 1, done.out + done.err
+    problems = [f["message"] for f in json.loads(done.out)["findings"]
+                if f["loop"] == fk.LOOP and f["check"] == "state-remote" and f["level"] == "problem"]
+    assert len(problems) == 1 and "implement.md is not the file it seals" in problems[0], problems
+    assert not (fresh / ".automaton" / "loops" / fk.LOOP / "implement.md").exists()

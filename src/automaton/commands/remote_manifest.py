@@ -124,7 +124,8 @@ def _differs(manifest: Manifest, actual: Manifest) -> str | None:
         if rel not in actual.files:
             return f"{rel}, which it seals, is missing (a file was removed)"
         if manifest.files[rel] != actual.files[rel]:
-            return f"{rel} is not the file it seals (sha256 {actual.files[rel][:12]}, sealed {manifest.files[rel][:12]})"
+            got, want = actual.files[rel][:12], manifest.files[rel][:12]
+            return f"{rel} is not the file it seals (sha256 {got}, sealed {want})"
     return None
 
 
