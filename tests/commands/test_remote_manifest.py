@@ -252,3 +252,13 @@ def test_doctor_names_the_file_a_forged_state_commit_changed(fleet: fk.Fleet, tm
                 if f["loop"] == fk.LOOP and f["check"] == "state-remote" and f["level"] == "problem"]
     assert len(problems) == 1 and "implement.md is not the file it seals" in problems[0], problems
     assert not (fresh / ".automaton" / "loops" / fk.LOOP / "implement.md").exists()
+
+
+def test_a_runner_with_another_key_is_told_to_check_its_key_not_to_restore_the_ref(fleet: fk.Fleet) -> None:
+    """A misconfigured runner must not send a human to roll the ref back: neither the manifest
+    nor the log's last line carries its key's mac, and the line says to check the key first."""
+    other = subprocess.run(fk.runner_argv(fleet.clones[0]), capture_output=True, text=True, timeout=300, check=False,
+                           env={**fk.runner_env(fleet.homes[0]), "AUTOMATON_RECORD_KEY": "7b" * 32})
+    assert other.returncode == 2, other.stdout + other.stderr
+    assert "check AUTOMATON_RECORD_KEY is this loop's key" in other.stderr, other.stderr
+    assert "git push --force" not in other.stderr

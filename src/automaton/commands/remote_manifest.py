@@ -35,7 +35,7 @@ import json
 from dataclasses import dataclass
 
 from automaton.core import jsontext
-from automaton.core.chain import parse_line
+from automaton.core.chain import LogLine, line_mac, parse_line
 from automaton.core.digest import equal, hmac_sha256, sha256_hex
 from automaton.core.errors import CorruptState
 from automaton.core.names import LoopName
@@ -69,13 +69,25 @@ def _mac(key: bytes, manifest: Manifest) -> str:
     return hmac_sha256(key, _DOMAIN + manifest.body())
 
 
+def _last_line(log: bytes) -> LogLine | None:
+    lines = log.decode("utf-8", "replace").splitlines()
+    return parse_line(next((line for line in reversed(lines) if line.strip()), ""))
+
+
 def head_of(log: bytes) -> str:
     """The `mac=` of the last non-empty line of a log's bytes; "" when that line has none or
     is not a chained line (then no manifest can name it, and `checked` refuses)."""
-    lines = log.decode("utf-8", "replace").splitlines()
-    last = next((line for line in reversed(lines) if line.strip()), "")
-    parsed = parse_line(last)
-    return parsed.mac if parsed is not None else ""
+    last = _last_line(log)
+    return last.mac if last is not None else ""
+
+
+def _keyed_by(log: bytes, key: bytes) -> bool:
+    """Whether the log's last line carries `key`'s mac: False tells a runner handed another
+    loop's key (or none of the log's) from a state someone without the key wrote."""
+    last = _last_line(log)
+    if last is None or not last.mac:
+        return False
+    return equal(last.mac, line_mac(key, last.raw[: -len(" mac=") - len(last.mac)]))
 
 
 def manifest_of(loop: LoopName, files: dict[str, bytes]) -> Manifest:
@@ -165,6 +177,10 @@ def checked(loop: LoopName, remote: str, commit: str, files: dict[str, bytes]) -
     why = problem(loop, files, key)
     if why is None:
         return {rel: data for rel, data in files.items() if rel != MANIFEST}
+    if not _keyed_by(files.get(LOG_FILE, b""), key):  # not even the log's last line: most likely the wrong key
+        raise CorruptState(f"{head}: {why}, and the last line of its {LOG_FILE} does not carry this key's mac"
+                           f" either; nothing was run. Fix: check AUTOMATON_RECORD_KEY is this loop's key; if it is,"
+                           f" a human restores {ref} to the last state commit that verifies")
     if MANIFEST not in files:
         fix = (f"a human checks its files (git fetch {remote} {ref}; git show --stat FETCH_HEAD) and re-seals them"
                " from a trusted machine with the record key (README: State in the git remote, re-sealing)")
