@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from automaton.commands import remote_state as rs
 from automaton.git import remote as git_remote
 from tests.helpers import git, run_cli
 from tests.runner import fleetkit as fk
@@ -330,32 +331,45 @@ def _loop_files(clone: Path) -> dict[str, bytes]:
             if p.is_file() and "worktree" not in p.relative_to(folder).parts}
 
 
-@pytest.mark.parametrize(("change", "says"), [
-    ({".state.log": b"hello\n"}, "does not verify with the record key"),
-    ({"runs": b"a file where the runner keeps a folder\n"}, "is a folder here"),
+@pytest.mark.parametrize("change", [
+    {".state.log": b"hello\n"},
+    {"runs": b"a file where the runner keeps a folder\n"},
+    {".state.loop": None},
 ])
 def test_a_bad_state_commit_is_refused_before_the_loop_folder_is_touched(
-        fleet: fk.Fleet, change: dict[str, bytes | None], says: str) -> None:
+        fleet: fk.Fleet, change: dict[str, bytes | None]) -> None:
+    """Pushed by someone without the record key: refused (the state commit's manifest, then the
+    log, the paths and what the folder holds are checked) before a file of the folder changes."""
     seed, home = fleet.seed, Path(os.environ["HOME"])
     before = _loop_files(seed)
     _forge(fleet, change)
     done = _tick(seed, home)
     assert done.returncode == 2, done.stdout + done.stderr
-    assert says in done.stderr and "this checkout's loop folder is unchanged" in done.stderr, done.stderr
+    assert "does not verify with the record key" in done.stderr or "not a loop's state" in done.stderr, done.stderr
     assert _loop_files(seed) == before  # nothing written, nothing left behind (no *.tmp)
     status = run_cli("--loop-status", fk.LOOP, "--project", str(seed))
     assert status.code == 0 and "tamper" not in status.out.lower(), status.out + status.err
 
 
-def test_a_state_that_disagrees_with_its_log_is_refused_and_the_loop_folder_put_back(fleet: fk.Fleet) -> None:
-    seed, home = fleet.seed, Path(os.environ["HOME"])
-    before = _loop_files(seed)
-    state = json.loads(before[".state.loop"])
-    _forge(fleet, {".state.loop": (json.dumps({**state, "iteration_count": 0}) + "\n").encode()})
-    done = _tick(seed, home)
-    assert done.returncode == 2 and "tampered" in done.stderr, done.stdout + done.stderr
-    assert _loop_files(seed) == before
-    status = run_cli("--loop-status", fk.LOOP, "--project", str(seed))
+def test_a_state_that_disagrees_with_its_log_puts_the_loop_folder_back(
+        fleet: fk.Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the manifest (a holder of the key sealed it), a state whose counters disagree with its
+    log is refused after it was written: this machine's loop folder is put back as it was."""
+    seed = fk.project(fleet.seed)
+    folder = seed.loop_dir(rs.LoopName.of(fk.LOOP))
+    before = _loop_files(fleet.seed)
+    fetched = rs.git_remote.fetch(seed.root, "origin", fk.LOOP)
+    assert fetched.state is not None
+    files = rs.remote_manifest.checked(rs.LoopName.of(fk.LOOP), "origin", fetched.state,
+                                       rs.git_remote.read_tree(seed.root, fetched.state))
+    state = json.loads(files[".state.loop"])
+    files[".state.loop"] = (json.dumps({**state, "iteration_count": 0}) + "\n").encode()
+    monkeypatch.setattr(rs.remote_manifest, "checked", lambda *_: files)
+    with pytest.raises(rs.CorruptState, match="tampered"):
+        rs.sync_in(seed, fk.LOOP, "origin")
+    assert _loop_files(fleet.seed) == before
+    assert not any(p.name.endswith(".tmp") for p in folder.rglob("*"))
+    status = run_cli("--loop-status", fk.LOOP, "--project", str(fleet.seed))
     assert status.code == 0 and "tamper" not in status.out.lower(), status.out + status.err
 
 

@@ -8,7 +8,9 @@ The state commit's tree (paths relative to `.automaton/loops/<name>/`): every re
 the loop folder but `worktree/`, the locks (`.lock`, `.state.lock`, `.remote.lock`), the drift
 check's cache (`drift.index`, `drift.index.seal`), temp files (`*.tmp`) and
 files larger than MAX_FILE_BYTES; i.e. `loop.json`, `.state.loop`, `.state.log`,
-`sealed/loop.json`, the template's files (`implement.md` …) and `runs/<n>/…`.
+`sealed/loop.json`, the template's files (`implement.md` …) and `runs/<n>/…`; plus
+`sealed/state-files`, their keyed manifest (`commands.remote_manifest`), which a fetch
+verifies before it writes any of them (and never writes into the loop folder).
 
 A tick with a state remote (`remote_tick`), holding the loop's local tick lock:
 1. fetch `refs/automaton/loops/<name>` and `refs/heads/loop/<name>`; the state commit's files
@@ -43,6 +45,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from automaton.commands import remote_manifest
 from automaton.core.chain import ChainCheck, verify_text
 from automaton.core.errors import BadInput, CorruptState, ExitCode, Refused
 from automaton.core.loopconfig import remote_spelling_ok
@@ -174,6 +177,7 @@ def sync_in(project: Project, name: str, remote: str, *, user_config: bool = Fal
         raise CorruptState(f"loop {loop}: the state commit {fetched.state[:12]} on {remote!r} is not a loop's state"
                            f" ({'path ' + repr(bad[0]) if bad else 'no ' + STATE_FILE + ' / ' + LOG_FILE}); it was"
                            " not written by automaton: a human restores the ref")
+    files = remote_manifest.checked(loop, remote, fetched.state, files)  # every file keyed, before any is written
     _precheck(folder, files, loop, fetched.state, remote)
     before = durable_files(folder) if (folder / STATE_FILE).is_file() else None
     _materialise(folder, files)
@@ -362,7 +366,8 @@ def publish(synced: Synced, message: str, *, with_branch: bool) -> Published:
     if unsound is not None:  # never push a state the next runner would refuse, or someone else wrote
         return Published(False, False, unsound)
     try:
-        commit = git_remote.write_commit(root, durable_files(synced.folder), parent, message)
+        files = remote_manifest.sealed(name, durable_files(synced.folder))  # + sealed/state-files
+        commit = git_remote.write_commit(root, files, parent, message)
         moves = [Move(git_remote.state_ref(name), commit, parent)]
         tip = git_remote.local_branch(root, name) if with_branch else None
         if tip is not None and tip != synced.fetched.branch:
