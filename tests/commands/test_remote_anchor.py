@@ -78,6 +78,19 @@ def test_every_publish_moves_the_anchor_to_the_log_it_pushed(fleet: fk.Fleet) ->
     assert git(fleet.bare, "rev-parse", f"{chain[0]}^2").strip() == anchor["state"]
 
 
+def test_a_state_and_its_anchor_land_together_or_not_at_all(fleet: fk.Fleet) -> None:
+    state, anchor = _ref(fleet, STATE), _ref(fleet, ANCHOR)
+    hook = fleet.bare / "hooks" / "pre-receive"  # the remote refuses any move of the anchor ref
+    hook.write_text("#!/bin/sh\nif grep -q 'refs/automaton/anchors/'; then echo 'policy: no anchors' >&2; exit 1; fi\n")
+    hook.chmod(0o755)
+    out = _tick(fleet.clones[0], fleet.homes[0])
+    assert out.returncode == 1 and '"reason": "remote_refused"' in out.stdout, out.stdout + out.stderr
+    assert (_ref(fleet, STATE), _ref(fleet, ANCHOR)) == (state, anchor)
+    assert not (fleet.clones[0] / ".automaton" / "loops" / fk.LOOP / "runs" / "2").exists()
+    hook.unlink()
+    assert _ran(_tick(fleet.clones[0], fleet.homes[0]))
+
+
 def test_a_state_ref_forced_back_under_its_anchor_stops_a_fresh_runner(fleet: fk.Fleet) -> None:
     older = _ref(fleet, STATE)
     assert _ran(_tick(fleet.clones[0], fleet.homes[0]))
