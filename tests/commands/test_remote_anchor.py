@@ -246,6 +246,8 @@ def test_the_anchor_binds_loop_count_and_head_under_the_key() -> None:
     assert made.count == 2 and made.head == line_hash("line two")
     assert remote_anchor.parse(made.text().encode(), KEY, "demo") == made
     assert remote_anchor.parse(made.text().encode(), bytes(32), "demo") == "its mac does not verify with the record key"
+    for forged in (made.text().replace(made.mac, "é" * 64), made.text().replace("count 2", "count ²")):
+        assert remote_anchor.parse(forged.encode(), KEY, "demo") == "not an anchor automaton wrote"
     assert remote_anchor.held_by(made, log) == "" and remote_anchor.held_by(made, log + b"line three\n") == ""
     assert "has 1 lines" in remote_anchor.held_by(made, b"line one\n")
     assert "line 2 of its log is not" in remote_anchor.held_by(made, b"line one\nline 2\n")

@@ -40,6 +40,7 @@ has no local anchor (`store.anchor`), cannot see. So the remote keeps the log's 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,6 +64,8 @@ ADOPTED = "remote_anchored"  # the WARNING reason of the line the first anchored
 LOCAL_SUFFIX = ".remote"
 _FIELDS = ("loop", "count", "head", "state")
 _LIMIT = 1 << 12  # an anchor file larger than this was not written by automaton
+_HEX64 = re.compile(r"[0-9a-f]{64}\Z")
+_OID = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?\Z")  # SHA-1 or SHA-256 object names
 
 
 def anchor_ref(loop: str) -> str:
@@ -108,9 +111,11 @@ def parse(data: bytes, key: bytes, loop: str) -> RemoteAnchor | str:
     if len(data) > _LIMIT or len(rows) != 7 or rows[0] != VERSION or rows[-1]:
         return "not an anchor automaton wrote"
     pairs = [row.partition(" ") for row in rows[1:6]]
-    if [name for name, _, _ in pairs] != [*_FIELDS, "mac"] or not (pairs[1][2].isascii() and pairs[1][2].isdigit()):
+    loop_at, count, head, state, mac = (value for _, _, value in pairs)
+    if ([name for name, _, _ in pairs] != [*_FIELDS, "mac"] or not (count.isascii() and count.isdigit())
+            or not _HEX64.match(head) or not _HEX64.match(mac) or not _OID.match(state)):
         return "not an anchor automaton wrote"
-    found = RemoteAnchor(pairs[0][2], int(pairs[1][2]), pairs[2][2], pairs[3][2], pairs[4][2])
+    found = RemoteAnchor(loop_at, int(count), head, state, mac)
     if not equal(hmac_sha256(key, found.body().encode()), found.mac):
         return "its mac does not verify with the record key"
     if found.loop != loop:
