@@ -159,7 +159,7 @@ def test_a_state_commit_without_a_manifest_is_refused_until_a_human_reseals_it(
     git(trusted, "fetch", "-q", "origin", REF)
     archive = subprocess.run(["git", "-C", str(trusted), "archive", "FETCH_HEAD"], capture_output=True, check=True)
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
-    git(trusted, "push", "-q", "origin", f":{REF}")
+    git(trusted, "push", "-q", "origin", f":{REF}", f":refs/automaton/anchors/{fk.LOOP}")
     paused = run_cli("--pause-loop", fk.LOOP, "--state-remote", "origin", "--project", str(trusted))
     assert paused.code == 0, paused.out + paused.err
     resumed = run_cli("--resume-loop", fk.LOOP, "--state-remote", "origin", "--project", str(trusted))

@@ -378,7 +378,8 @@ def test_a_deleted_state_ref_is_not_refilled_from_a_stale_checkout(fleet: fk.Fle
     state there refuses to publish its own (ticks behind) as new, until a human says so."""
     seed, home = fleet.seed, Path(os.environ["HOME"])
     assert '"ran": true' in _tick(fleet.clones[0], fleet.homes[0]).stdout  # the remote moves on
-    git(fleet.clones[1], "push", "-q", "origin", f":refs/automaton/loops/{fk.LOOP}", f":refs/heads/loop/{fk.LOOP}")
+    git(fleet.clones[1], "push", "-q", "--mirror", "origin")  # a plain clone's mirror: every other ref deleted
+    assert git(fleet.bare, "for-each-ref", "refs/automaton/", "refs/heads/loop/") == ""
     stale = _tick(seed, home)
     assert stale.returncode == 2, stale.stdout + stale.stderr
     assert f"has no refs/automaton/loops/{fk.LOOP}, but this checkout saw its state there" in stale.stderr

@@ -16,7 +16,9 @@ A tick with a state remote (`remote_tick`), holding the loop's local tick lock:
 1. fetch `refs/automaton/loops/<name>` and `refs/heads/loop/<name>`; the state commit's files
    replace the loop folder's (the local anchor and keyed mark of its log are dropped first), the
    log must verify whole with the record key (every line keyed) and the state must agree with
-   it, else nothing runs (exit 2); the local `loop/<name>` is set to the remote's tip.
+   it, and it must hold the head its anchor `refs/automaton/anchors/<name>` (fetched first) and
+   this machine last saw (`commands.remote_anchor`), else nothing runs (exit 2); the local
+   `loop/<name>` is set to the remote's tip.
    No state ref yet: the checkout's own loop folder is published (the loop's first remote tick).
 2. a last `TICK_START n=…` no `TICK`/`TICK_DEFERRED` closed: younger than `claim_ttl_s` (the
    account's reservation lifetime, `runner.account.ttl_s`), another runner holds the tick:
@@ -31,6 +33,7 @@ A tick with a state remote (`remote_tick`), holding the loop's local tick lock:
 4. after the tick, one atomic push: the settled state (lease: the claim commit) and
    `loop/<name>` (lease: the fetched tip). Refused or lost: exit 1 naming it; the claim stays
    on the remote, unsettled, and the next runner settles it at its reservation after the TTL.
+   Every push of a state moves its anchor with it, in the same atomic push.
 A gate that refused wrote only what a gate writes (a HALT): pushed with the fetched lease,
 best effort (a lost lease means another runner wrote first).
 """
@@ -45,7 +48,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from automaton.commands import remote_manifest
+from automaton.commands import remote_anchor, remote_manifest
 from automaton.core.chain import ChainCheck, verify_text
 from automaton.core.errors import BadInput, CorruptState, ExitCode, Refused
 from automaton.core.loopconfig import remote_spelling_ok
@@ -138,6 +141,7 @@ class Synced:
     user_config: bool = False
     claim: str | None = None
     notes: list[str] = field(default_factory=list)
+    anchor_tip: str | None = None  # the anchor commit on the remote (fetched, then each one pushed): its lease
 
     @property
     def folder(self) -> Path:
@@ -152,6 +156,8 @@ def sync_in(project: Project, name: str, remote: str, *, user_config: bool = Fal
     loop = LoopName.of(name)
     root = project.root
     try:
+        # The anchor before the state (commands/remote_anchor.py says why).
+        tip = remote_anchor.fetch(root, remote, loop, user_config=user_config)
         fetched = git_remote.fetch(root, remote, loop, user_config=user_config)
     except NoSuchRemote as exc:
         raise BadInput(f"loop {loop}: {exc}; nothing was run") from None
@@ -161,6 +167,11 @@ def sync_in(project: Project, name: str, remote: str, *, user_config: bool = Fal
         raise Refused(f"loop {loop}: {exc}; nothing was run") from None
     folder = project.loop_dir(loop)
     if fetched.state is None:
+        if tip is not None:
+            raise CorruptState(f"loop {loop}: the state remote {remote!r} holds {remote_anchor.anchor_ref(loop)} but"
+                               f" no {git_remote.state_ref(loop)}: the state ref was deleted; nothing was run. A"
+                               f" human restores it (the anchor commit {tip[:12]}'s last parent is the anchored state"
+                               " commit)")
         _not_lost(folder, loop, remote)
         if not (folder / STATE_FILE).is_file():
             raise BadInput(f"loop {loop}: the state remote {remote!r} holds no {git_remote.state_ref(loop)} and this"
@@ -183,8 +194,9 @@ def sync_in(project: Project, name: str, remote: str, *, user_config: bool = Fal
     _materialise(folder, files)
     try:
         _verify(project, loop, fetched.state)
+        remote_anchor.check(root, loop, remote, tip, fetched.state, folder / LOG_FILE)
     except CorruptState:
-        if before is not None:  # the state and log disagree: this machine's loop folder comes back
+        if before is not None:  # refused after it was written: this machine's loop folder comes back
             _restore(folder, files, before)
         raise
     _seen(folder, fetched.state)
@@ -192,7 +204,7 @@ def sync_in(project: Project, name: str, remote: str, *, user_config: bool = Fal
         problem = git_remote.set_branch(root, loop, fetched.branch, project.worktree_dir(loop))
         if problem is not None:
             raise Refused(f"loop {loop}: {problem}; nothing was run")
-    return Synced(project, loop, remote, fetched, durable_files(folder), user_config)
+    return Synced(project, loop, remote, fetched, durable_files(folder), user_config, anchor_tip=tip)
 
 
 def _precheck(folder: Path, files: dict[str, bytes], loop: LoopName, commit: str, remote: str) -> None:
@@ -272,7 +284,8 @@ def _materialise(folder: Path, files: dict[str, bytes]) -> None:
     log = folder / LOG_FILE
     with locked(folder / STATE_LOCK):
         # The remote is the loop's record now: this machine's anchor of an older copy of the log
-        # is no rollback (the CAS chain of state commits is the order), so it is dropped first.
+        # is no rollback (the CAS chain of state commits is the order, anchored on the remote and in
+        # this machine's record of it: commands/remote_anchor.py), so it is dropped first.
         anchor.forget(log)
         for stale in (folder / STATE_FILE, log, folder / (STATE_FILE + ".tmp")):
             stale.unlink(missing_ok=True)
@@ -357,7 +370,8 @@ class Published:
 
 def publish(synced: Synced, message: str, *, with_branch: bool) -> Published:
     """Push the loop folder's state, once it verifies with the record key, as a new state
-    commit (parent: the claim, else the fetched commit; the same as its lease) and, with
+    commit (parent: the claim, else the fetched commit; the same as its lease), its anchor
+    (`commands.remote_anchor`; lease: the anchor fetched or last pushed) and, with
     `with_branch`, the local `loop/<name>` (lease: the fetched tip) in one atomic push.
     RemoteFailed is returned as a refusal, never raised."""
     root, name = synced.project.root, synced.name
@@ -365,10 +379,16 @@ def publish(synced: Synced, message: str, *, with_branch: bool) -> Published:
     unsound = _unsound(synced)
     if unsound is not None:  # never push a state the next runner would refuse, or someone else wrote
         return Published(False, False, unsound)
+    remote_anchor.adopt(Loop.resolve(synced.project, name), synced.anchor_tip)
+    files = durable_files(synced.folder)
+    if LOG_FILE not in files:
+        return Published(False, False, f"the loop's log is larger than {MAX_FILE_BYTES >> 20} MiB, the most a state"
+                         " commit holds")
     try:
-        files = remote_manifest.sealed(name, durable_files(synced.folder))  # + sealed/state-files
+        files = remote_manifest.sealed(name, files)  # + sealed/state-files
         commit = git_remote.write_commit(root, files, parent, message)
-        moves = [Move(git_remote.state_ref(name), commit, parent)]
+        anchored = remote_anchor.move(root, name, synced.anchor_tip, commit, files[LOG_FILE])
+        moves = [Move(git_remote.state_ref(name), commit, parent), anchored.move]
         tip = git_remote.local_branch(root, name) if with_branch else None
         if tip is not None and tip != synced.fetched.branch:
             moves.append(Move(git_remote.branch_ref(name), tip, synced.fetched.branch))
@@ -377,6 +397,8 @@ def publish(synced: Synced, message: str, *, with_branch: bool) -> Published:
         return Published(False, False, str(exc))
     if pushed.landed:
         _seen(synced.folder, commit)
+        synced.anchor_tip = anchored.move.new
+        remote_anchor.landed(synced.folder / LOG_FILE, anchored)
     return Published(pushed.landed, pushed.lost, pushed.detail, commit if pushed.landed else None)
 
 
