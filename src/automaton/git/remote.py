@@ -145,6 +145,41 @@ def fetch(repo: Path, remote: str, loop: str, *, user_config: bool = False) -> F
     return Fetched(_oid(repo, FETCHED_STATE + loop), _oid(repo, FETCHED_BRANCH + loop))
 
 
+def fetch_ref(repo: Path, remote: str, ref: str, local: str, *, user_config: bool = False) -> str | None:
+    """Fetch one ref of `remote` (e.g. `refs/automaton/account`) into this repository's `local`
+    (forced; a stale local copy removed first); its oid, None when the remote has no such ref.
+    RemoteFailed when git cannot reach the remote or the fetch fails."""
+    _git(repo, ["update-ref", "-d", local])
+    auth = credential_env()
+    listed = _git(repo, [*TRANSPORTS, "ls-remote", "--", remote, ref], env=auth, timeout_s=NET_TIMEOUT_S,
+                  user_config=user_config)
+    if listed.code != 0:
+        raise RemoteFailed(f"cannot read the state remote {remote!r}: {_last(listed)}")
+    if ref not in {line.split("\t", 1)[1] for line in listed.out.splitlines() if "\t" in line}:
+        return None
+    done = _git(repo, [*TRANSPORTS, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+                       "--no-recurse-submodules", "--", remote, f"+{ref}:{local}"],
+                env=auth, timeout_s=NET_TIMEOUT_S, user_config=user_config)
+    if done.code != 0:
+        raise RemoteFailed(f"cannot fetch {ref} from {remote!r}: {_last(done)}")
+    return _oid(repo, local)
+
+
+def ref_oid(repo: Path, ref: str) -> str | None:
+    """The commit this repository's `ref` points at, None when there is none."""
+    return _oid(repo, ref)
+
+
+def drop_ref(repo: Path, ref: str) -> None:
+    """Delete this repository's `ref` (nothing when absent)."""
+    _git(repo, ["update-ref", "-d", ref])
+
+
+def set_ref(repo: Path, ref: str, oid: str) -> bool:
+    """Point this repository's `ref` at `oid`; whether git did."""
+    return _git(repo, ["update-ref", ref, oid]).code == 0
+
+
 def read_tree(repo: Path, commit: str) -> dict[str, bytes]:
     """The regular files of `commit`'s tree: relative path -> bytes (RemoteFailed for a tree
     that holds anything but plain files and folders, or a git failure)."""
