@@ -50,7 +50,12 @@ def make_fleet(tmp: Path, runners: int, *, agent: str = AGENT, timeout_s: int = 
     bare = tmp / "remote.git"
     git(tmp, "clone", "-q", "--bare", str(seed), str(bare))
     git(seed, "remote", "add", "origin", str(bare))
-    add_loop(seed, LOOP, agent=agent, timeout_s=timeout_s, max_iterations=max_iterations, **over)
+    make_loop(seed, LOOP, harness={"name": "command", "command": [PY, "-c", agent], "args": [], "timeout_s": timeout_s},
+              sandbox="off", brakes={"max_iterations": max_iterations, "max_budget_usd": 5000.0, "max_tick_usd": 1.0,
+                                     "score_plateau_window": 3, "plateau_epsilon": 0.0, "target_score": 1.0},
+              roles={"implement": {"prompt": "implement.md"}, "verify": {"command": [PY, "-c", VERIFY],
+                                                                          "score": "summary"},
+                     "orchestrate": {"builtin": True}}, **over)
     clones, homes = [], []
     for i in range(runners):
         clone, home = tmp / f"m{i}" / "work", tmp / f"m{i}" / "home"
@@ -61,15 +66,15 @@ def make_fleet(tmp: Path, runners: int, *, agent: str = AGENT, timeout_s: int = 
     return Fleet(bare, seed, clones, homes)
 
 
-def add_loop(seed: Path, name: str, *, agent: str = AGENT, timeout_s: int = 60, max_iterations: int = 1000,
-             **over: object) -> None:
-    """Loop `name` in the seed checkout: the command agent and verifier above, $1.00 a tick."""
-    make_loop(seed, name, harness={"name": "command", "command": [PY, "-c", agent], "args": [], "timeout_s": timeout_s},
-              sandbox="off", brakes={"max_iterations": max_iterations, "max_budget_usd": 5000.0, "max_tick_usd": 1.0,
+def add_loop(seed: Path, name: str) -> None:
+    """A second loop `name` in the seed checkout, as `make_fleet` makes its own: the command
+    agent and verifier above, $1.00 a tick."""
+    make_loop(seed, name, harness={"name": "command", "command": [PY, "-c", AGENT], "args": [], "timeout_s": 60},
+              sandbox="off", brakes={"max_iterations": 1000, "max_budget_usd": 5000.0, "max_tick_usd": 1.0,
                                      "score_plateau_window": 3, "plateau_epsilon": 0.0, "target_score": 1.0},
               roles={"implement": {"prompt": "implement.md"}, "verify": {"command": [PY, "-c", VERIFY],
                                                                           "score": "summary"},
-                     "orchestrate": {"builtin": True}}, **over)
+                     "orchestrate": {"builtin": True}})
 
 
 def runner_argv(clone: Path, loop: str = LOOP) -> list[str]:
@@ -83,8 +88,8 @@ def runner_env(home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def start(clone: Path, home: Path, loop: str = LOOP, **extra: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(runner_argv(clone, loop), env=runner_env(home, **extra), stdout=subprocess.PIPE,
+def start(clone: Path, home: Path, **extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(runner_argv(clone), env=runner_env(home, **extra), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
