@@ -384,7 +384,9 @@ def test_a_deleted_state_ref_is_not_refilled_from_a_stale_checkout(fleet: fk.Fle
     assert stale.returncode == 2, stale.stdout + stale.stderr
     assert f"has no refs/automaton/loops/{fk.LOOP}, but this checkout saw its state there" in stale.stderr
     assert git(fleet.bare, "for-each-ref", "refs/automaton/", "refs/heads/loop/") == ""  # nothing published
-    (seed / ".automaton" / "loops" / fk.LOOP / ".remote.seen").unlink()  # the human's deliberate choice
+    (seed / ".automaton" / "loops" / fk.LOOP / ".remote.seen").unlink()  # the human's deliberate choice,
+    for seen in git(seed, "for-each-ref", "--format=%(refname)", "refs/automaton/seen/").split():
+        git(seed, "update-ref", "-d", seen)  # and the account ledger's, lost with the mirror too
     again = _tick(seed, home)
     assert again.returncode == 0 and '"ran": true' in again.stdout, again.stderr
     assert _remote_state(fleet)["iteration_count"] == 2

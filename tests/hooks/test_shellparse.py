@@ -59,6 +59,7 @@ def test_the_sandbox_in_another_task_is_denied(task: Path, project: Path, hook: 
     "automaton --remove-loop l",
     "automaton --upgrade-loops --yes",
     "automaton --gc-worktrees --yes",
+    "automaton --publish-caps --state-remote origin",
     ".venv/bin/automaton --project . --install-schedule l --interval 60",
     "python3 -m automaton --create-loop l --from-template t",
 ])

@@ -74,8 +74,19 @@ def make_fleet(tmp: Path, runners: int, *, agent: str = AGENT, timeout_s: int = 
     return Fleet(bare, seed, clones, homes)
 
 
-def runner_argv(clone: Path) -> list[str]:
-    return [PY, RUNNER, "--mode", "tick", "--loop", LOOP, "--project", str(clone), "--state-remote", "origin",
+def add_loop(seed: Path, name: str) -> None:
+    """A second loop `name` in the seed checkout, as `make_fleet` makes its own: the command
+    agent and verifier above, $1.00 a tick."""
+    make_loop(seed, name, harness={"name": "command", "command": [PY, "-c", AGENT], "args": [], "timeout_s": 60},
+              sandbox="off", brakes={"max_iterations": 1000, "max_budget_usd": 5000.0, "max_tick_usd": 1.0,
+                                     "score_plateau_window": 3, "plateau_epsilon": 0.0, "target_score": 1.0},
+              roles={"implement": {"prompt": "implement.md"}, "verify": {"command": [PY, "-c", VERIFY],
+                                                                          "score": "summary"},
+                     "orchestrate": {"builtin": True}})
+
+
+def runner_argv(clone: Path, loop: str = LOOP) -> list[str]:
+    return [PY, RUNNER, "--mode", "tick", "--loop", loop, "--project", str(clone), "--state-remote", "origin",
             "--quiet", "--json"]
 
 

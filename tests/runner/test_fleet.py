@@ -104,6 +104,21 @@ def test_runners_started_together_run_exactly_one_tick_per_claim(fleet: fk.Fleet
     books = _books(fleet)
     _assert_whole(books, ran)
     assert books["open"] == [] and books["abandoned"] == []
+    # The account ledger in the remote (refs/automaton/account) counts exactly what the loop
+    # spent: every runner reserved, and each one whose claim was lost was settled at $0.
+    assert _account_counted(fleet) == round(float(str(books["spent"])) * 1_000_000)
+
+
+def _account_counted(fleet: fk.Fleet) -> int:
+    """Micro-USD the remote account ledger counts: settled charges, open reservations whole."""
+    reserved: dict[str, int] = {}
+    settled: dict[str, int] = {}
+    for line in git(fleet.bare, "show", "refs/automaton/account:ledger.log").splitlines():
+        parts = line.split(" ")
+        fields = dict(p.split("=", 1) for p in parts[2:] if "=" in p)
+        if parts[1] in ("RESERVE", "SETTLE"):
+            (reserved if parts[1] == "RESERVE" else settled)[fields["id"]] = int(fields["micro_usd"])
+    return sum(settled.get(rid, micro) for rid, micro in reserved.items())
 
 
 @pytest.mark.parametrize("at", ["before_claim", "after_claim", "before_final_push"])

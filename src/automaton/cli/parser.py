@@ -58,12 +58,15 @@ LOOP_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--loop-status",), {"metavar": "NAME", "help": "one loop at a glance: limits left, scores, schedule, worktree"}),
     (("--spend",), {"action": "store_true", "help": "spend of every loop here by day, loop and project, and the"
                      " account caps (read-only)"}),
+    (("--publish-caps",), {"action": "store_true", "help": "with --state-remote REMOTE: publish this machine's"
+                            " caps.json as the account caps every runner of that state remote holds (human act)"}),
     (("--since",), {"metavar": "DATE", "help": "with --spend: from this UTC day (YYYY-MM-DD; default 30 days ago)"}),
     (("--doctor",), {"action": "store_true", "help": "preflight checks of every loop (or --loop NAME)"}),
     (("--rearm-loop",), {"metavar": "NAME", "help": "give a complete loop a fresh allowance (human act)"}),
     (("--state-remote",), {"metavar": "REMOTE", "help": "with --approve --loop, --pause-loop, --resume-loop,"
                            " --rearm-loop: act on the loop's state in this git remote (fetch, apply, push);"
-                           " with --doctor --loop: fetch it first"}),
+                           " with --doctor --loop: fetch it first; with --spend, --publish-caps: the account"
+                           " ledger and caps kept there"}),
     (("--remove-loop",), {"metavar": "NAME", "help": "unschedule, archive and remove a loop (human act)"}),
     (("--delete-branch",), {"action": "store_true", "help": "with --remove-loop: delete branch loop/NAME too"}),
     (("--upgrade-loops",), {"action": "store_true", "help": "give loop folders that have only loop.json their"
@@ -119,6 +122,7 @@ VERBS: dict[str, str] = {
     "loop_list": "automaton.cli.verbs_loops:loop_list",
     "loop_status": "automaton.cli.verbs_loops:loop_status",
     "spend": "automaton.cli.verbs_loops:spend",
+    "publish_caps": "automaton.cli.verbs_loops:publish_caps",
     "doctor": "automaton.cli.verbs_loops:doctor",
     "rearm_loop": "automaton.cli.verbs_loops:rearm_loop",
     "remove_loop": "automaton.cli.verbs_loops:remove_loop",
@@ -151,7 +155,8 @@ MODIFIERS: dict[str, frozenset[str]] = {
     "claim_loop_task": frozenset({"task"}),
     "check_gate": frozenset({"task"}),
     "doctor": frozenset({"loop", "state_remote"}),
-    "spend": frozenset({"since", "loop"}),
+    "spend": frozenset({"since", "loop", "state_remote"}),
+    "publish_caps": frozenset({"state_remote"}),
     "remove_loop": frozenset({"delete_branch"}),
     "upgrade_loops": frozenset({"loop", "yes"}),
     "gc_worktrees": frozenset({"yes"}),

@@ -141,7 +141,24 @@ def loop_status(ns: argparse.Namespace) -> Outcome:
 
 
 def spend(ns: argparse.Namespace) -> Outcome:
+    if ns.state_remote is not None:
+        return _call("automaton.commands.spend", "spend", ns.since, loop=ns.loop,
+                     remote=(project_of(ns), ns.state_remote))
     return _call("automaton.commands.spend", "spend", ns.since, loop=ns.loop)
+
+
+def publish_caps(ns: argparse.Namespace) -> Outcome:
+    """`--publish-caps --state-remote REMOTE`: a human act (it may raise what every runner may
+    spend), refused for an agent before anything is read."""
+    import time
+
+    from automaton.commands.human import require_human  # the verb's own use case: see _call
+
+    if ns.state_remote is None:
+        raise UsageError("--publish-caps needs --state-remote REMOTE (the remote every runner of the account uses)")
+    by = require_human("--publish-caps")
+    return _call("automaton.commands.remote_account", "publish_caps", project_of(ns), ns.state_remote, by,
+                 int(time.time()))
 
 
 def doctor(ns: argparse.Namespace) -> Outcome:

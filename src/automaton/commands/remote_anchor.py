@@ -141,25 +141,8 @@ def _last(out: str, err: str, code: int) -> str:
 def fetch(root: Path, remote: str, loop: str, *, user_config: bool = False) -> str | None:
     """Fetch `refs/automaton/anchors/<loop>` from `remote` into `refs/automaton/fetched/anchors/<loop>`
     (a stale copy removed first); the anchor commit's oid, None when the remote has no anchor.
-    Called before the state's fetch (module docstring). RemoteFailed when git cannot reach it."""
-    ref, local = anchor_ref(loop), FETCHED_ANCHOR + loop
-    run_git(root, ["update-ref", "-d", local])
-    auth = git_remote.credential_env()
-    listed = run_git(root, [*git_remote.TRANSPORTS, "ls-remote", "--", remote, ref], env=auth,
-                     timeout_s=git_remote.NET_TIMEOUT_S, user_config=user_config)
-    if listed.code != 0:
-        raise RemoteFailed(f"cannot read the state remote {remote!r}: {_last(listed.out, listed.err, listed.code)}")
-    if not any(line.split("\t", 1)[-1] == ref for line in listed.out.splitlines()):
-        return None
-    done = run_git(root, [*git_remote.TRANSPORTS, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-                          "--no-recurse-submodules", "--", remote, f"+{ref}:{local}"],
-                   env=auth, timeout_s=git_remote.NET_TIMEOUT_S, user_config=user_config)
-    if done.code != 0:
-        raise RemoteFailed(f"cannot fetch {ref} from {remote!r}: {_last(done.out, done.err, done.code)}")
-    got = run_git(root, ["rev-parse", "--verify", "--quiet", f"{local}^{{commit}}"])
-    if got.code != 0 or not got.out.strip():
-        raise RemoteFailed(f"{ref} on {remote!r} is not a commit")
-    return got.out.strip()
+    Called before the state's fetch (module docstring). Raises as `git.remote.fetch_ref`."""
+    return git_remote.fetch_ref(root, remote, anchor_ref(loop), FETCHED_ANCHOR + loop, user_config=user_config)
 
 
 def _key(loop: str) -> bytes:

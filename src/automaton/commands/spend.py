@@ -8,6 +8,7 @@ and the dashboard show it beside the loop's own budget. Read-only: nothing here 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,16 +18,42 @@ from automaton.core.account import iso, usd
 from automaton.core.errors import AutomatonError, BadInput
 from automaton.core.outcome import Outcome
 from automaton.store import account as store
+from automaton.store.layout import Project
 from automaton.store.loops import ARCHIVE_DIR
 
 DEFAULT_DAYS = 30  # days shown without --since
+
+
+@dataclass(frozen=True)
+class Source:
+    """A ledger to show: the caps that hold (None: none set), its entries, and `where` it was
+    read (the caps file's path, or a state remote's ref)."""
+
+    caps: core.Caps | None
+    entries: list[core.Entry]
+    where: str
+
+
+def _local() -> Source:
+    """This machine's caps file and account ledger; raises as `store.account.read_caps` and
+    `read_ledger`."""
+    where = str(store.caps_path())
+    return Source(store.read_caps(), store.read_ledger().entries, where)
+
+
+def _remote(project: Project, remote: str) -> Source:
+    """A state remote's account ledger and the caps that hold for a tick here (commands.remote_account)."""
+    from automaton.commands import remote_account  # a fetch: only for --spend --state-remote
+
+    caps, entries, where = remote_account.spend_source(project, remote)
+    return Source(caps, entries, where)
 
 
 def _micro_usd(micro: int | None) -> float | None:
     return None if micro is None else micro / core.MICRO
 
 
-def account_view(now: int | None = None) -> dict[str, Any]:
+def account_view(now: int | None = None, source: Source | None = None) -> dict[str, Any]:
     """The account caps at `now` (UTC epoch seconds; default: the clock), JSON-ready:
     {caps_file (path), caps_set (bool: the file exists), error (one line, or null),
      windows: [{kind ("day"|"week"|"month"), start, end (ISO UTC), cap_usd (USD|null: no cap),
@@ -34,24 +61,27 @@ def account_view(now: int | None = None) -> dict[str, Any]:
                 left_usd (USD|null), cap_micro_usd, used_micro_usd}],
      days: [{day (YYYY-MM-DD), used_usd}] (the last DEFAULT_DAYS days that have spend)}.
     Never raises: a caps file or ledger that cannot be read is `error` (the next tick refuses
-    for it), with the windows empty."""
+    for it), with the windows empty. `source`: a ledger read already (a state remote's) instead
+    of this machine's, `caps_file` then naming where it was read."""
     at = int(time.time()) if now is None else now
     view: dict[str, Any] = {"caps_file": None, "caps_set": False, "error": None, "windows": [], "days": []}
     try:
-        view["caps_file"] = str(store.caps_path())
-        caps = store.read_caps()
-        view["caps_set"] = caps is not None
-        book = store.read_ledger()
+        if source is None:  # this machine's, step by step: what was read before an error is shown
+            view["caps_file"] = str(store.caps_path())
+            caps = store.read_caps()
+            view["caps_set"] = caps is not None
+            source = Source(caps, store.read_ledger().entries, view["caps_file"])
     except AutomatonError as exc:
         view["error"] = exc.message
         return view
-    for use in core.uses(caps or core.Caps(), book.entries, at):
+    view["caps_file"], view["caps_set"] = source.where, source.caps is not None
+    for use in core.uses(source.caps or core.Caps(), source.entries, at):
         view["windows"].append({"kind": use.window.kind, "start": iso(use.window.start), "end": iso(use.window.end),
                                 "cap_usd": _micro_usd(use.cap), "used_usd": _micro_usd(use.used),
                                 "left_usd": _micro_usd(use.left), "cap_micro_usd": use.cap,
                                 "used_micro_usd": use.used})
     by_day: dict[str, int] = {}
-    for row in core.spend_rows(book.entries, at - DEFAULT_DAYS * 86400):
+    for row in core.spend_rows(source.entries, at - DEFAULT_DAYS * 86400):
         by_day[row.day] = by_day.get(row.day, 0) + row.micro
     view["days"] = [{"day": d, "used_usd": m / core.MICRO} for d, m in sorted(by_day.items())]
     return view
@@ -96,22 +126,27 @@ def parse_since(text: str | None, now: int) -> int:
     return int(day.timestamp())
 
 
-def spend(since: str | None = None, now: int | None = None, *, loop: str | None = None) -> Outcome:
+def spend(since: str | None = None, now: int | None = None, *, loop: str | None = None,
+          remote: tuple[Project, str] | None = None) -> Outcome:
     """`--spend [--since DATE] [--loop NAME] [--json]`: spend by UTC day, then project and loop,
     from the account ledger (`loop`: only the rows of loops named NAME, in any project; `data.loop`
     says which, null for all). data: {since (YYYY-MM-DD), total_usd, total_micro_usd, rows: [{day,
     project (root path), loop, used_usd, micro_usd, ticks, unsettled (ticks whose reservation
     is still counted whole: running, or died unsettled), abandoned (those of them past their
     tick's timeout: the tick died)}], account (`account_view`)}.
+    `remote` (project, REMOTE): the account ledger of that state remote (`--spend --state-remote
+    REMOTE`, fetched: `commands.remote_account`) instead of this machine's.
     Exit 0; exit 2 (BadInput) for a bad DATE, a bad caps file, or a ledger that does not
-    verify (CorruptState), each naming the value or the file."""
+    verify (CorruptState), each naming the value or the file; exit 1 when the remote cannot
+    be reached."""
     at = int(time.time()) if now is None else now
     start = parse_since(since, at)
-    caps = store.read_caps()  # a bad caps file is the user's to hear about here, exit 2
-    book = store.read_ledger()
-    rows = [r for r in core.spend_rows(book.entries, start, at) if loop is None or r.loop == loop]
+    # a bad caps file or ledger is the user's to hear about here, exit 2
+    source = _local() if remote is None else _remote(*remote)
+    caps = source.caps
+    rows = [r for r in core.spend_rows(source.entries, start, at) if loop is None or r.loop == loop]
     total = sum(r.micro for r in rows)
-    view = account_view(at)
+    view = account_view(at, source)
     data: dict[str, Any] = {
         "since": core.day_of(start), "loop": loop, "total_usd": total / core.MICRO, "total_micro_usd": total,
         "rows": [{"day": r.day, "project": r.project, "loop": r.loop, "used_usd": r.micro / core.MICRO,
@@ -120,8 +155,25 @@ def spend(since: str | None = None, now: int | None = None, *, loop: str | None 
                  for r in rows],
         "account": view,
     }
-    lines = [f"spend since {data['since']} (UTC days){'' if loop is None else f' of loop {loop}'}: {usd(total)}"
+    of = "" if remote is None else f" in the account ledger of {remote[1]}"
+    lines = [f"spend since {data['since']} (UTC days){'' if loop is None else f' of loop {loop}'}{of}: {usd(total)}"
              " in all"]
+    lines.extend(_row_lines(rows))
+    if not rows:
+        lines.append("  no ticks recorded" + ("" if loop is None else f" for a loop named {loop}"))
+    lines.append(f"  {account_line(view)}")
+    if caps is None and remote is not None:
+        lines.append(f"  to cap every runner of {remote[1]}: write the caps to {store.caps_path()}, then run"
+                     f" automaton --publish-caps --state-remote {remote[1]}")
+    elif caps is None:
+        lines.append(f"  to cap every loop: write {{\"day_usd\": 3, \"week_usd\": 15, \"month_usd\": 50}}"
+                     f" (any of them) to {store.caps_path()}")
+    return Outcome(lines=lines, data=data)
+
+
+def _row_lines(rows: list[core.SpendRow]) -> list[str]:
+    """A day's total line before its first row, then one line per row (sorted by day)."""
+    lines: list[str] = []
     day = None
     for r in rows:
         if r.day != day:
@@ -131,11 +183,5 @@ def spend(since: str | None = None, now: int | None = None, *, loop: str | None 
         held += f" ({r.abandoned} abandoned: the tick died)" if r.abandoned else ""
         name = f"{r.loop} (removed)" if _removed(r.project, r.loop) else r.loop
         lines.append(f"    {usd(r.micro):>12}  {name} in {r.project} ({r.ticks} tick{'s' * (r.ticks != 1)}{held})")
-    if not rows:
-        lines.append("  no ticks recorded" + ("" if loop is None else f" for a loop named {loop}"))
-    lines.append(f"  {account_line(view)}")
-    if caps is None:
-        lines.append(f"  to cap every loop: write {{\"day_usd\": 3, \"week_usd\": 15, \"month_usd\": 50}}"
-                     f" (any of them) to {store.caps_path()}")
-    return Outcome(lines=lines, data=data)
+    return lines
 

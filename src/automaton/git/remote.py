@@ -39,6 +39,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from automaton.git import run_git
 from automaton.proc import Captured
@@ -168,10 +169,7 @@ def fetch(repo: Path, remote: str, loop: str, *, user_config: bool = False) -> F
     listed = _git(repo, [*TRANSPORTS, "ls-remote", "--", remote, state_ref(loop), branch_ref(loop)],
                   env=auth, timeout_s=NET_TIMEOUT_S, user_config=user_config)
     if listed.code != 0:
-        if not _configured(repo, remote):
-            raise NoSuchRemote(f"--state-remote {remote!r}: this checkout has no such remote and it is not a path or"
-                               " URL (git remote -v lists the remotes)")
-        raise RemoteFailed(f"cannot read the state remote {remote!r}: {_reason(listed)}")
+        _unreadable(repo, remote, listed)
     present = {line.split("\t", 1)[1] for line in listed.out.splitlines() if "\t" in line}
     specs = [f"+{ref}:{local}" for ref, local in ((state_ref(loop), FETCHED_STATE + loop),
                                                   (branch_ref(loop), FETCHED_BRANCH + loop)) if ref in present]
@@ -185,10 +183,62 @@ def fetch(repo: Path, remote: str, loop: str, *, user_config: bool = False) -> F
     for ref, local, got in ((state_ref(loop), FETCHED_STATE + loop, fetched.state),
                             (branch_ref(loop), FETCHED_BRANCH + loop, fetched.branch)):
         if ref in present and got is None:  # a tree or a blob there is no state yet: never published over
-            kind = _git(repo, ["cat-file", "-t", local]).out.strip() or "not a commit"
-            raise NotACommit(f"{ref} on {remote!r} is a {kind}, not a commit automaton wrote; nothing was run:"
-                             " a human restores it (git push --force <remote> <commit>:<ref>)")
+            _not_a_commit(repo, remote, ref, local)
     return fetched
+
+
+def fetch_ref(repo: Path, remote: str, ref: str, local: str, *, user_config: bool = False) -> str | None:
+    """Fetch one ref of `remote` (e.g. `refs/automaton/account`) into this repository's `local`
+    (forced; a stale local copy removed first); its oid, None when the remote has no such ref.
+    NoSuchRemote for a name this checkout has no remote of; NotACommit when the ref names a
+    tree or a blob; RemoteFailed when git cannot reach the remote or the fetch fails."""
+    _git(repo, ["update-ref", "-d", local])
+    auth = credential_env()
+    listed = _git(repo, [*TRANSPORTS, "ls-remote", "--", remote, ref], env=auth, timeout_s=NET_TIMEOUT_S,
+                  user_config=user_config)
+    if listed.code != 0:
+        _unreadable(repo, remote, listed)
+    if ref not in {line.split("\t", 1)[1] for line in listed.out.splitlines() if "\t" in line}:
+        return None
+    done = _git(repo, [*TRANSPORTS, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+                       "--no-recurse-submodules", "--", remote, f"+{ref}:{local}"],
+                env=auth, timeout_s=NET_TIMEOUT_S, user_config=user_config)
+    if done.code != 0:
+        raise RemoteFailed(f"cannot fetch {ref} from {remote!r}: {_reason(done)}")
+    got = _oid(repo, local)
+    if got is None:
+        _not_a_commit(repo, remote, ref, local)
+    return got
+
+
+def _unreadable(repo: Path, remote: str, listed: Captured) -> NoReturn:
+    """Raise for a failed `ls-remote` of `remote`: NoSuchRemote or RemoteFailed (git's reason)."""
+    if not _configured(repo, remote):
+        raise NoSuchRemote(f"--state-remote {remote!r}: this checkout has no such remote and it is not a path or"
+                           " URL (git remote -v lists the remotes)")
+    raise RemoteFailed(f"cannot read the state remote {remote!r}: {_reason(listed)}")
+
+
+def _not_a_commit(repo: Path, remote: str, ref: str, local: str) -> NoReturn:
+    """Raise NotACommit for a fetched `ref` that names a tree or a blob: never "no state yet"."""
+    kind = _git(repo, ["cat-file", "-t", local]).out.strip() or "not a commit"
+    raise NotACommit(f"{ref} on {remote!r} is a {kind}, not a commit automaton wrote; nothing was run:"
+                     " a human restores it (git push --force <remote> <commit>:<ref>)")
+
+
+def ref_oid(repo: Path, ref: str) -> str | None:
+    """The commit this repository's `ref` points at, None when there is none."""
+    return _oid(repo, ref)
+
+
+def drop_ref(repo: Path, ref: str) -> None:
+    """Delete this repository's `ref` (nothing when absent)."""
+    _git(repo, ["update-ref", "-d", ref])
+
+
+def set_ref(repo: Path, ref: str, oid: str) -> bool:
+    """Point this repository's `ref` at `oid`; whether git did."""
+    return _git(repo, ["update-ref", ref, oid]).code == 0
 
 
 def read_tree(repo: Path, commit: str) -> dict[str, bytes]:

@@ -7,7 +7,7 @@ a pseudo-terminal wrapper gives an agent one. So the hook denies, on every line:
 - `--approve`/`--focus` (and their unique prefixes, which older parsers accepted) next to any
   spelling of automaton, and the other human acts (`--resume-loop`, `--rearm-loop`,
   `--remove-loop`, `--upgrade-loops`, `--gc-worktrees`, and the widening `--create-loop`,
-  `--install-schedule`);
+  `--install-schedule`, `--publish-caps`);
   `AUTOMATON_APPROVER`/`AUTOMATON_TASK`/`AUTOMATON_HOME`; `hooksPath`;
 - pseudo-terminal wrappers (`script`, `unbuffer`, `expect`, `socat … pty`, `ssh -t`, `tmux`
   and `screen` beyond listing, Python/Perl/Node pty modules) and typing into another terminal
@@ -34,9 +34,10 @@ from automaton.hooks.shellparse import Program, Unsafe, operands
 _APPROVE = re.compile(r"--ap(p(r(o(ve?)?)?)?)?(?![\w-])", re.IGNORECASE)
 _FOCUS = re.compile(r"--fo(c(us?)?)?(?![\w-])", re.IGNORECASE)
 # The other human acts: releasing a human's pause, re-arming or removing a loop, accepting a
-# rollback, and the widening commands (a new loop, or an OS schedule, runs an agent unattended).
+# rollback, and the widening commands (a new loop, or an OS schedule, runs an agent unattended;
+# published account caps may raise what every runner spends).
 _LOOP_ACTS = re.compile(r"--(resume-loop|rearm-loop|remove-loop|accept-rollback|create-loop|install-schedule"
-                        r"|upgrade-loops|gc-worktrees)"
+                        r"|upgrade-loops|gc-worktrees|publish-caps)"
                         r"(?![\w-])", re.IGNORECASE)
 _MENTION = re.compile(r"automaton|status\.py|loop-runner\.py", re.IGNORECASE)
 _MENTION_LETTERS = re.compile(r"automaton|statuspy|looprunnerpy")

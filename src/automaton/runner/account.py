@@ -9,6 +9,10 @@ reservation open, counted at its reserved amount (`core.account`).
 
 `reservation_micro` is the one adapter to the per-loop reservation rule: the account reserves
 exactly what the loop's gate reserves for the tick, so the two walls agree.
+
+Which ledger: this machine's (`store.account`, the default), or the `Book` the tick was given:
+a loop whose state lives in a git remote reserves in the remote's account ledger
+(`commands.remote_account.Remote`), never in both, so a spend is counted once.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from automaton import notify
 from automaton.core import gates
@@ -36,18 +40,42 @@ TTL_MARGIN_S = 600  # seconds past the roles' timeouts for the runner's own step
 clock: Callable[[], float] = time.time
 
 
+class Book(Protocol):
+    """An account ledger a tick reserves in and settles to: `store.account`'s `reserve` and
+    `settle` (micro-USD, UTC epoch seconds), with their errors."""
+
+    def reserve(self, project: str, loop: str, micro: int, ttl_s: int, now: int) -> store.Reserved | store.Refused:
+        """Reserve `micro` for a tick of `loop`, or the refusal of a reached cap."""
+
+    def settle(self, rid: str, charged: int, now: int) -> None:
+        """Settle reservation `rid` at `charged`."""
+
+
+class _Local:
+    """This machine's account ledger (`store.account`)."""
+
+    def reserve(self, project: str, loop: str, micro: int, ttl_s: int, now: int) -> store.Reserved | store.Refused:
+        return store.reserve(project, loop, micro, ttl_s, now)
+
+    def settle(self, rid: str, charged: int, now: int) -> None:
+        store.settle(rid, charged, now)
+
+
+LOCAL: Book = _Local()
+
+
 def ttl_s(cfg: LoopConfig) -> int:
     """Seconds after which an unsettled reservation of this loop is shown as abandoned: the
     longest a tick's roles may run, plus a margin."""
     return ROLES_PER_TICK * cfg.harness.timeout_s + TTL_MARGIN_S
 
 
-def reserve(loop: Loop, cfg: LoopConfig) -> store.Reserved | Outcome:
-    """Reserve the tick's amount in the account ledger; the tick's refusal Outcome (exit 1,
+def reserve(loop: Loop, cfg: LoopConfig, book: Book = LOCAL) -> store.Reserved | Outcome:
+    """Reserve the tick's amount in the account ledger `book`; the tick's refusal Outcome (exit 1,
     data {ran: false, reason: "deferred", deferred: {reason: account_cap, until, caps}})
     when a cap is reached. Raises BadInput (exit 2) for a bad caps file or ledger."""
     now = int(clock())
-    got = store.reserve(str(loop.project.root), loop.name, gates.reservation_micro(cfg), ttl_s(cfg), now)
+    got = book.reserve(str(loop.project.root), loop.name, gates.reservation_micro(cfg), ttl_s(cfg), now)
     if isinstance(got, store.Reserved):
         return got
     return _refused(loop, got.refusal, got.first)
@@ -71,7 +99,7 @@ def _refused(loop: Loop, refusal: Refusal, first: bool) -> Outcome:
     return Outcome(ExitCode.REFUSED, [line], data, warnings)
 
 
-def settle(held: store.Reserved, out: Outcome) -> str | None:
+def settle(held: store.Reserved, out: Outcome, book: Book = LOCAL) -> str | None:
     """Settle `held` at the tick's counted cost (`cost_usd` of its Outcome's data, USD; a tick
     that ran without one is charged its reservation). Returns None, or the warning line when
     the ledger could not be written: the tick has run and is recorded in its loop, and its
@@ -82,7 +110,7 @@ def settle(held: store.Reserved, out: Outcome) -> str | None:
     if isinstance(cost, (int, float)) and not isinstance(cost, bool) and math.isfinite(cost) and cost >= 0:
         charged = usd_to_micro(float(cost))
     try:
-        store.settle(held.rid, charged, int(clock()))
+        book.settle(held.rid, charged, int(clock()))
     except AutomatonError as exc:
         return f"account ledger not settled (the tick stays counted at its reservation): {exc.message}"
     return None

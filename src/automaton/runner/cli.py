@@ -239,12 +239,16 @@ def _not_remote(project: Project, name: str) -> None:
 def _remote_tick(project: Project, name: str, remote: str | None, settings: Path | None, progress: Progress,
                  *, lock_held: bool) -> Outcome:
     """A tick whose state lives in a git remote (`commands.remote_state.remote_tick`)."""
-    from automaton.commands import remote_state
+    from automaton.commands import remote_account, remote_state
     from automaton.runner import account, tick
+    from automaton.store.loops import Loop
 
     def run(claim: Callable[[int], Outcome | None]) -> Outcome:
-        return tick.tick(project, name, tick.TickOptions(settings_path=settings, progress=progress, claim=claim),
-                         lock_held=True)
+        # `remote_tick` checked the flag against loop.json's `state_remote` before this runs.
+        where = remote or Loop.resolve(project, name).read_config().state_remote or ""
+        book = remote_account.Remote(project.root, where)  # the account's ledger lives there too
+        return tick.tick(project, name, tick.TickOptions(settings_path=settings, progress=progress, claim=claim,
+                                                         account_book=book), lock_held=True)
 
     return remote_state.remote_tick(project, name, remote, lambda loop: account.ttl_s(loop.read_config()), run,
                                     lock_held=lock_held)

@@ -85,6 +85,9 @@ class TickOptions:
     # `TICK_START n` is written, before any agent starts; None when the claim landed, else
     # the Outcome that ends the tick there (its account reservation released at $0).
     claim: Callable[[int], Outcome | None] | None = None
+    # The account ledger the tick reserves in (`runner.account.Book`): this machine's by
+    # default; a state remote's (`commands.remote_account.Remote`) for a loop whose state lives there.
+    account_book: account.Book = account.LOCAL
 
 
 def default_settings(loop: Loop, harness: str, *, write: bool = True) -> Path | None:
@@ -207,7 +210,7 @@ def _confined_tick(loop: Loop, cfg: LoopConfig, state: LoopState, opts: TickOpti
         show.note(f"warning: {wt.fallback}; running in {wt.path}")
     # The account-wide caps before the loop's own reservation: a reached cap refuses the tick
     # before its iteration is counted (runner/account.py).
-    held = account.reserve(loop, cfg)
+    held = account.reserve(loop, cfg, opts.account_book)
     if isinstance(held, Outcome):
         show.result(f"loop {name}: {held.lines[0]}")
         return Outcome(held.code, held.lines, held.data, [*warnings, *held.warnings])
@@ -218,7 +221,7 @@ def _confined_tick(loop: Loop, cfg: LoopConfig, state: LoopState, opts: TickOpti
     if opts.claim is not None:
         lost = opts.claim(n)
         if lost is not None:  # another runner ticks: nothing ran, the account gets its reservation back
-            account.settle(held, Outcome(data={"cost_usd": 0.0}))
+            account.settle(held, Outcome(data={"cost_usd": 0.0}), opts.account_book)
             show.note(f"loop {name}: {lost.lines[0]}")
             return Outcome(lost.code, lost.lines, lost.data, [*warnings, *lost.warnings])
     folder = loop.run_dir(n)
@@ -231,7 +234,8 @@ def _confined_tick(loop: Loop, cfg: LoopConfig, state: LoopState, opts: TickOpti
          "sandbox": cfg.sandbox}) + "\n", encoding="utf-8")
     with confine.private_tmp(name, n) as tmp:
         out = _run_roles(loop, cfg, opts, wt, state, n, folder, tmp, iters_left, usd_left, warnings)
-    unsettled = account.settle(held, out)  # a tick that died before here stays reserved at its full amount
+    # a tick that died before here stays reserved at its full amount
+    unsettled = account.settle(held, out, opts.account_book)
     if unsettled is not None:
         show.note(f"warning: {unsettled}")
         out.warnings.append(unsettled)
