@@ -53,4 +53,5 @@ pytest_collection_finish
 pytest_runtest_logreport
 pytest_sessionfinish
 install_schedule_on  # commands/schedule_remote.py: called by name by cli/verbs_loops.py (`_call`)
+claim_remote  # commands/remote_claims.py: called by name by cli/verbs_loops.py (`_call`)
 _.ignore_aliases  # schedulers/remote.py: a PyYAML Dumper hook, called by the library

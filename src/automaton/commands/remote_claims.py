@@ -411,13 +411,10 @@ def _claimer(loops: dict[str, RemoteLoop], loop: str, remote: str) -> RemoteLoop
     return me
 
 
-def _attempt(project: Project, remote: str, task: str, loop: str, ttl_of: Callable[[LoopConfig], int]) -> _Try:
-    root = project.root
-    loops = read_loops(project, remote, None, ttl_of, user_config=True)
-    me = _claimer(loops, loop, remote)
-    found = read_claims(project, remote, [task], user_config=True).get(task)
-    if found is not None and found.loop == loop:
-        return _Try(me, found)
+def _free(loops: dict[str, RemoteLoop], found: RemoteClaim | None, task: str, loop: str,
+          remote: str) -> list[RemoteLoop]:
+    """The other loops bound to `task` (to fence) when `loop` may claim it; Busy (exit 1) while
+    another live loop's claim holds it or a bound loop's tick runs now."""
     holder = loops.get(found.loop) if found is not None else None
     if found is not None and holder is not None and (not holder.verified or holder.status in LIVE):
         raise Busy(f"task {task} is claimed by loop {found.loop} since {found.claimed_at} (state remote {remote!r}):"
@@ -427,6 +424,17 @@ def _attempt(project: Project, remote: str, task: str, loop: str, ttl_of: Callab
         if other.open_tick is not None and (other.ttl_s is None or _age_s(other.open_tick[1]) < other.ttl_s):
             raise Busy(f"tick {other.open_tick[0]} of loop {other.name}, which is bound to task {task}, runs now"
                        f" (claimed at {other.open_tick[1]}): claim it when the tick has ended")
+    return bound
+
+
+def _attempt(project: Project, remote: str, task: str, loop: str, ttl_of: Callable[[LoopConfig], int]) -> _Try:
+    root = project.root
+    loops = read_loops(project, remote, None, ttl_of, user_config=True)
+    me = _claimer(loops, loop, remote)
+    found = read_claims(project, remote, [task], user_config=True).get(task)
+    if found is not None and found.loop == loop:
+        return _Try(me, found)
+    bound = _free(loops, found, task, loop, remote)
     claimed_at = utc_now()
     moves = [Move(claim_ref(task), _claim_commit(root, task, loop, claimed_at), found.commit if found else None),
              *(_fence(root, other, task, loop) for other in bound)]
