@@ -16,7 +16,7 @@ import pytest
 from automaton.commands import remote_claims, remote_state
 from automaton.core.errors import CorruptState
 from automaton.store.layout import Project
-from tests.helpers import git, init_repo, seed_task
+from tests.helpers import git, init_repo, run_cli, seed_task
 from tests.runner import fleetkit as fk
 from tests.runner.loopkit import make_loop
 
@@ -38,8 +38,8 @@ class Machines:
     homes: list[Path]
 
 
-def _loop(seed: Path, name: str, verify: str, max_iterations: int) -> None:
-    make_loop(seed, name, task=TASK, sandbox="off",
+def _loop(seed: Path, name: str, verify: str, max_iterations: int, **over: object) -> None:
+    make_loop(seed, name, task=TASK, sandbox="off", **over,
               harness={"name": "command", "command": [fk.PY, "-c", fk.AGENT], "args": [], "timeout_s": 60},
               brakes={"max_iterations": max_iterations, "max_budget_usd": 5000.0, "max_tick_usd": 1.0,
                       "score_plateau_window": 3, "plateau_epsilon": 0.0, "target_score": 1.0},
@@ -48,7 +48,8 @@ def _loop(seed: Path, name: str, verify: str, max_iterations: int) -> None:
                      "orchestrate": {"builtin": True}})
 
 
-def _machines(tmp: Path, *, other_verify: str = fk.VERIFY, other_iterations: int = 1000) -> Machines:
+def _machines(tmp: Path, *, other_verify: str = fk.VERIFY, other_iterations: int = 1000,
+              **over: object) -> Machines:
     """The seed checkout holds the tasks (committed, so every clone has them) and makes two
     loops bound to TASK, publishes each with one tick through the remote; then two clones."""
     seed = init_repo(tmp / "seed")
@@ -61,8 +62,8 @@ def _machines(tmp: Path, *, other_verify: str = fk.VERIFY, other_iterations: int
     bare = tmp / "remote.git"
     git(tmp, "clone", "-q", "--bare", str(seed), str(bare))
     git(seed, "remote", "add", "origin", str(bare))
-    _loop(seed, ONE, fk.VERIFY, 1000)
-    _loop(seed, TWO, other_verify, other_iterations)
+    _loop(seed, ONE, fk.VERIFY, 1000, **over)
+    _loop(seed, TWO, other_verify, other_iterations, **over)
     for name in (ONE, TWO):
         first = _tick(seed, Path(os.environ["HOME"]), name)
         assert first.returncode == 0 and '"ran": true' in first.stdout, first.stdout + first.stderr
@@ -218,6 +219,25 @@ def test_a_halted_holder_lets_the_task_go_and_holds_again_once_approved(
     assert stopped.returncode == 1 and '"reason": "task_claimed"' in stopped.stdout, stopped.stdout + stopped.stderr
 
 
+def test_a_loop_whose_loop_json_names_its_state_remote_claims_there_without_the_flag(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, approver: str) -> None:
+    monkeypatch.setenv("AUTOMATON_RECORD_KEY", fk.KEY)
+    m = _machines(tmp_path, state_remote="origin")
+    home = Path(os.environ["HOME"])
+    env = fk.runner_env(home, AUTOMATON_APPROVER="tester")
+    plain = [fk.PY, "-m", "automaton", "--claim-loop-task", ONE, "--task", TASK, "--project", str(m.seed), "--json"]
+    other = [*plain[:-1], "--state-remote", str(m.bare), "--json"]
+    refused = subprocess.run(other, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert refused.returncode == 2 and "disagrees with loop.json state_remote" in refused.stderr, refused.stderr
+    assert _claim_on_remote(m, TASK) is None
+    done = subprocess.run(plain, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0 and json.loads(done.stdout)["remote"] == "origin", done.stdout + done.stderr
+    assert (_claim_on_remote(m, TASK) or {})["loop"] == ONE
+    assert not (m.seed / ".automaton" / "claims").exists()  # the remote's claim, not this checkout's
+    stopped = _tick(m.clones[0], m.homes[0], TWO)
+    assert stopped.returncode == 1 and '"reason": "task_claimed"' in stopped.stdout, stopped.stdout + stopped.stderr
+
+
 def _forge(m: Machines, tmp: Path, body: dict[str, object]) -> None:
     """Someone with push rights but not the key writes a claim of TASK by loop `other`."""
     work = tmp / "forger"
@@ -269,3 +289,11 @@ def test_parse_claim_takes_only_a_sealed_claim_of_its_own_task(monkeypatch: pyte
         remote_claims.parse_claim("p/s", body, "c0ffee")
     with pytest.raises(CorruptState, match="is not a claim"):
         remote_claims.parse_claim("p/s", None, "c0ffee")
+
+
+def test_a_claim_through_a_state_remote_is_a_human_act(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing is fetched for an agent: its shell (a marker variable) is refused first."""
+    monkeypatch.setenv("AUTOMATON_APPROVER", "tester")
+    monkeypatch.setenv("CLAUDECODE", "1")
+    out = run_cli("--claim-loop-task", ONE, "--task", TASK, "--state-remote", "origin", "--project", str(project))
+    assert out.code == 1 and "human sign-off" in out.err, out.err
