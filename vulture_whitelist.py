@@ -54,4 +54,5 @@ pytest_runtest_logreport
 pytest_sessionfinish
 install_schedule_on  # commands/schedule_remote.py: called by name by cli/verbs_loops.py (`_call`)
 publish_caps  # cli/verbs_loops.py (VERBS) and commands/remote_account.py (called by name by `_call`)
+claim_remote  # commands/remote_claims.py: called by name by cli/verbs_loops.py (`_call`)
 _.ignore_aliases  # schedulers/remote.py: a PyYAML Dumper hook, called by the library

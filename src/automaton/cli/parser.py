@@ -65,6 +65,7 @@ LOOP_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--rearm-loop",), {"metavar": "NAME", "help": "give a complete loop a fresh allowance (human act)"}),
     (("--state-remote",), {"metavar": "REMOTE", "help": "with --approve --loop, --pause-loop, --resume-loop,"
                            " --rearm-loop: act on the loop's state in this git remote (fetch, apply, push);"
+                           " with --claim-loop-task: claim the task there, for every machine;"
                            " with --doctor --loop: fetch it first; with --spend, --publish-caps: the account"
                            " ledger and caps kept there"}),
     (("--remove-loop",), {"metavar": "NAME", "help": "unschedule, archive and remove a loop (human act)"}),
@@ -152,7 +153,7 @@ MODIFIERS: dict[str, frozenset[str]] = {
     "can_edit": frozenset({"task", "file", "loop", "loop_worktree"}),
     "create_loop": frozenset({"from_template", "task", "var", "no_worktree"}),
     "install_schedule": frozenset({"interval", "on"}),
-    "claim_loop_task": frozenset({"task"}),
+    "claim_loop_task": frozenset({"task", "state_remote"}),
     "check_gate": frozenset({"task"}),
     "doctor": frozenset({"loop", "state_remote"}),
     "spend": frozenset({"since", "loop", "state_remote"}),

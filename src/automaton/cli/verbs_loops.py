@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from automaton.cli.parser import UsageError
+from automaton.core.errors import AutomatonError
 from automaton.core.outcome import Outcome
 from automaton.store.layout import Project
 
@@ -77,9 +78,27 @@ def uninstall_schedule(ns: argparse.Namespace) -> Outcome:
 
 
 def claim_loop_task(ns: argparse.Namespace) -> Outcome:
+    """The claim in this checkout, or, with `--state-remote REMOTE` or a loop whose sealed
+    loop.json names its `state_remote`, in that remote (`commands.remote_claims`: a human act,
+    as every act on a state remote is; nothing is fetched for an agent)."""
     if ns.task is None:
         raise UsageError("--claim-loop-task NAME needs --task T")
-    return _call("automaton.commands.claims", "claim_loop_task", project_of(ns), ns.claim_loop_task, ns.task)
+    remote = getattr(ns, "state_remote", None)
+    if remote is None:
+        from automaton.store.loops import Loop
+
+        project = project_of(ns)
+        try:
+            remote = Loop.resolve(project, ns.claim_loop_task).read_config().state_remote
+        except AutomatonError:  # an unknown loop or a bad loop.json: the local claim says which
+            remote = None
+    if remote is None:
+        return _call("automaton.commands.claims", "claim_loop_task", project_of(ns), ns.claim_loop_task, ns.task)
+    _human("--claim-loop-task with a state remote")
+    from automaton.runner.account import ttl_s  # a bound loop's open tick is live for its reservation lifetime
+
+    return _call("automaton.commands.remote_claims", "claim_remote", project_of(ns), ns.claim_loop_task, ns.task,
+                 remote, ttl_s)
 
 
 def _remote(ns: argparse.Namespace, name: str, action: str, act: Callable[[], Outcome]) -> Outcome:

@@ -44,12 +44,12 @@ import calendar
 import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from automaton.commands import remote_anchor, remote_manifest
-from automaton.core.chain import ChainCheck, verify_text
+from automaton.core.chain import ChainCheck, LogLine, verify_text
 from automaton.core.errors import BadInput, CorruptState, ExitCode, Refused
 from automaton.core.loopconfig import remote_spelling_ok
 from automaton.core.loopstate import Event, LogEvent
@@ -320,7 +320,11 @@ def _verify(project: Project, loop: LoopName, commit: str) -> None:
 
 def open_claim(loop: Loop) -> tuple[int, str] | None:
     """(n, its timestamp) of the log's last `TICK_START` that no `TICK`/`TICK_DEFERRED` closed."""
-    lines = chainlog.read_chain(loop.log_file).lines
+    return open_tick(chainlog.read_chain(loop.log_file).lines)
+
+
+def open_tick(lines: Sequence[LogLine]) -> tuple[int, str] | None:
+    """`open_claim` of a log's parsed lines (another loop's, read from the remote)."""
     closed: set[str] = set()
     for line in reversed(lines):
         if line.event in CLOSING:

@@ -238,14 +238,21 @@ def _not_remote(project: Project, name: str) -> None:
 
 def _remote_tick(project: Project, name: str, remote: str | None, settings: Path | None, progress: Progress,
                  *, lock_held: bool) -> Outcome:
-    """A tick whose state lives in a git remote (`commands.remote_state.remote_tick`)."""
-    from automaton.commands import remote_account, remote_state
+    """A tick whose state lives in a git remote (`commands.remote_state.remote_tick`); a task
+    claim of another live loop in that remote stops it first (`commands.remote_claims`)."""
+    from automaton.commands import remote_account, remote_claims, remote_state
     from automaton.runner import account, tick
     from automaton.store.loops import Loop
 
     def run(claim: Callable[[int], Outcome | None]) -> Outcome:
-        # `remote_tick` checked the flag against loop.json's `state_remote` before this runs.
+        # `remote_tick` checked the flag against loop.json's `state_remote` before this runs; the
+        # loop folder is the remote's state now, before the tick's claim and reservation.
         where = remote or Loop.resolve(project, name).read_config().state_remote or ""
+        taken = remote_claims.tick_refusal(project, name, where)
+        if taken is not None:
+            line = f"tick not run: {tick.TASK_CLAIMED}: {taken}"
+            progress.result(f"loop {name}: {line}")
+            return Outcome(ExitCode.REFUSED, [line], {"ran": False, "reason": tick.TASK_CLAIMED, "detail": taken})
         book = remote_account.Remote(project.root, where)  # the account's ledger lives there too
         return tick.tick(project, name, tick.TickOptions(settings_path=settings, progress=progress, claim=claim,
                                                          account_book=book), lock_held=True)

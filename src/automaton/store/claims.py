@@ -17,8 +17,9 @@ to it runs; a removed loop's claims are deleted (`release_all`). One a halted lo
 has when a human approves it holds again, unless another loop claimed the task meanwhile.
 Without a claim nothing changes: two loops bound to one task tick as before. The folder is
 read-only to every agent (it lies in `.automaton/`), so an agent can neither forge nor
-delete a claim. Machines that do not share the folder do not share claims: the
-compare-and-swap claim in a git remote (`--state-remote`) is not built.
+delete a claim. Machines that do not share the folder do not share claims: a loop whose state
+lives in a git remote claims there (`commands.remote_claims`), and that claim is not written
+here.
 """
 
 from __future__ import annotations
