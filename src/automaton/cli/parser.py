@@ -63,7 +63,8 @@ LOOP_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--rearm-loop",), {"metavar": "NAME", "help": "give a complete loop a fresh allowance (human act)"}),
     (("--state-remote",), {"metavar": "REMOTE", "help": "with --approve --loop, --pause-loop, --resume-loop,"
                            " --rearm-loop: act on the loop's state in this git remote (fetch, apply, push);"
-                           " with --doctor --loop: fetch it first"}),
+                           " with --doctor --loop: fetch it first; with --dashboard: show and act on"
+                           " the remote's loops too"}),
     (("--remove-loop",), {"metavar": "NAME", "help": "unschedule, archive and remove a loop (human act)"}),
     (("--delete-branch",), {"action": "store_true", "help": "with --remove-loop: delete branch loop/NAME too"}),
     (("--upgrade-loops",), {"action": "store_true", "help": "give loop folders that have only loop.json their"
@@ -155,7 +156,7 @@ MODIFIERS: dict[str, frozenset[str]] = {
     "remove_loop": frozenset({"delete_branch"}),
     "upgrade_loops": frozenset({"loop", "yes"}),
     "gc_worktrees": frozenset({"yes"}),
-    "dashboard": frozenset({"port", "host"}),
+    "dashboard": frozenset({"port", "host", "state_remote"}),
 }
 ALL_MODIFIERS = frozenset({"parent", "task", "to", "clear", "file", "from_template", "var", "interval", "on", "loop",
                            "loop_worktree", "config", "yes", "delete_branch", "port", "host", "since",
