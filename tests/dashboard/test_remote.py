@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from automaton.commands import remote_state
+from automaton.core.chain import format_line, line_hash, parse_line
 from automaton.core.errors import BadInput
 from automaton.dashboard import remote, server
 from automaton.store.layout import Project
@@ -146,17 +147,32 @@ def test_an_act_without_a_session_changes_nothing_on_the_remote(pair: Pair) -> N
     assert _ref(pair.bare, "beta") == before
 
 
-def _forge(tmp_path: Path, bare: Path, name: str) -> None:
-    """Someone with push rights rewrites a loop's log (a cheaper spend) and force-pushes it."""
+def _cheaper(text: str) -> str:
+    forged = re.sub(r"spent_usd=[0-9.]+", "spent_usd=0.0", text)
+    assert forged != text
+    return forged
+
+
+def _unkeyed(text: str) -> str:
+    """The same log as a sound chain of unkeyed lines, which anyone can write without the key."""
+    parsed = [parse_line(raw) for raw in text.splitlines()]
+    out, prev = [], parsed[0].prev if parsed[0] is not None else ""
+    for line in parsed:
+        assert line is not None
+        raw = format_line(line.ts, line.event, dict(line.fields), line.state, prev)
+        out.append(raw)
+        prev = line_hash(raw)
+    return "\n".join(out) + "\n"
+
+
+def _forge(tmp_path: Path, bare: Path, name: str, rewrite: Callable[[str], str] = _cheaper) -> None:
+    """Someone with push rights rewrites a loop's log (default: a cheaper spend) and force-pushes it."""
     work = tmp_path / "forger"
     git(tmp_path, "clone", "-q", str(bare), str(work))
     git(work, "fetch", "-q", "origin", f"refs/automaton/loops/{name}:refs/forge")
     git(work, "checkout", "-q", "refs/forge")
     log = work / ".state.log"
-    text = log.read_text()
-    forged = re.sub(r"spent_usd=[0-9.]+", "spent_usd=0.0", text)
-    assert forged != text
-    log.write_text(forged)
+    log.write_text(rewrite(log.read_text()))
     git(work, "commit", "-qam", "forged")
     git(work, "push", "-q", "--force", "origin", f"HEAD:refs/automaton/loops/{name}")
 
@@ -176,6 +192,23 @@ def test_a_forged_state_ref_shows_as_tampered_and_its_act_is_refused(pair: Pair,
     assert got.status_code == 409 and "does not verify" in got.text, got.text
     assert _ref(pair.bare, "beta") == before
     assert not (pair.other / ".automaton" / "loops" / "beta").exists()  # nothing was fetched into the checkout
+
+
+def test_a_state_whose_log_is_a_sound_but_unkeyed_chain_is_tampered(pair: Pair, tmp_path: Path) -> None:
+    _forge(tmp_path, pair.bare, "alpha", _unkeyed)
+    pair.clock.now += remote.REFRESH_S
+    row = _row(pair.browser.get("/").text, "alpha")
+    assert 'data-status="tampered"' in row and "line 1 is not keyed" in row, row
+    assert pair.browser.get("/p/1/loop/alpha/approve").status_code == 409
+
+
+def test_a_ref_that_is_not_a_loop_state_is_tampered(pair: Pair, tmp_path: Path) -> None:
+    tree = git(pair.other, "hash-object", "-w", "-t", "tree", "/dev/null").strip()  # the empty tree
+    commit = git(pair.other, "commit-tree", tree, "-m", "not a state").strip()
+    git(pair.other, "push", "-q", str(pair.bare), f"{commit}:refs/automaton/loops/gamma")
+    pair.clock.now += remote.REFRESH_S
+    row = _row(pair.browser.get("/").text, "gamma")
+    assert 'data-status="tampered"' in row and "is not a loop&#39;s state" in row, row
 
 
 def test_the_remote_is_read_again_at_most_once_per_refresh_interval(pair: Pair) -> None:
