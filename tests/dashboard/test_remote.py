@@ -98,6 +98,7 @@ def test_the_list_shows_both_loops_of_the_remote_and_their_state(pair: Pair) -> 
     # The fetched states live in the view's private folder, never in the checkout's loop folders.
     assert not (pair.other / ".automaton" / "loops").exists()
     assert str(pair.view.base).startswith(str(Path.home()))
+    assert pair.browser.get("/tasks").status_code == 200
 
 
 def test_an_approval_of_a_halted_remote_loop_lands_on_the_remote(pair: Pair) -> None:

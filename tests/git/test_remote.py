@@ -42,6 +42,12 @@ def test_the_fetch_copies_every_state_into_its_namespace_and_prunes_a_gone_one(t
     assert git(clone, "for-each-ref", git_remote.FETCHED_STATE).strip() == ""
 
 
+def test_a_remote_without_states_lists_and_fetches_none(tmp_path: Path) -> None:
+    clone, _, _ = _remote_with(tmp_path)
+    assert git_remote.list_states(clone, "origin") == {}
+    assert git_remote.fetch_states(clone, "origin", INTO) == {}
+
+
 def test_a_remote_git_cannot_read_is_remote_failed(tmp_path: Path) -> None:
     clone = init_repo(tmp_path / "clone")
     with pytest.raises(git_remote.RemoteFailed, match="cannot read the state remote 'nope'"):
