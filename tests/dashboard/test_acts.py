@@ -12,7 +12,7 @@ from automaton.commands.loop_gate import check_gate
 from automaton.core.chain import verify_text
 from automaton.store.key import load_key
 from automaton.store.layout import Project
-from tests.commands.loopkit import loop_with
+from tests.commands.loopkit import loop_with, tick
 from tests.dashboard.kit import USER, client, halted, hidden, last_line, login, site, state
 from tests.helpers import init_repo, run_cli, via_json
 
@@ -208,3 +208,22 @@ def test_a_first_approval_shows_the_whole_loop_json(root: Path) -> None:
     done = c.post("/p/0/loop/demo/approve", data=hidden(page, "approve-form"))
     assert done.status_code in (200, 303), done.text
     assert (state(p).status, state(p).resumed_count) == ("running", 0)
+
+
+def test_a_complete_loop_is_rearmed_from_the_page_and_logged_via_the_dashboard(root: Path) -> None:
+    p = loop_with(root, "demo")
+    tick(p, 0.5, {"implement": 0.5})
+    tick(p, 1.0, {"implement": 0.25}, complete=True)
+    s = site(p)
+    c = client(s)
+    login(s, c)
+    page = c.get("/p/0/loop/demo").text
+    assert 'id="rearm-form"' in page
+    got = c.post("/p/0/loop/demo/rearm", data=hidden(page, "rearm-form"))
+    assert got.status_code == 303, got.text
+    assert state(p).status == "running"
+    line = last_line(p)
+    assert " REARMED " in line and f"by={USER}" in line and "via=dashboard" in line
+    assert 'id="rearm-form"' not in c.get("/p/0/loop/demo").text
+    refused = c.post("/p/0/loop/demo/rearm", data=hidden(page, "rearm-form"))
+    assert refused.status_code == 409 and "only re-arms a complete loop" in refused.text

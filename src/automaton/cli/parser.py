@@ -67,7 +67,8 @@ LOOP_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
                            " --rearm-loop: act on the loop's state in this git remote (fetch, apply, push);"
                            " with --claim-loop-task: claim the task there, for every machine;"
                            " with --doctor --loop: fetch it first; with --spend, --publish-caps: the account"
-                           " ledger and caps kept there"}),
+                           " ledger and caps kept there; with --dashboard: show and act on the remote's loops"
+                           " too"}),
     (("--remove-loop",), {"metavar": "NAME", "help": "unschedule, archive and remove a loop (human act)"}),
     (("--delete-branch",), {"action": "store_true", "help": "with --remove-loop: delete branch loop/NAME too"}),
     (("--upgrade-loops",), {"action": "store_true", "help": "give loop folders that have only loop.json their"
@@ -161,7 +162,7 @@ MODIFIERS: dict[str, frozenset[str]] = {
     "remove_loop": frozenset({"delete_branch"}),
     "upgrade_loops": frozenset({"loop", "yes"}),
     "gc_worktrees": frozenset({"yes"}),
-    "dashboard": frozenset({"port", "host"}),
+    "dashboard": frozenset({"port", "host", "state_remote"}),
 }
 ALL_MODIFIERS = frozenset({"parent", "task", "to", "clear", "file", "from_template", "var", "interval", "on", "loop",
                            "loop_worktree", "config", "yes", "delete_branch", "port", "host", "since",

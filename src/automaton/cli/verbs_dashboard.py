@@ -1,4 +1,4 @@
-"""`--dashboard [--port N] [--host H] [--project P ...]`: start the local web dashboard.
+"""`--dashboard [--port N] [--host H] [--project P ...] [--state-remote REMOTE]`: start the local web dashboard.
 
 The dashboard package (starlette, uvicorn, jinja2) is imported here, inside the adapter, so no
 other verb (the hook path above all) pays for it. The web stack is the `dashboard` extra
@@ -51,7 +51,8 @@ def _is_terminal() -> bool:
 
 def dashboard(ns: argparse.Namespace) -> Outcome:
     """Check everything (exit 2, one line, for a non-loopback --host, a busy port, a --project
-    that is empty or not an automaton project, a bad secret file), print the URL (and, for a
+    that is empty or not an automaton project, a bad secret file, a `--state-remote` that is
+    misspelt or cannot be read, or without the record key), print the URL (and, for a
     human, the one-time login URL: to a terminal only, else the file it was written to), then
     serve until interrupted."""
     port = _port(ns.port)
@@ -59,7 +60,8 @@ def dashboard(ns: argparse.Namespace) -> Outcome:
     projects = list(getattr(ns.project, "all", None) or ([ns.project] if ns.project is not None else []))
     from automaton.dashboard.server import prepare
 
-    server = prepare(projects, "127.0.0.1" if ns.host is None else ns.host, port, terminal=_is_terminal())
+    server = prepare(projects, "127.0.0.1" if ns.host is None else ns.host, port, terminal=_is_terminal(),
+                     state_remote=getattr(ns, "state_remote", None))
     try:
         for line in server.lines:
             print(line, flush=True)

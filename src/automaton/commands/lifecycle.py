@@ -13,7 +13,7 @@ from pathlib import Path
 
 from automaton.commands import remote_state, schedule
 from automaton.commands.excludes import exclude
-from automaton.commands.human import require_human
+from automaton.commands.human import Human, acting, require_human
 from automaton.commands.loops import free_branch, held_between_ticks
 from automaton.commands.loops_common import optional
 from automaton.commands.schedule_info import TICK_FILES
@@ -33,16 +33,17 @@ from automaton.store.locks import locked
 _LOCKS = (loops.TICK_LOCK, loops.STATE_LOCK)
 
 
-def rearm_loop(project: Project, name: str) -> Outcome:
+def rearm_loop(project: Project, name: str, *, human: Human | None = None) -> Outcome:
     """`--rearm-loop NAME`: a `complete` loop goes back to `running` with a fresh allowance:
     iterations_at_approval = iteration_count, spent_usd_at_approval = spent_usd (USD),
     score_history = [] (the plateau window starts over); logged `REARMED by=…`; the schedule is
     re-enabled best-effort. data: {loop, status, by, iterations_at_approval,
     spent_usd_at_approval}. Refused (exit 1) on any other status (one line naming the command
     that fits), on a tampered state, without a human, or while a tick runs; exit 2 for an
-    unknown or untracked loop."""
+    unknown or untracked loop. `human`: a human the caller established (the dashboard), logged
+    as `by=` and `via=` instead of the terminal check."""
     handle = loops.Loop.resolve(project, name)  # a misspelt name is named (did you mean …) before the human check
-    who = require_human("--rearm-loop")
+    who, via = acting("--rearm-loop", human)
     loop = handle.name
     with held_between_ticks(handle, "--rearm-loop"), handle.session() as s:
         if s.rec.tamper:
@@ -53,7 +54,7 @@ def rearm_loop(project: Project, name: str) -> Outcome:
                    "paused": f"automaton --resume-loop {loop} resumes a paused loop",
                    "running": "it is running already"}[old.status]
             raise Refused(f"loop {loop} is {old.status}: --rearm-loop only re-arms a complete loop ({fit})")
-        new = s.commit(*loopstate.rearm(old, {"loop": loop, "by": who}))
+        new = s.commit(*loopstate.rearm(old, {"loop": loop, "by": who, **via}))
     out = Outcome(lines=[f"{loop}: complete -> running (re-armed by {who}; a fresh allowance from iteration"
                          f" {new.iteration_count} and ${new.spent_usd:.4f})"],
                   data={"loop": loop, "status": "running", "by": who,

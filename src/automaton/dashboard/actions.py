@@ -8,6 +8,7 @@ token first.
 
 from __future__ import annotations
 
+from automaton.commands import lifecycle
 from automaton.commands import loops as loop_cases
 from automaton.commands import tasks as task_cases
 from automaton.commands.human import Human
@@ -36,6 +37,11 @@ def pause_loop(project: Project, loop: str, human: Human) -> Outcome:
 
 def resume_loop(project: Project, loop: str, human: Human) -> Outcome:
     return loop_cases.resume_loop(project, loop, human=human)
+
+
+def rearm_loop(project: Project, loop: str, human: Human) -> Outcome:
+    """`--rearm-loop`: a complete loop runs again with a fresh allowance (refused otherwise)."""
+    return lifecycle.rearm_loop(project, loop, human=human)
 
 
 def sign_off(project: Project, task: str, human: Human, phase: str, sha256: str) -> Outcome:

@@ -4,7 +4,7 @@ GET  /                                   loops of every project (tbody refreshed
 GET  /p/{i}/loop/{name}                  one loop (refreshed from /fragment/p/{i}/loop/{name})
 GET  /p/{i}/loop/{name}/tick/{n}         one tick: its diff and runs/<n>/ files
 GET  /p/{i}/loop/{name}/approve          what an approval would seal; POST approves it (session + CSRF)
-POST /p/{i}/loop/{name}/pause|resume     (session + CSRF + form key, as every POST)
+POST /p/{i}/loop/{name}/pause|resume|rearm  (session + CSRF + form key, as every POST)
 GET  /tasks                              the task board; POST /p/{i}/task/{task}/approve signs off
 GET  /login?token=T                      the one-time login: the cookie, and the form key once; POST /logout
 GET  /static/dashboard.css|js
@@ -12,6 +12,11 @@ Every page answers 404 for an unknown project, loop, task or tick, 403 for an ac
 session, its CSRF token and its form key, 409 for an act a use case refused (nothing changed),
 and a one-line 500 page for a bug (traceback on stderr). The Guard has refused a POST body that
 is not a small urlencoded form before any of this runs.
+
+A project index of `site.remotes` (`--state-remote`) shows a state remote's loops: the list
+refreshes it (`remote.RemoteView.refresh`, bounded; a failure is a banner row), a loop whose
+state does not verify answers 409 on every page and act, and each act goes through
+`remote_state.remote_act` and answers a page with its result lines instead of a redirect.
 """
 
 from __future__ import annotations
@@ -29,9 +34,11 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from automaton.core.errors import AutomatonError, BadInput, Refused
+from automaton.core.outcome import Outcome
 from automaton.dashboard import actions, board, ticks, views
 from automaton.dashboard.guard import BODY_CAP, Guard
 from automaton.dashboard.pages import STATIC, Site
+from automaton.dashboard.remote import RemoteView
 
 Handler = Callable[[Site, Request], Response]
 
@@ -61,15 +68,31 @@ def _page(site: Site, fn: Handler) -> Callable[[Request], Response]:
 def _loop_of(site: Site, request: Request) -> tuple[int, Any, str]:
     i = int(request.path_params["i"])
     project = views.project_at(site.projects, i)
+    view = site.remotes.get(i)
+    if view is not None:  # Unverified (409) for a state that does not verify; else its verified folder
+        site.refresh()
+        project = views.project_at(site.projects, i)
+        try:
+            view.verified(request.path_params["name"])
+        except BadInput as exc:
+            raise views.NotFound(exc.message) from None
     return i, project, views.loop_name(project, request.path_params["name"])
 
 
+def _rows(site: Site) -> dict[str, Any]:
+    banners = site.refresh()
+    rows = views.loop_rows(site.projects)
+    for i, view in site.remotes.items():
+        rows += view.tampered_rows(i, views.error_row)
+    return {"rows": rows, "banners": banners}
+
+
 def loops_page(site: Site, request: Request) -> Response:
-    return site.render(request, "loops.html", rows=views.loop_rows(site.projects), account=views.account_panel())
+    return site.render(request, "loops.html", **_rows(site), account=views.account_panel())
 
 
 def loops_fragment(site: Site, request: Request) -> Response:
-    return site.render(request, "loops_rows.html", rows=views.loop_rows(site.projects))
+    return site.render(request, "loops_rows.html", **_rows(site))
 
 
 def _loop_context(site: Site, request: Request) -> dict[str, Any]:
@@ -87,14 +110,17 @@ def loop_fragment(site: Site, request: Request) -> Response:
 
 def tick_page(site: Site, request: Request) -> Response:
     i, project, loop = _loop_of(site, request)
-    tick = ticks.tick_page(project, loop, int(request.path_params["n"]))
+    view = site.remotes.get(i)
+    tick = ticks.tick_page(project, loop, int(request.path_params["n"]), None if view is None else view.checkout.root)
     return site.render(request, "tick.html", i=i, loop=loop, project_name=project.root.name, tick=tick)
 
 
 def approve_page(site: Site, request: Request) -> Response:
     i, project, loop = _loop_of(site, request)
     sid = site.sid(request)
-    human = site.human if sid is not None else None
+    # A remote loop's review is read from its verified copy (no lock: nothing ticks there); the
+    # approval re-reads it from the remote and is refused unless it is still what was shown.
+    human = site.human if sid is not None and i not in site.remotes else None
     try:
         review = actions.review(project, loop, human)
     except Refused as exc:  # a tick runs now, or the project config is not sealed: say so, offer nothing
@@ -155,22 +181,43 @@ def do_approve(site: Site, request: Request) -> Response:
         return site.message(request, 403, "forbidden: nothing changed", "the approval is not bound to a review"
                             " this dashboard showed you: open the approve page again")
     assert site.human is not None
+    view = site.remotes.get(i)
+    if view is not None:
+        return _remote_result(site, request, view, i, loop, view.act(loop, "approve", site.human, seen))
     actions.approve_loop(project, loop, site.human, seen)
     return RedirectResponse(f"/p/{i}/loop/{loop}", status_code=303)
 
 
-def do_pause(site: Site, request: Request) -> Response:
+def _remote_result(site: Site, request: Request, view: RemoteView, i: int, loop: str, out: Outcome) -> Response:
+    """The page after an act on a state remote: the act's lines (the push included), 200 when
+    it landed, 409 when the remote did not take it (nothing changed there)."""
+    back = f"/p/{i}/loop/{loop}"
+    if out.ok:
+        return site.message(request, 200, f"done on the state remote {view.remote}", "; ".join(out.lines), back)
+    return site.message(request, 409, "refused: nothing changed", "; ".join(out.lines), back)
+
+
+def _status_act(site: Site, request: Request, what: str) -> Response:
     i, project, loop = _loop_of(site, request)
     assert site.human is not None
-    actions.pause_loop(project, loop, site.human)
+    view = site.remotes.get(i)
+    if view is not None:
+        return _remote_result(site, request, view, i, loop, view.act(loop, what, site.human))
+    {"pause": actions.pause_loop, "resume": actions.resume_loop, "rearm": actions.rearm_loop}[what](
+        project, loop, site.human)
     return RedirectResponse(f"/p/{i}/loop/{loop}", status_code=303)
+
+
+def do_pause(site: Site, request: Request) -> Response:
+    return _status_act(site, request, "pause")
 
 
 def do_resume(site: Site, request: Request) -> Response:
-    i, project, loop = _loop_of(site, request)
-    assert site.human is not None
-    actions.resume_loop(project, loop, site.human)
-    return RedirectResponse(f"/p/{i}/loop/{loop}", status_code=303)
+    return _status_act(site, request, "resume")
+
+
+def do_rearm(site: Site, request: Request) -> Response:
+    return _status_act(site, request, "rearm")
 
 
 def do_signoff(site: Site, request: Request) -> Response:
@@ -222,7 +269,8 @@ PAGES: list[tuple[str, Handler]] = [
 ]
 POSTS: list[tuple[str, Handler]] = [
     ("/p/{i:int}/loop/{name}/approve", do_approve), ("/p/{i:int}/loop/{name}/pause", do_pause),
-    ("/p/{i:int}/loop/{name}/resume", do_resume), ("/p/{i:int}/task/{task:path}/approve", do_signoff),
+    ("/p/{i:int}/loop/{name}/resume", do_resume), ("/p/{i:int}/loop/{name}/rearm", do_rearm),
+    ("/p/{i:int}/task/{task:path}/approve", do_signoff),
     ("/logout", do_logout),
 ]
 

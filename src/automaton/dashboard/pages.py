@@ -18,6 +18,7 @@ from starlette.responses import HTMLResponse, Response
 from automaton.commands.human import Human
 from automaton.core.errors import one_line
 from automaton.dashboard.auth import Gate
+from automaton.dashboard.remote import RemoteView
 from automaton.store.layout import Project
 
 HERE = Path(__file__).parent
@@ -74,7 +75,9 @@ def environment() -> Environment:
 class Site:
     """What the dashboard serves: its projects (URLs carry the index), the port it answers on,
     the Gate of its sessions, the Human acts are logged for (None: read-only) and why it is
-    read-only (None when a human started it)."""
+    read-only (None when a human started it). `remotes`: project index -> the state remote
+    whose loops that project shows (`--state-remote`; its project is the view's private
+    folder of verified states, swapped on each refresh that sees a change)."""
 
     projects: list[Project]
     port: int
@@ -83,6 +86,7 @@ class Site:
     read_only_reason: str | None
     env: Environment = field(default_factory=environment)
     static: dict[str, bytes] = field(default_factory=dict)
+    remotes: dict[int, RemoteView] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in STATIC:
@@ -93,6 +97,18 @@ class Site:
         """The session cookie's name. Cookies do not tell ports apart: one name per port keeps
         two dashboards (and other local services) from reading each other's session."""
         return f"automaton_dashboard_{self.port}"
+
+    def refresh(self) -> list[str]:
+        """Refresh every state remote (each at most once per its `every_s`) and point its
+        project index at its newest folder; the banner lines of those whose refresh failed."""
+        banners: list[str] = []
+        for i, view in self.remotes.items():
+            view.refresh()
+            if view.project is not None:
+                self.projects[i] = view.project
+            if view.error:
+                banners.append(f"state remote {view.remote!r}: {view.error}")
+        return banners
 
     def sid(self, request: Request) -> str | None:
         """The session of this request (None: a read-only viewer)."""

@@ -4,7 +4,10 @@ Every check runs before anything is served, each failure one line (exit 2): a `-
 not loopback, a `--project` that is empty or not an automaton project, a secret file others can
 read (or not a regular file), a busy port. The socket is bound here (so a busy port is an error
 naming it, and `--port 0` gets a free one whose number the Host check and the printed URL use),
-then handed to uvicorn.
+then handed to uvicorn. With `--state-remote REMOTE` (one project: the checkout whose git
+remote it names) the remote is read once before anything is bound (`remote.open_view`: a bad
+spelling, no record key, or a remote git cannot reach is one line, exit 2), and its loops are
+served as one more project.
 
 The printed URLs name the literal address bound (`127.0.0.1` or `[::1]`), never `localhost`: a
 browser may try `::1` first for that name, and another program listening there would receive
@@ -31,6 +34,7 @@ from automaton.core.errors import BadInput, Refused
 from automaton.dashboard.app import create_app
 from automaton.dashboard.auth import TOKEN_TTL_S, Gate, SecretHidden, human_gate, remove_login, write_login
 from automaton.dashboard.pages import Site, environment
+from automaton.dashboard.remote import RemoteView, open_view
 from automaton.store.layout import Project
 
 # --host value -> (the address bound, its family); URLs name the address itself (see above)
@@ -52,10 +56,14 @@ class Server:
     sock: socket.socket
     login_file: Path | None = None
     login_url: str = ""
+    remote: RemoteView | None = None
 
     def close(self) -> None:
-        """Close the socket and remove the login file this dashboard wrote (if still its own)."""
+        """Close the socket and remove the login file this dashboard wrote (if still its own),
+        and the state remote's private folders."""
         self.sock.close()
+        if self.remote is not None:
+            self.remote.close()
         if self.login_file is not None:
             remove_login(self.login_file, self.login_url)
 
@@ -134,23 +142,50 @@ def _start_gate() -> tuple[Gate, Human | None, str | None, str]:
         return Gate(None), None, exc.message, f"read-only: {exc.message}"
 
 
-def prepare(given: list[str], host: str, port: int, *, terminal: bool = True) -> Server:
+def _remote_view(projects: list[Project], state_remote: str | None) -> RemoteView | None:
+    if state_remote is None:
+        return None
+    if len(projects) != 1:
+        raise BadInput(f"--state-remote {state_remote!r} reads the remote through one checkout: pass one --project"
+                       f" (the clone whose git remote it names), not {len(projects)}")
+    return open_view(projects[0], state_remote)
+
+
+def prepare(given: list[str], host: str, port: int, *, terminal: bool = True,
+            state_remote: str | None = None) -> Server:
     """Everything before serving (see the module docstring); BadInput (exit 2) on bad input.
-    `terminal`: whether the lines go to a terminal (else the login URL goes to a file)."""
+    `terminal`: whether the lines go to a terminal (else the login URL goes to a file).
+    `state_remote`: `--state-remote`, whose loops are served as one more project."""
     check_host(host)
     projects = projects_of(given)
     gate, human, why, read_only = _start_gate()
     env = environment()  # every template compiled before the port is taken and the URL printed
-    sock = bind(host, port)
+    view = _remote_view(projects, state_remote)
+    try:
+        sock = bind(host, port)
+    except BaseException:
+        if view is not None:
+            view.close()
+        raise
     port = sock.getsockname()[1]
     try:
         site = Site(projects, port, gate, human, why, env)
+        if view is not None and view.project is not None:
+            site.remotes[len(projects)] = view
+            projects.append(view.project)
         app = create_app(site)
     except BaseException:
         sock.close()
+        if view is not None:
+            view.close()
         raise
     base = f"http://{url_host(LOOPBACK[host][0])}:{port}"
-    lines = [f"automaton dashboard: {base}/ serving {', '.join(str(p.root) for p in projects)} (Ctrl-C stops it)"]
+    served = [str(p.root) for i, p in enumerate(projects) if i not in site.remotes]
+    lines = [f"automaton dashboard: {base}/ serving {', '.join(served)} (Ctrl-C stops it)"]
+    if view is not None:
+        bad = sum(1 for found in view.loops.values() if found.problem)
+        lines.append(f"state remote {view.remote!r}: {len(view.loops)} loop(s), {bad} of them not verified"
+                     f" (shown as tampered); read again at most every {view.every_s:.0f} s")
     login_file, login_url = None, ""
     if human is not None:
         login_url = f"{base}/login?token={gate.issue_token()}"
@@ -162,13 +197,13 @@ def prepare(given: list[str], host: str, port: int, *, terminal: bool = True) ->
             try:
                 login_file = write_login(login_url)
             except BaseException:
-                sock.close()
+                server_close(sock, view)
                 raise
             lines.append(f"log in to act from the page: open the URL in {login_file} ({once}; it is not printed"
                          " because this output is not a terminal)")
     else:
         lines.append(read_only)
-    server = Server(lines, lambda: None, f"{base}/", app, site, sock, login_file, login_url)
+    server = Server(lines, lambda: None, f"{base}/", app, site, sock, login_file, login_url, view)
 
     def run() -> None:
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", proxy_headers=False,
@@ -181,6 +216,12 @@ def prepare(given: list[str], host: str, port: int, *, terminal: bool = True) ->
 
     server.run = run
     return server
+
+
+def server_close(sock: socket.socket, view: RemoteView | None) -> None:
+    sock.close()
+    if view is not None:
+        view.close()
 
 
 def _close_on_signals(close: Callable[[], None]) -> None:

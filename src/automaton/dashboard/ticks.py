@@ -26,11 +26,12 @@ LOGS_CAP = 1024 * 1024  # bytes of all runs/<n>/ files shown together
 _COMMIT = re.compile(r"^[0-9a-f]{7,40}\Z")
 
 
-def tick_page(project: Project, name: str, n: int) -> dict[str, Any]:
+def tick_page(project: Project, name: str, n: int, repo: Path | None = None) -> dict[str, Any]:
     """{loop, n, line (the TICK / TICK_DEFERRED / TICK_START fields), at, commit, diff (text),
     diff_note (why there is no diff, or that it was cut), logs: [{name, size (bytes), text,
     cut (bool)}], run_dir}. NotFound for an unknown loop or a tick neither its log nor runs/
-    knows."""
+    knows. `repo`: the git repository the diff is read from (default the project's; a state
+    remote's loop: the checkout it is read through, whose `loop/<name>` may lack the commit)."""
     loop = loop_name(project, name)
     rec = loops.inspect(project, loop)
     found = None
@@ -41,7 +42,7 @@ def tick_page(project: Project, name: str, n: int) -> dict[str, Any]:
     if found is None and run_dir is None:
         raise NotFound(f"loop {loop} has no tick {n}")
     commit = found.fields.get("commit") if found is not None else None
-    diff, note = _diff(project, loop, commit)
+    diff, note = _diff(project.root if repo is None else repo, loop, commit)
     return {"loop": loop, "n": n, "event": found.event if found else "-", "at": found.ts if found else "-",
             "fields": dict(found.fields) if found else {}, "commit": commit, "diff": diff, "diff_note": note,
             "logs": _logs(run_dir) if run_dir is not None else [],
@@ -61,17 +62,17 @@ def _run_dir(runs: Path, n: int) -> Path | None:
     return kept[-1] if kept else None
 
 
-def _diff(project: Project, loop: LoopName, commit: str | None) -> tuple[str, str]:
+def _diff(repo: Path, loop: LoopName, commit: str | None) -> tuple[str, str]:
     """(diff text, note). The note says why there is none, or that the text was cut."""
     if not commit:
         return "", "this tick recorded no commit (it changed nothing, or it did not get that far)"
     if not _COMMIT.match(commit):
         return "", f"the tick's commit field {commit[:40]!r} is not a commit id"
     branch = f"refs/heads/{branch_name(loop)}"
-    on = run_git(project.root, ["merge-base", "--is-ancestor", commit, branch])
+    on = run_git(repo, ["merge-base", "--is-ancestor", commit, branch])
     if on.code != 0:
         return "", f"commit {commit} is not on {branch_name(loop)} (the branch was deleted or rewritten)"
-    shown = run_git(project.root, ["show", "--no-color", "--stat", "--patch", "--format=fuller", commit, "--"])
+    shown = run_git(repo, ["show", "--no-color", "--stat", "--patch", "--format=fuller", commit, "--"])
     if shown.code != 0:
         return "", f"git show {commit} failed: {(shown.err.strip().splitlines() or ['exit ' + str(shown.code)])[0]}"
     data = shown.out.encode("utf-8", "surrogateescape")

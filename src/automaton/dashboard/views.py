@@ -140,18 +140,18 @@ def loop_rows(projects: list[Project]) -> list[dict[str, Any]]:
     for i, project in enumerate(projects):
         why = gone(project)
         if why is not None:
-            rows.append(_error_row(i, project, "-", why))
+            rows.append(error_row(i, project, "-", why))
             continue
         try:
             names = loops.list_loops(project)
         except AutomatonError as exc:
-            rows.append(_error_row(i, project, "-", exc.message))
+            rows.append(error_row(i, project, "-", exc.message))
             continue
         for name in names:
             try:
                 s = summary(project, name)
             except AutomatonError as exc:
-                rows.append(_error_row(i, project, name, exc.message))
+                rows.append(error_row(i, project, name, exc.message))
                 continue
             it, sp, last = s["iterations"], s["spend_usd"], s["last_tick"]
             rows.append({
@@ -181,7 +181,7 @@ def account_panel() -> dict[str, Any]:
                              cap=day["cap_usd"] if day else None)}
 
 
-def _error_row(i: int, project: Project, name: str, message: str) -> dict[str, Any]:
+def error_row(i: int, project: Project, name: str, message: str) -> dict[str, Any]:
     return {"project": i, "project_name": project.root.name, "name": name, "status": "error", "halt_reason": "",
             "halt_detail": message, "iterations": "-", "iterations_left": "-", "spend": "-", "spend_left": "-",
             "spark": sparkline([]), "last_score": "-", "last_tick": "-", "verdict": "-", "next_fire": "-"}

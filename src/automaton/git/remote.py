@@ -9,6 +9,9 @@ Protocol (README.md#state-in-the-git-remote):
 - `refs/heads/loop/<name>` is the loop's branch, the tick's commits.
 - A fetch copies both into this repository as `refs/automaton/fetched/loops/<name>` and
   `refs/automaton/fetched/branch/<name>` (forced: the remote is the source of truth).
+- The dashboard (`--dashboard --state-remote`) lists every state ref with `git ls-remote` and
+  copies them all, in one fetch, to a namespace of its own, `refs/automaton/dashboard/<id>/<name>`
+  (forced and pruned), which no tick or act reads.
 - A publish is one `git push --atomic --porcelain` with `--force-with-lease=REF:EXPECTED` for
   each ref it moves (an empty EXPECTED: the ref must be absent), so it lands whole only when
   every ref is where the fetch saw it, else nothing moves (git-push(1): "--force-with-lease",
@@ -352,3 +355,36 @@ def set_branch(repo: Path, loop: str, oid: str, worktree: Path) -> str | None:
     if moved.code != 0:
         return f"cannot set {branch_ref(loop)} to the remote's {oid[:12]}: {_last(moved)}"
     return None
+
+
+def list_states(repo: Path, remote: str, *, user_config: bool = False) -> dict[str, str]:
+    """Every state ref of `remote` (`git ls-remote`): loop name (the ref's tail after
+    STATE_PREFIX, not yet validated) -> its state commit's oid. RemoteFailed when git cannot
+    reach or read the remote (an unknown remote name included)."""
+    listed = _git(repo, [*TRANSPORTS, "ls-remote", "--refs", "--", remote, STATE_PREFIX + "*"],
+                  env=credential_env(), timeout_s=NET_TIMEOUT_S, user_config=user_config)
+    if listed.code != 0:
+        raise RemoteFailed(f"cannot read the state remote {remote!r}: {_last(listed)}")
+    found: dict[str, str] = {}
+    for line in listed.out.splitlines():
+        oid, _, ref = line.partition("\t")
+        if ref.startswith(STATE_PREFIX):  # ls-remote's patterns match a ref's tail: keep only these
+            found[ref.removeprefix(STATE_PREFIX)] = oid.strip()
+    return found
+
+
+def fetch_states(repo: Path, remote: str, into: str, *, user_config: bool = False) -> dict[str, str]:
+    """Copy every state ref of `remote` to `<into><name>` in `repo` in one fetch (forced: the
+    remote is the source of truth; a ref gone from the remote is pruned here), never touching
+    `refs/automaton/fetched/` (a tick's or a human act's) nor any loop folder. Returns loop name
+    -> the copied commit's oid. `into` ends with "/". RemoteFailed when git cannot fetch."""
+    done = _git(repo, [*TRANSPORTS, "fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head",
+                       "--no-recurse-submodules", "--", remote, f"+{STATE_PREFIX}*:{into}*"],
+                env=credential_env(), timeout_s=NET_TIMEOUT_S, user_config=user_config)
+    if done.code != 0:
+        raise RemoteFailed(f"cannot fetch the loop states of {remote!r}: {_last(done)}")
+    refs = _git(repo, ["for-each-ref", "--format=%(objectname) %(refname)", "--", into])
+    if refs.code != 0:
+        raise RemoteFailed(f"cannot list the fetched loop states in {repo}: {_last(refs)}")
+    return {ref.removeprefix(into): oid for oid, _, ref in (ln.partition(" ") for ln in refs.out.splitlines())
+            if ref.startswith(into)}
