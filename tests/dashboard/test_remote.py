@@ -199,7 +199,8 @@ def test_a_state_whose_log_is_a_sound_but_unkeyed_chain_is_tampered(pair: Pair, 
     _forge(tmp_path, pair.bare, "alpha", _unkeyed)
     pair.clock.now += remote.REFRESH_S
     row = _row(pair.browser.get("/").text, "alpha")
-    assert 'data-status="tampered"' in row and "line 1 is not keyed" in row, row
+    # the state commit's keyed manifest refuses it first (commands/remote_manifest.py)
+    assert 'data-status="tampered"' in row and "does not verify with the record key" in row, row
     assert pair.browser.get("/p/1/loop/alpha/approve").status_code == 409
 
 

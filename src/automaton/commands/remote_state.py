@@ -117,7 +117,7 @@ def durable_files(folder: Path) -> dict[str, bytes]:
     return out
 
 
-def _safe_rel(rel: str) -> bool:
+def safe_rel(rel: str) -> bool:
     """Whether a state commit's path may be written into the loop folder: relative, no `.`/`..`
     or empty part, nothing automaton keeps off the state (SKIP_TOP, `*.tmp`), and no `.git`
     part in any case (a planted repository's config would run its `core.fsmonitor` for the
@@ -183,7 +183,7 @@ def sync_in(project: Project, name: str, remote: str, *, user_config: bool = Fal
         files = git_remote.read_tree(root, fetched.state)
     except RemoteFailed as exc:
         raise CorruptState(f"loop {loop}: {exc}; nothing was run") from None
-    bad = [rel for rel in files if not _safe_rel(rel)]
+    bad = [rel for rel in files if not safe_rel(rel)]
     if bad or STATE_FILE not in files or LOG_FILE not in files or CONFIG_FILE not in files:
         raise CorruptState(f"loop {loop}: the state commit {fetched.state[:12]} on {remote!r} is not a loop's state"
                            f" ({'path ' + repr(bad[0]) if bad else 'no ' + STATE_FILE + ' / ' + LOG_FILE}); it was"

@@ -52,7 +52,8 @@ from typing import Any
 from automaton.commands import lifecycle
 from automaton.commands import loops as loop_cases
 from automaton.commands.human import Human
-from automaton.commands.remote_state import check_remote, remote_act
+from automaton.commands.remote_manifest import checked
+from automaton.commands.remote_state import check_remote, remote_act, safe_rel
 from automaton.commands.reviews import Review
 from automaton.core.errors import AutomatonError, BadInput, Refused
 from automaton.core.names import LoopName
@@ -100,11 +101,6 @@ def require_key() -> None:
         raise BadInput(f"--dashboard --state-remote verifies every loop state with the record key, and there is"
                        f" none here ({key.key_path()} is missing and AUTOMATON_RECORD_KEY is not set): use the"
                        " key the loops' runners use")
-
-
-def _safe_rel(rel: str) -> bool:
-    parts = rel.split("/")
-    return bool(rel) and not rel.startswith("/") and not ({"", ".", ".."} & set(parts))
 
 
 def _write(folder: Path, files: dict[str, bytes]) -> None:
@@ -216,12 +212,16 @@ class RemoteView:
             files = git_remote.read_tree(self.checkout.root, commit)
         except RemoteFailed as exc:
             return str(exc)
-        bad = next((rel for rel in files if not _safe_rel(rel)), None)
+        bad = next((rel for rel in files if not safe_rel(rel)), None)
         missing = [f for f in (STATE_FILE, LOG_FILE, CONFIG_FILE) if f not in files]
         if bad is not None or missing:
             what = f"the path {bad!r}" if bad is not None else f"no {', '.join(missing)}"
             return f"the state commit {commit[:12]} is not a loop's state ({what}): it was not written by automaton"
         folder = project.loop_dir(loop)
+        try:
+            files = checked(loop, self.remote, commit, files)  # every file as its keyed manifest seals it
+        except AutomatonError as exc:
+            return exc.message
         try:
             _write(folder, files)
             problem = _problem(project, loop)
