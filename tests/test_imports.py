@@ -61,7 +61,8 @@ def is_fast(module: str) -> bool:
 # Never on the fast paths: each costs a share of a bare interpreter's start (`dataclasses`
 # brings `inspect`, `ast`, `dis`, `tokenize`: about 13 ms, over a third of one), or is a layer
 # those paths never reach. `hashlib`/`hmac` are allowed: the keyed logs are checked with them.
-HOOK_NEVER = ("dataclasses", "typing", "inspect", "argparse", "contextlib", "unicodedata", "importlib.resources",
+# `importlib` (with `importlib.resources`): cli.main imports a verb's adapter with `__import__`.
+HOOK_NEVER = ("dataclasses", "typing", "inspect", "argparse", "contextlib", "unicodedata", "importlib",
               "tempfile", "shutil", "subprocess", "datetime", "filelock", "pathspec", "rich", "automaton.git",
               "automaton.runner", "automaton.harnesses", "automaton.sandbox", "automaton.commands.loops")
 # In a loop worktree the hook reads the loop store and with a focus file the focus, each under
@@ -69,8 +70,9 @@ HOOK_NEVER = ("dataclasses", "typing", "inspect", "argparse", "contextlib", "uni
 # (core/scope.py), so pathspec stays out.
 LOCKED_HOOK_NEVER = tuple(m for m in HOOK_NEVER if m != "contextlib")
 # In a loop worktree it also reads the loop's typed state (core.loopstate.LoopState, a frozen
-# dataclass parsed once at the store boundary), so `dataclasses` (with `inspect`) comes in there.
-WORKTREE_HOOK_NEVER = tuple(m for m in LOCKED_HOOK_NEVER if m not in ("dataclasses", "inspect"))
+# dataclass parsed once at the store boundary), so `dataclasses` (with `inspect`, which imports
+# `importlib.machinery`) comes in there.
+WORKTREE_HOOK_NEVER = tuple(m for m in LOCKED_HOOK_NEVER if m not in ("dataclasses", "inspect", "importlib"))
 # A tick that gives up: the runner proper, and what only a running tick needs; argparse too
 # (a plain tick argv is parsed by runner.cli.plain_tick).
 SKIP_NEVER = ("automaton.runner.tick", "automaton.harnesses", "automaton.commands", "automaton.git",
@@ -83,8 +85,8 @@ SKIP_NEVER = ("automaton.runner.tick", "automaton.harnesses", "automaton.command
 def imported(entry: str, args: list[str], cwd: Path, stdin: str = "", env: dict[str, str] | None = None) -> set[str]:
     """Every module in `sys.modules` when the process running `main()` of module `entry` with
     `args` exits, as its console script runs it (not `-m`: runpy imports importlib.util and
-    contextlib). sys.modules, not `-X importtime`: importtime does not report a module loaded by
-    `importlib.import_module`, which is how cli.main loads a verb's adapter."""
+    contextlib). sys.modules, not `-X importtime`: it lists every module however it was loaded
+    (cli.main imports a verb's adapter inside a function, with `__import__`)."""
     code = ("import sys, atexit\n"
             "atexit.register(lambda: sys.stderr.write('\\nMODULES ' + ' '.join(sorted(sys.modules)) + '\\n'))\n"
             f"from {entry} import main\nsys.exit(main())\n")

@@ -1,5 +1,5 @@
-"""`python -m automaton` runs the `automaton` CLI."""
+"""`python -m automaton` runs the `automaton` CLI (the console script's entry, `cli.main.script`)."""
 
-from automaton.cli.main import main
+from automaton.cli.main import script
 
-raise SystemExit(main())
+script()

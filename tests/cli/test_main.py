@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -49,8 +51,7 @@ class _RecordingModule:
 @pytest.mark.parametrize("verb", list(p.VERBS))
 def test_every_verb_dispatches_to_its_adapter(verb: str, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[tuple[str, str]] = []
-    monkeypatch.setattr(cli_main, "importlib",
-                        SimpleNamespace(import_module=lambda name: _RecordingModule(name, seen)))
+    monkeypatch.setattr(cli_main, "_adapter_module", lambda name: _RecordingModule(name, seen))
     res = run_cli(*argv_for(verb))
     module, _, func = p.VERBS[verb].partition(":")
     assert seen == [(module, func)]
@@ -332,3 +333,65 @@ def test_a_value_flag_given_twice_is_a_usage_error(argv: tuple[str, ...]) -> Non
 def test_var_may_still_be_repeated() -> None:
     ns = p.build().parse_args(["--create-loop", "x", "--from-template", "t", "--var", "a=1", "--var", "b=2"])
     assert ns.var == ["a=1", "b=2"]
+
+
+# The console script's entry, `script`: a hook call ends with os._exit once its output is
+# flushed (no interpreter teardown before the agent's tool call runs); every other verb exits
+# through sys.exit. The marker shows whether the interpreter's exit handlers ran.
+_SCRIPT = ("import atexit, sys\n"
+           "atexit.register(lambda: sys.stderr.write('EXIT HANDLERS RAN\\n'))\n"
+           "from automaton.cli.main import script\n"
+           "script()\n")
+_WRITE = '{"cwd": "%s", "tool_name": "Write", "tool_input": {"file_path": "%s", "content": "x"}}'
+
+
+def _script(args: list[str], cwd: Path, stdin: str = "", **kw: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", _SCRIPT, *args], cwd=cwd, input=stdin, text=True,
+                          check=False, timeout=120, **{"capture_output": True, **kw})
+
+
+def test_the_console_script_runs_script() -> None:
+    from importlib.metadata import entry_points
+
+    (entry,) = entry_points(group="console_scripts", name="automaton")
+    assert entry.value == "automaton.cli.main:script"
+
+
+def test_script_denies_a_hook_call_with_exit_2_and_its_line_without_teardown(project: Path) -> None:
+    res = _script(["--hook", "claude"], project, _WRITE % (project, project / ".automaton" / "x.json"))
+    assert res.returncode == 2 and res.stdout == ""
+    assert res.stderr.startswith("automaton denied this tool call: Write: .automaton/")
+    assert "EXIT HANDLERS RAN" not in res.stderr  # os._exit: no teardown
+
+
+def test_script_allows_a_hook_call_with_exit_0_and_no_output(project: Path) -> None:
+    res = _script(["--hook", "claude"], project, READ % project)
+    assert (res.returncode, res.stdout, res.stderr) == (0, "", "")
+
+
+def test_script_exits_other_verbs_through_sys_exit(project: Path) -> None:
+    res = _script(["--version"], project)
+    assert res.returncode == 0 and __version__ in res.stdout
+    assert "EXIT HANDLERS RAN" in res.stderr
+    res = _script(["--phase", "--task", "nosuch"], project)
+    assert res.returncode == 2 and "EXIT HANDLERS RAN" in res.stderr
+
+
+def test_script_denial_on_a_closed_stderr_still_exits_2(project: Path) -> None:
+    """A denial that cannot be printed (the agent closed the pipe) is still exit 2, never 0,
+    1 or 120 (the interpreter's code for a failed final flush), which the agents read as allow."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        res = _script(["--hook", "claude"], project, _WRITE % (project, project / ".git" / "config"),
+                      capture_output=False, stdout=subprocess.DEVNULL, stderr=write_end)
+    finally:
+        os.close(write_end)
+    assert res.returncode == 2
+
+
+def test_python_m_automaton_runs_script(project: Path) -> None:
+    res = subprocess.run([sys.executable, "-m", "automaton", "--hook", "claude"], cwd=project, check=False,
+                         input=_WRITE % (project, project / ".git" / "config"), capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 2 and ".git internals are never edited" in res.stderr

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
 
 from automaton.cli import fastpath
@@ -14,6 +13,7 @@ from automaton.core.outcome import Outcome
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (core/record.py says why)
 if TYPE_CHECKING:  # collections.abc too stays off the hook path, which runs before every agent edit
     from collections.abc import Callable, Sequence
+    from typing import NoReturn
 
 
 def crash_log(exc: BaseException) -> str:
@@ -43,6 +43,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     under `--hook` every path that does not end in the hook adapter's own answer (0 allow, with
     nothing printed, or 2) exits 2 with its line on stderr: a usage error, a crash outside the
     adapter, Ctrl-C, even `--help`."""
+    return _main(argv)[0]
+
+
+def script() -> NoReturn:
+    """The `automaton` console script (and `python -m automaton`): `main()` on `sys.argv`, then exit.
+
+    A hook call (`--hook`: before every agent tool call) ends with `os._exit` once stdout and
+    stderr are flushed: its answer is complete when `main` returns (every file it writes, such
+    as a loop log's checkpoint, is written and renamed before that; a lock it took is released
+    with its file descriptor), and the interpreter's teardown (freeing every module and object,
+    OpenSSL's exit handlers) only delays the agent (BENCHMARKS.md, figure 1). A flush that
+    fails keeps the hook's code: a denial stays exit 2 (the interpreter's own exit turns a
+    failed flush into exit 120, which the agents read as "allow"). Every other verb exits through `sys.exit` (its atexit
+    handlers, a dashboard's threads and temporary folders are cleaned up as before). Never
+    returns."""
+    code, hook = _main(None)
+    if not hook:
+        sys.exit(code)
+    import os  # loaded at start-up already: free
+
+    for stream in (sys.stdout, sys.stderr):
+        try:  # noqa: SIM105 - contextlib is an import the hook path need not pay
+            stream.flush()
+        except BaseException:  # a closed pipe: the code alone answers (a denial is still 2)
+            pass
+    os._exit(code)
+
+
+def _main(argv: Sequence[str] | None) -> tuple[int, bool]:
+    """`main`: (exit code, whether this was a hook call, which owns its exit code)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args and not args[0].startswith("-"):
         from automaton.cli import verbs_sandbox
@@ -52,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from automaton.cli import verbs_sandbox
 
         if verbs_sandbox.wants(args):
-            return _sandbox(args)
+            return _sandbox(args), False
     hook = [_hook_argv(args)]
     try:
         code, adapted = _run(args, hook)
@@ -64,10 +94,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"automaton denied this tool call: the hook failed ({type(exc).__name__})", file=sys.stderr)
         except BaseException:  # still deny, even when stderr is gone
             pass
-        return int(ExitCode.BAD_INPUT)
+        return int(ExitCode.BAD_INPUT), True
     if hook[0] and not adapted:  # the hook adapter owns its code (0 or 2); every other path denies
-        return int(ExitCode.BAD_INPUT)
-    return code
+        return int(ExitCode.BAD_INPUT), True
+    return code, hook[0]
 
 
 def _sandbox(args: list[str]) -> int:
@@ -118,7 +148,7 @@ def _run(args: list[str], hook: list[bool]) -> tuple[int, bool]:
         verb = p.verb_of(ns)
         hook[0] = hook[0] or verb == "hook"
         module, _, func = p.VERBS[verb].partition(":")
-        adapter: Callable[..., Outcome] = getattr(importlib.import_module(module), func)
+        adapter: Callable[..., Outcome] = getattr(_adapter_module(module), func)
         outcome = adapter(ns)
     except p.UsageError as exc:
         hint = "" if "--help" in str(exc) else " (see automaton --help)"
@@ -158,6 +188,13 @@ def _run(args: list[str], hook: list[bool]) -> tuple[int, bool]:
     return int(outcome.code), True
 
 
+def _adapter_module(name: str) -> object:
+    """The verb adapters' module `name`, imported (not `importlib.import_module`: importlib is
+    one more import before every agent tool call)."""
+    __import__(name)
+    return sys.modules[name]
+
+
 def _say_error(message: str, code: int, as_json: bool, lines: tuple[str, ...] = ()) -> None:
     """`emit_error`, whose own failure to write (a closed pipe) never replaces the exit code."""
     try:
@@ -168,4 +205,4 @@ def _say_error(message: str, code: int, as_json: bool, lines: tuple[str, ...] = 
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    script()
