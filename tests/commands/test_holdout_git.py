@@ -109,17 +109,23 @@ def test_the_loop_branch_holding_it_halts_too(project: Path) -> None:
 
 def test_rotated_holdout_tests_let_the_approved_loop_tick_again(project: Path, approver: str) -> None:
     proj = holdout_loop(project)
+    first = tick(proj, "demo")  # freezes the test set with the holdout's digest
+    assert first.data is not None and first.data["ran"] and first.data["verdict"]["summary"] == "2/3 passed", first.data
     commit_all(project, "-f")
     tick(proj, "demo")
     assert halted(proj)[1].startswith("holdout_committed: ")
+    assert "(HEAD " in halted(proj)[1]  # the recorded base commit predates it; HEAD holds it
     git(project, "rm", "-r", "-q", "--cached", HOLDOUT)
     git(project, "commit", "-q", "-m", "holdout out of git")
     # git rm alone is not enough while an old commit the loop reads (HEAD~1 is history only
     # here) holds them: the human writes new tests, which no commit holds.
     secret = proj.loop_dir(store.require_tracked(proj, "demo")) / "holdout" / "test_secret_holdout.py"
     secret.write_text("def test_secret():\n    assert 'ROTATED-4243'\n")
-    out = approve_loop(proj, "demo", review_loop(proj, "demo"))
+    review = review_loop(proj, "demo")
+    assert any("accepts the holdout tests as they are now" in line for line in review.lines), review.lines
+    out = approve_loop(proj, "demo", review)
     assert out.ok, out.lines
-    out = tick(proj, "demo")
+    out = tick(proj, "demo")  # the approval dropped the frozen set: no holdout_changed halt on the new tests
     assert out.data is not None and out.data["ran"], out.lines
+    assert store.read_state(proj, "demo").status == "running", store.read_state(proj, "demo")
     assert git(project, "ls-tree", "-r", "--name-only", "loop/demo", "--", HOLDOUT) == ""

@@ -379,7 +379,7 @@ def holdout_check(loop: Loop, config: LoopConfig, state: LoopState) -> Finding |
         return Finding(loop.name, "holdout", "problem", f"cannot check whether git holds the holdout tests:"
                        f" {found.error}", "fix what it names; a tick refuses until then")
     if found.paths:
-        return Finding(loop.name, "holdout", "problem", f"{holdout_git.what(loop, config, found)}; the next tick"
+        return Finding(loop.name, "holdout", "problem", f"{holdout_git.what(found)}; the next tick"
                        f" halts ({holdout_git.HOLDOUT_COMMITTED})", holdout_git.steps(loop, config))
     return Finding(loop.name, "holdout", "ok", f"holdout tests {config.roles.verify.holdout}/ are not in the base"
                    " commit, the loop branch or HEAD")

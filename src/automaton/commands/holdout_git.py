@@ -147,12 +147,12 @@ def exposed(loop: Loop, config: LoopConfig, state: LoopState) -> Exposure:
     return Exposure(tuple(sorted(paths)), tuple(where))
 
 
-def what(loop: Loop, config: LoopConfig, found: Exposure) -> str:
+def what(found: Exposure) -> str:
     """One clause: which holdout files git tracks, in which commits, and what that exposes."""
     more = len(found.paths) - _SHOWN
     shown = ", ".join(found.paths[:_SHOWN]) + (f" (+{more} more)" if more > 0 else "")
-    return (f"git tracks the holdout tests {shown} ({'; '.join(found.where)}): the agent's worktree and the"
-            " repository's history show them")
+    return (f"git tracks the holdout tests {shown} ({'; '.join(found.where)}): an agent reads them there (a loop"
+            " worktree is checked out from these commits, and every worktree shares the repository's objects)")
 
 
 def steps(loop: Loop, config: LoopConfig) -> str:
@@ -164,4 +164,4 @@ def steps(loop: Loop, config: LoopConfig) -> str:
 
 def detail(loop: Loop, config: LoopConfig, found: Exposure) -> str:
     """The `holdout_committed: …` halt detail: `what`, then `steps`."""
-    return f"{HOLDOUT_COMMITTED}: {what(loop, config, found)}. A human runs: {steps(loop, config)}"
+    return f"{HOLDOUT_COMMITTED}: {what(found)}. A human runs: {steps(loop, config)}"
