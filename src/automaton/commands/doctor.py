@@ -26,6 +26,7 @@ from automaton.commands.doctor_checks import (
     Finding,
     collection_check,
     harness_checks,
+    holdout_check,
     hook_findings,
     python_check,
     verify_check,
@@ -255,6 +256,9 @@ def _loop_checks(loop: Loop, flag: str | None = None) -> list[Finding]:
     tests = collection_check(project, name, config, state)
     if tests is not None:
         out.append(tests)
+    holdout = holdout_check(loop, config, state)
+    if holdout is not None:
+        out.append(holdout)
     out += _provider_notes(project, name, config)
     if flag is None:
         out += _schedule_checks(name, config, state.status, info)

@@ -34,6 +34,7 @@ from automaton.harnesses import REGISTRY
 from automaton.proc import run_streaming
 from automaton.store.atomic import read_all
 from automaton.store.layout import Project
+from automaton.store.loops import Loop
 
 _MARK = {"ok": "ok      ", "problem": "PROBLEM ", "warning": "warning ", "note": "note    "}
 # Seconds the verify command may run on the base commit (at most the loop's own harness timeout).
@@ -359,6 +360,29 @@ def collection_check(project: Project, name: str, config: LoopConfig, state: Loo
                    f" and they are not protected: {shown}",
                    "add them to blast_radius.protected (or leave protected unset for the defaults), or keep"
                    " tests the agent never sees in roles.verify.holdout")
+
+
+def holdout_check(loop: Loop, config: LoopConfig, state: LoopState) -> Finding | None:
+    """A problem when a commit the agent reaches holds the loop's holdout tests
+    (`commands.holdout_git.exposed`, SECURITY.md S50: the next tick halts `holdout_committed`),
+    or when that cannot be read; an ok line when the holdout is out of git; None without a
+    holdout."""
+    from automaton.commands import holdout_git
+
+    if config.roles.verify.holdout is None:
+        return None
+    try:
+        found = holdout_git.exposed(loop, config, state)
+    except OSError as exc:
+        found = holdout_git.Exposure(error=f"{exc.filename or loop.dir}: {exc.strerror or exc}")
+    if found.error is not None:
+        return Finding(loop.name, "holdout", "problem", f"cannot check whether git holds the holdout tests:"
+                       f" {found.error}", "fix what it names; a tick refuses until then")
+    if found.paths:
+        return Finding(loop.name, "holdout", "problem", f"{holdout_git.what(found)}; the next tick"
+                       f" halts ({holdout_git.HOLDOUT_COMMITTED})", holdout_git.steps(loop, config))
+    return Finding(loop.name, "holdout", "ok", f"holdout tests {config.roles.verify.holdout}/ are not in the base"
+                   " commit, the loop branch or HEAD")
 
 
 def hook_findings(project: Project) -> list[str]:

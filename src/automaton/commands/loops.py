@@ -123,6 +123,9 @@ def create_loop(project: Project, name: str, template: str, task: str | None = N
     added = _exclude_runtime(project)
     if added:
         out.lines.append(f"added {len(added)} pattern(s) to .git/info/exclude so git never sees loop runtime files")
+    if _exclude_holdout(Loop.resolve(project, loop), config):
+        out.lines.append(f"added its holdout folder {config.roles.verify.holdout}/ to .git/info/exclude: git never"
+                         " commits the holdout tests (a commit would put them in the agent's worktree)")
     return out
 
 
@@ -226,6 +229,17 @@ def free_branch(project: Project, branch: str) -> str:
         if run_git(project.root, ["rev-parse", "--verify", "--quiet", f"refs/heads/{name}"]).code != 0:
             return name
     return f"{branch}-old-{utc_now().replace(':', '').replace('-', '')}"
+
+
+def _exclude_holdout(loop: Loop, config: LoopConfig) -> list[str]:
+    """`commands.holdout_git.exclude_holdout`, best effort ([] when info/exclude cannot be
+    written: the tick's check on the commits is the brake, SECURITY.md S50)."""
+    from automaton.commands import holdout_git
+
+    try:
+        return holdout_git.exclude_holdout(loop, config)
+    except OSError:
+        return []
 
 
 def _exclude_runtime(project: Project) -> list[str]:
@@ -484,6 +498,7 @@ def _approve(loop: Loop, who: str, reviewed: Review | None, via: dict[str, objec
             _approve_tests(loop, old)
         state = s.reseal_tampered(step) if tampered else s.commit(*step(old))
         loop.keep_sealed_copy(config.sha256)
+    _exclude_holdout(loop, config)  # a holdout added to loop.json after --create-loop
     cleared = f"{STATE_TAMPERED}; the file said {old.status}" if tampered else old.halt_reason
     out = Outcome(lines=[f"{name}: halted ({cleared}) -> running (approved by {who};"
                          f" resumed_count={state.resumed_count})"],
@@ -536,6 +551,7 @@ def _reseal_config(loop: Loop, s: loops.Session, old: LoopState, who: str,
         return None
     s.commit(*loopstate.reseal(old, config.sha256, {"loop": name, "by": who, **via, "config": config.sha256[:12]}))
     loop.keep_sealed_copy(config.sha256)
+    _exclude_holdout(loop, config)  # a holdout added to loop.json after --create-loop
     return Outcome(lines=[f"{name}: loop.json re-sealed (approved by {who}); status stays {old.status}"],
                    data={"loop": name, "status": old.status, "by": who, **via, "resealed": config.sha256,
                          "diff": diff})

@@ -15,6 +15,7 @@ a reused `runs/<n>`."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -192,6 +193,10 @@ def _confined_tick(loop: Loop, cfg: LoopConfig, state: LoopState, opts: TickOpti
         return Outcome(ExitCode.REFUSED, [line], {"ran": False, "reason": aftercommit.HARNESS_UNAVAILABLE,
                                                   "detail": missing},
                        [f"loop {name}: halted; a human fixes it and runs automaton --approve --loop {name}"])
+    committed = _holdout_committed(loop, cfg, state)
+    if committed is not None:  # before the worktree and the reservation: nothing is checked out or charged
+        show.result(f"loop {name}: {committed.lines[0]}")
+        return committed
     with show.phase(f"loop {name}: worktree"):
         wt = ensure_for_tick(loop, cfg, state)
     said = confine.warnings(cfg, loop.project.root)
@@ -240,6 +245,36 @@ def _confined_tick(loop: Loop, cfg: LoopConfig, state: LoopState, opts: TickOpti
         show.note(f"warning: {unsettled}")
         out.warnings.append(unsettled)
     return out
+
+
+def _holdout_committed(loop: Loop, cfg: LoopConfig, state: LoopState) -> Outcome | None:
+    """Keep the holdout folder out of git (info/exclude, best effort), then halt the loop
+    `human_intervention` (`holdout_committed: …`) when a commit the agent reaches holds a
+    holdout test (`commands.holdout_git`, SECURITY.md S50); a tree git cannot read refuses the
+    tick (fail closed, no halt). None: the tick goes on."""
+    from automaton.commands import holdout_git
+
+    if cfg.roles.verify.holdout is None:
+        return None
+    with contextlib.suppress(OSError):  # best effort: the check below is the brake, and it reads git's objects
+        holdout_git.exclude_holdout(loop, cfg)
+    try:
+        found = holdout_git.exposed(loop, cfg, state)
+    except OSError as exc:  # a holdout file that cannot be read: the verifier could not copy it either
+        found = holdout_git.Exposure(error=f"{exc.filename or loop.dir}: {exc.strerror or exc}")
+    if found.error is not None:
+        line = f"tick not run: cannot check whether git holds the holdout tests: {found.error}"
+        return Outcome(ExitCode.REFUSED, [line], {"ran": False, "reason": holdout_git.HOLDOUT_COMMITTED,
+                                                  "detail": found.error})
+    if not found.paths:
+        return None
+    detail = holdout_git.detail(loop, cfg, found)
+    halt_now(loop, "human_intervention", detail, "tick")
+    return Outcome(ExitCode.REFUSED, [f"tick not run: halted human_intervention: {detail}"],
+                   {"ran": False, "reason": holdout_git.HOLDOUT_COMMITTED, "detail": detail,
+                    "paths": list(found.paths)},
+                   [f"loop {loop.name}: halted; a human follows the steps above, then automaton --approve"
+                    f" --loop {loop.name}"])
 
 
 def _missing_command(cfg: LoopConfig) -> str | None:

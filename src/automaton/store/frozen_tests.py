@@ -28,6 +28,9 @@ FROZEN = "tests.frozen.json"
 PROPOSED = "tests.proposed.json"
 TESTS_REMOVED = "tests_removed"
 HOLDOUT_CHANGED = "holdout_changed"
+# git holds the holdout tests (commands.holdout_git): the human rotates them, so an approval
+# accepts them as they are now, as for holdout_changed.
+HOLDOUT_COMMITTED = "holdout_committed"
 MAX_BYTES = 64 << 20  # a record larger than this is no record automaton wrote
 
 
@@ -82,7 +85,8 @@ def write_proposed(loop_dir: Path, frozen: Frozen, ids: list[str]) -> None:
 def review(loop_dir: Path, halt_detail: str | None) -> tuple[list[str], str]:
     """What an approval of a halt with `halt_detail` does to the test set: (lines for the human,
     a token of what they saw). A `tests_removed` halt: the diff of ids (`- id` leaves the set,
-    `+ id` joins it). A `holdout_changed` halt: the set is collected again at the next tick.
+    `+ id` joins it). A `holdout_changed` or `holdout_committed` halt: the set is collected again at
+    the next tick.
     ([], "") for any other halt."""
     if not halt_detail:
         return [], ""
@@ -94,7 +98,7 @@ def review(loop_dir: Path, halt_detail: str | None) -> tuple[list[str], str]:
         diff = id_diff(old.ids, new.ids)
         return ["tests: this approval accepts a new frozen test set (ids):", *[f"  {line}" for line in diff]], \
             sha256(new.body()).hexdigest()
-    if halt_detail.startswith(HOLDOUT_CHANGED):
+    if halt_detail.startswith((HOLDOUT_CHANGED, HOLDOUT_COMMITTED)):
         return ["tests: this approval accepts the holdout tests as they are now; the next tick collects the"
                 " test set at the base commit again"], HOLDOUT_CHANGED
     return [], ""
@@ -102,7 +106,7 @@ def review(loop_dir: Path, halt_detail: str | None) -> tuple[list[str], str]:
 
 def approve(loop_dir: Path, halt_detail: str | None) -> None:
     """Apply what `review` said: a `tests_removed` halt makes the proposal the frozen set; a
-    `holdout_changed` halt drops the frozen set (collected again). Raises OSError."""
+    `holdout_changed` or `holdout_committed` halt drops the frozen set (collected again). Raises OSError."""
     if not halt_detail:
         return
     if halt_detail.startswith(TESTS_REMOVED):
@@ -112,7 +116,7 @@ def approve(loop_dir: Path, halt_detail: str | None) -> None:
         else:
             _write(loop_dir / FROZEN, new)
         (loop_dir / PROPOSED).unlink(missing_ok=True)
-    elif halt_detail.startswith(HOLDOUT_CHANGED):
+    elif halt_detail.startswith((HOLDOUT_CHANGED, HOLDOUT_COMMITTED)):
         (loop_dir / FROZEN).unlink(missing_ok=True)
 
 
