@@ -460,3 +460,15 @@ def test_a_loop_with_holdout_tests_is_never_published(
     done = _tick(fleet.seed, Path(os.environ["HOME"]))
     assert done.returncode == 2 and "holdout tests (holdout) would be published" in done.stderr, done.stderr
     assert git(fleet.bare, "for-each-ref", "refs/automaton/") == ""
+
+
+def test_mode_run_refuses_a_loop_whose_sealed_state_remote_it_would_bypass(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, approver: str) -> None:
+    monkeypatch.setenv("AUTOMATON_RECORD_KEY", fk.KEY)
+    fleet = fk.make_fleet(tmp_path, 1, state_remote="origin")
+    argv = [a for a in fk.runner_argv(fleet.seed) if a not in ("--state-remote", "origin")]
+    argv[argv.index("tick")] = "run"
+    done = subprocess.run(argv, env=fk.runner_env(Path(os.environ["HOME"])), capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 2 and "--mode run would tick here without a claim" in done.stderr, done.stderr
+    assert git(fleet.bare, "for-each-ref", "refs/automaton/") == ""  # nothing ran, nothing published

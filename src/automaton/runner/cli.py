@@ -214,6 +214,11 @@ def dispatch(ns: argparse.Namespace) -> Outcome:
 
     if ns.mode == "run":
         _not_remote(project, ns.loop)
+        from automaton.store.loops import Loop
+
+        if Loop.resolve(project, ns.loop).read_config().state_remote is not None:
+            raise BadInput(f"loop {ns.loop}: its state lives in a state remote (loop.json state_remote): --mode run"
+                           " would tick here without a claim or a push; run --mode tick, once per scheduler fire")
     opts = tick.TickOptions(settings_path=settings, progress=progress)
     # `tick.tick` pins the programs of each tick itself (after the tick lock: a tick that gives
     # up starts nothing); the dry run's gates run git as well.
