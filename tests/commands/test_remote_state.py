@@ -472,3 +472,22 @@ def test_mode_run_refuses_a_loop_whose_sealed_state_remote_it_would_bypass(
                           check=False)
     assert done.returncode == 2 and "--mode run would tick here without a claim" in done.stderr, done.stderr
     assert git(fleet.bare, "for-each-ref", "refs/automaton/") == ""  # nothing ran, nothing published
+
+
+def test_a_refused_loop_branch_still_lands_the_ticks_record_and_halts_the_loop(fleet: fk.Fleet) -> None:
+    """The agent's commit can make the remote refuse `loop/NAME` (a file over the host's size
+    limit, a workflow file the token may not push): the tick's record (and any halt in it) lands
+    alone, and the loop halts for a human, so no halt is erased by a failed push."""
+    hook = fleet.bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\nwhile read old new ref; do\n  case \"$ref\" in refs/heads/loop/*)"
+                    " echo 'file too large' >&2; exit 1;; esac\ndone\n")
+    hook.chmod(0o755)
+    done = _tick(fleet.clones[0], fleet.homes[0])
+    assert done.returncode == 1, done.stdout + done.stderr
+    data = json.loads(done.stdout.strip().splitlines()[-1])
+    assert data["pushed"] == "state_only" and data["halt"].startswith("human_intervention: branch_refused"), data
+    state = _remote_state(fleet)
+    assert state["status"] == "halted" and state["halt_reason"] == "human_intervention", state
+    assert "branch_refused" in str(state["halt_detail"])
+    log = git(fleet.bare, "show", f"refs/automaton/loops/{fk.LOOP}:.state.log")
+    assert " TICK " in log and "n=2" in log.split(" TICK ")[-1]  # the tick's settling record is there

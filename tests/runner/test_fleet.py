@@ -177,7 +177,15 @@ def test_a_remote_that_refuses_the_claim_runs_nothing(fleet: fk.Fleet) -> None:
 
 
 def test_a_remote_that_refuses_the_final_push_leaves_a_claim_the_next_runner_settles(fleet: fk.Fleet) -> None:
-    _refuse(fleet, f"refs/heads/loop/{fk.LOOP}")
+    """Every push after the claim refused (the state ref included: a remote gone read-only): the
+    claim stays open, and the next runner settles it at its reservation after the TTL. (Only the
+    loop branch refused: tests/commands/test_remote_state.py, the record lands alone.)"""
+    hook = fleet.bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\nwhile read old new ref; do\n  case \"$ref\" in refs/automaton/loops/*)\n"
+                    "    git log -1 --format=%s \"$new\" | grep -q settled &&\n"
+                    "      { echo 'read-only today' >&2; exit 1; };;\n"
+                    "  esac\ndone\nexit 0\n")
+    hook.chmod(0o755)
     out = _run(fleet.clones[0], fleet.homes[0])
     assert out.returncode == 1 and '"pushed": false' in out.stdout, out.stdout + out.stderr
     assert _books(fleet)["open"] == ["2"]

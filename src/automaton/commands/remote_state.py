@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from automaton.commands import remote_anchor, remote_manifest
+from automaton.commands.halts import halt_now
 from automaton.core.chain import ChainCheck, LogLine, verify_text
 from automaton.core.errors import BadInput, CorruptState, ExitCode, Refused
 from automaton.core.loopconfig import remote_spelling_ok
@@ -79,6 +80,7 @@ CLOSING = ("TICK", "TICK_DEFERRED")
 ABANDONED = "abandoned_tick"
 CLAIMED = "claimed"
 REMOTE_REFUSED = "remote_refused"
+BRANCH_REFUSED = "branch_refused"
 ATTEMPTS = 3  # a human act re-fetches and retries this many times on a lost lease
 
 # Tests move the clock to age a claim without sleeping; nothing an agent controls reaches it.
@@ -450,12 +452,36 @@ def settle_out(synced: Synced, out: Outcome) -> Outcome:
     if got.landed:
         return Outcome(out.code, [*out.lines, f"state of loop {synced.name} pushed to {synced.remote}"],
                        out.data, warnings)
+    if not got.landed and not got.lost and synced.claim is not None:
+        kept = _without_branch(synced, n, got.detail, out)
+        if kept is not None:
+            return kept
     why = "another runner moved it (lost lease)" if got.lost else got.detail
     if synced.claim is None:  # a gate's halt that another runner wrote first, or will write
         return Outcome(out.code, out.lines, out.data, [*warnings, f"the state remote kept its state: {why}"])
     line = (f"tick {n} of loop {synced.name} ran, but the state remote {synced.remote!r} did not take its record:"
             f" {why}; the next runner settles it at its reservation")
     return Outcome(ExitCode.REFUSED, [*out.lines, line], {**data, "pushed": False}, warnings)
+
+
+def _without_branch(synced: Synced, n: object, detail: str, out: Outcome) -> Outcome | None:
+    """The remote refused the tick's push (a file over the host's size limit, a workflow file
+    the token may not push: things the agent's commit can cause). The tick's record must still
+    land, a halt it holds included, or the agent could erase its own drift halt that way: the
+    loop halts for a human (`human_intervention`, `branch_refused`) and the state goes alone,
+    without `loop/<name>`. None when even that is refused (the caller says so)."""
+    loop = Loop.resolve(synced.project, synced.name)
+    why = f"{BRANCH_REFUSED}: the state remote refused loop/{synced.name}: {detail}"
+    halt_now(loop, "human_intervention", why, "state_remote")
+    got = publish(synced, f"automaton: loop {synced.name} tick {n} settled (loop branch refused)", with_branch=False)
+    if not got.landed:
+        return None
+    line = (f"tick {n} of loop {synced.name} ran, but the state remote {synced.remote!r} refused loop/{synced.name}"
+            f" ({detail}): its record landed without the tick's commit, and the loop halts for a human"
+            f" ({BRANCH_REFUSED})")
+    data = {**(out.data or {}), "pushed": "state_only", "halt": (out.data or {}).get("halt") or
+            f"human_intervention: {why}"}
+    return Outcome(ExitCode.REFUSED, [*out.lines, line], data, [*out.warnings, *synced.notes])
 
 
 def remote_tick(project: Project, name: str, remote: str | None, ttl_of: Callable[[Loop], int],
