@@ -4,6 +4,7 @@ and nothing left running afterwards."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -212,6 +213,44 @@ def test_a_setsid_double_forked_daemon_is_dead_when_the_call_returns(tmp_path: P
     finally:
         older.kill()
         older.wait()
+
+
+# A runner that runs one role (the agent writes its pid and its child's, then waits) and is
+# then killed from outside: the role must not outlive it.
+DYING_RUNNER = """
+import pathlib, sys
+from automaton.core.sandbox import Policy
+from automaton.proc import run_streaming
+work, tmp, confined = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3] == "1"
+policy = Policy((work,), (), None, "test", visible=(tmp,)) if confined else None
+agent = ["sh", "-c", "sleep 600 & echo $! > kid.pid; echo $$ > agent.pid; wait"]
+run_streaming(agent, out_path=tmp / "out.log", cwd=work, timeout_s=600, sandbox=policy)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+@pytest.mark.parametrize("confined", [False, True])
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_a_role_dies_with_its_runner(tmp_path: Path, confined: bool, sig: signal.Signals) -> None:
+    """The runner killed (SIGKILL: no handler runs; SIGTERM: Python's default, no handler
+    either, here) while its role runs: the agent and the agent's child are gone after it."""
+    work = tmp_path / "work"
+    work.mkdir()
+    runner = subprocess.Popen([sys.executable, "-c", DYING_RUNNER, str(work), str(tmp_path), "1" if confined else "0"],
+                              start_new_session=True)
+    try:
+        for _ in range(1200):
+            if (work / "agent.pid").exists() or runner.poll() is not None:
+                break
+            time.sleep(0.05)
+        agent, kid = int((work / "agent.pid").read_text()), int((work / "kid.pid").read_text())
+        assert not gone(agent) and not gone(kid)
+        runner.send_signal(sig)
+        assert runner.wait(timeout=60) == -sig
+        assert any(all_gone([agent, kid]) for _ in range(15)), (gone(agent), gone(kid))  # a generous bound
+    finally:
+        runner.kill()
+        runner.wait()
 
 
 # ---- the sandbox -----------------------------------------------------------------------------

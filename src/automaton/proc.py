@@ -13,7 +13,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -190,6 +190,19 @@ class Streamed:
     truncated_bytes: int = 0
 
 
+def stop_runs() -> list[int]:
+    """SIGKILL the process group of every run in progress in this process (the runner's
+    SIGTERM/SIGHUP handler, `runner.cli`: the agent goes first, then the runner unwinds and
+    `run_streaming` cleans up the rest); returns the groups signalled. Safe in a signal
+    handler: it takes no lock (the handler may interrupt a holder of `_ACTIVE_LOCK`)."""
+    groups = sorted(_ACTIVE)
+    if os.name != "nt":
+        for pgid in groups:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+    return groups
+
+
 def _group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
@@ -266,6 +279,10 @@ def run_streaming(
     subreaper) every descendant started since the call began, also those that called
     setsid() or double-forked. Children that other threads of this process start meanwhile
     by other means than this function count as the run's (one agent at a time per process).
+    When this process dies meanwhile, even by SIGKILL, the run dies with it (Linux): the child
+    by the kernel (PR_SET_PDEATHSIG = SIGKILL, `reaper.die_with_parent`; set only when the main
+    thread starts it), its group by a watcher outside it (`reaper.watch_group`). A descendant
+    that left the group (setsid) is left to the next tick of its loop (`runner.leftovers`).
     Never raises for the child's own failure: a missing executable gives code 127, an
     unrunnable one 126.
     """
@@ -299,11 +316,30 @@ def sealed_channel() -> tuple[int, int]:
     return reader.detach(), writer.detach()
 
 
+def _child_setup(confine: Confinement | None) -> Callable[[], None] | None:
+    """The `preexec_fn` of a role: its confinement, then (Linux, forked by the main thread)
+    `reaper.die_with_parent`, last, so no later step of the child can clear it. PR_SET_PDEATHSIG
+    fires when the *thread* that forked ends, so a child forked by another thread (which may end
+    while the process lives on) is left to the group watcher and the leftovers step."""
+    from automaton.sandbox import reaper  # see the note at the top
+
+    if not sys.platform.startswith("linux") or threading.current_thread() is not threading.main_thread():
+        return confine
+    parent = os.getpid()
+
+    def setup() -> None:
+        if confine is not None:
+            confine()
+        reaper.die_with_parent(parent)
+
+    return setup
+
+
 def _spawn(argv: list[str], preexec_fn: Confinement | None, **popen: Any) -> subprocess.Popen[bytes] | tuple[int, str]:
     """Popen, registered as a run in progress; or (exit code, one-line reason) when it did not start."""
     try:
         with _ACTIVE_LOCK:  # no other run's clean-up may take this child for a leftover
-            child = subprocess.Popen(argv, preexec_fn=preexec_fn, **popen)
+            child = subprocess.Popen(argv, preexec_fn=_child_setup(preexec_fn), **popen)
             _ACTIVE.add(child.pid)
         return child
     except FileNotFoundError as exc:
@@ -385,6 +421,7 @@ def _run(argv: list[str], out: Sink, err: Sink, cwd: Path | None, stdin: str | N
         pipes.finish(pumps, DRAIN_S)  # the child's own last words (why the sandbox failed) come first
         err.write(one_line(child[1]).encode("utf-8", "backslashreplace") + b"\n")
         return child[0], False
+    watch = reaper.watch_group(child.pid)  # the group dies with this process, however it ends
     timed_out = False
     try:
         try:
@@ -398,6 +435,7 @@ def _run(argv: list[str], out: Sink, err: Sink, cwd: Path | None, stdin: str | N
         if not timed_out and os.name != "nt":
             _signal_group(child, signal.SIGKILL)  # background grandchildren left in the group
     finally:
+        reaper.unwatch(watch)  # before the group's id can be reused
         with _ACTIVE_LOCK:
             _ACTIVE.discard(child.pid)
             reaper.kill_descendants(before | _ACTIVE)

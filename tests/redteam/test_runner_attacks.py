@@ -309,12 +309,20 @@ def _alive(pid: int) -> bool:
 def test_r11_killing_the_runner_never_makes_a_tick_free(looped: Looped, tmp_path: Path) -> None:
     """The agent runs `kill -9 $PPID` during implement: the killed tick stays counted with
     max_tick_usd charged (reserved before the harness started), the next tick takes runs/<n+1>,
-    and the agent left running by the dead tick is killed by the next tick before it starts."""
+    and the agent's process left running by the dead tick (one that left the agent's session
+    and group, so neither the parent-death signal nor the group watcher reaches it) is killed
+    by the next tick before it starts."""
     pidfile = tmp_path / "agent.pid"
     proj, _ = looped(harness=agent(tmp_path, f"""
         import signal, time
         if n == 2:
-            pathlib.Path({str(pidfile)!r}).write_text(str(os.getpid()))
+            if os.fork() == 0:  # the worker: its own session, not the runner's child
+                os.setsid()
+                pathlib.Path({str(pidfile)!r}).write_text(str(os.getpid()))
+                time.sleep(300)
+                os._exit(0)
+            while not pathlib.Path({str(pidfile)!r}).exists():
+                time.sleep(0.01)
             os.kill(os.getppid(), signal.SIGKILL)  # the runner
             time.sleep(300)  # an agent that keeps working (and spending) without its runner
         print('done')

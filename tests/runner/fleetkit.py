@@ -19,11 +19,13 @@ LOOP = "demo"
 RUNNER = str(Path(__file__).with_name("fleet_runner.py"))
 # The agent appends one line to src/work.txt; the verifier's score alternates (never flat,
 # never complete), so every tick runs and commits.
-# With a `hold` file beside the machine's clone (5 folders up from the worktree) the agent writes
-# its pid to `agent.pid` there and waits: a runner can then be killed while its agent runs.
-AGENT = "import os, pathlib, time\n" \
+# With a `hold` file beside the machine's clone (5 folders up from the worktree) the agent starts
+# a child of its own (`sleep`, pid in `agent.kid`), writes its pid to `agent.pid` there and
+# waits: a runner can then be killed while its agent and the agent's child run.
+AGENT = "import os, pathlib, subprocess, time\n" \
         "m = pathlib.Path('../../../../..')\n" \
-        "if (m / 'hold').exists():\n    (m / 'agent.pid').write_text(str(os.getpid())); time.sleep(60)\n" \
+        "if (m / 'hold').exists():\n    (m / 'agent.kid').write_text(str(subprocess.Popen(['sleep', '60']).pid))\n" \
+        "    (m / 'agent.pid').write_text(str(os.getpid())); time.sleep(60)\n" \
         "p = pathlib.Path('src/work.txt'); p.parent.mkdir(exist_ok=True)\n" \
         "p.write_text((p.read_text() if p.exists() else '') + 'x\\n')\n"
 VERIFY = "import pathlib; n = len(pathlib.Path('src/work.txt').read_text().split()); " \

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from automaton.core.names import LoopName
 from tests.helpers import git
 from tests.runner import fleetkit as fk
 
@@ -138,7 +139,27 @@ def test_a_runner_killed_at_a_step_loses_nothing(fleet: fk.Fleet, at: str) -> No
     assert books["open"] == (["2"] if claimed else []) and books["abandoned"] == (["2"] if claimed else [])
 
 
-def test_a_runner_killed_while_its_agent_runs_loses_nothing(fleet: fk.Fleet) -> None:
+def _alive(pid: int) -> bool:
+    """The process exists and is not a zombie (a killed orphan may wait for its reaper)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def _gone(*pids: int) -> bool:
+    """Whether every pid is dead, looking again for a generous while: SIGKILL and the watcher
+    act asynchronously (no timing is asserted, only the end state)."""
+    for _ in range(600):
+        if not any(map(_alive, pids)):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _hold_agent(fleet: fk.Fleet) -> tuple[subprocess.Popen[str], int, int]:
+    """Runner 0 started with its agent held: (the runner, the agent's pid, the agent's child's)."""
     hold = fleet.clones[0].parent / "hold"
     hold.write_text("x")
     proc = fk.start(fleet.clones[0], fleet.homes[0])
@@ -148,15 +169,62 @@ def test_a_runner_killed_while_its_agent_runs_loses_nothing(fleet: fk.Fleet) -> 
             break
         time.sleep(0.05)
     assert pid_file.exists(), proc.communicate()
+    agent, kid = int(pid_file.read_text()), int((fleet.clones[0].parent / "agent.kid").read_text())
+    assert _alive(agent) and _alive(kid)
+    return proc, agent, kid
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="the kernel's parent-death signal is Linux's")
+def test_a_runner_killed_while_its_agent_runs_loses_nothing(fleet: fk.Fleet) -> None:
+    """SIGKILL to the runner: its agent dies with it (the kernel's parent-death signal), and so
+    does the agent's own child (the group watcher); the open claim is settled as before."""
+    proc, agent, kid = _hold_agent(fleet)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    os.killpg(int(pid_file.read_text()), signal.SIGKILL)
-    hold.unlink()  # the next agents on this machine do their work
+    assert _gone(agent, kid), [p for p in (agent, kid) if _alive(p)]
+    (fleet.clones[0].parent / "hold").unlink()  # the next agents on this machine do their work
     assert _books(fleet)["open"] == ["2"]
     ran = 1 + _settle_then_together(fleet)
     books = _books(fleet)
     _assert_whole(books, ran)
     assert books["abandoned"] == ["2"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="processes are looked up in /proc")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_runner_stopped_by_sigterm_kills_its_agent_before_it_exits(fleet: fk.Fleet, sig: signal.Signals) -> None:
+    """SIGTERM (systemd, a pod stop, a CI cancel) or SIGHUP: the runner kills its agent's group
+    and exits 128 + the signal with one line; the tick stays open (charged at its reservation)
+    like a killed one, and the next runner past the TTL settles it."""
+    proc, agent, kid = _hold_agent(fleet)
+    os.kill(proc.pid, sig)
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + sig, (proc.returncode, err)
+    assert f"stopped by signal {int(sig)}" in err and "Traceback" not in err, err
+    assert not _alive(agent) and not _alive(kid)  # killed before the runner exited
+    (fleet.clones[0].parent / "hold").unlink()
+    assert _books(fleet)["open"] == ["2"]
+    ran = 1 + _settle_then_together(fleet)
+    _assert_whole(_books(fleet), ran)
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="leftovers are found through /proc")
+def test_a_remote_tick_reaps_an_orphan_before_it_judges_the_claim(fleet: fk.Fleet) -> None:
+    """An agent process of this loop left on this machine (it escaped its group: setsid) is
+    killed by the next --state-remote start, also when that start then skips the tick because
+    another runner's claim is live: holding the tick lock here, no tick of the loop runs here."""
+    claimed = _run(fleet.clones[1], fleet.homes[1], FLEET_KILL_AT="after_claim")
+    assert claimed.returncode == -signal.SIGKILL
+    folder = fk.project(fleet.clones[0]).loop_dir(LoopName.of(fk.LOOP))
+    env = {**fk.runner_env(fleet.homes[0]), "AUTOMATON_LOOP_DIR": str(folder)}
+    orphan = subprocess.Popen(["sleep", "300"], env=env, start_new_session=True)
+    try:
+        skipped = _run(fleet.clones[0], fleet.homes[0])
+        assert skipped.returncode == 0 and '"skipped": "claimed"' in skipped.stdout, skipped.stdout + skipped.stderr
+        assert orphan.wait(timeout=60) == -signal.SIGKILL
+    finally:
+        orphan.kill()
+        orphan.wait()
 
 
 def _refuse(fleet: fk.Fleet, pattern: str) -> None:

@@ -11,8 +11,9 @@ import time
 import pytest
 
 from automaton.sandbox import become_subreaper, kill_descendants
-from automaton.sandbox.reaper import descendants
-from tests.test_proc import all_gone
+from automaton.sandbox._libc import preload
+from automaton.sandbox.reaper import descendants, die_with_parent, unwatch, watch_group
+from tests.test_proc import all_gone, gone
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and subreapers are Linux's")
 
@@ -76,3 +77,48 @@ def test_survivors_names_a_live_process_of_the_run_and_none_without_proc(monkeyp
     assert reaper.survivors(before) == []
     monkeypatch.setattr(reaper, "PROC", "/nonexistent-proc")  # /proc cannot be read: nothing can be said
     assert reaper.survivors(before) is None
+
+
+GROUP = "import subprocess, sys, time\nkid = subprocess.Popen(['sleep', '300'])\n" \
+        "print(kid.pid, flush=True)\ntime.sleep(300)\n"
+
+
+def _group() -> tuple[subprocess.Popen[str], int]:
+    """A process group of two: a leader in a session of its own and its child; (leader, child pid)."""
+    leader = subprocess.Popen([sys.executable, "-c", GROUP], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    assert leader.stdout is not None
+    return leader, int(leader.stdout.readline())
+
+
+def test_the_group_watcher_kills_the_whole_group_once_its_pipe_closes() -> None:
+    """What the kernel does to the watcher's pipe when the runner dies (it closes the runner's
+    descriptors) is done here by hand: the group, leader and child, gets SIGKILL."""
+    leader, kid = _group()
+    watch = watch_group(leader.pid)
+    assert watch is not None
+    os.close(watch.fd)
+    assert leader.wait(timeout=60) == -9
+    assert all_gone([kid])
+    watch.process.wait(timeout=60)
+
+
+def test_an_unwatched_group_is_left_alone() -> None:
+    """A run that ended normally ends its watcher first: nothing is signalled by it afterwards."""
+    leader, kid = _group()
+    try:
+        unwatch(watch_group(leader.pid))
+        time.sleep(0.2)  # not a timing assertion: a watcher that wrongly fired has had its chance
+        assert leader.poll() is None and not gone(kid)
+    finally:
+        os.killpg(leader.pid, 9)
+        leader.wait()
+
+
+def test_a_child_whose_parent_is_gone_does_not_start() -> None:
+    """`die_with_parent` in a child that is told another parent (as when the runner died
+    between fork and the call): it refuses, and the program never runs."""
+    preload()  # no dlopen after fork
+    with pytest.raises(subprocess.SubprocessError):
+        subprocess.run(["true"], preexec_fn=lambda: die_with_parent(-1), check=False)
+    me = os.getpid()  # read here: the preexec_fn runs in the child
+    assert subprocess.run(["true"], preexec_fn=lambda: die_with_parent(me), check=False).returncode == 0

@@ -485,14 +485,17 @@ def _without_branch(synced: Synced, n: object, detail: str, out: Outcome) -> Out
 
 
 def remote_tick(project: Project, name: str, remote: str | None, ttl_of: Callable[[Loop], int],
-                run: Callable[[Callable[[int], Outcome | None]], Outcome], *, lock_held: bool = False) -> Outcome:
+                run: Callable[[Callable[[int], Outcome | None]], Outcome], *, lock_held: bool = False,
+                reap: Callable[[Path], object] = lambda _folder: None) -> Outcome:
     """A tick whose state lives in `remote` (module docstring). `remote`: the `--state-remote`
     flag (None: loop.json's `state_remote`). `run(claim)` runs the tick (`runner.tick`) with
     the claim called once its `TICK_START` is written. `ttl_of(loop)`: seconds an open claim
     is taken as live. Exit codes: 0 a tick ran or was skipped (busy here, claimed elsewhere);
     1 a gate refused, the remote refused, or a ran tick's record did not land; 2 bad input
     (a flag that disagrees with the sealed `state_remote`, a state that does not verify).
-    `lock_held`: the caller holds the loop's tick lock already."""
+    `lock_held`: the caller holds the loop's tick lock already. `reap(folder)` runs first under
+    that lock, before the claim is judged (the runner's leftovers step: a killed tick's agent on
+    this machine is an orphan whatever the remote's claim says)."""
     loop_name = LoopName.of(name)
     folder = project.loop_dir(loop_name)
     if remote is None:
@@ -503,6 +506,7 @@ def remote_tick(project: Project, name: str, remote: str | None, ttl_of: Callabl
     folder.mkdir(parents=True, exist_ok=True)
     try:
         with contextlib.nullcontext() if lock_held else locked(folder / TICK_LOCK, timeout_s=0):
+            reap(folder)
             synced = sync_in(project, loop_name, remote)
             loop = Loop.resolve(project, loop_name)
             config = loop.read_config()

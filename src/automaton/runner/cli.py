@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from automaton import __version__
@@ -29,13 +30,59 @@ from automaton.store.layout import Project
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (core/record.py says why)
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
     from automaton.runner.progress import Progress
 
 
 class _Usage(Exception):
     pass
+
+
+class Stopped(BaseException):  # like KeyboardInterrupt: no `except Exception` may take it
+    """Raised by the SIGTERM/SIGHUP handler (`_stopping`) once the role's processes were
+    killed: the runner unwinds (locks released, what `run_streaming` started killed) and exits
+    128 + `signum`, as a shell reports a process ended by that signal."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _on_stop(signum: int, _frame: object) -> None:
+    """SIGTERM/SIGHUP (systemd, a pod stop, a CI cancel, a closed terminal): SIGKILL the
+    running role's process group first, then unwind. Later such signals are ignored so that
+    the clean-up itself runs to its end (SIGKILL still ends it; the role is dead already)."""
+    import signal
+
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, signal.SIG_IGN)
+    proc = sys.modules.get("automaton.proc")  # not imported yet: no role is running
+    if proc is not None:
+        proc.stop_runs()
+    raise Stopped(signum)
+
+
+@contextmanager
+def _stopping() -> Iterator[None]:
+    """Within the block, `_on_stop` handles SIGTERM and SIGHUP (their default ends the runner at
+    once and leaves its role running; SIGINT raises KeyboardInterrupt, which `run_streaming`
+    handles); the handlers before it are put back after it (tests run the runner in-process).
+    Only the main thread may install handlers: elsewhere nothing changes."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    kept = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
+    try:
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, _on_stop)
+        yield
+    finally:
+        for sig, handler in kept.items():
+            signal.signal(sig, handler)
 
 
 def build() -> argparse.ArgumentParser:
@@ -246,7 +293,7 @@ def _remote_tick(project: Project, name: str, remote: str | None, settings: Path
     """A tick whose state lives in a git remote (`commands.remote_state.remote_tick`); a task
     claim of another live loop in that remote stops it first (`commands.remote_claims`)."""
     from automaton.commands import remote_account, remote_claims, remote_state
-    from automaton.runner import account, tick
+    from automaton.runner import account, leftovers, tick
     from automaton.store.loops import Loop
 
     def run(claim: Callable[[int], Outcome | None]) -> Outcome:
@@ -262,8 +309,14 @@ def _remote_tick(project: Project, name: str, remote: str | None, settings: Path
         return tick.tick(project, name, tick.TickOptions(settings_path=settings, progress=progress, claim=claim,
                                                          account_book=book), lock_held=True)
 
+    def reap(folder: Path) -> None:  # holding the tick lock: no live tick of this loop runs on this machine
+        killed = leftovers.kill_leftovers(folder)
+        if killed:
+            progress.note(f"loop {name}: killed {len(killed)} process(es) left running by a dead tick"
+                          f" (pids {','.join(map(str, killed))})")
+
     return remote_state.remote_tick(project, name, remote, lambda loop: account.ttl_s(loop.read_config()), run,
-                                    lock_held=lock_held)
+                                    lock_held=lock_held, reap=reap)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -280,7 +333,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(args: list[str]) -> int:
     as_json = "--json" in args
     try:
-        out = dispatch(plain_tick(args) or build().parse_args(args))
+        with _stopping():
+            out = dispatch(plain_tick(args) or build().parse_args(args))
     except _Usage as exc:
         hint = "" if "--help" in str(exc) else " (see automaton-loop --help)"
         return _error(f"usage: {exc}{hint}", int(ExitCode.BAD_INPUT), as_json)
@@ -294,6 +348,9 @@ def _main(args: list[str]) -> int:
         return _error(bad.message, int(bad.code), as_json)
     except KeyboardInterrupt:
         return _error("interrupted", 130, as_json)
+    except Stopped as exc:  # what a killed tick leaves (an open TICK_START) is the next tick's to settle
+        return _error(f"stopped by signal {exc.signum}: the running role's processes were killed; nothing more was"
+                      " run", 128 + exc.signum, as_json)
     except SystemExit as exc:  # --help
         return int(exc.code or 0) if isinstance(exc.code, int | None) else int(ExitCode.BAD_INPUT)
     except Exception as exc:  # a bug: one line plus the log

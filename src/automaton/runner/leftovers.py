@@ -1,11 +1,14 @@
 """Agent processes left running by a tick that died (its runner killed with SIGKILL).
 
-`proc.run_streaming` stops a harness's process group when the call returns, but a runner
-killed with SIGKILL (an agent's `kill -9 $PPID`) returns nothing: its harness, in its own
-session, keeps running. Every process a tick starts carries `AUTOMATON_LOOP_DIR=<loop folder>`
-in its environment (inherited by its children), so the next tick of the loop, holding the
-loop's tick lock (no other tick of it can be running), finds them in `/proc/<pid>/environ` and
-kills their process groups before it starts. Linux only (`/proc`); elsewhere nothing is found.
+`proc.run_streaming` stops a harness's process group when the call returns, and when a runner
+killed with SIGKILL (an agent's `kill -9 $PPID`) returns nothing, the harness dies with it (the
+kernel's parent-death signal) and so does its group (a watcher): what can remain is a process
+that left the group (setsid), or a harness whose watcher was killed. Every process a tick
+starts carries `AUTOMATON_LOOP_DIR=<loop folder>` in its environment (inherited by its
+children), so the next tick of the loop, holding the loop's tick lock (no other tick of it can
+be running on this machine), finds them in `/proc/<pid>/environ` and kills their process groups
+before it starts; a `--state-remote` tick too, before it judges the remote's claim. Linux only
+(`/proc`); elsewhere nothing is found.
 Sources: proc(5) "/proc/[pid]/environ", "/proc/[pid]/stat" (field 4: ppid).
 """
 

@@ -13,11 +13,13 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Collection
+from dataclasses import dataclass
 
-from automaton.sandbox._libc import PR_SET_CHILD_SUBREAPER, prctl
+from automaton.sandbox._libc import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, prctl
 
 PROC = "/proc"
 # Upper bound (seconds) on kill_descendants: a process stuck in the kernel (state D) takes
@@ -34,6 +36,67 @@ def become_subreaper() -> bool:
             prctl(PR_SET_CHILD_SUBREAPER, 1, "prctl(PR_SET_CHILD_SUBREAPER)")
             _subreaper = True
     return _subreaper
+
+
+def die_with_parent(parent: int) -> None:
+    """In a forked child, before exec (a `preexec_fn`): have the kernel SIGKILL this process
+    when the thread that forked it ends (prctl(2) PR_SET_PDEATHSIG; kept across execve(2)
+    unless the program is set-user-ID or has file capabilities, which no_new_privs rules out
+    in the sandbox), so a role never outlives a runner killed with SIGKILL. `parent`: the pid
+    of the runner, read before the fork; when the child's parent is no longer it, the runner
+    died between fork and this call (the kernel then sent nothing): OSError, and the child
+    never execs. The C library must be loaded already (`become_subreaper` does: no dlopen
+    after fork). No-op off Linux."""
+    if not sys.platform.startswith("linux"):
+        return
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL, "prctl(PR_SET_PDEATHSIG)")
+    if os.getppid() != parent:
+        raise OSError(0, "the runner ended before its role started")
+
+
+# The watcher of `watch_group`: a shell outside every sandbox, in its own session (a Ctrl-C to the
+# runner's terminal group must not end it first), reading a pipe only this process holds open.
+_WATCHER = ("/bin/sh", "-c", 'read -r _; kill -s KILL -- -"$1" 2>/dev/null', "automaton-group-watch")
+
+
+@dataclass(frozen=True)
+class Watch:
+    """A running `watch_group` watcher: its process and the write end this process holds."""
+
+    process: subprocess.Popen[bytes]
+    fd: int
+
+
+def watch_group(pgid: int) -> Watch | None:
+    """Start a watcher that SIGKILLs process group `pgid` (a role's: the agent and every
+    descendant that did not leave the group) once this process is gone, however it ended: the
+    watcher blocks reading a pipe whose only write end this process holds (non-inheritable), so
+    the kernel's closing of that end at this process's death wakes it. PR_SET_PDEATHSIG
+    (`die_with_parent`) kills only the direct child; its descendants carry no such signal.
+    `unwatch` it when the run ended normally. None where it cannot be started (no /bin/sh) or
+    off POSIX: then only the direct child dies with the runner."""
+    if os.name != "posix":
+        return None
+    read_end, write_end = os.pipe()
+    try:
+        process = subprocess.Popen([*_WATCHER, str(pgid)], stdin=read_end, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, start_new_session=True, cwd="/")
+    except (OSError, subprocess.SubprocessError):
+        os.close(write_end)
+        return None
+    finally:
+        os.close(read_end)
+    return Watch(process, write_end)
+
+
+def unwatch(watch: Watch | None) -> None:
+    """End a watcher without letting it act (killed before its pipe closes), and reap it."""
+    if watch is None:
+        return
+    with contextlib.suppress(OSError):
+        watch.process.kill()
+    watch.process.wait()
+    os.close(watch.fd)
 
 
 def _table() -> dict[int, tuple[int, str]]:
