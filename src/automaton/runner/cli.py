@@ -217,45 +217,65 @@ def _print_outcome(out: Outcome, as_json: bool) -> None:
 def dispatch(ns: argparse.Namespace) -> Outcome:
     """Validate the flag combination, then run the mode."""
     if ns.version:  # as `automaton --version`: wins over every other flag, exit 0 always
-            return Outcome(lines=[f"automaton-loop {__version__}"], data={"version": __version__})
+        return Outcome(lines=[f"automaton-loop {__version__}"], data={"version": __version__})
     if ns.demo:
         if ns.mode or ns.loop:
             raise _Usage("--demo takes no --mode or --loop")
         from automaton.runner.demo import run_demo
 
         return run_demo()
-    if not ns.mode or not ns.loop:
-        raise _Usage("pass --mode tick|run|dry-run and --loop NAME (or --demo)")
-    if ns.max_ticks is not None and (ns.mode != "run" or ns.max_ticks < 1):
-        raise _Usage("--max-ticks N (N >= 1) goes with --mode run")
-    if ns.state_remote is not None and ns.mode != "tick":
-        raise _Usage("--state-remote REMOTE goes with --mode tick")
-    settings = None
-    if ns.settings is not None:
-        settings = Path(ns.settings).expanduser().resolve()
-        if not settings.is_file():
-            raise BadInput(f"--settings {ns.settings!r} is not a file: pass the agent settings JSON file")
+    _check_flags(ns)
+    settings = _settings(ns.settings)
     project = Project.at(ns.project)
     from automaton.runner.progress import Progress
 
     progress = Progress(enabled=not ns.quiet)
     if ns.state_remote is not None:  # the loop folder may not exist before its state is fetched
         return _remote_tick(project, ns.loop, ns.state_remote, settings, progress, lock_held=False)
-    if ns.mode == "tick":  # the tick lock first: a tick that gives up never imports the runner
-        from automaton.runner import skip
+    if ns.mode == "tick":
+        return _tick_mode(project, ns.loop, settings, progress)
+    return _other_mode(project, ns, settings, progress)
 
-        with skip.tick_lock(project, ns.loop, progress) as busy:
-            if busy is not None:
-                return busy
-            from automaton.runner import tick
-            from automaton.store.loops import Loop
 
-            sealed = Loop.resolve(project, ns.loop).read_config().state_remote
-            if sealed is not None:  # loop.json names its state remote: every tick goes through it
-                return _remote_tick(project, ns.loop, None, settings, progress, lock_held=True)
-            _not_remote(project, ns.loop)
-            return tick.tick(project, ns.loop, tick.TickOptions(settings_path=settings, progress=progress),
-                             lock_held=True)
+def _check_flags(ns: argparse.Namespace) -> None:
+    """_Usage (exit 2) for a flag combination that does not go together."""
+    if not ns.mode or not ns.loop:
+        raise _Usage("pass --mode tick|run|dry-run and --loop NAME (or --demo)")
+    if ns.max_ticks is not None and (ns.mode != "run" or ns.max_ticks < 1):
+        raise _Usage("--max-ticks N (N >= 1) goes with --mode run")
+    if ns.state_remote is not None and ns.mode != "tick":
+        raise _Usage("--state-remote REMOTE goes with --mode tick")
+
+
+def _settings(given: str | None) -> Path | None:
+    """`--settings FILE` resolved; BadInput (exit 2) when it is not a file."""
+    if given is None:
+        return None
+    settings = Path(given).expanduser().resolve()
+    if not settings.is_file():
+        raise BadInput(f"--settings {given!r} is not a file: pass the agent settings JSON file")
+    return settings
+
+
+def _tick_mode(project: Project, name: str, settings: Path | None, progress: Progress) -> Outcome:
+    """`--mode tick`: the tick lock first (a tick that gives up never imports the runner)."""
+    from automaton.runner import skip
+
+    with skip.tick_lock(project, name, progress) as busy:
+        if busy is not None:
+            return busy
+        from automaton.runner import tick
+        from automaton.store.loops import Loop
+
+        sealed = Loop.resolve(project, name).read_config().state_remote
+        if sealed is not None:  # loop.json names its state remote: every tick goes through it
+            return _remote_tick(project, name, None, settings, progress, lock_held=True)
+        _not_remote(project, name)
+        return tick.tick(project, name, tick.TickOptions(settings_path=settings, progress=progress), lock_held=True)
+
+
+def _other_mode(project: Project, ns: argparse.Namespace, settings: Path | None, progress: Progress) -> Outcome:
+    """`--mode run` (never for a loop whose state lives in a remote) and `--mode dry-run`."""
     from automaton.proc import pinned_programs
     from automaton.runner import modes, tick
 
