@@ -150,16 +150,16 @@ EQUIVALENT: tuple[Equivalent, ...] = (
                'verified=None, rolled_back=True, anchor=count)',
                _NOT_HIDDEN),
     Equivalent(_CHAINLOG, 'adopt',
-               'if not chain.ok or chain.anchor > 0 or no'
-               't chain.lines or not chain.lines[-1].mac:',
+               'if not chain.ok or chain.unverified or chain.anchor > 0 or not chain.lines'
+               ' or not chain.lines[-1].mac:',
                "an anchor counts at least one line"),
     Equivalent(_CHAINLOG, 'adopt',
-               'if not chain.ok or chain.anchor >= 1 or n'
-               'ot chain.lines or not chain.lines[-1].mac:',
+               'if not chain.ok or chain.unverified or chain.anchor >= 1 or not chain.lines'
+               ' or not chain.lines[-1].mac:',
                "an anchor counts at least one line"),
     Equivalent(_CHAINLOG, 'adopt',
-               'if not chain.ok or chain.anchor >= 0 and n'
-               'ot chain.lines or not chain.lines[-1].mac:',
+               'if not chain.ok or chain.unverified or chain.anchor >= 0 and not chain.lines'
+               ' or not chain.lines[-1].mac:',
                "an anchored log is refused again below: the anchor on disk is read"),
     Equivalent(_CHAINLOG, 'recover',
                'tmp_token = ""', "no state token is empty: an unreadable temp file is never published either way"),
@@ -174,8 +174,7 @@ EQUIVALENT: tuple[Equivalent, ...] = (
                'path).count(b"\\n") < found.count:',
                "a log at its anchor's count is not ahead: the chain check below writes nothing"),
     Equivalent(_CHAINLOG, 'settle_anchor',
-               'if chain.ok and len(chain.lines) >= '
-               'found.count and chain.lines[-1].mac:',
+               'if chain.ok and not chain.unverified and len(chain.lines) >= found.count and chain.lines[-1].mac:',
                "at the anchor's count it writes the anchor it read: the same count and tail"),
     Equivalent(_CAN_EDIT, '_task_scope',
                'return _TaskScope(None, rec.phase, task_par'
@@ -311,5 +310,6 @@ EQUIVALENT: tuple[Equivalent, ...] = (
                "it publishes only a temp file at the log's last state: a state file already there holds the same"
                " token (loops and config: the SHA-256 of the bytes; a task: its one phase line)"),
     Equivalent(_CHAINLOG, "settle_anchor",
-               "if chain.ok and len(chain.lines) > found.count and chain.lines[-2].mac:", _KEYED_ON),
+               "if chain.ok and not chain.unverified and len(chain.lines) > found.count and chain.lines[-2].mac:",
+               _KEYED_ON),
 )

@@ -351,3 +351,26 @@ def test_adopt_goes_by_its_callers_reading_of_the_log(log: Path) -> None:
     assert not broken.ok
     log.write_bytes(clean)
     assert chainlog.adopt(log, broken) is False and anchor.read(log) is None
+
+
+def _forged_line_after(log: Path) -> None:
+    """A line 4 that links to line 3 but whose mac no key made (an agent without the key)."""
+    last = log.read_text().splitlines()[-1]
+    with log.open("a") as out:
+        out.write(format_line("2026-12-01T00:00:04Z", "TICK", {"n": 4}, "s4", line_hash(last), b"x" * 32) + "\n")
+
+
+def test_no_anchor_is_moved_or_made_on_a_reading_without_the_key(log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A process the key is withheld from reads keyed lines on their chain alone: a forged line
+    # verifies there, so it never settles or adopts an anchor onto it.
+    _forged_line_after(log)
+    monkeypatch.setenv(keys.WITHHELD_ENV, "1")
+    assert chainlog.read_chain(log).unverified
+    chainlog.settle_anchor(log)
+    found = anchor.read(log)
+    assert found is not None and found.count == 3
+    anchor.forget(log)
+    keys.mark_keyed(log, anchored=False)
+    assert chainlog.adopt(log) is False and anchor.read(log) is None
+    monkeypatch.delenv(keys.WITHHELD_ENV)
+    assert "line 4 has a mac the key does not verify" in chainlog.read_chain(log).error
