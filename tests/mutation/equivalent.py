@@ -98,9 +98,6 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent(_CHAINLOG, "_verified", "_MEMO.pop(next(iter(_MEMO), where), )", _EVICT),
     Equivalent(_CHAINLOG, "_verified", "_MEMO.pop(next(iter(_MEMO), None), None)", _EVICT),
     Equivalent(_CHAINLOG, "_verified", "_MEMO.pop(next(iter(_MEMO), ), None)", _EVICT),
-    Equivalent(_CHAINLOG, "_verified", "check = verify_text(text[len(seen[0]):], key, after=seen[3])",
-               "without check_macs it can only fail where the key is hidden, and a memo check that fails is done"
-               " again in full"),
     Equivalent(_CHAINLOG, "append_event", "keys.mark_keyed(log_path, anchored=chain.ok and chain.anchor <= 0)",
                _COUNTS_ONE),
     Equivalent(_CHAINLOG, "append_event", "keys.mark_keyed(log_path, anchored=chain.ok and chain.anchor < 1)",
