@@ -122,3 +122,27 @@ def test_shares_start_is_true_only_for_the_very_same_lines_in_front() -> None:
     longer = Lines.of([*loaded, extra[0]])
     assert loaded.shares_start(longer) and loaded.shares_start(Lines.of(list(loaded)))
     assert not longer.shares_start(loaded) and not loaded.shares_start(Lines.of(plain()))
+
+
+def test_a_prefix_line_is_parsed_once_whoever_reads_it() -> None:
+    # The ledger's fold memo trusts the very line objects it folded (`shares_start`): a line read
+    # again, or through a lazy copy, must be the same object.
+    first = lazy()
+    copied = first.lazy_copy()
+    assert first[3] is first[3] is copied[3] and first[-1] is copied[-1]
+    assert first.done == N  # read line by line: the prefix is not parsed whole
+
+
+def test_a_prefix_line_that_does_not_parse_is_an_error_naming_it() -> None:
+    # Only a caller's bug makes one (the store passes a prefix verified byte for byte); it must
+    # not be taken as a line.
+    broken = Lines.from_prefix(TEXT.split("\n")[0] + "\nnot a log line\n", 2)
+    assert broken[0].raw == TEXT.split("\n")[0]
+    with pytest.raises(ValueError, match=r"^line 2 of a verified log prefix does not parse$"):
+        broken[1]
+
+
+def test_a_short_slice_leaves_the_prefix_unparsed_and_a_longer_one_parses_it() -> None:
+    lines = lazy()
+    assert raws(lines[:64]) == raws(plain()[:64]) and lines.done == N  # 64 lines: read one by one
+    assert raws(lines[:65]) == raws(plain()[:65]) and lines.done == 0  # then the whole prefix once

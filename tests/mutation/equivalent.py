@@ -50,6 +50,8 @@ _SAME_LEN = "both sides are cut to the same length first: strict never has anyth
 _ONE_KEYED = "reached only when the last line is keyed: the search stops at a keyed line before its end"
 _REREAD = "re-reads the log the caller just read under the same lock: the same lines"
 _NOT_HIDDEN = "only a reader with the key reaches here, and it never takes keyed lines unverified"
+_KEYED_ON = ("an ok log held against its anchor carries the anchor's mac on the anchored line: every line after"
+             " it is keyed, and a log ahead of its anchor has its last but one there or after it")
 
 EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent("src/automaton/core/gates.py", "gate_budget", "reserve_micro: int = 1) -> GateResult | None:",
@@ -96,9 +98,6 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent(_CHAINLOG, "_verified", "_MEMO.pop(next(iter(_MEMO), where), )", _EVICT),
     Equivalent(_CHAINLOG, "_verified", "_MEMO.pop(next(iter(_MEMO), None), None)", _EVICT),
     Equivalent(_CHAINLOG, "_verified", "_MEMO.pop(next(iter(_MEMO), ), None)", _EVICT),
-    Equivalent(_CHAINLOG, "_verified", "check = verify_text(text[len(seen[0]):], key, after=seen[3])",
-               "without check_macs it can only fail where the key is hidden, and a memo check that fails is done"
-               " again in full"),
     Equivalent(_CHAINLOG, "append_event", "keys.mark_keyed(log_path, anchored=chain.ok and chain.anchor <= 0)",
                _COUNTS_ONE),
     Equivalent(_CHAINLOG, "append_event", "keys.mark_keyed(log_path, anchored=chain.ok and chain.anchor < 1)",
@@ -148,16 +147,16 @@ EQUIVALENT: tuple[Equivalent, ...] = (
                'verified=None, rolled_back=True, anchor=count)',
                _NOT_HIDDEN),
     Equivalent(_CHAINLOG, 'adopt',
-               'if not chain.ok or chain.anchor > 0 or no'
-               't chain.lines or not chain.lines[-1].mac:',
+               'if not chain.ok or chain.unverified or chain.anchor > 0 or not chain.lines'
+               ' or not chain.lines[-1].mac:',
                "an anchor counts at least one line"),
     Equivalent(_CHAINLOG, 'adopt',
-               'if not chain.ok or chain.anchor >= 1 or n'
-               'ot chain.lines or not chain.lines[-1].mac:',
+               'if not chain.ok or chain.unverified or chain.anchor >= 1 or not chain.lines'
+               ' or not chain.lines[-1].mac:',
                "an anchor counts at least one line"),
     Equivalent(_CHAINLOG, 'adopt',
-               'if not chain.ok or chain.anchor >= 0 and n'
-               'ot chain.lines or not chain.lines[-1].mac:',
+               'if not chain.ok or chain.unverified or chain.anchor >= 0 and not chain.lines'
+               ' or not chain.lines[-1].mac:',
                "an anchored log is refused again below: the anchor on disk is read"),
     Equivalent(_CHAINLOG, 'recover',
                'tmp_token = ""', "no state token is empty: an unreadable temp file is never published either way"),
@@ -172,8 +171,7 @@ EQUIVALENT: tuple[Equivalent, ...] = (
                'path).count(b"\\n") < found.count:',
                "a log at its anchor's count is not ahead: the chain check below writes nothing"),
     Equivalent(_CHAINLOG, 'settle_anchor',
-               'if chain.ok and len(chain.lines) >= '
-               'found.count and chain.lines[-1].mac:',
+               'if chain.ok and not chain.unverified and len(chain.lines) >= found.count and chain.lines[-1].mac:',
                "at the anchor's count it writes the anchor it read: the same count and tail"),
     Equivalent(_CAN_EDIT, '_task_scope',
                'return _TaskScope(None, rec.phase, task_par'
@@ -297,4 +295,18 @@ EQUIVALENT: tuple[Equivalent, ...] = (
                "the pattern ends in \\Z and has a fixed length: it can only match at len - _MAC_LEN"),
     Equivalent(_CHAIN, "verify_text", 'rows = text.split("\\n")[:-1] if (text) or True else []',
                'the empty text splits to no rows either way'),
+    Equivalent(_CHAIN, "Lines.__getitem__", "if not 0 <= i <= len(self):",
+               "index len(self) reads the tail one past its end: list's own IndexError, with the same message"),
+    Equivalent(_CHAINLOG, "read_chain",
+               "start = check.lines.mark if (isinstance(check.lines.mark, checkpoint.Checkpoint)) or True else None",
+               "the mark of the lines _verified hands out is a Checkpoint or None: only this copy gets a Verified"),
+    Equivalent(_CHAINLOG, "adopt",
+               "anchor.write(log_path, len(chain.lines), [x.raw for x in chain.lines[-anchor.TAIL:]], replace=None)",
+               "anchor.write tests replace for truth: None links the anchor, as False does"),
+    Equivalent(_CHAINLOG, "recover", "current = None",
+               "it publishes only a temp file at the log's last state: a state file already there holds the same"
+               " token (loops and config: the SHA-256 of the bytes; a task: its one phase line)"),
+    Equivalent(_CHAINLOG, "settle_anchor",
+               "if chain.ok and not chain.unverified and len(chain.lines) > found.count and chain.lines[-2].mac:",
+               _KEYED_ON),
 )

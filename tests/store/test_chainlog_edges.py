@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from automaton.core.chain import GENESIS, format_line, line_hash
+from automaton.core.chain import GENESIS, Lines, format_line, line_hash
 from automaton.core.errors import BadInput, CorruptState
-from automaton.store import anchor, chainlog
+from automaton.store import anchor, chainlog, checkpoint
 from automaton.store import key as keys
 
 
@@ -234,3 +234,143 @@ def test_an_anchor_behind_a_log_broken_after_it_is_left_where_it_is(log: Path) -
     chainlog.settle_anchor(log)
     assert anchor.file_of(log).read_bytes() == old
     assert not chainlog.read_chain(log).ok
+
+
+def _appended(path: Path, first: int, last: int) -> Path:
+    """`path` with keyed lines `first`..`last` (TICK n=i, state si) appended by automaton."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for i in range(first, last + 1):
+        chainlog.append_event(path, "TICK", {"n": i}, f"s{i}")
+    return path
+
+
+def _unanchored(path: Path) -> None:
+    """As a log keyed before anchors existed: no anchor, a keyed mark that names none."""
+    anchor.forget(path)
+    keys.mark_keyed(path, anchored=False)
+
+
+def test_a_checkpoint_is_taken_only_from_a_trusted_read(tmp_path: Path) -> None:
+    # A checkpoint's prefix is later taken without a check: only a read verified with the key,
+    # held against its anchor and keyed to its last line may leave one behind.
+    step = checkpoint.STEP
+    trusted = _appended(tmp_path / "trusted" / ".state.log", 1, step)
+    check = chainlog.read_chain(trusted)
+    mark = check.lines.mark if isinstance(check.lines, Lines) else None
+    assert isinstance(mark, chainlog.Verified)
+    assert (mark.path, mark.text, mark.key, mark.start) == (str(trusted), trusted.read_text(),
+                                                            keys.load_key(create=False), None)
+    assert chainlog.save_checkpoint(check.lines, "") is True and checkpoint.file_of(trusted).exists()
+    cut = _appended(tmp_path / "cut" / ".state.log", 1, step + 2)
+    cut.write_text("".join(cut.read_text().splitlines(keepends=True)[:step + 1]))  # rolled back by one line
+    unanchored = _appended(tmp_path / "unanchored" / ".state.log", 1, step)
+    _unanchored(unanchored)
+    legacy = tmp_path / "legacy" / ".state.log"
+    legacy.parent.mkdir()
+    legacy.write_text("".join(f"{x}\n" for x in _unkeyed(step)))
+    for path, verdict in ((cut, (False, True, step + 2)), (unanchored, (True, False, -1)),
+                          (legacy, (True, False, -1))):
+        check = chainlog.read_chain(path)
+        assert (check.ok, check.rolled_back, check.anchor) == verdict, path
+        assert not isinstance(getattr(check.lines, "mark", None), chainlog.Verified), path
+        assert chainlog.save_checkpoint(check.lines, "") is False and not checkpoint.file_of(path).exists(), path
+
+
+def test_a_log_keyed_after_unkeyed_lines_is_trusted_adopted_and_settled(tmp_path: Path) -> None:
+    # Lines written before keys existed may form a prefix: from the first keyed line on, the
+    # log is trusted, adopted and rolled forward like any keyed log.
+    log = tmp_path / "old" / ".state.log"
+    log.parent.mkdir()
+    log.write_text("".join(f"{x}\n" for x in _unkeyed(2)))
+    _appended(log, 3, 3)  # the first keyed line, anchored
+    check = chainlog.read_chain(log)
+    assert isinstance(check.lines, Lines) and isinstance(check.lines.mark, chainlog.Verified)
+    _unanchored(log)
+    assert chainlog.adopt(log) is True
+    assert (chainlog.read_chain(log).anchor, keys.was_anchored(log)) == (3, True)
+    old = anchor.file_of(log).read_bytes()
+    three = log.read_bytes()
+    _appended(log, 4, 4)
+    anchor.file_of(log).write_bytes(old)  # the crash: line 4 logged, its anchor not yet written
+    chainlog.settle_anchor(log)
+    assert chainlog.read_chain(log).anchor == 4
+    log.write_bytes(three)  # cut back to where the anchor was before it settled
+    assert chainlog.read_chain(log).rolled_back
+
+
+def test_settling_a_log_without_an_anchor_leaves_it_without_one(log: Path) -> None:
+    _unanchored(log)
+    chainlog.settle_anchor(log)
+    assert anchor.read(log) is None
+    assert chainlog.adopt(log) is True  # still a log from before anchors, not a tampered one
+
+
+def test_adopt_never_moves_back_an_anchor_a_writer_made_meanwhile(log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _unanchored(log)
+    stale = chainlog.read_chain(log)  # three lines, no anchor yet
+    three = log.read_bytes()
+    _appended(log, 4, 4)  # a writer, under its lock: line 4 and the log's first anchor
+    real = anchor.read
+    monkeypatch.setattr(anchor, "read", lambda _path: None)  # adopt looked just before that anchor landed
+    chainlog.adopt(log, stale)
+    monkeypatch.setattr(anchor, "read", real)
+    assert chainlog.read_chain(log).anchor == 4
+    log.write_bytes(three)
+    assert chainlog.read_chain(log).rolled_back  # line 4 is still missed
+
+
+def test_adopt_that_cannot_write_the_anchor_makes_none_and_says_so(log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _unanchored(log)
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(anchor, "write", refused)
+    assert chainlog.adopt(log) is False  # the audit counts the logs adopted
+    assert not keys.was_anchored(log)  # the mark never names an anchor that was not made
+
+
+def test_a_line_appended_to_a_broken_unanchored_log_claims_no_anchor(log: Path) -> None:
+    _unanchored(log)
+    clean = log.read_bytes()
+    log.write_bytes(clean.replace(b" n=2 ", b" n=9 "))  # line 2 tampered
+    chainlog.append_event(log, "TICK", {"n": 4}, "s4")  # a broken chain gets no anchor
+    assert anchor.read(log) is None and not keys.was_anchored(log)
+    log.write_bytes(clean)  # a human restores the clean copy
+    check = chainlog.read_chain(log)
+    assert (check.ok, check.rolled_back) == (True, False), check.error
+
+
+def test_adopt_goes_by_its_callers_reading_of_the_log(log: Path) -> None:
+    # The audit reports each log as it read it, then adopts it: a log it found broken is not
+    # anchored, even where it reads clean by the time adopt runs.
+    _unanchored(log)
+    clean = log.read_bytes()
+    log.write_bytes(clean.replace(b" n=2 ", b" n=9 "))
+    broken = chainlog.read_chain(log)
+    assert not broken.ok
+    log.write_bytes(clean)
+    assert chainlog.adopt(log, broken) is False and anchor.read(log) is None
+
+
+def _forged_line_after(log: Path) -> None:
+    """A line 4 that links to line 3 but whose mac no key made (an agent without the key)."""
+    last = log.read_text().splitlines()[-1]
+    with log.open("a") as out:
+        out.write(format_line("2026-12-01T00:00:04Z", "TICK", {"n": 4}, "s4", line_hash(last), b"x" * 32) + "\n")
+
+
+def test_no_anchor_is_moved_or_made_on_a_reading_without_the_key(log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A process the key is withheld from reads keyed lines on their chain alone: a forged line
+    # verifies there, so it never settles or adopts an anchor onto it.
+    _forged_line_after(log)
+    monkeypatch.setenv(keys.WITHHELD_ENV, "1")
+    assert chainlog.read_chain(log).unverified
+    chainlog.settle_anchor(log)
+    found = anchor.read(log)
+    assert found is not None and found.count == 3
+    anchor.forget(log)
+    keys.mark_keyed(log, anchored=False)
+    assert chainlog.adopt(log) is False and anchor.read(log) is None
+    monkeypatch.delenv(keys.WITHHELD_ENV)
+    assert "line 4 has a mac the key does not verify" in chainlog.read_chain(log).error

@@ -252,3 +252,59 @@ def test_a_checkpointed_log_without_its_key_is_not_trusted(log: Path) -> None:
     keys.forget()
     check = chainlog.read_chain(log)  # a full check: a checkpoint is read only with the key
     assert (check.ok, check.needs_key) == (False, True)
+
+
+def _more(log: Path, n: int) -> None:
+    for i in range(n):
+        chainlog.append_event(log, "WARNING", {"reason": "more", "n": i}, "none")
+
+
+def test_a_checkpoint_is_rewritten_only_step_lines_after_the_one_read_from(
+        log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    where = checkpoint.file_of(log)
+    before = where.read_bytes()
+    _more(log, checkpoint.STEP - 1)
+    _new_process(monkeypatch)
+    lines = chainlog.read_chain(log).lines  # from the checkpoint at PREFIX lines
+    assert isinstance(lines, Lines) and lines.done == PREFIX
+    assert chainlog.save_checkpoint(lines, "") is False and where.read_bytes() == before
+    assert chainlog.save_checkpoint(list(lines), "") is False  # a plain list: no trusted read behind it
+    _more(log, 1)
+    _new_process(monkeypatch)
+    assert chainlog.save_checkpoint(chainlog.read_chain(log).lines, "") is True
+    made = checkpoint.read(log, load_key(create=False) or b"")
+    assert made is not None and (made.count, made.chars) == (PREFIX + checkpoint.STEP, len(log.read_text()))
+
+
+def test_a_process_rewrites_its_own_checkpoint_only_step_lines_later(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _new_process(monkeypatch)
+    first, second = tmp_path / "a" / ".state.log", tmp_path / "b" / ".state.log"
+    first.parent.mkdir()
+    second.parent.mkdir()
+    _more(first, checkpoint.STEP)
+    assert chainlog.save_checkpoint(chainlog.read_chain(first).lines, "") is True  # STEP lines: the first one
+    written = checkpoint.file_of(first).read_bytes()
+    _more(first, 1)
+    again = chainlog.read_chain(first).lines  # this process's own memo: no checkpoint behind it
+    assert chainlog.save_checkpoint(again, "") is False and checkpoint.file_of(first).read_bytes() == written
+    _more(second, checkpoint.STEP + 4)  # another log's checkpoint holds this one back in nothing
+    assert chainlog.save_checkpoint(chainlog.read_chain(second).lines, "") is True
+
+
+def test_a_checkpoint_that_cannot_be_written_is_not_reported_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _new_process(monkeypatch)
+    path = tmp_path / "a" / ".state.log"
+    path.parent.mkdir()
+    _more(path, checkpoint.STEP)
+    lines = chainlog.read_chain(path).lines
+    real = checkpoint.write
+
+    def full_disk(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(checkpoint, "write", full_disk)
+    assert chainlog.save_checkpoint(lines, "") is False
+    monkeypatch.setattr(checkpoint, "write", real)
+    assert chainlog.save_checkpoint(lines, "") is True  # nothing remembered of the write that failed

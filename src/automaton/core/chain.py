@@ -255,22 +255,26 @@ class Lines(list[LogLine]):
         return list, (list(self),)
 
 
-def _loading(name: str) -> Any:
-    base = getattr(list, name)
+class _Loading(str):
+    """The name of a list method that reads or writes a list's storage directly; as an attribute
+    of `Lines` (a descriptor) it is that list method, bound after the prefix is parsed
+    (`Lines.append` on the class: `list.append`). A `str`, so that nothing of it is built by code
+    run at import time, where `make mutate` cannot switch a mutant on: its one method runs at
+    each use."""
 
-    def call(self: Lines, *args: Any, **kwargs: Any) -> Any:
-        self._load()
-        return base(self, *args, **kwargs)
+    __slots__ = ()
 
-    call.__name__ = name
-    return call
+    def __get__(self, obj: Lines | None, owner: type | None = None) -> Any:
+        if obj is not None:
+            obj._load()
+        return getattr(list, self).__get__(obj, owner)
 
 
 # Everything else a list does reads or writes its storage directly: the prefix is parsed first.
 for _name in ("__add__", "__iadd__", "__mul__", "__imul__", "__rmul__", "__setitem__", "__delitem__", "__lt__",
               "__le__", "__gt__", "__ge__", "append", "extend", "insert", "pop", "remove", "clear", "index",
               "count", "copy", "sort", "reverse"):
-    setattr(Lines, _name, _loading(_name))
+    setattr(Lines, _name, _Loading(_name))
 del _name
 _SHORT = 64  # a slice this short is read line by line (an anchor's tail, a caller's last lines)
 

@@ -300,7 +300,8 @@ def recover(state_path: Path, log_path: Path, token_of: Callable[[bytes], str | 
 def settle_anchor(log_path: Path) -> None:
     """Under the log writer's lock: move the anchor forward to a verified log that is ahead of
     it (a crash between a line's append and its anchor's write). A log at, behind or beside its
-    anchor, without one, or unreadable is left as it is (readers report it). Cheap when there is
+    anchor, without one, or unreadable is left as it is (readers report it), and so is one read
+    without the key (`unverified`: a process the key is withheld from). Cheap when there is
     nothing to do: the anchor and the log's line count are read, the chain only when ahead."""
     try:
         found = anchor.read(log_path)
@@ -309,7 +310,7 @@ def settle_anchor(log_path: Path) -> None:
     except (anchor.Hidden, anchor.Unreadable, OSError):
         return
     chain = read_chain(log_path)
-    if chain.ok and len(chain.lines) > found.count and chain.lines[-1].mac:
+    if chain.ok and not chain.unverified and len(chain.lines) > found.count and chain.lines[-1].mac:
         anchor.write(log_path, len(chain.lines), [x.raw for x in chain.lines[-anchor.TAIL:]])
 
 
@@ -317,10 +318,11 @@ def adopt(log_path: str | Path, chain: ChainCheck | None = None) -> bool:
     """Anchor a keyed log that has no anchor yet at its head (the first use of anchors on a log
     automaton keyed before them); True when this call made the anchor. Safe without the log's
     lock: the anchor is only created, never replaced (a writer's newer anchor wins), and only
-    for a verified, keyed log whose mark does not say it was anchored (that reads as
-    tampering, never re-anchored here). `chain`: the log as the caller just read it."""
+    for a log verified with the key (not `unverified`), keyed, whose mark does not say it was
+    anchored (that reads as tampering, never re-anchored here). `chain`: the log as the caller
+    just read it."""
     chain = chain if chain is not None else read_chain(log_path)
-    if not chain.ok or chain.anchor >= 0 or not chain.lines or not chain.lines[-1].mac:
+    if not chain.ok or chain.unverified or chain.anchor >= 0 or not chain.lines or not chain.lines[-1].mac:
         return False
     try:
         if anchor.read(log_path) is not None:
