@@ -260,18 +260,24 @@ def validate(verb: str, ns: argparse.Namespace) -> None:
     if stray:
         given = ", ".join(_flag(m) for m in stray)
         raise UsageError(f"{given} does not go with {_flag(verb)}")
-    if verb == "approve" and ns.to is not None and ns.loop is not None:
-        raise UsageError("--to goes with --approve --task, not --loop")
-    if verb == "approve" and ns.config and (ns.task is not None or ns.loop is not None or ns.to is not None):
-        raise UsageError("--approve --config takes no --task, --loop or --to")
-    if verb == "approve" and ns.yes and ns.loop is None and not ns.config:
-        raise UsageError("--yes goes with --approve --loop or --approve --config")
-    if verb == "approve" and ns.state_remote is not None and ns.loop is None:
-        raise UsageError("--state-remote goes with --approve --loop NAME")
+    if verb == "approve":
+        _validate_approve(ns)
     if verb == "doctor" and ns.state_remote is not None and ns.loop is None:
         raise UsageError("--state-remote goes with --doctor --loop NAME")
     if verb == "can_edit" and ns.loop_worktree and ns.loop is None:
         raise UsageError("--loop-worktree needs --loop NAME")
+
+
+def _validate_approve(ns: argparse.Namespace) -> None:
+    """`--approve`'s own flag rules (UsageError, exit 2)."""
+    if ns.to is not None and ns.loop is not None:
+        raise UsageError("--to goes with --approve --task, not --loop")
+    if ns.config and (ns.task is not None or ns.loop is not None or ns.to is not None):
+        raise UsageError("--approve --config takes no --task, --loop or --to")
+    if ns.yes and ns.loop is None and not ns.config:
+        raise UsageError("--yes goes with --approve --loop or --approve --config")
+    if ns.state_remote is not None and ns.loop is None:
+        raise UsageError("--state-remote goes with --approve --loop NAME")
 
 
 def _flag(dest: str) -> str:

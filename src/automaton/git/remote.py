@@ -328,12 +328,18 @@ def push(repo: Path, remote: str, moves: Sequence[Move], *, user_config: bool = 
     # moved the ref meanwhile ("cannot lock ref": the ref is locked or not at its old value).
     if any(sign in text for sign in _LOST):
         return Pushed(False, True, "the remote moved since the fetch")
-    refused = [ln.split("\t")[-1] for ln in status if ln.startswith("!")]
-    if not status and not refused:
+    if not status:
         raise RemoteFailed(f"cannot push to the state remote {remote!r}: {_reason(done)}")
+    return Pushed(False, False, _refusal(done, status))
+
+
+def _refusal(done: Captured, status: list[str]) -> str:
+    """The remote's reason for refusing an atomic push: the first refused ref's own reason (not
+    the "atomic push failed" of the others) and the last line a server hook printed."""
+    refused = [ln.split("\t")[-1] for ln in status if ln.startswith("!")]
     reason = next((r for r in refused if r and "atomic push failed" not in r), refused[0] if refused else "")
     hook = [ln.removeprefix("remote: ").strip() for ln in done.err.splitlines() if ln.startswith("remote: ")]
-    return Pushed(False, False, "; ".join(filter(None, [reason, *hook[-1:]])) or _last(done))
+    return "; ".join(filter(None, [reason, *hook[-1:]])) or _last(done)
 
 
 def local_branch(repo: Path, loop: str) -> str | None:

@@ -49,16 +49,12 @@ def read_chain(log_path: str | Path) -> ChainCheck:
     sandbox, which cannot write the log either) keyed lines are taken on their SHA-256 chain
     (`unverified`) and anchors cannot be read: not checked there.
     Raises BadInput/CorruptState (exit 2) for a bad key file (`store.key`)."""
+    loaded = _key_for(log_path)
+    if isinstance(loaded, ChainCheck):
+        return loaded
+    key, hidden = loaded
     # The anchor before the log: a writer appends its line, then moves the anchor, so a log
     # read after its anchor is never behind it unless it was rolled back.
-    try:
-        key, hidden = keys.load_key(create=False), False
-    except keys.KeyHidden:
-        key, hidden = None, True
-    except BadInput:  # a bad key file: a missing log still reads as empty, as before anchors
-        if os.path.lexists(log_path):
-            raise
-        return ChainCheck(True, [])
     found = None if hidden else _anchor_of(log_path)
     text = _read_text(log_path)
     if not isinstance(text, str):
@@ -79,7 +75,27 @@ def read_chain(log_path: str | Path) -> ChainCheck:
                           " from a backup, or a human re-seals the log)", needs_key=True)
     if hidden or not check.ok:
         return check
-    check = _anchored(log_path, check, found)
+    return _mark_trusted(log_path, _anchored(log_path, check, found), text, key, found)
+
+
+def _key_for(log_path: str | Path) -> tuple[bytes | None, bool] | ChainCheck:
+    """(the record key or None, whether it is hidden here) for reading `log_path`; the empty,
+    valid chain of a missing log when the key file is bad (a missing log reads as empty, as
+    before anchors). Raises the key's BadInput for a log that exists."""
+    try:
+        return keys.load_key(create=False), False
+    except keys.KeyHidden:
+        return None, True
+    except BadInput:
+        if os.path.lexists(log_path):
+            raise
+        return ChainCheck(True, [])
+
+
+def _mark_trusted(log_path: str | Path, check: ChainCheck, text: str, key: bytes | None,
+                  found: anchor.Anchor | str | None) -> ChainCheck:
+    """`check`, its lines marked `Verified` when the read is trusted (verified with the key,
+    anchored, keyed up to its last line): what `save_checkpoint` needs."""
     if (check.ok and key is not None and isinstance(found, anchor.Anchor) and isinstance(check.lines, Lines)
             and check.lines and check.lines[-1].mac and not check.unverified):
         start = check.lines.mark if isinstance(check.lines.mark, checkpoint.Checkpoint) else None
