@@ -270,3 +270,12 @@ def patched(state: LoopState, **changes: object) -> LoopState:
     from automaton.core.loopconfig import state_json, validate_state
 
     return validate_state({**state_json(state), **changes}, "a test's state")
+
+
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie (a killed orphan may wait for its reaper)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")

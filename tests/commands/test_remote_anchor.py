@@ -23,18 +23,6 @@ ANCHOR = f"refs/automaton/anchors/{fk.LOOP}"
 KEY = bytes.fromhex(fk.KEY)
 
 
-@pytest.fixture
-def fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, approver: str) -> fk.Fleet:
-    monkeypatch.setenv("AUTOMATON_RECORD_KEY", fk.KEY)
-    made = fk.make_fleet(tmp_path, 2)
-    first = _tick(made.seed, Path(os.environ["HOME"]))
-    assert first.returncode == 0 and '"ran": true' in first.stdout, first.stderr
-    return made
-
-
-def _tick(clone: Path, home: Path, loop: str = fk.LOOP) -> subprocess.CompletedProcess[str]:
-    argv = [loop if a == fk.LOOP else a for a in fk.runner_argv(clone)]
-    return subprocess.run(argv, env=fk.runner_env(home), capture_output=True, text=True, timeout=300, check=False)
 
 
 def _ran(done: subprocess.CompletedProcess[str]) -> bool:
@@ -68,7 +56,7 @@ def _forge(bare: Path, files: dict[str, str], parent: str) -> str:
 
 def test_every_publish_moves_the_anchor_to_the_log_it_pushed(fleet: fk.Fleet) -> None:
     first = _ref(fleet, ANCHOR)
-    assert _ran(_tick(fleet.clones[0], fleet.homes[0]))
+    assert _ran(fk.tick(fleet.clones[0], fleet.homes[0]))
     anchor, log = _anchored(fleet), _remote_log(fleet)
     assert anchor["loop"] == fk.LOOP and anchor["state"] == _ref(fleet, STATE)
     assert int(anchor["count"]) == len(log) and anchor["head"] == line_hash(log[-1])
@@ -83,20 +71,20 @@ def test_a_state_and_its_anchor_land_together_or_not_at_all(fleet: fk.Fleet) -> 
     hook = fleet.bare / "hooks" / "pre-receive"  # the remote refuses any move of the anchor ref
     hook.write_text("#!/bin/sh\nif grep -q 'refs/automaton/anchors/'; then echo 'policy: no anchors' >&2; exit 1; fi\n")
     hook.chmod(0o755)
-    out = _tick(fleet.clones[0], fleet.homes[0])
+    out = fk.tick(fleet.clones[0], fleet.homes[0])
     assert out.returncode == 1 and '"reason": "remote_refused"' in out.stdout, out.stdout + out.stderr
     assert (_ref(fleet, STATE), _ref(fleet, ANCHOR)) == (state, anchor)
     assert not (fleet.clones[0] / ".automaton" / "loops" / fk.LOOP / "runs" / "2").exists()
     hook.unlink()
-    assert _ran(_tick(fleet.clones[0], fleet.homes[0]))
+    assert _ran(fk.tick(fleet.clones[0], fleet.homes[0]))
 
 
 def test_a_state_ref_forced_back_under_its_anchor_stops_a_fresh_runner(fleet: fk.Fleet) -> None:
     older = _ref(fleet, STATE)
-    assert _ran(_tick(fleet.clones[0], fleet.homes[0]))
+    assert _ran(fk.tick(fleet.clones[0], fleet.homes[0]))
     newer = _ref(fleet, STATE)
     git(fleet.bare, "update-ref", STATE, older)  # a force-push by someone with push rights
-    out = _tick(fleet.clones[1], fleet.homes[1])
+    out = fk.tick(fleet.clones[1], fleet.homes[1])
     assert out.returncode == 2 and '"ran": true' not in out.stdout, out.stdout + out.stderr
     assert f"the state ref {STATE} on 'origin' (commit {older[:12]}) is older than its anchor {ANCHOR}" in out.stderr
     assert "nothing was run" in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
@@ -106,7 +94,7 @@ def test_a_state_ref_forced_back_under_its_anchor_stops_a_fresh_runner(fleet: fk
     hint = f"git push --force origin {newer}:{STATE}"
     assert hint in out.stderr
     git(fleet.clones[1], *hint.split()[1:])
-    again = _tick(fleet.clones[1], fleet.homes[1])
+    again = fk.tick(fleet.clones[1], fleet.homes[1])
     assert _ran(again), again.stderr
     assert json.loads(git(fleet.bare, "show", f"{STATE}:.state.loop"))["iteration_count"] == 3
 
@@ -129,7 +117,7 @@ def test_an_edited_or_unkeyed_anchor_is_refused(fleet: fk.Fleet, edit: str) -> N
     else:  # another loop's anchor, made with the key: bound to its loop's name
         files["anchor"] = remote_anchor.make(KEY, "other", log, anchor["state"]).text()
     git(fleet.bare, "update-ref", ANCHOR, _forge(fleet.bare, files, tip))
-    out = _tick(fleet.clones[0], fleet.homes[0])
+    out = fk.tick(fleet.clones[0], fleet.homes[0])
     assert out.returncode == 2 and '"ran": true' not in out.stdout, out.stdout + out.stderr
     assert f"the anchor {ANCHOR} on 'origin'" in out.stderr and "does not verify" in out.stderr, out.stderr
     why = {"count": "its mac does not verify", "mac": "its mac does not verify", "other_loop": "anchor of loop 'other'"}
@@ -146,15 +134,15 @@ def test_human_acts_through_the_remote_move_the_anchor(fleet: fk.Fleet) -> None:
         assert after != before and git(fleet.bare, "rev-parse", f"{after}^1").strip() == before
         assert anchor["state"] == _ref(fleet, STATE) and int(anchor["count"]) == len(log)
         assert anchor["head"] == line_hash(log[-1])
-    assert _ran(_tick(fleet.clones[0], fleet.homes[0]))
+    assert _ran(fk.tick(fleet.clones[0], fleet.homes[0]))
 
 
 def test_an_approval_through_the_remote_moves_the_anchor(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, approver: str) -> None:
     monkeypatch.setenv("AUTOMATON_RECORD_KEY", fk.KEY)
     fleet = fk.make_fleet(tmp_path, 2, max_iterations=1)
-    assert _ran(_tick(fleet.seed, Path(os.environ["HOME"])))
-    halted = _tick(fleet.clones[0], fleet.homes[0])  # the gate halts the loop and pushes the halt
+    assert _ran(fk.tick(fleet.seed, Path(os.environ["HOME"])))
+    halted = fk.tick(fleet.clones[0], fleet.homes[0])  # the gate halts the loop and pushes the halt
     assert halted.returncode == 1, halted.stderr
     before = _ref(fleet, ANCHOR)
     approved = run_cli("--approve", "--loop", fk.LOOP, "--yes", "--state-remote", "origin",
@@ -173,14 +161,14 @@ def _second_loop(fleet: fk.Fleet, name: str) -> None:
               roles={"implement": {"prompt": "implement.md"}, "verify": {"command": [fk.PY, "-c", fk.VERIFY],
                                                                           "score": "summary"},
                      "orchestrate": {"builtin": True}})
-    assert _ran(_tick(fleet.seed, Path(os.environ["HOME"]), name))
+    assert _ran(fk.tick(fleet.seed, Path(os.environ["HOME"]), name))
 
 
 def test_another_loops_publish_never_costs_this_loops_claim(fleet: fk.Fleet) -> None:
     _second_loop(fleet, "other")
     # Interleaved: this loop fetched, the other loop's tick lands, then this loop's push.
     synced = remote_state.sync_in(fk.project(fleet.clones[0]), fk.LOOP, "origin")
-    assert _ran(_tick(fleet.clones[1], fleet.homes[1], "other"))
+    assert _ran(fk.tick(fleet.clones[1], fleet.homes[1], "other"))
     got = remote_state.publish(synced, "automaton: test publish", with_branch=False)
     assert got.landed and not got.lost, got.detail
     assert _anchored(fleet)["state"] == _ref(fleet, STATE) == got.commit
@@ -203,41 +191,41 @@ def test_a_remote_from_before_anchors_is_adopted_and_its_anchor_then_required(
     files = remote_manifest.sealed(fk.LOOP, remote_state.durable_files(folder))
     before = git_remote.write_commit(fleet.seed, files, None, "old release")
     assert git_remote.push(fleet.seed, "origin", [git_remote.Move(STATE, before, None)]).landed
-    assert _ran(_tick(fleet.clones[0], fleet.homes[0]))
+    assert _ran(fk.tick(fleet.clones[0], fleet.homes[0]))
     log = _remote_log(fleet)
     marks = [i for i, line in enumerate(log, 1) if " WARNING " in line and "reason=remote_anchored" in line]
     assert len(marks) == 1 and f"ref={ANCHOR}" in log[marks[0] - 1]
     assert int(_anchored(fleet)["count"]) == len(log)
     # The anchor deleted after that: refused, never adopted again.
     git(fleet.bare, "update-ref", "-d", ANCHOR)
-    out = _tick(fleet.clones[1], fleet.homes[1])
+    out = fk.tick(fleet.clones[1], fleet.homes[1])
     assert out.returncode == 2 and '"ran": true' not in out.stdout, out.stdout + out.stderr
     assert f"has no {ANCHOR}, although line {marks[0]} of the log says the loop was anchored there" in out.stderr
     # The bounded residual: the anchor deleted and the state moved back to before the first
     # anchored publish. A fresh runner adopts it; the runner that pushed since keeps its record.
     git(fleet.bare, "update-ref", STATE, before)
-    kept = _tick(fleet.clones[0], fleet.homes[0])
+    kept = fk.tick(fleet.clones[0], fleet.homes[0])
     assert kept.returncode == 2 and "holds an older state than this machine fetched or pushed before" in kept.stderr
-    assert _ran(_tick(fleet.clones[1], fleet.homes[1]))
+    assert _ran(fk.tick(fleet.clones[1], fleet.homes[1]))
 
 
 def test_both_refs_moved_back_together_stop_a_runner_that_kept_its_record(fleet: fk.Fleet) -> None:
-    assert _ran(_tick(fleet.clones[0], fleet.homes[0]))
+    assert _ran(fk.tick(fleet.clones[0], fleet.homes[0]))
     state, anchor = _ref(fleet, STATE), _ref(fleet, ANCHOR)
-    assert _ran(_tick(fleet.clones[0], fleet.homes[0]))
+    assert _ran(fk.tick(fleet.clones[0], fleet.homes[0]))
     git(fleet.bare, "update-ref", STATE, state)
     git(fleet.bare, "update-ref", ANCHOR, anchor)
-    kept = _tick(fleet.clones[0], fleet.homes[0])
+    kept = fk.tick(fleet.clones[0], fleet.homes[0])
     assert kept.returncode == 2 and '"ran": true' not in kept.stdout, kept.stdout + kept.stderr
     assert "holds an older state than this machine fetched or pushed before" in kept.stderr, kept.stderr
     assert ".remote" in kept.stderr and _ref(fleet, STATE) == state
     # The residual SECURITY.md names: a fresh runner cannot tell a consistent older pair.
-    assert _ran(_tick(fleet.clones[1], fleet.homes[1]))
+    assert _ran(fk.tick(fleet.clones[1], fleet.homes[1]))
 
 
 def test_a_state_ref_deleted_under_its_anchor_is_refused(fleet: fk.Fleet) -> None:
     git(fleet.bare, "update-ref", "-d", STATE)
-    out = _tick(fleet.seed, Path(os.environ["HOME"]))  # the checkout that has the loop folder
+    out = fk.tick(fleet.seed, Path(os.environ["HOME"]))  # the checkout that has the loop folder
     assert out.returncode == 2 and f"holds {ANCHOR} but no {STATE}" in out.stderr, out.stdout + out.stderr
     assert git(fleet.bare, "for-each-ref", STATE) == ""
 

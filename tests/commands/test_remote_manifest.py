@@ -28,19 +28,6 @@ SCORER = "import pathlib; n = len(pathlib.Path('src/work.txt').read_text().split
 FORGED = "print('9 passed, 0 failed')\n"
 
 
-def _tick(clone: Path, home: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(fk.runner_argv(clone), env=fk.runner_env(home), capture_output=True, text=True,
-                          timeout=300, check=False)
-
-
-@pytest.fixture
-def fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, approver: str) -> fk.Fleet:
-    """fleetkit's fleet, published by one tick of the seed: 2 fresh clones, each its own HOME."""
-    monkeypatch.setenv("AUTOMATON_RECORD_KEY", fk.KEY)
-    made = fk.make_fleet(tmp_path, 2)
-    first = _tick(made.seed, Path(os.environ["HOME"]))
-    assert first.returncode == 0 and '"ran": true' in first.stdout, first.stderr
-    return made
 
 
 def _forge(tmp_path: Path, bare: Path, edit: Callable[[Path], None]) -> str:
@@ -87,12 +74,12 @@ def test_a_forged_scorer_pushed_without_the_key_is_refused_and_the_loop_not_comp
                      "verify": {"command": [fk.PY, str(folder / "scorer.py")], "score": "summary"},
                      "orchestrate": {"builtin": True}})
     home = Path(os.environ["HOME"])
-    first = _tick(seed, home)
+    first = fk.tick(seed, home)
     assert first.returncode == 0 and '"ran": true' in first.stdout, first.stderr
     assert _state(folder)["status"] == "running" and _state(folder)["iteration_count"] == 1
 
     forged = _forge(tmp_path, bare, lambda work: (work / "scorer.py").write_text(FORGED))
-    out = _tick(seed, home)
+    out = fk.tick(seed, home)
     assert out.returncode == 2, out.stdout + out.stderr
     assert "scorer.py is not the file it seals" in out.stderr and REF in out.stderr, out.stderr
     assert "nothing was run" in out.stderr and f"{forged[:12]}^:{REF}" in out.stderr
@@ -112,7 +99,7 @@ def test_a_forged_scorer_pushed_without_the_key_is_refused_and_the_loop_not_comp
 def test_any_file_changed_added_or_removed_without_the_key_runs_nothing(
         fleet: fk.Fleet, tmp_path: Path, edit: Callable[[Path], None], said: str) -> None:
     forged = _forge(tmp_path, fleet.bare, edit)
-    out = _tick(fleet.clones[0], fleet.homes[0])
+    out = fk.tick(fleet.clones[0], fleet.homes[0])
     assert out.returncode == 2 and said in out.stderr, out.stdout + out.stderr
     folder = fleet.clones[0] / ".automaton" / "loops" / fk.LOOP
     assert not folder.joinpath(".state.log").exists()  # a fresh clone: nothing fetched was written
@@ -129,7 +116,7 @@ def test_a_manifest_rewritten_without_the_key_is_refused(fleet: fk.Fleet, tmp_pa
         (work / rm.MANIFEST).write_text(json.dumps(doc))
 
     _forge(tmp_path, fleet.bare, edit)
-    out = _tick(fleet.clones[0], fleet.homes[0])
+    out = fk.tick(fleet.clones[0], fleet.homes[0])
     assert out.returncode == 2 and "does not carry the record key's mac" in out.stderr, out.stderr
 
 
@@ -139,7 +126,7 @@ def test_an_older_commits_manifest_with_a_newer_log_is_refused(fleet: fk.Fleet, 
     older = git(fleet.bare, "show", f"{REF}^:{rm.MANIFEST}")
     assert json.loads(older)["head"] != json.loads(git(fleet.bare, "show", f"{REF}:{rm.MANIFEST}"))["head"]
     _forge(tmp_path, fleet.bare, lambda work: (work / rm.MANIFEST).write_text(older))
-    out = _tick(fleet.clones[0], fleet.homes[0])
+    out = fk.tick(fleet.clones[0], fleet.homes[0])
     assert out.returncode == 2 and "was sealed with another .state.log" in out.stderr, out.stderr
 
 
@@ -149,7 +136,7 @@ def test_a_state_commit_without_a_manifest_is_refused_until_a_human_reseals_it(
     re-seal README gives; after it (on a trusted clone with the key: the files taken from the
     commit, the ref removed, one human act that publishes) the next runner ticks again."""
     stripped = _forge(tmp_path, fleet.bare, lambda work: (work / rm.MANIFEST).unlink())
-    out = _tick(fleet.clones[0], fleet.homes[0])
+    out = fk.tick(fleet.clones[0], fleet.homes[0])
     assert out.returncode == 2 and f"has no {rm.MANIFEST}" in out.stderr and "re-seals" in out.stderr, out.stderr
 
     trusted = fleet.clones[1]  # README's steps, as a human runs them
@@ -166,7 +153,7 @@ def test_a_state_commit_without_a_manifest_is_refused_until_a_human_reseals_it(
     assert resumed.code == 0, resumed.out + resumed.err
     resealed = git(fleet.bare, "rev-parse", REF).strip()
     assert resealed != stripped and git(fleet.bare, "cat-file", "-e", f"{resealed}:{rm.MANIFEST}") == ""
-    again = _tick(fleet.clones[0], fleet.homes[0])
+    again = fk.tick(fleet.clones[0], fleet.homes[0])
     assert again.returncode == 0 and '"ran": true' in again.stdout, again.stderr
 
 
@@ -174,7 +161,7 @@ def test_claims_settles_and_human_acts_each_publish_a_manifest_that_verifies(fle
     """A tick on another clone (its claim and its settle), then a pause and a resume from a
     third: every state commit on the remote carries a manifest of exactly its other files, and
     the next tick takes it (an approval from a third clone: test_remote_state.py)."""
-    ran = _tick(fleet.clones[0], fleet.homes[0])
+    ran = fk.tick(fleet.clones[0], fleet.homes[0])
     assert ran.returncode == 0 and '"ran": true' in ran.stdout, ran.stderr
     for act in ("--pause-loop", "--resume-loop"):
         done = run_cli(act, fk.LOOP, "--state-remote", "origin", "--project", str(fleet.clones[1]))
@@ -185,7 +172,7 @@ def test_claims_settles_and_human_acts_each_publish_a_manifest_that_verifies(fle
     for commit in commits:
         files = _tree(fleet.bare, commit)
         assert rm.problem(LoopName.of(fk.LOOP), files, key) is None, commit
-    again = _tick(fleet.clones[0], fleet.homes[0])
+    again = fk.tick(fleet.clones[0], fleet.homes[0])
     assert again.returncode == 0 and '"ran": true' in again.stdout, again.stderr
 
 

@@ -20,20 +20,6 @@ from tests.helpers import git, run_cli
 from tests.runner import fleetkit as fk
 
 
-@pytest.fixture
-def fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, approver: str) -> fk.Fleet:
-    monkeypatch.setenv("AUTOMATON_RECORD_KEY", fk.KEY)
-    made = fk.make_fleet(tmp_path, 2)
-    first = _tick(made.seed, Path(os.environ["HOME"]))
-    assert first.returncode == 0 and '"ran": true' in first.stdout, first.stderr
-    return made
-
-
-def _tick(clone: Path, home: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(fk.runner_argv(clone), env=fk.runner_env(home), capture_output=True, text=True,
-                          timeout=300, check=False)
-
-
 def _remote_state(fleet: fk.Fleet) -> dict[str, object]:
     loaded: dict[str, object] = json.loads(git(fleet.bare, "show", f"refs/automaton/loops/{fk.LOOP}:.state.loop"))
     return loaded
@@ -44,11 +30,11 @@ def test_a_pause_from_another_clone_stops_the_next_runner_and_a_resume_lets_it_r
     paused = run_cli("--pause-loop", fk.LOOP, "--state-remote", "origin", "--project", str(third))
     assert paused.code == 0, paused.err
     assert _remote_state(fleet)["status"] == "paused"
-    stopped = _tick(fleet.clones[0], fleet.homes[0])
+    stopped = fk.tick(fleet.clones[0], fleet.homes[0])
     assert stopped.returncode == 1 and '"ran": false' in stopped.stdout, stopped.stderr
     resumed = run_cli("--resume-loop", fk.LOOP, "--state-remote", "origin", "--project", str(third))
     assert resumed.code == 0, resumed.err
-    again = _tick(fleet.clones[0], fleet.homes[0])
+    again = fk.tick(fleet.clones[0], fleet.homes[0])
     assert again.returncode == 0 and '"ran": true' in again.stdout, again.stderr
     assert _remote_state(fleet)["iteration_count"] == 2
 
@@ -58,8 +44,8 @@ def test_an_approval_from_another_clone_clears_a_halt_the_next_runner_sees(
     monkeypatch.setenv("AUTOMATON_RECORD_KEY", fk.KEY)
     fleet = fk.make_fleet(tmp_path, 2, max_iterations=2)
     for clone, home in ((fleet.seed, Path(os.environ["HOME"])), (fleet.clones[0], fleet.homes[0])):
-        assert '"ran": true' in _tick(clone, home).stdout
-    halted = _tick(fleet.clones[0], fleet.homes[0])  # the runner's gate halts the loop and pushes the halt
+        assert '"ran": true' in fk.tick(clone, home).stdout
+    halted = fk.tick(fleet.clones[0], fleet.homes[0])  # the runner's gate halts the loop and pushes the halt
     assert halted.returncode == 1 and '"ran": false' in halted.stdout, halted.stderr
     state = _remote_state(fleet)
     assert state["status"] == "halted" and state["halt_reason"] == "iterations_exhausted"
@@ -67,7 +53,7 @@ def test_an_approval_from_another_clone_clears_a_halt_the_next_runner_sees(
                        "--project", str(fleet.clones[1]))
     assert approved.code == 0, approved.out + approved.err
     assert _remote_state(fleet)["status"] == "running"
-    again = _tick(fleet.clones[0], fleet.homes[0])
+    again = fk.tick(fleet.clones[0], fleet.homes[0])
     assert again.returncode == 0 and '"ran": true' in again.stdout, again.stderr
     assert _remote_state(fleet)["iteration_count"] == 3
 
@@ -100,7 +86,7 @@ def test_a_fetched_state_that_does_not_verify_with_the_key_runs_nothing(fleet: f
     log.write_text(log.read_text().replace("spent_usd=1.0", "spent_usd=0.0"))
     git(work, "commit", "-qam", "forged")
     git(work, "push", "-q", "--force", "origin", f"HEAD:refs/automaton/loops/{fk.LOOP}")
-    out = _tick(fleet.clones[0], fleet.homes[0])
+    out = fk.tick(fleet.clones[0], fleet.homes[0])
     assert out.returncode == 2, out.stdout + out.stderr
     assert "does not verify with the record key" in out.stderr
     assert not (fleet.clones[0] / ".automaton" / "loops" / fk.LOOP / "runs" / "2").exists()
@@ -153,7 +139,7 @@ def test_the_push_credential_reaches_only_the_runners_fetch_and_push(
     clone and no agent process sees it."""
     monkeypatch.setenv("AUTOMATON_RECORD_KEY", fk.KEY)
     fleet = fk.make_fleet(tmp_path, 1, agent=ENV_AGENT)
-    assert _tick(fleet.seed, Path(os.environ["HOME"])).returncode == 0
+    assert fk.tick(fleet.seed, Path(os.environ["HOME"])).returncode == 0
     log = tmp_path / "git.log"
     fake = _fake_git(tmp_path / "fakebin", log)
     clone = fleet.clones[0]
@@ -235,10 +221,10 @@ def test_a_verifier_in_the_loop_folder_runs_from_the_runners_own_copy(
     fleet = fk.make_fleet(tmp_path, 1, verify=[fk.PY, "{loop_dir}/check.py"])
     seed_loop = fleet.seed / ".automaton" / "loops" / fk.LOOP
     (seed_loop / "check.py").write_text("print('3 passed, 1 failed')\n")
-    first = _tick(fleet.seed, Path(os.environ["HOME"]))
+    first = fk.tick(fleet.seed, Path(os.environ["HOME"]))
     assert first.returncode == 0 and '"ran": true' in first.stdout, first.stderr
     shutil.rmtree(fleet.seed)  # the machine that made the loop is gone
-    ran = _tick(fleet.clones[0], fleet.homes[0])
+    ran = fk.tick(fleet.clones[0], fleet.homes[0])
     assert ran.returncode == 0, ran.stderr
     tick = json.loads(ran.stdout.strip().splitlines()[-1])
     assert tick["ran"] is True and tick["verdict"]["score"] == 0.75, tick
@@ -343,7 +329,7 @@ def test_a_bad_state_commit_is_refused_before_the_loop_folder_is_touched(
     seed, home = fleet.seed, Path(os.environ["HOME"])
     before = _loop_files(seed)
     _forge(fleet, change)
-    done = _tick(seed, home)
+    done = fk.tick(seed, home)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "does not verify with the record key" in done.stderr or "not a loop's state" in done.stderr, done.stderr
     assert _loop_files(seed) == before  # nothing written, nothing left behind (no *.tmp)
@@ -377,17 +363,17 @@ def test_a_deleted_state_ref_is_not_refilled_from_a_stale_checkout(fleet: fk.Fle
     """`git push --mirror` from a plain clone deletes the state ref: a checkout that saw the loop's
     state there refuses to publish its own (ticks behind) as new, until a human says so."""
     seed, home = fleet.seed, Path(os.environ["HOME"])
-    assert '"ran": true' in _tick(fleet.clones[0], fleet.homes[0]).stdout  # the remote moves on
+    assert '"ran": true' in fk.tick(fleet.clones[0], fleet.homes[0]).stdout  # the remote moves on
     git(fleet.clones[1], "push", "-q", "--mirror", "origin")  # a plain clone's mirror: every other ref deleted
     assert git(fleet.bare, "for-each-ref", "refs/automaton/", "refs/heads/loop/") == ""
-    stale = _tick(seed, home)
+    stale = fk.tick(seed, home)
     assert stale.returncode == 2, stale.stdout + stale.stderr
     assert f"has no refs/automaton/loops/{fk.LOOP}, but this checkout saw its state there" in stale.stderr
     assert git(fleet.bare, "for-each-ref", "refs/automaton/", "refs/heads/loop/") == ""  # nothing published
     (seed / ".automaton" / "loops" / fk.LOOP / ".remote.seen").unlink()  # the human's deliberate choice,
     for seen in git(seed, "for-each-ref", "--format=%(refname)", "refs/automaton/seen/").split():
         git(seed, "update-ref", "-d", seen)  # and the account ledger's, lost with the mirror too
-    again = _tick(seed, home)
+    again = fk.tick(seed, home)
     assert again.returncode == 0 and '"ran": true' in again.stdout, again.stderr
     assert _remote_state(fleet)["iteration_count"] == 2
 
@@ -404,7 +390,7 @@ def test_a_state_ref_that_names_no_commit_is_corrupt_state_not_no_state_yet(flee
         check=True).stdout.decode().strip()
     git(attacker, "push", "-q", "-f", "origin", f"{oid}:refs/automaton/loops/{fk.LOOP}")
     for clone, home in ((fleet.seed, Path(os.environ["HOME"])), (fleet.clones[0], fleet.homes[0])):
-        done = _tick(clone, home)
+        done = fk.tick(clone, home)
         assert done.returncode == 2, done.stdout + done.stderr
         assert f"refs/automaton/loops/{fk.LOOP} on 'origin' is a {kind}, not a commit automaton wrote" in done.stderr
     assert git(fleet.bare, "cat-file", "-t", f"refs/automaton/loops/{fk.LOOP}").strip() == kind  # nothing pushed
@@ -431,7 +417,7 @@ def test_a_state_commit_that_plants_a_git_repository_is_refused(fleet: fk.Fleet)
     tree = mktree(git(attacker, "ls-tree", head) + f"040000 tree {planted}\tg\n040000 tree {config}\tg2\n")
     git(attacker, "push", "-q", "-f", "origin", git(attacker, "commit-tree", tree, "-p", head, "-m", "f").strip() + ":"
         + ref)
-    done = _tick(seed, Path(os.environ["HOME"]))
+    done = fk.tick(seed, Path(os.environ["HOME"]))
     assert done.returncode == 2 and "is not a loop's state" in done.stderr, done.stdout + done.stderr
     assert _loop_files(seed) == before
 
@@ -457,7 +443,7 @@ def test_a_loop_with_holdout_tests_is_never_published(
     """Holdout tests in a state ref are readable by whoever reads the remote, the agent included."""
     monkeypatch.setenv("AUTOMATON_RECORD_KEY", fk.KEY)
     fleet = fk.make_fleet(tmp_path, 1, holdout="holdout")
-    done = _tick(fleet.seed, Path(os.environ["HOME"]))
+    done = fk.tick(fleet.seed, Path(os.environ["HOME"]))
     assert done.returncode == 2 and "holdout tests (holdout) would be published" in done.stderr, done.stderr
     assert git(fleet.bare, "for-each-ref", "refs/automaton/") == ""
 
@@ -482,7 +468,7 @@ def test_a_refused_loop_branch_still_lands_the_ticks_record_and_halts_the_loop(f
     hook.write_text("#!/bin/sh\nwhile read old new ref; do\n  case \"$ref\" in refs/heads/loop/*)"
                     " echo 'file too large' >&2; exit 1;; esac\ndone\n")
     hook.chmod(0o755)
-    done = _tick(fleet.clones[0], fleet.homes[0])
+    done = fk.tick(fleet.clones[0], fleet.homes[0])
     assert done.returncode == 1, done.stdout + done.stderr
     data = json.loads(done.stdout.strip().splitlines()[-1])
     assert data["pushed"] == "state_only" and data["halt"].startswith("human_intervention: branch_refused"), data

@@ -105,3 +105,17 @@ def start(clone: Path, home: Path, **extra: str) -> subprocess.Popen[str]:
 
 def project(path: Path) -> Project:
     return Project(path.resolve())
+
+
+def tick(clone: Path, home: Path, loop: str = LOOP) -> subprocess.CompletedProcess[str]:
+    """One remote tick of `loop` by the runner of `clone` with HOME `home` (JSON on stdout)."""
+    argv = [loop if a == LOOP else a for a in runner_argv(clone)]
+    return subprocess.run(argv, env=runner_env(home), capture_output=True, text=True, timeout=300, check=False)
+
+
+def published(tmp: Path, runners: int = 2, **over: object) -> Fleet:
+    """`make_fleet`, its loop published by one tick of the seed (the caller's HOME)."""
+    made = make_fleet(tmp, runners, **over)
+    first = tick(made.seed, Path(os.environ["HOME"]))
+    assert first.returncode == 0 and '"ran": true' in first.stdout, first.stderr
+    return made

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from automaton.core.names import LoopName
-from tests.helpers import git
+from tests.helpers import alive, git
 from tests.runner import fleetkit as fk
 
 ROUNDS = int(os.environ.get("FLEET_ROUNDS", "3"))  # bench/bench_fleet.py runs 25
@@ -139,20 +139,11 @@ def test_a_runner_killed_at_a_step_loses_nothing(fleet: fk.Fleet, at: str) -> No
     assert books["open"] == (["2"] if claimed else []) and books["abandoned"] == (["2"] if claimed else [])
 
 
-def _alive(pid: int) -> bool:
-    """The process exists and is not a zombie (a killed orphan may wait for its reaper)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
 def _gone(*pids: int) -> bool:
     """Whether every pid is dead, looking again for a generous while: SIGKILL and the watcher
     act asynchronously (no timing is asserted, only the end state)."""
     for _ in range(600):
-        if not any(map(_alive, pids)):
+        if not any(map(alive, pids)):
             return True
         time.sleep(0.05)
     return False
@@ -170,7 +161,7 @@ def _hold_agent(fleet: fk.Fleet) -> tuple[subprocess.Popen[str], int, int]:
         time.sleep(0.05)
     assert pid_file.exists(), proc.communicate()
     agent, kid = int(pid_file.read_text()), int((fleet.clones[0].parent / "agent.kid").read_text())
-    assert _alive(agent) and _alive(kid)
+    assert alive(agent) and alive(kid)
     return proc, agent, kid
 
 
@@ -181,7 +172,7 @@ def test_a_runner_killed_while_its_agent_runs_loses_nothing(fleet: fk.Fleet) -> 
     proc, agent, kid = _hold_agent(fleet)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert _gone(agent, kid), [p for p in (agent, kid) if _alive(p)]
+    assert _gone(agent, kid), [p for p in (agent, kid) if alive(p)]
     (fleet.clones[0].parent / "hold").unlink()  # the next agents on this machine do their work
     assert _books(fleet)["open"] == ["2"]
     ran = 1 + _settle_then_together(fleet)
@@ -201,7 +192,7 @@ def test_a_runner_stopped_by_sigterm_kills_its_agent_before_it_exits(fleet: fk.F
     _out, err = proc.communicate(timeout=120)
     assert proc.returncode == 128 + sig, (proc.returncode, err)
     assert f"stopped by signal {int(sig)}" in err and "Traceback" not in err, err
-    assert not _alive(agent) and not _alive(kid)  # killed before the runner exited
+    assert not alive(agent) and not alive(kid)  # killed before the runner exited
     (fleet.clones[0].parent / "hold").unlink()
     assert _books(fleet)["open"] == ["2"]
     ran = 1 + _settle_then_together(fleet)
