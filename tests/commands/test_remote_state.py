@@ -477,3 +477,18 @@ def test_a_refused_loop_branch_still_lands_the_ticks_record_and_halts_the_loop(f
     assert "branch_refused" in str(state["halt_detail"])
     log = git(fleet.bare, "show", f"refs/automaton/loops/{fk.LOOP}:.state.log")
     assert " TICK " in log and "n=2" in log.split(" TICK ")[-1]  # the tick's settling record is there
+
+
+@pytest.mark.parametrize("url", ["https://ghp_SECRET1234@github.com/o/r.git", "https://x-access-token:ghp_SECRET1234@h/r",
+                                 "ssh://git:ghp_SECRET1234@h/r.git"])
+def test_a_state_remote_url_with_a_credential_is_refused_without_echoing_it(fleet: fk.Fleet, url: str) -> None:
+    """A token in the URL would sit in the runner's command line (readable by every process of
+    the user, the agent's too) and in git's messages: refused, exit 2, the token never printed."""
+    argv = [a if a != "origin" else url for a in fk.runner_argv(fleet.clones[0])]
+    done = subprocess.run(argv, env=fk.runner_env(fleet.homes[0]), capture_output=True, text=True, check=False)
+    assert done.returncode == 2 and "the URL carries a credential" in done.stderr, done.stderr
+    assert "ghp_SECRET1234" not in done.stdout + done.stderr
+    paused = run_cli("--pause-loop", fk.LOOP, "--state-remote", url, "--project", str(fleet.clones[0]))
+    assert paused.code == 2 and "ghp_SECRET1234" not in paused.out + paused.err
+    spend = run_cli("--spend", "--state-remote", url, "--project", str(fleet.clones[0]))
+    assert spend.code == 2 and "ghp_SECRET1234" not in spend.out + spend.err

@@ -265,3 +265,19 @@ def test_one_invalid_field_is_one_bad_input_as_before() -> None:
         parse_config(cfg(brakes__max_tick_usd=20.0), "loop.json", DEFAULTS)
     assert not isinstance(err.value, InvalidFields)
     assert err.value.message == "loop.json: brakes.max_tick_usd must be <= brakes.max_budget_usd (10), got 20"
+
+
+@pytest.mark.parametrize(("remote", "ok"), [
+    ("origin", True), ("https://github.com/o/r.git", True), ("ssh://git@host/r.git", True),
+    ("git@github.com:o/r.git", True), ("https://ghp_S3CRET@github.com/o/r.git", False),
+    ("https://x-access-token:ghp_S3CRET@github.com/o/r", False), ("ssh://user:ghp_S3CRET@host/r", False),
+])
+def test_a_state_remote_with_a_credential_in_its_url_is_refused(remote: str, ok: bool) -> None:
+    doc = json.loads(json.dumps(DESIGN_EXAMPLE))
+    doc["state_remote"] = remote
+    if ok:
+        assert parse_config(doc, "loop.json", DEFAULTS).state_remote == remote
+        return
+    with pytest.raises(BadInput, match="state_remote") as caught:
+        parse_config(doc, "loop.json", DEFAULTS)
+    assert "ghp_S3CRET" not in caught.value.message

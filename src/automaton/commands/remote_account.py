@@ -42,12 +42,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from automaton.commands.remote_state import check_remote
 from automaton.core import account as core
 from automaton.core.account import KINDS, Caps, Entry, usd
 from automaton.core.chain import GENESIS, LogLine, format_line, line_hash, verify_text
 from automaton.core.digest import sha256_hex
 from automaton.core.errors import BadInput, CorruptState, Refused
-from automaton.core.loopconfig import remote_spelling_ok
 from automaton.core.outcome import Outcome
 from automaton.git import remote as git_remote
 from automaton.git.remote import Move, RemoteFailed
@@ -100,9 +100,7 @@ def read(root: Path, remote: str, *, user_config: bool = False) -> AccountRef:
     """Fetch and verify the account ref of `remote` (module docstring). Refused (exit 1): git
     cannot reach the remote; CorruptState (exit 2): the ref does not verify or was rolled back;
     BadInput (exit 2): a bad key file (`store.key`), or `remote` is no remote's name or URL."""
-    if not remote_spelling_ok(remote):
-        raise BadInput(f"--state-remote {remote!r}: not a git remote name or URL (no leading '-', no whitespace,"
-                       " no ext::); pass e.g. --state-remote origin")
+    check_remote(remote, "--state-remote")
     local = f"{FETCHED}{os.getpid()}"
     try:
         oid = git_remote.fetch_ref(root, remote, ACCOUNT_REF, local, user_config=user_config)

@@ -52,7 +52,7 @@ from automaton.commands import remote_anchor, remote_manifest
 from automaton.commands.halts import halt_now
 from automaton.core.chain import ChainCheck, LogLine, verify_text
 from automaton.core.errors import BadInput, CorruptState, ExitCode, Refused
-from automaton.core.loopconfig import remote_spelling_ok
+from automaton.core.loopconfig import remote_has_credential, remote_spelling_ok
 from automaton.core.loopstate import Event, LogEvent
 from automaton.core.names import LoopName
 from automaton.core.outcome import Outcome
@@ -92,6 +92,10 @@ def check_remote(remote: str, source: str) -> str:
     if not remote_spelling_ok(remote):
         raise BadInput(f"{source} {remote!r}: not a git remote name or URL (no leading '-', no whitespace,"
                        " no ext::); pass e.g. --state-remote origin")
+    if remote_has_credential(remote):  # never echoed: the value holds the secret
+        raise BadInput(f"{source}: the URL carries a credential (every process of this user can read a command"
+                       " line, and git names its URL in messages); name the URL without it and hand the token in"
+                       f" as ${git_remote.TOKEN_ENV}")
     return remote
 
 

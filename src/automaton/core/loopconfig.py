@@ -390,6 +390,9 @@ def _state_remote(r: _Reader) -> str | None:
     state_remote: str | None = r.string("state_remote", null=True)
     if state_remote is not None and not remote_spelling_ok(state_remote):
         raise r.fail("state_remote", "a git remote name or URL (not empty, no leading '-', no whitespace)")
+    if state_remote is not None and remote_has_credential(state_remote):  # never echoed: it holds the secret
+        raise r.exc(f"{r.source}: state_remote must be a URL without a credential in it (hand the token in as"
+                    " $AUTOMATON_GIT_TOKEN); the value given carries one")
     return state_remote
 
 
@@ -399,6 +402,18 @@ def remote_spelling_ok(remote: str) -> bool:
     option), and no `ext::` transport (which runs a program)."""
     return bool(remote) and not remote.startswith("-") and not any(c.isspace() or ord(c) < 32 for c in remote) \
         and not remote.lower().startswith("ext::")
+
+
+def remote_has_credential(remote: str) -> bool:
+    """Whether `remote` is a URL that carries a secret: any user part of an http(s) URL (a token
+    may be the user name), or a password in any URL's user part (`ssh://git@host/…` carries
+    none). Such a value would sit in the runner's command line, which every process of the user
+    reads in /proc, and in git's messages."""
+    scheme, sep, rest = remote.partition("://")
+    if not sep or "@" not in rest.split("/", 1)[0]:
+        return False
+    user = rest.split("/", 1)[0].rsplit("@", 1)[0]
+    return scheme.lower() in ("http", "https") or ":" in user
 
 
 def _notify(n: _Reader) -> Notify:
