@@ -492,3 +492,20 @@ def test_a_state_remote_url_with_a_credential_is_refused_without_echoing_it(flee
     assert paused.code == 2 and "ghp_SECRET1234" not in paused.out + paused.err
     spend = run_cli("--spend", "--state-remote", url, "--project", str(fleet.clones[0]))
     assert spend.code == 2 and "ghp_SECRET1234" not in spend.out + spend.err
+
+
+def test_a_loop_json_edited_here_is_never_thrown_away_by_the_remotes_state(fleet: fk.Fleet) -> None:
+    """A human's edit of loop.json in a checkout: a remote tick or act would replace it with the
+    remote's without a word; it stops instead, naming the edit and how to go on."""
+    folder = fleet.seed / ".automaton" / "loops" / fk.LOOP
+    sealed = (folder / "sealed" / "loop.json").read_bytes()
+    edited = json.loads(sealed)
+    edited["description"] = "EDITED"
+    (folder / "loop.json").write_text(json.dumps(edited))
+    done = fk.tick(fleet.seed, Path(os.environ["HOME"]))
+    assert done.returncode == 2 and "was edited here" in done.stderr, done.stdout + done.stderr
+    assert "EDITED" in (folder / "loop.json").read_text()  # the edit is still there
+    paused = run_cli("--pause-loop", fk.LOOP, "--state-remote", "origin", "--project", str(fleet.seed))
+    assert paused.code == 2 and "was edited here" in paused.err
+    (folder / "loop.json").write_bytes(sealed)  # the human puts the sealed one back
+    assert '"ran": true' in fk.tick(fleet.seed, Path(os.environ["HOME"])).stdout

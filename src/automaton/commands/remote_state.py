@@ -62,7 +62,7 @@ from automaton.store import anchor, chainlog
 from automaton.store import key as keys
 from automaton.store.layout import Project
 from automaton.store.locks import Busy, locked
-from automaton.store.loops import CONFIG_FILE, LOG_FILE, STATE_FILE, STATE_LOCK, TICK_LOCK, Loop
+from automaton.store.loops import CONFIG_FILE, LOG_FILE, SEALED_COPY, STATE_FILE, STATE_LOCK, TICK_LOCK, Loop
 
 MAX_FILE_BYTES = 4 << 20  # a run's transcript past this stays on the machine that ran it
 # The worktree, the locks, and the drift check's private index with its seal (a cache that
@@ -196,6 +196,7 @@ def sync_in(project: Project, name: str, remote: str, *, user_config: bool = Fal
                            " not written by automaton: a human restores the ref")
     files = remote_manifest.checked(loop, remote, fetched.state, files)  # every file keyed, before any is written
     _precheck(folder, files, loop, fetched.state, remote)
+    _no_local_edit(folder, files, loop, remote)
     before = durable_files(folder) if (folder / STATE_FILE).is_file() else None
     _materialise(folder, files)
     try:
@@ -233,6 +234,24 @@ def _precheck(folder: Path, files: dict[str, bytes], loop: LoopName, commit: str
             raise CorruptState(f"loop {loop}: the state commit {commit[:12]} on {remote!r} holds {rel!r}, but {clash};"
                                " nothing was run and this checkout's loop folder is unchanged: a human moves it"
                                " away or restores the state ref")
+
+
+def _no_local_edit(folder: Path, files: dict[str, bytes], loop: LoopName, remote: str) -> None:
+    """BadInput (exit 2) when this checkout's loop.json was edited since it was sealed (it differs
+    from `sealed/loop.json` and from the remote's): taking the remote's state would throw the
+    human's edit away without a word."""
+    try:
+        here = (folder / CONFIG_FILE).read_bytes()
+        sealed = (folder / SEALED_COPY).read_bytes()
+    except OSError:
+        return
+    if here in (sealed, files.get(CONFIG_FILE)):
+        return
+    raise BadInput(f"loop {loop}: {folder / CONFIG_FILE} was edited here (it differs from its sealed copy and from"
+                   f" the state remote {remote!r}'s), and taking the remote's state would discard the edit; nothing"
+                   f" was run. Put the sealed one back to go on (cp {folder / SEALED_COPY} {folder / CONFIG_FILE});"
+                   " changing the loop.json of a loop whose state lives in a remote is not built yet: create a"
+                   " new loop with the change")
 
 
 def _clash(folder: Path, rel: str) -> str | None:
