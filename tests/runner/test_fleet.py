@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from automaton.core.names import LoopName
-from tests.helpers import alive, git
+from tests.helpers import alive, git, run_cli
 from tests.runner import fleetkit as fk
 
 ROUNDS = int(os.environ.get("FLEET_ROUNDS", "3"))  # bench/bench_fleet.py runs 25
@@ -254,3 +254,16 @@ def test_a_remote_that_refuses_the_final_push_leaves_a_claim_the_next_runner_set
     books = _books(fleet)
     _assert_whole(books, 2)
     assert books["abandoned"] == ["2"] and books["open"] == ["2"]
+
+
+def test_a_human_act_during_a_remote_tick_says_the_ticks_record_will_not_land(fleet: fk.Fleet) -> None:
+    """A pause from another clone while runner 0's agent works: it lands, and says what it
+    costs (that tick's push loses its lease: charged at its reservation, the claim left open)."""
+    proc, _, _ = _hold_agent(fleet)
+    try:
+        paused = run_cli("--pause-loop", fk.LOOP, "--state-remote", "origin", "--project", str(fleet.clones[1]))
+        assert paused.code == 0, paused.out + paused.err
+        assert "tick 2 of loop demo was running on a runner" in paused.err and "will not land" in paused.err
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()

@@ -551,6 +551,17 @@ def remote_tick(project: Project, name: str, remote: str | None, ttl_of: Callabl
                        {"ran": False, "skipped": "busy"})
 
 
+def _mid_tick(loop: LoopName, running: tuple[int, str] | None) -> list[str]:
+    """The warning of a human act that landed while a runner held a claim: that tick's final
+    push now loses its lease, so its record does not land (it stays charged at its reservation)
+    and the next runner waits until the claim is old enough to be settled as abandoned."""
+    if running is None:
+        return []
+    n, ts = running
+    return [f"tick {n} of loop {loop} was running on a runner (claimed at {ts}): its record will not land (it stays"
+            " charged at its reservation), and the loop's next tick waits until that claim expires"]
+
+
 def remote_act(project: Project, name: str, remote: str, act: Callable[[], Outcome]) -> Outcome:
     """A human act (`--approve`, `--pause-loop`, `--resume-loop`, `--rearm-loop`) on the loop's
     state in `remote`: fetch, apply `act` to the materialised folder, push with the fetched
@@ -564,13 +575,14 @@ def remote_act(project: Project, name: str, remote: str, act: Callable[[], Outco
     for _ in range(ATTEMPTS):
         with locked(folder / ACT_LOCK, timeout_s=30):
             synced = sync_in(project, loop_name, remote, user_config=True)
+            running = open_claim(Loop.resolve(project, loop_name))
             out = act()
             if not out.ok or durable_files(folder) == synced.files:
                 return out
             got = publish(synced, f"automaton: loop {loop_name} human act", with_branch=False)
         if got.landed:
             return Outcome(out.code, [*out.lines, f"state of loop {loop_name} pushed to {remote}"], out.data,
-                           out.warnings)
+                           [*out.warnings, *_mid_tick(loop_name, running)])
         why = "another runner or human moved it first" if got.lost else got.detail
         if not got.lost:
             break
