@@ -301,3 +301,33 @@ def test_a_remote_that_is_no_remote_spelling_is_refused(project: Path) -> None:
     assert out.code == 2 and "not a git remote name or URL" in out.err, out.out + out.err
     with pytest.raises(BadInput, match="not a git remote name or URL"):
         ra.read(project, "ext::sh -c touch% /tmp/x")
+
+
+def test_a_fetch_another_process_of_the_clone_overtook_is_read_again_not_called_a_rollback(
+        fleet: fk.Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Several loops of one checkout tick at once: one fetches the account ref, a sibling pushes
+    and moves the clone's mark meanwhile. The first one's older commit is read again, never
+    taken for a rollback (which stays one when the mark did not move during the fetch)."""
+    seed = fleet.seed
+    older = git(fleet.bare, "rev-parse", f"{ra.ACCOUNT_REF}~1").strip()
+    newest = git(fleet.bare, "rev-parse", ra.ACCOUNT_REF).strip()
+    mark = ra.seen_ref("origin")
+    real = ra.git_remote.fetch_ref
+    calls: list[int] = []
+
+    def overtaken(root: Path, remote: str, ref: str, local: str, **kw: bool) -> str | None:
+        calls.append(1)
+        if len(calls) > 1:
+            return real(root, remote, ref, local, **kw)
+        git(seed, "update-ref", mark, newest)  # the sibling's push lands during this fetch
+        git(seed, "update-ref", local, older)
+        return older
+
+    git(seed, "update-ref", mark, older)
+    monkeypatch.setattr(ra.git_remote, "fetch_ref", overtaken)
+    got = ra.read(seed.resolve(), "origin")
+    assert got.commit == newest and len(calls) == 2
+    monkeypatch.setattr(ra.git_remote, "fetch_ref", real)
+    git(fleet.bare, "update-ref", ra.ACCOUNT_REF, older)  # a real move back, the mark already past it
+    with pytest.raises(CorruptState, match="rolled back or cut short"):
+        ra.read(seed.resolve(), "origin")

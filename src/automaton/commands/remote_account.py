@@ -38,6 +38,7 @@ cannot exist (the reservation lands first).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +58,7 @@ from automaton.store.chainlog import utc_now
 from automaton.store.layout import Project
 
 ACCOUNT_REF = "refs/automaton/account"
+READS = 5  # fetches of the account ref when another process of this clone keeps overtaking them
 LEDGER_FILE = "ledger.log"
 CAPS_EVENT = "CAPS"
 FETCHED = "refs/automaton/fetched/account-"  # + this process's pid: loops of one clone fetch at once
@@ -96,12 +98,31 @@ def _bad(remote: str, why: str) -> CorruptState:
                         " record key")
 
 
+class Stale(Exception):
+    """The fetched account commit is an ancestor of the one this clone last saw: a fetch that
+    another process of this clone overtook, never a rollback."""
+
+
 def read(root: Path, remote: str, *, user_config: bool = False) -> AccountRef:
     """Fetch and verify the account ref of `remote` (module docstring). Refused (exit 1): git
     cannot reach the remote; CorruptState (exit 2): the ref does not verify or was rolled back;
-    BadInput (exit 2): a bad key file (`store.key`), or `remote` is no remote's name or URL."""
+    BadInput (exit 2): a bad key file (`store.key`), or `remote` is no remote's name or URL.
+    A fetch overtaken by another process of this clone (Stale) is made again, READS times."""
     check_remote(remote, "--state-remote")
+    for _ in range(READS - 1):
+        with contextlib.suppress(Stale):
+            return _read_once(root, remote, user_config=user_config)
+    try:
+        return _read_once(root, remote, user_config=user_config)
+    except Stale as exc:
+        raise Refused(f"{where(remote)}: the account ledger moved on under {READS} reads (last {exc.args[0][:12]});"
+                      " nothing was run, run it again") from None
+
+
+def _read_once(root: Path, remote: str, *, user_config: bool) -> AccountRef:
+    """One fetch and verification of the account ref (`read`)."""
     local = f"{FETCHED}{os.getpid()}"
+    seen_before = git_remote.ref_oid(root, seen_ref(remote))
     try:
         oid = git_remote.fetch_ref(root, remote, ACCOUNT_REF, local, user_config=user_config)
         files = git_remote.read_tree(root, oid) if oid is not None else {}
@@ -110,7 +131,7 @@ def read(root: Path, remote: str, *, user_config: bool = False) -> AccountRef:
     finally:
         git_remote.drop_ref(root, local)
     if oid is None:
-        _check_seen(root, remote, None, "")
+        _check_seen(root, remote, None, "", seen_before)
         return AccountRef(remote, None, "", GENESIS, store.Ledger([], frozenset()), None)
     if set(files) != {LEDGER_FILE}:
         odd = sorted(set(files) - {LEDGER_FILE})
@@ -124,17 +145,19 @@ def read(root: Path, remote: str, *, user_config: bool = False) -> AccountRef:
     unkeyed = next((n for n, line in enumerate(chain.lines, 1) if not line.mac), None)
     if not chain.ok or unkeyed is not None or not chain.lines:
         raise _bad(remote, chain.error or (f"line {unkeyed} is not keyed" if unkeyed else "an empty ledger"))
-    _check_seen(root, remote, oid, text)
+    _check_seen(root, remote, oid, text, seen_before)
     ledger, caps = _fold(chain.lines, remote)
-    git_remote.set_ref(root, seen_ref(remote), oid)  # best effort: a racing reader may have moved it on
+    git_remote.advance_ref(root, seen_ref(remote), oid)  # forward only: a sibling may have moved it on
     return AccountRef(remote, oid, text, line_hash(chain.lines[-1].raw), ledger, caps)
 
 
-def _check_seen(root: Path, remote: str, oid: str | None, text: str) -> None:
+def _check_seen(root: Path, remote: str, oid: str | None, text: str, seen_before: str | None) -> None:
     """CorruptState when the remote's ledger (`text` of commit `oid`; None: the ref is gone)
     does not begin with every line of the last ledger this clone read or wrote: the ledger only
     grows, so someone moved the ref back or pushed a ledger cut short (less spend). The key
-    alone cannot tell a cut at a line's end; this clone's memory can."""
+    alone cannot tell a cut at a line's end; this clone's memory can. `seen_before`: this clone's
+    mark as it was before the fetch; when another process of the clone moved it meanwhile and the
+    fetched commit is an ancestor of the new mark, the fetch was overtaken (Stale), not rolled back."""
     mark = seen_ref(remote)
     seen = git_remote.ref_oid(root, mark)
     if seen is None or seen == oid:
@@ -145,6 +168,8 @@ def _check_seen(root: Path, remote: str, oid: str | None, text: str) -> None:
         before = None  # the commit this clone kept is unreadable: nothing to hold the remote's against
     if oid is not None and before is not None and text.startswith(before):
         return
+    if seen != seen_before and oid is not None and git_remote.is_ancestor(root, oid, seen):
+        raise Stale(oid)  # another process of this clone moved its mark during this fetch: read again
     now = f"is {oid[:12]}, whose ledger does not begin with its lines" if oid is not None else "was deleted"
     raise CorruptState(f"{where(remote)}: the account ledger was rolled back or cut short: this clone last read or"
                        f" wrote {seen[:12]} and the ref {now}; every tick refuses. A human restores it (git push"
@@ -214,7 +239,7 @@ def _push_line(root: Path, book: AccountRef, event: str, fields: dict[str, objec
     except RemoteFailed as exc:
         raise Refused(f"the account ledger: {exc}; nothing was run") from None
     if pushed.landed:
-        git_remote.set_ref(root, seen_ref(book.remote), commit)
+        git_remote.advance_ref(root, seen_ref(book.remote), commit)
         return commit
     if pushed.lost:
         return None

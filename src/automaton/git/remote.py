@@ -244,6 +244,20 @@ def set_ref(repo: Path, ref: str, oid: str) -> bool:
     return _git(repo, ["update-ref", ref, oid]).code == 0
 
 
+def is_ancestor(repo: Path, older: str, newer: str) -> bool:
+    """Whether commit `older` is `newer` or one of its ancestors (`git merge-base --is-ancestor`)."""
+    return _git(repo, ["merge-base", "--is-ancestor", older, newer]).code == 0
+
+
+def advance_ref(repo: Path, ref: str, oid: str) -> bool:
+    """Move this repository's `ref` to `oid` only forward: when it is absent or an ancestor of
+    `oid` (never back to an older commit another process of this clone read before it moved on)."""
+    now = _oid(repo, ref)
+    if now is not None and not is_ancestor(repo, now, oid):
+        return False
+    return _git(repo, ["update-ref", ref, oid, *([now] if now else [])]).code == 0
+
+
 def read_tree(repo: Path, commit: str) -> dict[str, bytes]:
     """The regular files of `commit`'s tree: relative path -> bytes (RemoteFailed for a tree
     that holds anything but plain files and folders, or a git failure)."""
