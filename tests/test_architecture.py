@@ -50,7 +50,7 @@ ENTRIES = {
     ("commands/doctor.py", "doctor_loop"), ("commands/doctor.py", "doctor"),
     ("commands/loops.py", "pause_loop"), ("commands/loops.py", "resume_loop"),
     ("commands/loops.py", "review_loop"), ("commands/loops.py", "preview_loop"),
-    ("commands/loops.py", "approve_loop"),
+    ("commands/loops.py", "approve_loop"), ("commands/loops.py", "create_loop"),
     ("commands/loop_status.py", "loop_summary"), ("commands/loop_status.py", "status_data"),
     ("commands/loop_status.py", "loop_status"), ("commands/loop_status.py", "status_with_record"),
 }
@@ -174,7 +174,7 @@ def test_a_tick_looks_its_loop_up_once(project: Path, monkeypatch: pytest.Monkey
 
 # ---- 2. the contracts name every module ------------------------------------------------------
 
-RUNNER_USES = {"loop_gate", "halts", "writable", "tasks"}
+RUNNER_USES = {"loop_gate", "halts", "writable", "tasks", "holdout_git"}
 HOOKS_USE = {"can_edit", "loop_views"}
 DELIVERY = {"cli", "demo"}  # runner/cli.py and runner/demo.py may use any use case
 
@@ -196,7 +196,7 @@ def _short(names: object, package: str) -> set[str]:
 
 
 def test_the_tick_contract_names_every_other_use_case_and_every_tick_module() -> None:
-    contract = _contract("the tick imports four use-case modules")
+    contract = _contract("the tick imports five use-case modules")
     assert _short(contract["forbidden_modules"], "commands") == _modules("commands") - RUNNER_USES
     assert _short(contract["source_modules"], "runner") == _modules("runner") - DELIVERY
 

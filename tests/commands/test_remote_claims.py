@@ -297,3 +297,13 @@ def test_a_claim_through_a_state_remote_is_a_human_act(project: Path, monkeypatc
     monkeypatch.setenv("CLAUDECODE", "1")
     out = run_cli("--claim-loop-task", ONE, "--task", TASK, "--state-remote", "origin", "--project", str(project))
     assert out.code == 1 and "human sign-off" in out.err, out.err
+
+
+def test_a_claim_through_a_remote_this_checkout_does_not_have_is_bad_input(tmp_path: Path, approver: str) -> None:
+    """As every other `--state-remote` command: a plain name that is no remote here is exit 2,
+    naming `git remote -v`, never git's advice line."""
+    repo = init_repo(tmp_path / "p")
+    seed_task(repo, "fixit", "research")
+    out = run_cli("--claim-loop-task", "la", "--task", "fixit", "--state-remote", "nosuch", "--project", str(repo))
+    assert out.code == 2, out.out + out.err
+    assert "this checkout has no such remote" in out.err and "repository exists" not in out.err

@@ -51,7 +51,7 @@ from automaton.core.digest import sha256_hex
 from automaton.core.errors import BadInput, CorruptState, Refused
 from automaton.core.outcome import Outcome
 from automaton.git import remote as git_remote
-from automaton.git.remote import Move, RemoteFailed
+from automaton.git.remote import Move, NoSuchRemote, NotACommit, RemoteFailed
 from automaton.store import account as store
 from automaton.store import key as keys
 from automaton.store.chainlog import utc_now
@@ -126,6 +126,10 @@ def _read_once(root: Path, remote: str, *, user_config: bool) -> AccountRef:
     try:
         oid = git_remote.fetch_ref(root, remote, ACCOUNT_REF, local, user_config=user_config)
         files = git_remote.read_tree(root, oid) if oid is not None else {}
+    except NoSuchRemote as exc:
+        raise BadInput(f"the account ledger: {exc}; nothing was run") from None
+    except NotACommit as exc:  # corrupt state, as an edited ledger is (its message says nothing ran)
+        raise CorruptState(f"the account ledger: {exc}") from None
     except RemoteFailed as exc:
         raise Refused(f"the account ledger: {exc}; nothing was run") from None
     finally:

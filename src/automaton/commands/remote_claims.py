@@ -62,7 +62,8 @@ from automaton.core.names import LoopName, TaskRef
 from automaton.core.outcome import Outcome
 from automaton.git import remote as git_remote
 from automaton.git import run_git
-from automaton.git.remote import Move, RemoteFailed
+from automaton.git.remote import Move, NoSuchRemote, RemoteFailed
+from automaton.proc import Captured
 from automaton.store import chainlog
 from automaton.store import key as keys
 from automaton.store.chainlog import utc_now
@@ -160,10 +161,9 @@ def _same(a: str, b: str) -> bool:
 
 # ---- plumbing on the remote (the protocol's own refs; git.remote does the state's) ----
 
-def _net(root: Path, args: Sequence[str], user_config: bool) -> tuple[int, str, str]:
-    done = run_git(root, [*git_remote.TRANSPORTS, *args], env=git_remote.credential_env(),
+def _net(root: Path, args: Sequence[str], user_config: bool) -> Captured:
+    return run_git(root, [*git_remote.TRANSPORTS, *args], env=git_remote.credential_env(),
                    timeout_s=git_remote.NET_TIMEOUT_S, user_config=user_config)
-    return done.code, done.out, done.err
 
 
 def _last(out: str, err: str, code: int) -> str:
@@ -172,11 +172,18 @@ def _last(out: str, err: str, code: int) -> str:
 
 
 def _listed(root: Path, remote: str, patterns: Sequence[str], user_config: bool) -> dict[str, str]:
-    """ref -> oid of the remote's refs matching `patterns` (git ls-remote). Refused (exit 1,
-    one line) when git cannot reach the remote."""
-    code, out, err = _net(root, ["ls-remote", "--", remote, *patterns], user_config)
-    if code != 0:
-        raise Refused(f"cannot read the state remote {remote!r}: {_last(out, err, code)}; nothing was run")
+    """ref -> oid of the remote's refs matching `patterns` (git ls-remote). BadInput (exit 2)
+    for a name this checkout has no remote of; Refused (exit 1, git's reason) when git cannot
+    reach the remote."""
+    done = _net(root, ["ls-remote", "--", remote, *patterns], user_config)
+    if done.code != 0:
+        try:
+            git_remote.unreadable(root, remote, done)
+        except NoSuchRemote as exc:
+            raise BadInput(f"{exc}; nothing was run") from None
+        except RemoteFailed as exc:
+            raise Refused(f"{exc}; nothing was run") from None
+    out = done.out
     refs = {}
     for line in out.splitlines():
         oid, _, ref = line.partition("\t")
@@ -190,10 +197,10 @@ def _fetch(root: Path, remote: str, pairs: dict[str, str], user_config: bool) ->
     (exit 1) when git cannot."""
     if not pairs:
         return
-    code, out, err = _net(root, ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules",
-                                 "--", remote, *(f"+{ref}:{local}" for ref, local in pairs.items())], user_config)
-    if code != 0:
-        raise Refused(f"cannot fetch from the state remote {remote!r}: {_last(out, err, code)}; nothing was run")
+    done = _net(root, ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules",
+                       "--", remote, *(f"+{ref}:{local}" for ref, local in pairs.items())], user_config)
+    if done.code != 0:
+        raise Refused(f"cannot fetch from the state remote {remote!r}: {git_remote.reason(done)}; nothing was run")
 
 
 def _blobs(root: Path, commit: str, paths: Sequence[str]) -> dict[str, bytes | None]:

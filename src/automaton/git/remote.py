@@ -132,7 +132,7 @@ def _last(done: Captured) -> str:
     return lines[-1].strip() if lines else f"exit {done.code}"
 
 
-def _reason(done: Captured) -> str:
+def reason(done: Captured) -> str:
     """git's own reason for a failed network call: its first `fatal:` or `error:` line (the
     lines after it are advice, e.g. "Please make sure you have the correct access rights"),
     else its last line."""
@@ -172,7 +172,7 @@ def fetch(repo: Path, remote: str, loop: str, *, user_config: bool = False) -> F
     listed = _git(repo, [*TRANSPORTS, "ls-remote", "--", remote, state_ref(loop), branch_ref(loop)],
                   env=auth, timeout_s=NET_TIMEOUT_S, user_config=user_config)
     if listed.code != 0:
-        _unreadable(repo, remote, listed)
+        unreadable(repo, remote, listed)
     present = {line.split("\t", 1)[1] for line in listed.out.splitlines() if "\t" in line}
     specs = [f"+{ref}:{local}" for ref, local in ((state_ref(loop), FETCHED_STATE + loop),
                                                   (branch_ref(loop), FETCHED_BRANCH + loop)) if ref in present]
@@ -181,7 +181,7 @@ def fetch(repo: Path, remote: str, loop: str, *, user_config: bool = False) -> F
                            "--no-recurse-submodules", "--", remote, *specs],
                     env=auth, timeout_s=NET_TIMEOUT_S, user_config=user_config)
         if done.code != 0:
-            raise RemoteFailed(f"cannot fetch the state of loop {loop} from {remote!r}: {_reason(done)}")
+            raise RemoteFailed(f"cannot fetch the state of loop {loop} from {remote!r}: {reason(done)}")
     fetched = Fetched(_oid(repo, FETCHED_STATE + loop), _oid(repo, FETCHED_BRANCH + loop))
     for ref, local, got in ((state_ref(loop), FETCHED_STATE + loop, fetched.state),
                             (branch_ref(loop), FETCHED_BRANCH + loop, fetched.branch)):
@@ -200,26 +200,26 @@ def fetch_ref(repo: Path, remote: str, ref: str, local: str, *, user_config: boo
     listed = _git(repo, [*TRANSPORTS, "ls-remote", "--", remote, ref], env=auth, timeout_s=NET_TIMEOUT_S,
                   user_config=user_config)
     if listed.code != 0:
-        _unreadable(repo, remote, listed)
+        unreadable(repo, remote, listed)
     if ref not in {line.split("\t", 1)[1] for line in listed.out.splitlines() if "\t" in line}:
         return None
     done = _git(repo, [*TRANSPORTS, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
                        "--no-recurse-submodules", "--", remote, f"+{ref}:{local}"],
                 env=auth, timeout_s=NET_TIMEOUT_S, user_config=user_config)
     if done.code != 0:
-        raise RemoteFailed(f"cannot fetch {ref} from {remote!r}: {_reason(done)}")
+        raise RemoteFailed(f"cannot fetch {ref} from {remote!r}: {reason(done)}")
     got = _oid(repo, local)
     if got is None:
         _not_a_commit(repo, remote, ref, local)
     return got
 
 
-def _unreadable(repo: Path, remote: str, listed: Captured) -> NoReturn:
+def unreadable(repo: Path, remote: str, listed: Captured) -> NoReturn:
     """Raise for a failed `ls-remote` of `remote`: NoSuchRemote or RemoteFailed (git's reason)."""
     if not _configured(repo, remote):
         raise NoSuchRemote(f"--state-remote {remote!r}: this checkout has no such remote and it is not a path or"
                            " URL (git remote -v lists the remotes)")
-    raise RemoteFailed(f"cannot read the state remote {remote!r}: {_reason(listed)}")
+    raise RemoteFailed(f"cannot read the state remote {remote!r}: {reason(listed)}")
 
 
 def _not_a_commit(repo: Path, remote: str, ref: str, local: str) -> NoReturn:
@@ -343,7 +343,7 @@ def push(repo: Path, remote: str, moves: Sequence[Move], *, user_config: bool = 
     if any(sign in text for sign in _LOST):
         return Pushed(False, True, "the remote moved since the fetch")
     if not status:
-        raise RemoteFailed(f"cannot push to the state remote {remote!r}: {_reason(done)}")
+        raise RemoteFailed(f"cannot push to the state remote {remote!r}: {reason(done)}")
     return Pushed(False, False, _refusal(done, status))
 
 
