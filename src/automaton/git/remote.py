@@ -239,11 +239,6 @@ def drop_ref(repo: Path, ref: str) -> None:
     _git(repo, ["update-ref", "-d", ref])
 
 
-def set_ref(repo: Path, ref: str, oid: str) -> bool:
-    """Point this repository's `ref` at `oid`; whether git did."""
-    return _git(repo, ["update-ref", ref, oid]).code == 0
-
-
 def is_ancestor(repo: Path, older: str, newer: str) -> bool:
     """Whether commit `older` is `newer` or one of its ancestors (`git merge-base --is-ancestor`)."""
     return _git(repo, ["merge-base", "--is-ancestor", older, newer]).code == 0
