@@ -42,7 +42,9 @@ def _local_vs_remote() -> str:
         os.environ.update(HOME=str(home), AUTOMATON_RECORD_KEY=fk.KEY, AUTOMATON_APPROVER="bench")
         fleet = fk.make_fleet(Path(tmp), 1)
         env = fk.runner_env(home)
-        local = [a for a in fk.runner_argv(fleet.seed) if a not in ("--state-remote", "origin")]
+        # The same loop definition, never published: a loop seen on its remote ticks only through it.
+        fk.add_loop(fleet.seed, "solo")
+        local = [a for a in fk.runner_argv(fleet.seed, "solo") if a not in ("--state-remote", "origin")]
         remote = fk.runner_argv(fleet.clones[0])
         first = subprocess.run(fk.runner_argv(fleet.seed), env=env, capture_output=True, check=False)
         assert first.returncode == 0, first.stderr
