@@ -331,3 +331,26 @@ def test_a_fetch_another_process_of_the_clone_overtook_is_read_again_not_called_
     git(fleet.bare, "update-ref", ra.ACCOUNT_REF, older)  # a real move back, the mark already past it
     with pytest.raises(CorruptState, match="rolled back or cut short"):
         ra.read(seed.resolve(), "origin")
+
+
+def test_doctor_checks_the_account_ledger_a_remote_tick_would_stop_on(fleet: fk.Fleet) -> None:
+    """`--doctor --loop NAME --state-remote REMOTE` (a CI job's preflight) reads the account
+    ledger and this machine's caps.json as the tick will: ok, then the problem once either is
+    broken (an account ref at a blob; a malformed caps.json)."""
+    m0, h0 = fleet.clones[0], fleet.homes[0]
+    argv = ["--doctor", "--loop", fk.LOOP, "--state-remote", "origin", "--project", str(m0)]
+
+    def doctor() -> str:
+        done = subprocess.run([sys.executable, "-m", "automaton", *argv], env=fk.runner_env(h0),
+                              capture_output=True, text=True, check=False)
+        return done.stdout + done.stderr
+
+    assert "account ledger in state remote origin verifies with the record key" in doctor()
+    _caps(h0, {"day_usd": "three"})  # type: ignore[dict-item]
+    assert "PROBLEM" in doctor() and "caps.json" in doctor()
+    (h0 / ".config" / "automaton" / "caps.json").unlink()
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=fleet.bare, input=b"x\n",
+                          capture_output=True, check=True).stdout.decode().strip()
+    git(fleet.bare, "update-ref", ra.ACCOUNT_REF, blob)
+    said = doctor()
+    assert "PROBLEM" in said and "refs/automaton/account on 'origin' is a blob" in said, said

@@ -196,19 +196,19 @@ def test_doctor_fetches_the_state_on_a_fresh_clone_and_names_the_remote_kind(fle
 
 def test_doctor_says_whether_an_https_state_remote_has_a_push_credential(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from automaton.commands.doctor import state_remote_checks
+    from automaton.commands.doctor import credential_check, state_remote_checks
 
     repo = tmp_path / "r"
     git(tmp_path, "init", "-q", str(repo))
     git(repo, "remote", "add", "origin", "https://u:hunter2@git.example.com/team/repo.git")
     git(repo, "remote", "add", "byssh", "git@git.example.com:team/repo.git")
     monkeypatch.delenv("AUTOMATON_GIT_TOKEN", raising=False)
-    (bare,) = state_remote_checks(repo, "demo", "origin")
+    bare = credential_check(repo, "demo", "origin")
     assert bare.level == "warning" and "AUTOMATON_GIT_TOKEN" in bare.message and "hunter2" not in bare.message
     monkeypatch.setenv("AUTOMATON_GIT_TOKEN", TOKEN)
-    (held,) = state_remote_checks(repo, "demo", "origin")
+    held = credential_check(repo, "demo", "origin")
     assert held.level == "ok" and "https://git.example.com" in held.message and TOKEN not in held.message
-    (ssh,) = state_remote_checks(repo, "demo", "byssh")
+    ssh = credential_check(repo, "demo", "byssh")
     assert ssh.level == "note" and "is ssh" in ssh.message and "not used" in ssh.message
     assert state_remote_checks(repo, "demo", None) == []
 

@@ -396,22 +396,46 @@ def state_remote_checks(root: Path, name: str, remote: str | None) -> list[Findi
     used and the token, if set, is not. The URL is never shown (it may hold a password)."""
     if remote is None:
         return []
+    return [credential_check(root, name, remote), account_check(root, name, remote)]
+
+
+def account_check(root: Path, name: str, remote: str) -> Finding:
+    """The account ledger and published caps in `remote` (`commands.remote_account.read`:
+    verified with the record key, never moved back against this clone's mark) and this
+    machine's caps.json (a remote tick applies the lower of the two): ok, or the problem every
+    tick of the loop would stop on."""
+    from automaton.commands import remote_account  # only --state-remote needs the remote's plumbing
+    from automaton.store import account
+
+    try:
+        read = remote_account.read(root, remote)
+        account.read_caps()
+    except AutomatonError as exc:
+        return Finding(name, "account-ledger", "problem", exc.message)
+    caps = "published caps" if read.caps is not None else "no caps published"
+    lines = len(read.ledger.entries)
+    return Finding(name, "account-ledger", "ok", f"the account ledger in state remote {remote} verifies with the"
+                   f" record key ({lines} reservation(s), {caps}); this machine's caps.json reads")
+
+
+def credential_check(root: Path, name: str, remote: str) -> Finding:
+    """The push credential finding of `state_remote_checks` (never showing the URL)."""
     url = _remote_url(root, remote)
     scheme = urlsplit(url).scheme.lower() if "://" in url else ""
     token = bool(os.environ.get(TOKEN_ENV, "").strip())
     if scheme in ("https", "http"):
         host = urlsplit(url).hostname or "?"
         if token:
-            return [Finding(name, "state-remote", "ok", f"state remote {remote} ({scheme}://{host}): push credential"
-                            f" from ${TOKEN_ENV}, sent by the runner's own fetch and push only")]
-        return [Finding(name, "state-remote", "warning", f"state remote {remote} ({scheme}://{host}) and no"
-                        f" ${TOKEN_ENV}: the tick's fetch and push carry no credential (a tick reads no credential"
-                        " helper of yours), so a private remote refuses them",
-                        f"hand the runner a token that may push as ${TOKEN_ENV}")]
+            return Finding(name, "state-remote", "ok", f"state remote {remote} ({scheme}://{host}): push credential"
+                           f" from ${TOKEN_ENV}, sent by the runner's own fetch and push only")
+        return Finding(name, "state-remote", "warning", f"state remote {remote} ({scheme}://{host}) and no"
+                       f" ${TOKEN_ENV}: the tick's fetch and push carry no credential (a tick reads no credential"
+                       " helper of yours), so a private remote refuses them",
+                       f"hand the runner a token that may push as ${TOKEN_ENV}")
     kind = "ssh" if scheme == "ssh" or (not scheme and ":" in url.split("/", 1)[0]) else "local"
     unused = f"; ${TOKEN_ENV} is set but not used" if token else ""
-    return [Finding(name, "state-remote", "note", f"state remote {remote} is {kind}: git's own access"
-                    f" ({'ssh keys' if kind == 'ssh' else 'file permissions'}) pushes, no token needed{unused}")]
+    return Finding(name, "state-remote", "note", f"state remote {remote} is {kind}: git's own access"
+                   f" ({'ssh keys' if kind == 'ssh' else 'file permissions'}) pushes, no token needed{unused}")
 
 
 __all__ = ["Finding", "doctor", "doctor_loop", "fetch_state", "project_checks", "state_remote_checks"]
