@@ -67,13 +67,7 @@ def _machines(tmp: Path, *, other_verify: str = fk.VERIFY, other_iterations: int
     for name in (ONE, TWO):
         first = _tick(seed, Path(os.environ["HOME"]), name)
         assert first.returncode == 0 and '"ran": true' in first.stdout, first.stdout + first.stderr
-    clones, homes = [], []
-    for i in range(2):
-        clone, home = tmp / f"m{i}" / "work", tmp / f"m{i}" / "home"
-        home.mkdir(parents=True)
-        git(tmp, "clone", "-q", str(bare), str(clone))
-        clones.append(clone)
-        homes.append(home)
+    clones, homes = fk.machines(tmp, bare, 2)
     return Machines(bare, seed, clones, homes)
 
 

@@ -66,14 +66,20 @@ def make_fleet(tmp: Path, runners: int, *, agent: str = AGENT, timeout_s: int = 
         folder = seed / ".automaton" / "loops" / LOOP / holdout
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "test_holdout.py").write_text("def test_secret():\n    assert True\n")
+    clones, homes = machines(tmp, bare, runners)
+    return Fleet(bare, seed, clones, homes)
+
+
+def machines(tmp: Path, bare: Path, n: int) -> tuple[list[Path], list[Path]]:
+    """`n` fresh clones of `bare`, each with a HOME of its own: (clones, homes), under tmp/m<i>/."""
     clones, homes = [], []
-    for i in range(runners):
+    for i in range(n):
         clone, home = tmp / f"m{i}" / "work", tmp / f"m{i}" / "home"
         home.mkdir(parents=True)
         git(tmp, "clone", "-q", str(bare), str(clone))
         clones.append(clone)
         homes.append(home)
-    return Fleet(bare, seed, clones, homes)
+    return clones, homes
 
 
 def add_loop(seed: Path, name: str) -> None:
