@@ -205,12 +205,9 @@ def _devices(path: Path) -> list[str]:
 
 def test_outside_the_fast_package_modules_use_plain_python() -> None:
     """`dataclasses` instead of core.record, `typing.TYPE_CHECKING` instead of a local False."""
-    # commands.gate_next, commands.loop_gate and core.loopgate call record's `replace` on core.gates' GateResult,
-    # a record of the fast package (dataclasses.replace refuses a record). harnesses/_replay.py
-    # is a script of its own, run by path under `python -P -S` for every role of a scripted
-    # tick, with its own import test (tests/harnesses/test_scripted.py).
-    allowed = {"automaton.commands.gate_next", "automaton.commands.loop_gate", "automaton.core.loopgate",
-               "automaton.harnesses._replay"}
+    # harnesses/_replay.py is a script of its own, run by path under `python -P -S` for every
+    # role of a scripted tick, with its own import test (tests/harnesses/test_scripted.py).
+    allowed = {"automaton.harnesses._replay"}
     bad = {}
     for path in sorted((SRC / "automaton").rglob("*.py")):
         module = ".".join(path.relative_to(SRC).with_suffix("").parts).removesuffix(".__init__")
@@ -219,6 +216,40 @@ def test_outside_the_fast_package_modules_use_plain_python() -> None:
         if found := _devices(path):
             bad[module] = found
     assert bad == {}
+
+
+def _record_users() -> set[str]:
+    """Every module of automaton that imports core.record."""
+    users = set()
+    for path in sorted((SRC / "automaton").rglob("*.py")):
+        module = ".".join(path.relative_to(SRC).with_suffix("").parts).removesuffix(".__init__")
+        if any("core.record" in found for found in _devices(path)):
+            users.add(module)
+    return users
+
+
+def test_core_record_is_used_only_where_dataclasses_is_not_loaded(project: Path) -> None:
+    """`core.record` stands in for `dataclasses` only in modules the hook loads on the paths that
+    never import `dataclasses` (a task's Write and Bash, `--can-edit`) and in `automaton.hooks`,
+    where a payload picks the parsers. A module only a loop's paths load (the hook in a worktree,
+    `--check-gate`, a tick that gives up) uses `dataclasses`: those paths load it for LoopState."""
+    assert run_cli("--create-task", "t", cwd=project).code == 0
+    assert run_cli("--transition", "research", "--task", "t", cwd=project).code == 0
+    env = {**os.environ, "AUTOMATON_TASK": "t"}
+    loaded: set[str] = set()
+    for tool, given in (("Write", {"file_path": str(project / "tasks" / "t" / "SPEC.md"), "content": "# Spec\n"}),
+                        ("Bash", {"command": "python -m pytest tests/ -q 2>&1 | tail -n 20"})):
+        payload = json.dumps({"cwd": str(project), "hook_event_name": "PreToolUse", "tool_name": tool,
+                              "tool_input": given})
+        names = imported("automaton.cli.main", ["--hook", "claude"], project, payload, env)
+        assert "dataclasses" not in names
+        loaded |= names
+    names = imported("automaton.cli.main", ["--can-edit", "--task", "t", "--file", "tasks/t/SPEC.md"], project)
+    assert "dataclasses" not in names
+    loaded |= names
+    users = _record_users()
+    assert "automaton.core.chain" in users  # the scan sees the users
+    assert {m for m in users if m not in loaded and not m.startswith("automaton.hooks")} == set()
 
 
 def test_the_control_characters_the_resolver_refuses_are_unicode_category_cc() -> None:

@@ -8,10 +8,11 @@ refusal of `--check-gate` ends with: what a human does next (or that nothing nee
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from automaton.core.gates import DEFERRED, FIRST_APPROVAL, WAITING, GateResult, gate_deferred
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.loopstate import LoopState
-from automaton.core.record import replace  # GateResult (core.gates) is a record
 from automaton.store import deferrals
 
 

@@ -3,6 +3,7 @@ section of `--audit` (docs/architecture.md#stable-interfaces)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from automaton.commands.can_edit import Decision, own_install, protected, task_scope_allows
@@ -13,7 +14,6 @@ from automaton.core.loopconfig import SANDBOX_MODES
 from automaton.core.loopstate import SCHEMA_VERSION, LoopState
 from automaton.core.names import LoopName, TaskRef
 from automaton.core.outcome import Outcome
-from automaton.core.record import record  # not dataclasses: `--can-edit --loop` and the hook
 from automaton.resolve import posix, real, relative_parts
 from automaton.store import loops, tasks
 from automaton.store.config import loop_defaults
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 # ---- can-edit, list, audit ------------------------------------------------------------------
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class LoopFacts:
     """What an edit decision in a loop's worktree reads of the loop, read once per decision call
     (a hook call or `--can-edit --loop`, however many paths it names): the resolved `loop`, its

@@ -7,11 +7,14 @@ are asked for lazily through `GateFacts`, so a loop halted at gate 2 never runs 
 
 from __future__ import annotations
 
-from automaton.core.loopstate import micro_to_usd, usd_to_micro
-from automaton.core.record import record, replace
+from dataclasses import dataclass, replace
 
-# `--check-gate` and every tick import this module: `record` instead of `dataclasses`,
-# annotations only under TYPE_CHECKING, pathspec only for patterns that are not plain (core/scope.py).
+from automaton.core.loopstate import micro_to_usd, usd_to_micro
+
+# `--check-gate`, every tick and the hook in a loop's worktree import this module, and each of
+# them loads `dataclasses` already (core.loopstate's LoopState): annotations only under
+# TYPE_CHECKING (`typing` stays off those paths), pathspec only for patterns that are not plain
+# (core/scope.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -32,7 +35,7 @@ FIRST_APPROVAL = "first_approval"
 _SHOWN_FILES = 10  # out-of-scope files named in halt_detail (all are in out_of_scope_files)
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class GateResult:
     """The verdict. `halt` is a NEW halt to apply (one of the five deaths) or None.
 
@@ -50,7 +53,7 @@ class GateResult:
     warnings: tuple[str, ...] = ()
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class TaskFacts:
     """The bound task: its phase (None: legacy folder without `.state`) and tamper finding."""
 
@@ -59,7 +62,7 @@ class TaskFacts:
     tamper: str = ""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class DriftFacts:
     """Changed files of the worktree, or why they are unknown.
 
@@ -76,7 +79,7 @@ class DriftFacts:
     nested: tuple[str, ...] = ()
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class VramFacts:
     """The VRAM probe's answer for a local harness; `error` when it could not run."""
 

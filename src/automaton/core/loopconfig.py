@@ -9,17 +9,17 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass
 
 from automaton.core import jsontext
 from automaton.core.errors import BadInput, CorruptState, InvalidFields
 from automaton.core.loopstate import SCHEMA_VERSION, LoopState, Verdict, usd_to_micro
 from automaton.core.loopstate import initial_state as initial_state
 from automaton.core.names import LoopName, TaskRef
-from automaton.core.record import record
 
 # The loop store and the gates import this module on every tick, `--check-gate` and a tick that
-# gives up on a busy lock: `record` instead of `dataclasses`, annotations only under
-# TYPE_CHECKING (see core/record.py; tests/test_imports.py keeps it so).
+# gives up on a busy lock, each of which loads `dataclasses` already (LoopState): annotations
+# only under TYPE_CHECKING, so `typing` stays off those paths (tests/test_imports.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -53,7 +53,7 @@ LOOP_DIR = "{loop_dir}"
 _HARNESS_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class HarnessConfig:
     name: str
     model: str | None
@@ -67,12 +67,12 @@ class HarnessConfig:
     max_output_mb: int = DEFAULT_MAX_OUTPUT_MB
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class RolePrompt:
     prompt: str  # file name relative to the loop folder
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class VerifyRole:
     command: list[str] | None
     prompt: str | None
@@ -82,20 +82,20 @@ class VerifyRole:
     holdout: str | None = None
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class OrchestrateRole:
     builtin: bool
     prompt: str | None
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Roles:
     implement: RolePrompt
     verify: VerifyRole
     orchestrate: OrchestrateRole
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Brakes:
     max_iterations: int  # iterations per approval, >= 1
     max_budget_usd: float | None  # USD per approval, > 0; None only for a local harness
@@ -107,7 +107,7 @@ class Brakes:
     max_unscored: int = DEFAULT_MAX_UNSCORED
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class BlastRadius:
     use_worktree: bool
     file_scope: list[str]  # gitignore-style patterns relative to the worktree root, non-empty
@@ -118,12 +118,12 @@ class BlastRadius:
     protected: list[str] | None = None
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Schedule:
     interval_seconds: int  # seconds between scheduled ticks
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Notify:
     """loop.json `notify`: who hears of the loop's events. `command`: argv run with the event's
     JSON on stdin (None: no command); `webhook`: an http(s) URL the JSON is POSTed to (None: no
@@ -134,7 +134,7 @@ class Notify:
     events: tuple[str, ...] = NOTIFY_EVENTS
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class LoopConfig:
     schema_version: int
     name: str

@@ -10,7 +10,7 @@ to apply (`halt_step`). The store applies it (`commands.loop_gate`), the CLI rep
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
@@ -18,7 +18,6 @@ from automaton.core import loopstate
 from automaton.core.gates import CONFIG_CHANGED, STATE_TAMPERED, GateResult, run_gates
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.loopstate import LogEvent, LoopState
-from automaton.core.record import replace  # GateResult (core.gates) is a record: dataclasses.replace refuses it
 
 if TYPE_CHECKING:  # core.gates defines GateFacts for the type checker only (it keeps typing off the fast path)
     from automaton.core.gates import GateFacts

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 from contextlib import contextmanager  # store.locks loads it anyway
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from automaton.core.chain import ChainCheck
@@ -40,8 +40,6 @@ from automaton.core.loopconfig import (
 )
 from automaton.core.loopstate import Event, LogEvent, LoopState
 from automaton.core.names import NAME_RE, LoopName, TaskRef
-from automaton.core.record import record  # not dataclasses (inspect, ast, dis): see core/record.py
-from automaton.core.record import replace as record_replace
 from automaton.store import anchor, chainlog
 from automaton.store.atomic import append_line, atomic_write, read_all, read_regular
 from automaton.store.config import loop_defaults
@@ -110,7 +108,7 @@ def encode_state(state: LoopState) -> bytes:
     return (json.dumps(state_json(state), indent=2, allow_nan=False) + "\n").encode("utf-8")
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Loop:
     """A tracked loop, resolved once and passed down instead of `(project, name)`.
 
@@ -385,8 +383,8 @@ def with_loop_dir(config: LoopConfig, folder: Path) -> LoopConfig:
     command = config.roles.verify.command
     if not command or not any(LOOP_DIR in arg for arg in command):
         return config
-    verify = record_replace(config.roles.verify, command=[arg.replace(LOOP_DIR, str(folder)) for arg in command])
-    return record_replace(config, roles=record_replace(config.roles, verify=verify))
+    verify = replace(config.roles.verify, command=[arg.replace(LOOP_DIR, str(folder)) for arg in command])
+    return replace(config, roles=replace(config.roles, verify=verify))
 
 
 def read_config(project: Project, name: str) -> LoopConfig:
@@ -394,7 +392,7 @@ def read_config(project: Project, name: str) -> LoopConfig:
     return Loop.resolve(project, name).read_config()
 
 
-@record
+@dataclass
 class LoopRecord:
     """A loop's state as found. `tamper` is empty when `.state.loop` is the one its log sealed."""
 
