@@ -62,6 +62,7 @@ def test_run_verify_marks_the_export_idle_after_a_normal_run_only(repo: tuple[Pa
     folder, loop_dir = tmp_path / "run", tmp_path / "loop"
     folder.mkdir()
     loop_dir.mkdir()
+    (tmp_path / "t").mkdir()  # the tick's temp dir, which the tick has made (confine.private_tmp)
     where = verify.place(cfg(["echo", "1 passed"]), path, base, base, tmp_path / "t", path)
     verdict = verify.run_verify(cfg(["echo", "1 passed"]), None, None, folder, where,  # type: ignore[arg-type]
                                 tmp_path / "t", loop_dir, lambda *a: None, lambda: "", {})
@@ -87,6 +88,7 @@ def test_no_idle_mark_while_a_process_of_the_run_may_be_alive(repo: tuple[Path, 
     folder, loop_dir = tmp_path / "run", tmp_path / "loop"
     folder.mkdir()
     loop_dir.mkdir()
+    (tmp_path / "t").mkdir()  # the tick's temp dir, which the tick has made (confine.private_tmp)
     monkeypatch.setattr(verify.reaper, "survivors", lambda before: left)
     where = verify.place(cfg(["echo", "1 passed"]), path, base, base, tmp_path / "t", path)
     verdict = verify.run_verify(cfg(["echo", "1 passed"]), None, None, folder, where,  # type: ignore[arg-type]

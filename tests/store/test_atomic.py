@@ -135,3 +135,22 @@ def test_recover_without_temp_is_a_no_op(tmp_path: Path) -> None:
     before = (state.read_bytes(), log.read_bytes())
     chainlog.recover(state, log, _token)
     assert (state.read_bytes(), log.read_bytes()) == before
+
+
+def test_read_left_reads_a_file_of_its_own_and_nothing_a_link_or_a_fifo_names(tmp_path: Path) -> None:
+    """`read_left`: what a confined run left in its own folder, never through a link."""
+    secret = tmp_path / "key"
+    secret.write_bytes(b"SECRET")
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "junit.xml").write_bytes(b"<testsuite/>" * 3)
+    assert atomic.read_left(own / "junit.xml", 1 << 20) == b"<testsuite/>" * 3
+    assert atomic.read_left(own / "junit.xml", 5) == b"<test"  # at most `limit` bytes
+    (own / "link").symlink_to(secret)
+    assert atomic.read_left(own / "link", 100) is None
+    os.link(secret, own / "hard")  # a second name of a file the run could not read itself
+    assert atomic.read_left(own / "hard", 100) is None
+    os.mkfifo(own / "fifo")
+    assert atomic.read_left(own / "fifo", 100) is None  # answered at once, never blocked
+    assert atomic.read_left(own / "missing", 100) is None
+    assert atomic.read_left(own, 100) is None  # a folder

@@ -32,13 +32,14 @@ from automaton.git.errors import DriftError, GitMissing
 from automaton.git.export import export_tree
 from automaton.harnesses import REGISTRY
 from automaton.proc import run_streaming
-from automaton.store.atomic import read_all
+from automaton.store.atomic import read_all, read_left
 from automaton.store.layout import Project
 from automaton.store.loops import Loop
 
 _MARK = {"ok": "ok      ", "problem": "PROBLEM ", "warning": "warning ", "note": "note    "}
 # Seconds the verify command may run on the base commit (at most the loop's own harness timeout).
 VERIFY_TIMEOUT_S = 600
+MAX_JUNIT_BYTES = 64 << 20  # the JUnit file of the verify command's run on the base commit
 # harness -> (files under HOME that hold a login, API key variables). Only where checking is
 # free: anything else says "cannot check" rather than guess (a paid call is never a check).
 LOGINS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -200,8 +201,9 @@ def verify_check(project: Project, name: str, config: LoopConfig, state: LoopSta
         if got.timed_out:
             return Finding(name, "verify", "problem", f"verify command {shown!r} ran past {timeout} s on the base"
                            " commit", "make it faster, or raise harness.timeout_s")
-        junit = tmp / "junit.xml"
-        xml = junit.read_text(encoding="utf-8", errors="replace") if junit.is_file() else None
+        # Never a link followed: the project's tests may leave one to the record key there.
+        left = read_left(tmp / "junit.xml", MAX_JUNIT_BYTES)
+        xml = None if left is None else left.decode("utf-8", errors="replace")
         verdict = from_agent(output) if role.score == "agent" else from_command(got.code, output, xml)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -10,10 +10,11 @@ write one of them would plant a command outside every sandbox. Two layers keep t
 
 1. `seed` gives each role of a tick its own configuration folder, copied from the user's real
    one (settings, instructions and credentials) when the role starts and pointed at by the
-   CLI's own switch; nothing is ever copied back. The folder lies in the tick's private temp
-   folder (`runner.confine.private_tmp`: mode 0700, writable by the role's sandbox, removed
-   when the tick ends), one per role, so what an agent writes there reaches neither a later
-   role, nor the next tick, nor the user. The role's sandbox then grants nothing in the home
+   CLI's own switch; nothing is ever copied back. The folder lies in the role's own temp
+   folder (`runner.confine.scratch`: new for each role, mode 0700, writable by that role's
+   sandbox alone, inside the tick's temp folder, which no confined process may write, removed
+   when the tick ends), so what an agent writes there, a link included, reaches neither a
+   later role, nor the next tick, nor the user. The role's sandbox then grants nothing in the home
    folder (`runner.confine.role_policy`): the user's real files are read-only to it.
 2. `Baseline` reads the command-bearing keys (`COMMAND_KEYS`) of every CLI's user-level files
    (`watched`) before the first role and compares them after the agent ran: a change halts the

@@ -11,7 +11,8 @@ hands the plugin the write end of a pipe as an inherited file descriptor
 (`AUTOMATON_VERDICT_FD`): the runner reads each test's outcome as the test finishes, and what
 the process writes to its JUnit file or returns as its exit status afterwards cannot change it
 (`core.testids`). Every pytest verify run also gets `PYTHONPYCACHEPREFIX` (a private folder in
-the tick's temp dir: Python then never reads the `__pycache__` folders of the tree) and
+the run's own temp dir, `runner.confine.scratch`, which no earlier role could write: Python then
+never reads the `__pycache__` folders of the tree, nor bytecode an agent left) and
 `PYTHONDONTWRITEBYTECODE=1`.
 
 The frozen set (`store.frozen_tests`): before the first verify run of a base commit, the runner
@@ -133,10 +134,12 @@ def plugin_copy(folder: Path) -> Path:
     return dest
 
 
-def python_env(env: dict[str, str], plugin_dir: Path, tmp: Path, fd: int) -> dict[str, str]:
+def python_env(env: dict[str, str], plugin_dir: Path, own: Path, fd: int) -> dict[str, str]:
     """`env` plus what a pytest verify run gets: the plugin's folder first on PYTHONPATH, the
-    descriptor's number, a private bytecode cache, no bytecode written."""
-    cache = tmp / "pycache"
+    descriptor's number, no bytecode written, and a bytecode cache of its own in `own` (the
+    run's own temp dir, `runner.confine.scratch`: a cache an agent could have written would
+    hand Python bytecode it loads without comparing it to the source)."""
+    cache = own / "pycache"
     cache.mkdir(parents=True, exist_ok=True)
     old = env.get("PYTHONPATH")
     path = str(plugin_dir) + (os.pathsep + old if old else "")

@@ -16,7 +16,6 @@ times on the same pipe: each run is checked on its own, and the score is the str
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,10 +36,11 @@ from automaton.core.testids import (
 from automaton.core.verdicts import Verdict, from_agent, json_objects
 from automaton.proc import run_streaming
 from automaton.runner import freeze
+from automaton.runner.confine import PolicyFor, scratch
 from automaton.store import frozen_tests
+from automaton.store.atomic import read_left
 
 VERDICT_MISMATCH = "verdict_mismatch"
-PolicyFor = Callable[[Path, str, str], Policy | None]
 
 
 @dataclass(frozen=True)
@@ -72,21 +72,24 @@ def run(cfg: LoopConfig, folder: Path, cwd: Path, tmp: Path, loop_dir: Path, pol
                     halt = found if found.startswith(frozen_tests.HOLDOUT_CHANGED) else None
                     return _unscored(f"verify not run: {found}", halt)
                 frozen = found
-            return _judged(cfg, folder, cwd, tmp, policy_for(cwd, "verify", "command"), env, plugin, frozen, loop_dir)
+            own = scratch(tmp, "verify")
+            return _judged(cfg, folder, cwd, own, policy_for(cwd, "verify", "command", own), env, plugin, frozen,
+                           loop_dir)
     except OSError as exc:
         return _unscored(f"verify not run: the holdout tests cannot be copied ({exc})")
 
 
-def _run(cfg: LoopConfig, argv: list[str], log: Path, cwd: Path, tmp: Path, policy: Policy | None,
+def _run(cfg: LoopConfig, argv: list[str], log: Path, cwd: Path, own: Path, policy: Policy | None,
          env: dict[str, str], plugin: Path) -> tuple[int, bool, bytes | None]:
     """(exit code, timed out, the stream's bytes: None when it overflowed) of `argv` with the
     plugin and its pipe (a pytest command gets `-p automaton_verdicts` here; the scorer adds it
-    to its own pytest runs)."""
+    to its own pytest runs). `own`: the run's own temp dir (`confine.scratch`), where its
+    bytecode cache goes."""
     if runs_pytest(argv):
         argv = [*argv, "-p", freeze.PLUGIN]
     with freeze.pipe() as p:
         done = run_streaming(argv, out_path=log, cwd=cwd,
-                             env=freeze.python_env(env, plugin, tmp, p.write_fd), timeout_s=cfg.harness.timeout_s,
+                             env=freeze.python_env(env, plugin, own, p.write_fd), timeout_s=cfg.harness.timeout_s,
                              sandbox=policy, max_bytes=cfg.harness.max_output_mb * MIB, pass_fds=(p.write_fd,))
         freeze.close_writer(p)
         return done.code, done.timed_out, p.raw()
@@ -105,8 +108,9 @@ def _collect(cfg: LoopConfig, folder: Path, tmp: Path, loop_dir: Path, policy_fo
         export_tree(base.repo, base.commit, dest, protected=base.protected, base_commit=base.commit)
         with freeze.holdout_in(cfg, loop_dir, dest):
             argv = freeze.collect_argv(cfg, loop_dir)
-            code, timed_out, data = _run(cfg, argv, folder / "collect.log", dest, tmp,
-                                         policy_for(dest, "verify", "command"), env, plugin)
+            own = scratch(tmp, "collect")
+            code, timed_out, data = _run(cfg, argv, folder / "collect.log", dest, own,
+                                         policy_for(dest, "verify", "command", own), env, plugin)
     except (DriftError, OSError):
         return None
     finally:
@@ -116,14 +120,14 @@ def _collect(cfg: LoopConfig, folder: Path, tmp: Path, loop_dir: Path, policy_fo
     return None if timed_out or code not in (0, 4, 5) or data is None else read_stream(data)
 
 
-def _judged(cfg: LoopConfig, folder: Path, cwd: Path, tmp: Path, policy: Policy | None, env: dict[str, str],
+def _judged(cfg: LoopConfig, folder: Path, cwd: Path, own: Path, policy: Policy | None, env: dict[str, str],
             plugin: Path, frozen: Frozen | None, loop_dir: Path) -> Verdict:
     """The verdict of one verify run. pytest (run here, or by the scorer: its path in
-    `freeze.ENV_JUNIT`) always writes JUnit XML to the tick's temp dir: a stream that pytest's
-    own JUnit file does not corroborate (missing, or other counts) is unscored."""
+    `freeze.ENV_JUNIT`) always writes JUnit XML to the run's own temp dir `own`: a stream that
+    pytest's own JUnit file does not corroborate (missing, or other counts) is unscored."""
     argv = list(cfg.roles.verify.command or [])
     mode = freeze.scorer_mode(cfg, loop_dir)
-    junit = tmp / "junit.xml"
+    junit = own / "junit.xml"
     if mode is None:
         argv.append(f"--junitxml={junit}")
     else:
@@ -131,13 +135,13 @@ def _judged(cfg: LoopConfig, folder: Path, cwd: Path, tmp: Path, policy: Policy 
     repeat = freeze.repeat_of(argv) if mode == freeze.REPEAT_MODE else 1
     for path in _junits(junit, mode, repeat or 0):
         path.unlink(missing_ok=True)
-    code, timed_out, data = _run(cfg, argv, folder / "verify.log", cwd, tmp, policy, env, plugin)
+    code, timed_out, data = _run(cfg, argv, folder / "verify.log", cwd, own, policy, env, plugin)
     if timed_out:
         return _unscored(f"verify timed out after {cfg.harness.timeout_s} s")
     log = (folder / "verify.log").read_text(encoding="utf-8", errors="replace")
     if code == 126 and "sandbox" in log:
         return _unscored("verify could not start in the sandbox")
-    xmls = [_kept_junit(path, folder) for path in _junits(junit, mode, repeat or 0)]
+    xmls = [kept_junit(path, folder, cfg.harness.max_output_mb * MIB) for path in _junits(junit, mode, repeat or 0)]
     if data is None:
         return _unscored("the verifier's result stream was too long", f"{VERDICT_MISMATCH}: result stream overflowed")
     if mode == freeze.REPEAT_MODE:
@@ -158,11 +162,14 @@ def _junits(junit: Path, mode: str | None, repeat: int) -> list[Path]:
     return [freeze.run_junit(junit, i) for i in range(repeat)] if mode == freeze.REPEAT_MODE else [junit]
 
 
-def _kept_junit(path: Path, folder: Path) -> str | None:
-    """The text of the JUnit file `path` (None when pytest wrote none), kept in the run folder."""
-    if not path.is_file():
+def kept_junit(path: Path, folder: Path, limit: int) -> str | None:
+    """The text of the JUnit file `path` (its first `limit` bytes), kept in the run folder; None
+    when the run left none there, or left a link or anything but a file of its own
+    (`confine.read_left`: never a link followed)."""
+    data = read_left(path, limit)
+    if data is None:
         return None
-    xml = path.read_text(encoding="utf-8", errors="replace")
+    xml = data.decode("utf-8", errors="replace")
     (folder / path.name).write_text(xml, encoding="utf-8")
     return xml
 

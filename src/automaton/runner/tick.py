@@ -308,20 +308,21 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
     costs: dict[str, float | None] = {}
     baseline = agentconfig.Baseline.take()  # the user's agent configuration before any role ran
 
-    def policy_for(cwd: Path, role: str, harness: str) -> Policy | None:
+    def policy_for(cwd: Path, role: str, harness: str, own_tmp: Path) -> Policy | None:
         # A worktree or the verifier's export is the tick's own: writable whole. The main
         # checkout (a loop without a worktree) is writable only outside brake state.
         own = wt.in_worktree or cwd != wt.path
-        return confine.role_policy(cfg, cwd, tmp, project_root=project.root, in_worktree=own,
+        return confine.role_policy(cfg, cwd, own_tmp, project_root=project.root, in_worktree=own,
                                    label=f"loop {name} tick {n} {role}", harness=harness,
                                    network=not (role == "verify" and harness == "command"),
                                    hide=freeze.hidden_for(cfg, loop_dir, role, kept_export_of(project.root, name)))
 
-    def request(role: str, prompt: str, *, cwd: Path | None = None, sandbox: Policy | None = None) -> HarnessRequest:
+    def request(role: str, prompt: str, *, cwd: Path | None = None) -> HarnessRequest:
         (folder / f"{role}.prompt.md").write_text(prompt, encoding="utf-8")
         where = cwd or wt.path
+        own_tmp = confine.scratch(tmp, role)
         # A fresh copy of the user's CLI configuration for this role alone, never copied back.
-        private = agentconfig.seed(cfg.harness.name, tmp / "agent-config" / role)
+        private = agentconfig.seed(cfg.harness.name, own_tmp / "agent-config")
         for problem in private.problems:
             show.note(f"  {role}: {problem}")
         return HarnessRequest(
@@ -334,7 +335,7 @@ def _run_roles(loop: Loop, cfg: LoopConfig, opts: TickOptions, wt: WorktreeResul
             command=tuple(cfg.harness.command) if cfg.harness.command else None, loop_dir=loop_dir,
             iteration=n, env={"AUTOMATON_LOOP": name, "AUTOMATON_ITERATION": str(n), **leftovers.marker(loop_dir),
                               **private.env},
-            sandbox=sandbox if cwd is not None else policy_for(where, role, cfg.harness.name),
+            sandbox=policy_for(where, role, cfg.harness.name, own_tmp),
             max_output_bytes=cfg.harness.max_output_mb * MIB,
         )
 

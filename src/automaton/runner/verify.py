@@ -33,20 +33,19 @@ from pathlib import Path
 
 from automaton import harnesses
 from automaton.core.loopconfig import MIB, LoopConfig
-from automaton.core.sandbox import Policy
 from automaton.core.secrets import without_credentials
 from automaton.core.verdicts import Verdict, from_agent, from_command
 from automaton.git.export import ExportError, StatRecord, export_tree, refresh_export, remove_tree
 from automaton.git.protect import effective_protected
 from automaton.harnesses import HarnessRequest
 from automaton.proc import run_streaming
-from automaton.runner import exportcache, freeze, leftovers
+from automaton.runner import exportcache, freeze, leftovers, pytest_verify
+from automaton.runner.confine import PolicyFor, scratch
 from automaton.sandbox import reaper
 from automaton.store.key import seal_bytes
 from automaton.store.layout import kept_export_marks, kept_export_of, kept_export_stats, kept_exports_dir
 
 # Builds the policy of one process: (cwd, label, harness name) -> Policy | None.
-PolicyFor = Callable[[Path, str, str], Policy | None]
 
 
 @dataclass(frozen=True)
@@ -180,15 +179,13 @@ def run_verify(cfg: LoopConfig, adapter: harnesses.Harness, request: Callable[..
     before = set(reaper.descendants()) if where.idle is not None else set()
     try:
         if role.command and freeze.applies(cfg, loop_dir):
-            from automaton.runner import pytest_verify
-
             base = None
             if where.repo is not None and where.base is not None:
                 base = pytest_verify.Base(where.repo, where.base, protected_patterns(cfg, where.repo))
             return pytest_verify.run(cfg, folder, where.cwd, tmp, loop_dir, policy_for, command_env(loop_dir), base)
         if role.command:
-            return _command(cfg, folder, where.cwd, tmp, loop_dir, policy_for(where.cwd, "verify", "command"))
-        req = request("verify", prompt(), cwd=where.cwd, sandbox=policy_for(where.cwd, "verify", cfg.harness.name))
+            return _command(cfg, folder, where.cwd, tmp, loop_dir, policy_for)
+        req = request("verify", prompt(), cwd=where.cwd)
         res = adapter.run(req)
         costs["verify"] = res.cost_usd
         if res.timed_out:
@@ -217,11 +214,12 @@ def command_env(loop_dir: Path) -> dict[str, str]:
                 **leftovers.marker(loop_dir))
 
 
-def _command(cfg: LoopConfig, folder: Path, cwd: Path, tmp: Path, loop_dir: Path, policy: Policy | None) -> Verdict:
+def _command(cfg: LoopConfig, folder: Path, cwd: Path, tmp: Path, loop_dir: Path, policy_for: PolicyFor) -> Verdict:
     role = cfg.roles.verify
     argv = list(role.command or [])
-    junit = tmp / "junit.xml"
-    junit.unlink(missing_ok=True)
+    own = scratch(tmp, "verify")
+    policy = policy_for(cwd, "verify", "command", own)
+    junit = own / "junit.xml"
     if role.score == "junit":
         argv.append(f"--junitxml={junit}")
     env = command_env(loop_dir)
@@ -235,8 +233,4 @@ def _command(cfg: LoopConfig, folder: Path, cwd: Path, tmp: Path, loop_dir: Path
         return Verdict(None, False, False, "verify could not start in the sandbox", "none")
     if role.score == "agent":
         return from_agent(output)
-    xml = None
-    if junit.is_file():
-        xml = junit.read_text(encoding="utf-8", errors="replace")
-        (folder / "junit.xml").write_text(xml, encoding="utf-8")
-    return from_command(done.code, output, xml)
+    return from_command(done.code, output, pytest_verify.kept_junit(junit, folder, cfg.harness.max_output_mb * MIB))

@@ -84,6 +84,32 @@ def read_regular(path: str | Path, limit: int) -> bytes | None:
         os.close(fd)
 
 
+def read_left(path: Path, limit: int) -> bytes | None:
+    """The first `limit` bytes of a file a confined run left at `path` (in a folder of its own
+    that the runner made for it), or None: missing, a link (never followed: it could point at
+    the record key or an SSH key, which the runner would then copy where agents read), a
+    second name of a file (a hard link), or anything but a regular file (a FIFO would block)."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except (OSError, ValueError):  # ELOOP for a link; ValueError: a NUL in the path
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            return None
+        chunks: list[bytes] = []
+        while limit > 0 and (chunk := os.read(fd, min(limit, 1 << 20))):
+            chunks.append(chunk)
+            limit -= len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def tmp_path(path: Path) -> Path:
     """The fixed temp name used for `path` (`.state` -> `.state.tmp`).
 
