@@ -40,7 +40,7 @@ from automaton.git.export import ExportError, StatRecord, export_tree, refresh_e
 from automaton.git.protect import effective_protected
 from automaton.harnesses import HarnessRequest
 from automaton.proc import run_streaming
-from automaton.runner import exportcache, freeze, leftovers
+from automaton.runner import exportcache, freeze, leftovers, pytest_verify
 from automaton.sandbox import reaper
 from automaton.store.key import seal_bytes
 from automaton.store.layout import kept_export_marks, kept_export_of, kept_export_stats, kept_exports_dir
@@ -180,8 +180,6 @@ def run_verify(cfg: LoopConfig, adapter: harnesses.Harness, request: Callable[..
     before = set(reaper.descendants()) if where.idle is not None else set()
     try:
         if role.command and freeze.applies(cfg, loop_dir):
-            from automaton.runner import pytest_verify
-
             base = None
             if where.repo is not None and where.base is not None:
                 base = pytest_verify.Base(where.repo, where.base, protected_patterns(cfg, where.repo))
