@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import subprocess
 import sys
 import unicodedata
@@ -250,6 +251,46 @@ def test_core_record_is_used_only_where_dataclasses_is_not_loaded(project: Path)
     users = _record_users()
     assert "automaton.core.chain" in users  # the scan sees the users
     assert {m for m in users if m not in loaded and not m.startswith("automaton.hooks")} == set()
+
+
+LAZY = re.compile(r"#\s*lazy:\s*\S")
+
+
+def _unexplained_lazy_imports(path: Path) -> list[str]:
+    """The imports inside a function of `path` that no `# lazy: <why>` comment explains: on the
+    import's own lines, or in the comment lines just above it or just above the run of import
+    statements it belongs to (one comment over a group of imports explains the group)."""
+    text = path.read_text(encoding="utf-8")
+    lines = ["", *text.splitlines()]  # lines[n] is line n
+    inner = {node for fn in ast.walk(ast.parse(text)) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+             for node in ast.walk(fn) if isinstance(node, (ast.Import, ast.ImportFrom))}
+    ending = {node.end_lineno: node for node in inner}
+
+    def explained(node: ast.Import | ast.ImportFrom) -> bool:
+        end = node.end_lineno or node.lineno
+        while (above := ending.get(node.lineno - 1)) is not None:  # the first import of the run
+            node = above
+        first = node.lineno
+        while first > 1 and lines[first - 1].lstrip().startswith("#"):  # the comment just above it
+            first -= 1
+        return any(LAZY.search(line) for line in lines[first:end + 1])
+
+    return [f"line {node.lineno}: {ast.unparse(node)}" for node in sorted(inner, key=lambda n: n.lineno)
+            if not explained(node)]
+
+
+def test_outside_the_fast_package_imports_are_at_the_top_unless_a_comment_says_why() -> None:
+    """Outside FAST an import goes at the top of its module. One inside a function says why on
+    its line or in the comment just above (`# lazy: <why>`): an optional extra, an import cycle,
+    a script or pytest plugin with import rules of its own, or a module a verb of the fast argv
+    path (cli/fastpath.py FAST_VERBS: `--check-gate`, `--loop-list`, `--audit`, `--can-edit`)
+    loads, where the import would add modules that verb never uses (bench/bench_gate.py, ...)."""
+    bad = []
+    for path in sorted((SRC / "automaton").rglob("*.py")):
+        module = ".".join(path.relative_to(SRC).with_suffix("").parts).removesuffix(".__init__")
+        if not is_fast(module):
+            bad += [f"{module} {where}" for where in _unexplained_lazy_imports(path)]
+    assert not bad, "imports inside a function with no `# lazy: <why>`:\n" + "\n".join(bad)
 
 
 def test_the_control_characters_the_resolver_refuses_are_unicode_category_cc() -> None:

@@ -175,7 +175,7 @@ def _run(argv: list[str], event: str, data: str, message: str) -> str | None:
 def _post(url: str, data: str) -> str | None:
     """POST `data` as JSON. The failure line names the scheme and host only: a webhook's path
     or query often holds its secret (a topic, a token)."""
-    # Only a webhook needs http.client and email (a quarter of --check-gate's imports otherwise).
+    # lazy: only a webhook needs http.client and email (a quarter of --check-gate's imports otherwise)
     import urllib.error
     import urllib.request
     from urllib.parse import urlsplit

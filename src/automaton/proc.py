@@ -289,7 +289,7 @@ def run_streaming(
     argv = list(argv)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    from automaton.sandbox import pipes  # see the note at the top
+    from automaton.sandbox import pipes  # lazy: see the note at the top
 
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(pipes.Sink(out_path, max_bytes))
@@ -321,7 +321,7 @@ def _child_setup(confine: Confinement | None) -> Callable[[], None] | None:
     `reaper.die_with_parent`, last, so no later step of the child can clear it. PR_SET_PDEATHSIG
     fires when the *thread* that forked ends, so a child forked by another thread (which may end
     while the process lives on) is left to the group watcher and the leftovers step."""
-    from automaton.sandbox import reaper  # see the note at the top
+    from automaton.sandbox import reaper  # lazy: see the note at the top
 
     if not sys.platform.startswith("linux") or threading.current_thread() is not threading.main_thread():
         return confine
@@ -383,7 +383,7 @@ def _run(argv: list[str], out: Sink, err: Sink, cwd: Path | None, stdin: str | N
          timeout_s: float, grace_s: float, policy: Policy | None, stack: contextlib.ExitStack,
          pass_fds: tuple[int, ...] = (), sealed: bool = False) -> tuple[int, bool]:
     """Start, wait for and clean up after one run; (exit code, timed out)."""
-    from automaton.sandbox import launch, pipes, reaper  # see the note at the top
+    from automaton.sandbox import launch, pipes, reaper  # lazy: see the note at the top
 
     if not argv:
         err.write(b"cannot run an empty command\n")

@@ -43,7 +43,7 @@ class Memory:
 
 def _nvml() -> Memory | None:
     try:
-        import pynvml  # the `gpu` extra, optional: without it the probe asks nvidia-smi
+        import pynvml  # lazy: the `gpu` extra, optional: without it the probe asks nvidia-smi
     except ImportError:
         return None
     try:

@@ -11,6 +11,7 @@ from typing import TextIO
 
 from automaton.cli.render import shown
 from automaton.commands.reviews import Review
+from automaton.core import streams
 from automaton.core.errors import Refused
 
 YES = frozenset({"y", "yes"})
@@ -33,8 +34,6 @@ def _show(lines: list[str], out: TextIO) -> bool:
             print(shown(line), file=out)
         out.flush()
     except BrokenPipeError:
-        from automaton.core import streams  # only where a write failed
-
         streams.silence(out)  # the other stream keeps its messages
         return False
     return True

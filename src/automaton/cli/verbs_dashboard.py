@@ -58,7 +58,7 @@ def dashboard(ns: argparse.Namespace) -> Outcome:
     port = _port(ns.port)
     require_web_stack()
     projects = list(getattr(ns.project, "all", None) or ([ns.project] if ns.project is not None else []))
-    from automaton.dashboard.server import prepare
+    from automaton.dashboard.server import prepare  # lazy: the `dashboard` extra, checked just above
 
     server = prepare(projects, "127.0.0.1" if ns.host is None else ns.host, port, terminal=_is_terminal(),
                      state_remote=getattr(ns, "state_remote", None))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -11,6 +12,7 @@ from automaton.cli.parser import UsageError
 from automaton.core.errors import AutomatonError
 from automaton.core.outcome import Outcome
 from automaton.store.layout import Project
+from automaton.store.loops import Loop
 
 
 def project_of(ns: argparse.Namespace) -> Project:
@@ -23,7 +25,8 @@ def _call(module: str, func: str, *args: Any, **kwargs: Any) -> Outcome:
 
     This module holds the adapters of every loop verb; each imports its own use case when it
     runs, so `--loop-list` and `--check-gate` do not load what `--create-loop` or `--approve
-    --loop` need (importing them all: 270 modules instead of 105 for `--loop-list`)."""
+    --loop` need (importing them all: 270 modules instead of 105 for `--loop-list`). The
+    adapters below import their use cases inside the function for the same reason."""
     __import__(module)
     result: Outcome = getattr(sys.modules[module], func)(*args, **kwargs)
     return result
@@ -33,7 +36,7 @@ def _human(action: str) -> None:
     """Refused (exit 1, one line) unless a human runs `action`: a new loop or an OS schedule
     runs an agent unattended, so, like `--approve`, it is a human act whatever the agent
     hooks let through (`commands.human.require_human`)."""
-    from automaton.commands.human import require_human  # the verb's own use case: see _call
+    from automaton.commands.human import require_human  # lazy: the verb's own use case, see _call
 
     require_human(action)
 
@@ -41,8 +44,6 @@ def _human(action: str) -> None:
 def _known_loop(ns: argparse.Namespace, name: str) -> None:
     """BadInput (exit 2) naming close matches ("did you mean …") for a loop `name` that is not
     tracked: checked before a human act's terminal check, which would otherwise hide a typo."""
-    from automaton.store.loops import Loop
-
     Loop.resolve(project_of(ns), name)
 
 
@@ -85,8 +86,6 @@ def claim_loop_task(ns: argparse.Namespace) -> Outcome:
         raise UsageError("--claim-loop-task NAME needs --task T")
     remote = getattr(ns, "state_remote", None)
     if remote is None:
-        from automaton.store.loops import Loop
-
         project = project_of(ns)
         try:
             remote = Loop.resolve(project, ns.claim_loop_task).read_config().state_remote
@@ -95,7 +94,8 @@ def claim_loop_task(ns: argparse.Namespace) -> Outcome:
     if remote is None:
         return _call("automaton.commands.claims", "claim_loop_task", project_of(ns), ns.claim_loop_task, ns.task)
     _human("--claim-loop-task with a state remote")
-    from automaton.runner.account import ttl_s  # a bound loop's open tick is live for its reservation lifetime
+    # lazy: the verb's own use case, see _call; a bound loop's open tick is live for its reservation lifetime
+    from automaton.runner.account import ttl_s
 
     return _call("automaton.commands.remote_claims", "claim_remote", project_of(ns), ns.claim_loop_task, ns.task,
                  remote, ttl_s)
@@ -108,7 +108,7 @@ def _remote(ns: argparse.Namespace, name: str, action: str, act: Callable[[], Ou
     if getattr(ns, "state_remote", None) is None:
         return act()
     _human(action)
-    from automaton.commands import remote_state  # the verb's own use case: see _call
+    from automaton.commands import remote_state  # lazy: the verb's own use case, see _call
 
     return remote_state.remote_act(project_of(ns), name, ns.state_remote, act)
 
@@ -128,7 +128,7 @@ def approve_loop(ns: argparse.Namespace) -> Outcome:
     sealed, the diff of its sealed copy, ask (cli.confirm), then approve what was shown."""
     if ns.to is not None:
         raise UsageError("--to is for --approve --task; --approve --loop takes no phase")
-    from automaton.cli.confirm import confirm  # the verb's own use case: see _call
+    from automaton.cli.confirm import confirm  # lazy: the verb's own use case, see _call
     from automaton.commands import loops as uc
 
     project = project_of(ns)
@@ -169,9 +169,7 @@ def spend(ns: argparse.Namespace) -> Outcome:
 def publish_caps(ns: argparse.Namespace) -> Outcome:
     """`--publish-caps --state-remote REMOTE`: a human act (it may raise what every runner may
     spend), refused for an agent before anything is read."""
-    import time
-
-    from automaton.commands.human import require_human  # the verb's own use case: see _call
+    from automaton.commands.human import require_human  # lazy: the verb's own use case, see _call
 
     if ns.state_remote is None:
         raise UsageError("--publish-caps needs --state-remote REMOTE (the remote every runner of the account uses)")
@@ -197,7 +195,7 @@ def remove_loop(ns: argparse.Namespace) -> Outcome:
 def upgrade_loops(ns: argparse.Namespace) -> Outcome:
     """`--upgrade-loops [--loop NAME] [--yes]`: a human act; lists the loop folders it would
     bootstrap, asks (cli.confirm.confirm_act), then bootstraps what was listed."""
-    from automaton.cli.confirm import confirm_act  # the verb's own use case: see _call
+    from automaton.cli.confirm import confirm_act  # lazy: the verb's own use case, see _call
     from automaton.commands import loops_upgrade as uc
     from automaton.commands.human import require_human
 
@@ -213,7 +211,7 @@ def upgrade_loops(ns: argparse.Namespace) -> Outcome:
 def gc_worktrees(ns: argparse.Namespace) -> Outcome:
     """`--gc-worktrees [--yes]`: a human act; lists every loop worktree (remove or keep, and
     why), asks (cli.confirm.confirm_act) when one would go, then removes what was listed."""
-    from automaton.cli.confirm import confirm_act  # the verb's own use case: see _call
+    from automaton.cli.confirm import confirm_act  # lazy: the verb's own use case, see _call
     from automaton.commands import loops_gc as uc
     from automaton.commands.human import require_human
 
@@ -229,7 +227,7 @@ def gc_worktrees(ns: argparse.Namespace) -> Outcome:
 
 def vram(ns: argparse.Namespace) -> Outcome:
     """`--vram [--json]`: the probe of automaton.vram; data is its dict."""
-    from automaton.vram import probe  # the verb's own use case: see _call
+    from automaton.vram import probe  # lazy: the verb's own use case, see _call
 
     found: dict[str, Any] = probe()
     lines = [f"{key}: {value}" for key, value in found.items()]

@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from automaton import install_paths
+from automaton.commands import remote_account, remote_state
 from automaton.commands.config_seal import sessions_mode
 from automaton.commands.doctor_checks import (
     Finding,
@@ -44,7 +45,7 @@ from automaton.git import run_git
 from automaton.git.remote import TOKEN_ENV
 from automaton.harnesses import hook_notes
 from automaton.sandbox import available, layers
-from automaton.store import loops
+from automaton.store import account, loops
 from automaton.store import project_config as pc
 from automaton.store.key import key_path, load_secret, secret_source
 from automaton.store.layout import Project
@@ -362,8 +363,6 @@ def fetch_state(project: Project, name: str, remote: str) -> Finding | None:
     (`commands.remote_state.sync_in`: verified with the record key; nothing pushed). None when
     it is there; a problem finding saying why not (unreachable, no state and no local loop, a
     state that does not verify, a tick of the loop running here)."""
-    from automaton.commands import remote_state  # only --state-remote needs the remote's plumbing
-
     loop = LoopName.of(name)
     folder = project.loop_dir(loop)
     try:
@@ -404,9 +403,6 @@ def account_check(root: Path, name: str, remote: str) -> Finding:
     verified with the record key, never moved back against this clone's mark) and this
     machine's caps.json (a remote tick applies the lower of the two): ok, or the problem every
     tick of the loop would stop on."""
-    from automaton.commands import remote_account  # only --state-remote needs the remote's plumbing
-    from automaton.store import account
-
     try:
         read = remote_account.read(root, remote)
         account.read_caps()

@@ -3,6 +3,9 @@
 None of them calls an agent: a login is only looked for where the CLI keeps it (or in its API
 key variable), and the verify command runs on an export of the loop's base commit, never on
 the agent's work.
+
+`--audit` (a verb of the fast argv path, cli/fastpath.py) loads this module for `hook_findings`
+(commands.reports); the imports only a check of `--doctor` needs are made in that check (`# lazy:`).
 """
 
 from __future__ import annotations
@@ -22,14 +25,18 @@ from typing import Any
 from automaton.commands.loop_status import score_text
 from automaton.commands.writable import agent_policy
 from automaton.core import jsontext
+from automaton.core.errors import AutomatonError
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.loopstate import LoopState
 from automaton.core.sandbox import Policy
+from automaton.core.scope import Scope
 from automaton.core.secrets import without_credentials
 from automaton.core.verdicts import from_agent, from_command
 from automaton.git import run_git
 from automaton.git.errors import DriftError, GitMissing
 from automaton.git.export import export_tree
+from automaton.git.protect import collected_patterns, effective_protected, protected_spec
+from automaton.git.tree import list_tree
 from automaton.harnesses import REGISTRY
 from automaton.proc import run_streaming
 from automaton.store.atomic import read_all, read_left
@@ -100,7 +107,7 @@ def harness_checks(name: str, config: LoopConfig, path_env: str | None) -> list[
 def _tested(name: str, harness: str, found: str) -> list[Finding]:
     """Whether the CLI at `found` is a version automaton's end-to-end suite ran against
     (`harnesses.versions`); nothing for a harness with no tested range (command, aider)."""
-    from automaton.harnesses import versions
+    from automaton.harnesses import versions  # lazy: kept off --audit (module docstring)
 
     tested = versions.TESTED.get(harness)
     if tested is None:
@@ -254,8 +261,7 @@ def python_check(project: Project, name: str, config: LoopConfig, path_env: str 
     variables, the verifier's sandbox. None when loop.json names no template that declares
     them (or it is gone), or the command does not start with a Python. The caller runs it only
     for a loop.json a human approved."""
-    from automaton.commands.templates import template_dir, verify_needs
-    from automaton.core.errors import AutomatonError
+    from automaton.commands.templates import template_dir, verify_needs  # lazy: kept off --audit (module docstring)
 
     argv = list(config.roles.verify.command or [])
     if not argv or not config.template or not os.path.basename(argv[0]).lower().startswith("python"):
@@ -336,11 +342,7 @@ def collection_check(project: Project, name: str, config: LoopConfig, state: Loo
     `blast_radius.protected` leaves unprotected: only the frozen test ids and the holdout then
     stand between the agent and a rewritten test. None when all are protected, when the
     verifier is not a pytest command, or when the base commit cannot be read."""
-    from automaton.core.scope import Scope
-    from automaton.core.testids import runs_pytest
-    from automaton.git.errors import DriftError
-    from automaton.git.protect import collected_patterns, effective_protected, protected_spec
-    from automaton.git.tree import list_tree
+    from automaton.core.testids import runs_pytest  # lazy: kept off --audit (module docstring)
 
     argv = list(config.roles.verify.command or [])
     base = base_commit(project, config, state)
@@ -369,7 +371,7 @@ def holdout_check(loop: Loop, config: LoopConfig, state: LoopState) -> Finding |
     (`commands.holdout_git.exposed`, SECURITY.md S50: the next tick halts `holdout_committed`),
     or when that cannot be read; an ok line when the holdout is out of git; None without a
     holdout."""
-    from automaton.commands import holdout_git
+    from automaton.commands import holdout_git  # lazy: kept off --audit (module docstring)
 
     if config.roles.verify.holdout is None:
         return None

@@ -14,6 +14,7 @@ halt_reason `human_intervention` and halt_detail `first_approval: <why>`, and on
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -106,8 +107,6 @@ def _filled_from(pattern: str, packaged: str) -> bool:
     `{{name}}` filled by a relative path (a `--var` the human gave `--create-loop`)."""
     if pattern == packaged or "{{" not in packaged:
         return pattern == packaged
-    import re
-
     parts = re.split(r"\{\{[a-z][a-z0-9_]*\}\}", packaged)
     shape = r"(?!\.\.(?:/|$))[^/*?\[\]!]+(?:/(?!\.\.(?:/|$))[^/*?\[\]!]+)*"
     return re.fullmatch(shape.join(re.escape(part) for part in parts), pattern) is not None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from automaton import notify
 from automaton.core import loopstate
 from automaton.core.loopstate import Event, LogEvent
 from automaton.store.loops import Loop
@@ -35,8 +36,6 @@ def halt_now(loop: Loop, reason: Death, detail: str, gate: str, fields: dict[str
             halted = True
     if halted:
         stop_schedule(loop)
-        from automaton import notify  # only a halt notifies: --check-gate and --loop-list do not load it
-
         notify.notify_logged(loop.project, loop.name, "halt",
                              notify.payload(loop.project, loop.name, "halt", new, reason=reason, gate=gate))
 

@@ -1,6 +1,10 @@
 """Loop use cases: create, pause/resume, approve (README.md#loops-bounded-unattended-agents).
 
 The gate (`loop_gate`) and the read-side views (`loop_views`) are re-exported here.
+
+`automaton --can-edit --loop` (a verb of the fast argv path, cli/fastpath.py) imports this module
+(cli/verbs_tasks.py): the frozen test set and the holdout's git checks (xml.etree, with
+core.verdicts) are imported only where an approval or a new loop reads them (`# lazy:`).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from automaton.commands import first_approval
+from automaton.commands import templates as tpl
 from automaton.commands.excludes import exclude
 from automaton.commands.human import Human, acting
 from automaton.commands.loop_gate import _Facts, can_continue, check_gate
@@ -57,9 +62,7 @@ EXCLUDES = ("worktree/", "runs/", ".lock", ".state*", "run-tick.*", "schedule.js
 def _template_dir(project: Project, template: str) -> tuple[Path, bool]:
     """(the template folder, whether it is the project's copy shadowing a packaged template of
     the same name): `commands.templates.template_dir`."""
-    from automaton.commands.templates import template_dir
-
-    return template_dir(project, template)
+    return tpl.template_dir(project, template)
 
 
 def create_loop(project: Project, name: str, template: str, task: str | None = None,
@@ -147,9 +150,7 @@ def _loop_files(src: Path, source: str, config: LoopConfig, data: bytes, prompts
         except OSError:
             raise BadInput(f"{source}: role prompt {rel!r} is missing from the template {src}") from None
     if needs_scorer:
-        from automaton.commands.templates import SCORER, scorer_bytes
-
-        files[SCORER] = scorer_bytes()
+        files[tpl.SCORER] = tpl.scorer_bytes()
     return files
 
 
@@ -162,9 +163,7 @@ def _without_worktree(obj: dict[str, Any]) -> None:
 def _verify_python(src: Path, config: LoopConfig) -> str | None:
     """One line naming the Python that runs the verifier in every tick (cron included) and the
     modules it must import, for a template that declares them (`templates.verify_needs`)."""
-    from automaton.commands.templates import verify_needs
-
-    needs = verify_needs(src)
+    needs = tpl.verify_needs(src)
     argv = config.roles.verify.command or ()
     if not needs or not argv:
         return None
@@ -176,8 +175,6 @@ def _filled(project: Project, loop: LoopName, src: Path, obj: dict[str, Any],
             variables: list[str] | None) -> tuple[dict[str, Any], dict[str, bytes]]:
     """(loop.json `obj` and the template's prompts {file name: bytes}) with every
     `{{placeholder}}` filled (`commands.templates.values`); BadInput for one without a value."""
-    from automaton.commands import templates as tpl
-
     raw = {p.name: p.read_bytes() for p in sorted(src.iterdir()) if p.is_file() and p.suffix == ".md"}
     texts = {rel: data.decode("utf-8", "replace") for rel, data in raw.items()}
     used = tpl.used_names([*tpl.json_strings(obj), *texts.values()])
@@ -234,7 +231,7 @@ def free_branch(project: Project, branch: str) -> str:
 def _exclude_holdout(loop: Loop, config: LoopConfig) -> list[str]:
     """`commands.holdout_git.exclude_holdout`, best effort ([] when info/exclude cannot be
     written: the tick's check on the commits is the brake, SECURITY.md S50)."""
-    from automaton.commands import holdout_git
+    from automaton.commands import holdout_git  # lazy: kept off --can-edit --loop (module docstring)
 
     try:
         return holdout_git.exclude_holdout(loop, config)
@@ -426,7 +423,7 @@ def _tests_review(loop: Loop, state: LoopState, tamper: str) -> tuple[list[str],
     for a tampered state or any other status or halt."""
     if tamper or state.status != "halted" or state.halt_reason != "human_intervention":
         return [], ""
-    from automaton.store import frozen_tests
+    from automaton.store import frozen_tests  # lazy: kept off --can-edit --loop (module docstring)
 
     lines, token = frozen_tests.review(loop.dir, state.halt_detail)
     return [f"{loop.name}: {line}" if not line.startswith("  ") else line for line in lines], token
@@ -458,7 +455,7 @@ def _config_as_reviewed(loop: Loop, review: Review) -> LoopConfig:
                       f" run automaton --approve --loop {loop.name} again")
     holdout = None if config.roles.verify.holdout is None else loop.dir / config.roles.verify.holdout
     if holdout is not None and os.path.lexists(holdout):  # one not there yet may be added after approval
-        from automaton.store import frozen_tests
+        from automaton.store import frozen_tests  # lazy: kept off --can-edit --loop (module docstring)
 
         problems = frozen_tests.holdout_problems(holdout)  # every tick would fail on these, unscored
         if problems:
@@ -518,7 +515,7 @@ def _approve_tests(loop: Loop, old: LoopState) -> None:
     """Apply to the verifier's test set what the approval of a `human_intervention` halt showed
     the human (`_tests_review`; `store.frozen_tests.approve`, raises OSError)."""
     if old.halt_reason == "human_intervention":
-        from automaton.store import frozen_tests
+        from automaton.store import frozen_tests  # lazy: kept off --can-edit --loop (module docstring)
 
         frozen_tests.approve(loop.dir, old.halt_detail)
 

@@ -20,6 +20,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from automaton.commands.loops import held_between_ticks
 from automaton.core.errors import AutomatonError, BadInput
 from automaton.core.loopstate import Event, LogEvent
 from automaton.core.names import LoopName
@@ -149,7 +150,6 @@ def _remove(project: Project, f: Found, who: str) -> str | None:
             with contextlib.suppress(OSError):  # the folder of a gone loop, now empty
                 os.rmdir(os.path.dirname(f.path))
         return why
-    from automaton.commands.loops import held_between_ticks  # here: only a complete loop's removal needs it
 
     try:
         loop = Loop.resolve(project, f.name)

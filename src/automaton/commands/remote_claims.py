@@ -46,8 +46,11 @@ claim ref or rewrite a holder's state ref: the mac stops a forged claim, not a d
 
 from __future__ import annotations
 
+import calendar
+import hmac
 import json
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,9 +157,7 @@ def parse_claim(task: str, data: bytes | None, commit: str) -> RemoteClaim:
 
 
 def _same(a: str, b: str) -> bool:
-    import hmac  # compare_digest: a constant-time comparison of the two macs
-
-    return hmac.compare_digest(a.encode(), b.encode())
+    return hmac.compare_digest(a.encode(), b.encode())  # a constant-time comparison of the two macs
 
 
 # ---- plumbing on the remote (the protocol's own refs; git.remote does the state's) ----
@@ -395,9 +396,6 @@ class _Try:
 
 
 def _age_s(ts: str) -> float:
-    import calendar
-    import time
-
     try:
         return remote_state.clock() - calendar.timegm(time.strptime(ts, "%Y-%m-%dT%H:%M:%SZ"))
     except ValueError:

@@ -43,7 +43,9 @@ def _local() -> Source:
 
 def _remote(project: Project, remote: str) -> Source:
     """A state remote's account ledger and the caps that hold for a tick here (commands.remote_account)."""
-    from automaton.commands import remote_account  # a fetch: only for --spend --state-remote
+    # lazy: --audit loads this module (commands.reports -> doctor_checks -> loop_status); the
+    # remote's plumbing (remote_state, git.remote: 8 modules) is for --spend --state-remote only
+    from automaton.commands import remote_account
 
     caps, entries, where = remote_account.spend_source(project, remote)
     return Source(caps, entries, where)

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 def _rules(lines: list[str]) -> list[_Rule]:
     # pathspec (with dataclasses and typing_extensions) is imported here, where a .gitignore is
     # read: only when a worktree holds untracked files, never on a tick or gate without them.
-    import pathspec
+    import pathspec  # lazy: --check-gate loads this module (see above)
 
     rules: list[_Rule] = []
     for line in lines:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,7 +108,7 @@ class PytestSettings:
 
 
 def _ini(path: Path, section: str) -> PytestSettings | None:
-    import configparser
+    import configparser  # lazy: --audit loads this module (doctor_checks, git.export), and not configparser
 
     parser = configparser.ConfigParser(interpolation=None)
     try:
@@ -122,8 +123,6 @@ def _ini(path: Path, section: str) -> PytestSettings | None:
 
 
 def _toml(path: Path) -> PytestSettings | None:
-    import tomllib
-
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):

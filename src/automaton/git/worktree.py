@@ -18,6 +18,7 @@ from pathlib import Path
 from automaton.git import run_git
 from automaton.git.commit import CommitResult, commit_all
 from automaton.git.errors import DriftError
+from automaton.git.tree import GITLINK, list_tree
 
 __all__ = ["BRANCH_PREFIX", "FALLBACK_KINDS", "IN_PLACE_EXCLUDES", "LOOP_WORKTREE_DIR", "CommitResult",
            "WorktreeResult", "branch_name",
@@ -259,8 +260,9 @@ def _fill_submodules(root: Path, path: Path) -> None:
     """The new worktree's submodule folders get their commits' files from the project's own
     objects (git/submodules.py): git leaves them empty, and an agent cannot build or test what
     is not there. Best effort: a submodule that cannot be filled stays empty, as before."""
+    # lazy: --check-gate loads this module; git.export brings pathspec, which a gate loads only
+    # for a worktree with untracked files (git/ignore.py)
     from automaton.git.export import fill_submodules
-    from automaton.git.tree import GITLINK, list_tree
 
     head = _commit(path, "HEAD")
     if head is None:

@@ -100,7 +100,7 @@ def _errno_name(exc: OSError) -> str:
 
 
 def _connect(path: Path, content: str) -> None:
-    import socket
+    import socket  # lazy: only a step that connects needs it; this script starts bare (module docstring)
 
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(5)

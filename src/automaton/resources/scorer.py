@@ -483,7 +483,7 @@ def dependency_problem(here: Path, base: Path | None, name: str) -> str | None:
 def dependency_score(name: str) -> int:
     """Half for the suite (passed / run, JUnit), half for `name`'s pin equal to the version
     installed in this Python; done when both hold."""
-    from importlib import metadata
+    from importlib import metadata  # lazy: the dependency mode only, in a script run by path (module docstring)
 
     want = _norm(name)
     try:

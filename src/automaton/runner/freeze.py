@@ -36,10 +36,13 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 
 from automaton.core.loopconfig import LoopConfig
 from automaton.core.testids import Frozen, Streamed, read_stream, removed, runs_pytest
+from automaton.git.export import remove_tree
+from automaton.git.protect import pytest_settings
 from automaton.store import frozen_tests
 
 PLUGIN = "automaton_verdicts"
@@ -125,8 +128,6 @@ def collect_argv(cfg: LoopConfig, loop_dir: Path) -> list[str]:
 
 def plugin_copy(folder: Path) -> Path:
     """Copy the packaged plugin into `folder/plugin/` and return that folder (for PYTHONPATH)."""
-    from importlib import resources
-
     dest = folder / "plugin"
     dest.mkdir(parents=True, exist_ok=True)
     source = resources.files("automaton") / "resources" / "pytest_plugin" / f"{PLUGIN}.py"
@@ -229,8 +230,6 @@ def hidden_for(cfg: LoopConfig, loop_dir: Path, role: str, kept: Path) -> tuple[
 def holdout_target(export: Path) -> Path:
     """Where the holdout tests go in `export`: under the first `testpaths` folder of its pytest
     configuration (pytest would not collect them elsewhere), else the export's root."""
-    from automaton.git.protect import pytest_settings
-
     paths = pytest_settings(export).testpaths
     first = next((p for p in paths if (export / p).is_dir()), None)
     return (export / first if first else export) / HOLDOUT_DIR
@@ -256,8 +255,6 @@ def holdout_in(cfg: LoopConfig, loop_dir: Path, export: Path) -> Iterator[str]:
 
 
 def _remove(path: Path) -> None:
-    from automaton.git.export import remove_tree
-
     remove_tree(path)
 
 

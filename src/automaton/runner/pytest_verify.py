@@ -34,6 +34,8 @@ from automaton.core.testids import (
     verdict,
 )
 from automaton.core.verdicts import Verdict, from_agent, json_objects
+from automaton.git.errors import DriftError
+from automaton.git.export import export_tree, remove_tree
 from automaton.proc import run_streaming
 from automaton.runner import freeze
 from automaton.runner.confine import PolicyFor, scratch
@@ -99,9 +101,6 @@ def _collect(cfg: LoopConfig, folder: Path, tmp: Path, loop_dir: Path, policy_fo
              base: Base, plugin: Path) -> Streamed | None:
     """The test ids of the base commit: `--collect-only` on a clean export of it (the holdout
     tests copied in), in the verifier's sandbox. None when it cannot be exported or run."""
-    from automaton.git.errors import DriftError
-    from automaton.git.export import export_tree, remove_tree
-
     dest = tmp / "freeze-tree"
     remove_tree(dest)
     try:

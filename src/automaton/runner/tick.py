@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from automaton import harnesses
-from automaton.commands import loop_gate
+from automaton.commands import holdout_git, loop_gate
 from automaton.commands.halts import halt_now, stop_schedule
 from automaton.core.errors import EnvironmentFailure, ExitCode, environment_errno
 from automaton.core.gates import CONFIG_CHANGED, remaining
@@ -252,8 +252,6 @@ def _holdout_committed(loop: Loop, cfg: LoopConfig, state: LoopState) -> Outcome
     `human_intervention` (`holdout_committed: …`) when a commit the agent reaches holds a
     holdout test (`commands.holdout_git`, SECURITY.md S50); a tree git cannot read refuses the
     tick (fail closed, no halt). None: the tick goes on."""
-    from automaton.commands import holdout_git
-
     if cfg.roles.verify.holdout is None:
         return None
     with contextlib.suppress(OSError):  # best effort: the check below is the brake, and it reads git's objects

@@ -31,6 +31,8 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 from automaton.core.errors import BadInput
 from automaton.core.names import LoopName
 from automaton.schedulers.cron import cron_spec
@@ -98,8 +100,6 @@ def github_cron(interval_s: int) -> str:
 
 
 def _dump(doc: dict[str, Any], header: str) -> str:
-    import yaml  # here, not at the top: only --install-schedule --on needs PyYAML
-
     class _Plain(yaml.SafeDumper):
         def ignore_aliases(self, data: Any) -> bool:  # a value used twice is written twice, never as &id001
             return True

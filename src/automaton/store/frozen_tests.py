@@ -23,6 +23,7 @@ from pathlib import Path
 from automaton.core import jsontext
 from automaton.core.testids import Frozen, id_diff
 from automaton.store.atomic import atomic_write, read_all
+from automaton.store.key import seal_bytes
 
 FROZEN = "tests.frozen.json"
 PROPOSED = "tests.proposed.json"
@@ -35,8 +36,6 @@ MAX_BYTES = 64 << 20  # a record larger than this is no record automaton wrote
 
 
 def _seal(frozen: Frozen) -> str:
-    from automaton.store.key import seal_bytes
-
     return seal_bytes(frozen.body())
 
 

@@ -87,7 +87,7 @@ def _hidden(fd: int) -> int:
     """`fd` moved to a random free number in the upper half of the descriptor limit,
     close-on-exec, the original closed; `fd` itself where it cannot be moved."""
     try:
-        import fcntl
+        import fcntl  # lazy: POSIX only (ImportError below), in a plugin loaded into the project's pytest
         import resource
 
         soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
