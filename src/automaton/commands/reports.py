@@ -199,8 +199,8 @@ LoopSection = Callable[[Project], tuple[list[str], list[dict[str, object]], int]
 
 
 def _hook_findings(project: Project) -> list[str]:
-    """`doctor_checks.hook_findings` (an agent hook removed or switched off), imported only
-    where an agent's folder exists: --audit runs from scripts and every tick."""
+    """`doctor_checks.hook_findings` (an agent hook removed or switched off), read only where
+    an agent's folder exists: --audit runs from scripts and every tick."""
     if not any((project.root / d).is_dir() for d in (".claude", ".codex", ".gemini")):
         return []
 

@@ -246,16 +246,12 @@ def holdout_in(cfg: LoopConfig, loop_dir: Path, export: Path) -> Iterator[str]:
     digest = frozen_tests.holdout_digest(source)
     target = holdout_target(export)
     if os.path.lexists(target):
-        _remove(target)
+        remove_tree(target)
     shutil.copytree(source, target, symlinks=False)
     try:
         yield digest
     finally:
-        _remove(target)
-
-
-def _remove(path: Path) -> None:
-    remove_tree(path)
+        remove_tree(target)
 
 
 # ---- the frozen set ----
