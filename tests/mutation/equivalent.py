@@ -25,6 +25,8 @@ class Equivalent(NamedTuple):
 _CHAIN = "src/automaton/core/chain.py"
 _LOOPCONFIG = "src/automaton/core/loopconfig.py"
 _GIVEN = "a given max_tick_usd is read from loop.json whatever default the cap computed"
+_FALLBACK = ("an invalid brake's stand-in value never leaves parse_config: its line is kept in the problems,"
+             " and raise_any raises before a LoopConfig is made")
 _LOOPLOG = "src/automaton/store/looplog.py"
 _FOLD_MEMO = "_FOLDS only saves work: a fold is reused only for the very line objects it found clean"
 _FULL = "the loop runs only while _FOLDS holds more than _FOLDS_SIZE entries: its first key is always there"
@@ -287,6 +289,26 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent(_LOOPCONFIG, "_brakes",
                'if budget is not None and not b.has("MAX_TICK_USD") and isinstance(default_tick, int | float):',
                _GIVEN),
+    Equivalent(_LOOPCONFIG, "_brakes", 'maximum=MAX_PLATEAU_WINDOW), None),', _FALLBACK),
+    Equivalent(_LOOPCONFIG, "_brakes", 'maximum=MAX_PLATEAU_WINDOW), 2),', _FALLBACK),
+    Equivalent(_LOOPCONFIG, "_brakes",
+               'plateau_epsilon=p.field(lambda: b.number("plateau_epsilon",'
+               ' d["plateau_epsilon"], low=0), None),', _FALLBACK),
+    Equivalent(_LOOPCONFIG, "_brakes",
+               'plateau_epsilon=p.field(lambda: b.number("plateau_epsilon",'
+               ' d["plateau_epsilon"], low=0), 1.0),', _FALLBACK),
+    Equivalent(_LOOPCONFIG, "_brakes",
+               'target_score=p.field(lambda: b.number("target_score",'
+               ' d["target_score"], low=0, high=1), None),', _FALLBACK),
+    Equivalent(_LOOPCONFIG, "_brakes",
+               'target_score=p.field(lambda: b.number("target_score",'
+               ' d["target_score"], low=0, high=1), 2.0),', _FALLBACK),
+    Equivalent(_LOOPCONFIG, "_brakes", 'minimum=1, maximum=MAX_UNSCORED), None),', _FALLBACK),
+    Equivalent(_LOOPCONFIG, "_brakes", 'minimum=1, maximum=MAX_UNSCORED), 2),', _FALLBACK),
+    Equivalent(_LOOPCONFIG, "_brakes", 'maximum=MAX_ITERATIONS), None),', _FALLBACK),
+    Equivalent(_LOOPCONFIG, "_brakes", 'maximum=MAX_ITERATIONS), 2),', _FALLBACK),
+    Equivalent(_LOOPCONFIG, "_brakes", 'max_tick_usd=1.0 if (tick is None) and False else tick,', _FALLBACK),
+    Equivalent(_LOOPCONFIG, "_brakes", 'max_tick_usd=2.0 if tick is None else tick,', _FALLBACK),
     Equivalent(_CHAIN, "line_hash", 'return sha256_hex(line.encode("UTF-8"))', "codec names are case-insensitive"),
     Equivalent(_CHAIN, "line_mac", 'return hmac_sha256(key, body.encode("UTF-8"))', "codec names are case-insensitive"),
     Equivalent(_CHAIN, "parse_line", "found = _MAC.search(raw, max(len(raw) - _MAC_LEN, 1))",
