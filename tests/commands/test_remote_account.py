@@ -215,15 +215,13 @@ def test_publishing_caps_is_a_human_act(fleet: fk.Fleet, monkeypatch: pytest.Mon
 
 # ---- the ledger alone: no loop, many runners ---------------------------------------------------
 
-@pytest.fixture
-def machines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[Path]]:
-    """A bare state remote and four fresh clones of it (no loop needed for the ledger)."""
-    monkeypatch.setenv("AUTOMATON_RECORD_KEY", fk.KEY)
+def _clones(tmp_path: Path, n: int) -> tuple[Path, list[Path]]:
+    """A bare state remote and `n` fresh clones of it, each on a machine of its own (a HOME)."""
     seed = init_repo(tmp_path / "seed")
     bare = tmp_path / "remote.git"
     git(tmp_path, "clone", "-q", "--bare", str(seed), str(bare))
     clones = []
-    for i in range(4):
+    for i in range(n):
         clone = tmp_path / f"m{i}" / "work"
         (tmp_path / f"m{i}" / "home").mkdir(parents=True)
         git(tmp_path, "clone", "-q", str(bare), str(clone))
@@ -231,27 +229,72 @@ def machines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, lis
     return bare, clones
 
 
-RESERVE = "import sys, time\n" \
+@pytest.fixture
+def machines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[Path]]:
+    """A bare state remote and four fresh clones of it (no loop needed for the ledger)."""
+    monkeypatch.setenv("AUTOMATON_RECORD_KEY", fk.KEY)
+    return _clones(tmp_path, 4)
+
+
+# Says "ready" once imported, reserves $1.00 as soon as the file argv[2] exists (so every runner
+# pushes in the same instant, as the runners cron starts in the same minute do), and prints its
+# answer and the seconds the reservation took.
+RESERVE = "import os, sys, time\n" \
           "from pathlib import Path\n" \
           "from automaton.commands.remote_account import Remote\n" \
           "from automaton.store import account\n" \
+          "print('ready', flush=True)\n" \
+          "while not os.path.exists(sys.argv[2]):\n" \
+          "    time.sleep(0.005)\n" \
+          "began = time.monotonic()\n" \
           "got = Remote(Path(sys.argv[1]), 'origin').reserve(sys.argv[1], 'demo', 1000000, 600, int(time.time()))\n" \
-          "print('reserved' if isinstance(got, account.Reserved) else 'refused')\n"
+          "print('reserved' if isinstance(got, account.Reserved) else 'refused', round(time.monotonic() - began, 2))\n"
+
+
+def _reserve_at_once(clones: list[Path], go: Path) -> list[tuple[str, float]]:
+    """Every clone's runner reserves $1.00 in one instant (when `go` is made): (its answer,
+    seconds it took) each; fails on a runner that exited non-zero (gave up)."""
+    procs = [subprocess.Popen([sys.executable, "-c", RESERVE, str(c), str(go)], env=fk.runner_env(c.parent / "home"),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in clones]
+    for p in procs:
+        assert p.stdout is not None and p.stdout.readline() == "ready\n", p.communicate(timeout=60)
+    go.touch()
+    said = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err.strip().splitlines()[-1:]
+        what, took = out.split()
+        said.append((what, float(took)))
+    return said
 
 
 def test_runners_reserving_at_once_never_pass_the_cap(machines: tuple[Path, list[Path]], approver: str) -> None:
     bare, clones = machines
     _publish(clones[0], Path(os.environ["HOME"]), {"day_usd": 2, "week_usd": 2, "month_usd": 2})
-    procs = [subprocess.Popen([sys.executable, "-c", RESERVE, str(c)], env=fk.runner_env(c.parent / "home"),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in clones]
-    said = []
-    for p in procs:
-        out, err = p.communicate(timeout=300)
-        assert p.returncode == 0, err
-        said.append(out.strip())
+    said = [what for what, _ in _reserve_at_once(clones, bare.parent / "go")]
     assert sorted(said) == ["refused", "refused", "reserved", "reserved"]
     assert _counted(bare) == 2 * MICRO
     assert [e for e, _ in _ledger(bare)].count("CAP_REACHED") == 1
+
+
+FLEET = 12  # a dozen loops whose runners cron starts in the same minute (red team G11)
+
+
+@pytest.mark.parametrize(("cap_usd", "fits"), [(FLEET, FLEET), (5, 5)], ids=["all-fit", "five-fit"])
+def test_a_dozen_runners_reserving_in_the_same_instant_all_land_and_never_pass_the_cap(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, approver: str, cap_usd: int, fits: int) -> None:
+    """Each lost lease reads and decides again after a random wait, for up to a bound in
+    seconds: no runner gives up (exit 1, nothing run) while the others take their turns, and
+    the runners past the cap are refused on a ledger that holds every earlier reservation."""
+    monkeypatch.setenv("AUTOMATON_RECORD_KEY", fk.KEY)
+    bare, clones = _clones(tmp_path, FLEET)
+    _publish(clones[0], Path(os.environ["HOME"]), {"day_usd": cap_usd})
+    said = _reserve_at_once(clones, tmp_path / "go")
+    assert sorted(what for what, _ in said) == ["refused"] * (FLEET - fits) + ["reserved"] * fits
+    assert _counted(bare) == fits * MICRO
+    events = [e for e, _ in _ledger(bare)]
+    assert events.count("RESERVE") == fits and events.count("CAP_REACHED") == (fits < FLEET)
+    print(f"{FLEET} runners under a ${cap_usd} cap: slowest {max(t for _, t in said):.2f} s")
 
 
 def test_a_reservation_settles_once_and_a_cap_refuses_with_its_window(machines: tuple[Path, list[Path]],
