@@ -10,19 +10,24 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from automaton.commands import remote_account as ra
 from automaton.core.chain import format_line, line_hash
-from automaton.core.errors import BadInput, CorruptState
+from automaton.core.errors import BadInput, CorruptState, Refused
+from automaton.git import remote as git_remote
 from automaton.store import account as store
+from tests.commands.conftest import LostLeases
 from tests.helpers import git, init_repo, run_cli
 from tests.runner import fleetkit as fk
 
 OTHER = "other"
 MICRO = 1_000_000
+NOW = 1_800_000_000
 
 
 def _caps(home: Path, caps: dict[str, float]) -> None:
@@ -295,6 +300,45 @@ def test_a_dozen_runners_reserving_in_the_same_instant_all_land_and_never_pass_t
     events = [e for e, _ in _ledger(bare)]
     assert events.count("RESERVE") == fits and events.count("CAP_REACHED") == (fits < FLEET)
     print(f"{FLEET} runners under a ${cap_usd} cap: slowest {max(t for _, t in said):.2f} s")
+
+
+def test_a_lost_lease_decides_again_on_the_ledger_it_lost_to(machines: tuple[Path, list[Path]], approver: str,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A runner whose push lost to another's reservation never pushes the decision it made on
+    the older ledger: it reads again and is refused, as the cap no longer fits it."""
+    bare, clones = machines
+    _publish(clones[0], Path(os.environ["HOME"]), {"day_usd": 2})
+    real_push = git_remote.push
+    pushes: list[int] = []
+
+    def overtaken(*args: Any, **kwargs: Any) -> git_remote.Pushed:
+        pushes.append(1)
+        if len(pushes) == 1:  # another runner reserves $1.50 between this one's read and its push
+            other = ra.Remote(clones[1], "origin").reserve("p", "other", 3 * MICRO // 2, 600, NOW)
+            assert isinstance(other, store.Reserved)
+        return real_push(*args, **kwargs)
+    monkeypatch.setattr(git_remote, "push", overtaken)
+    got = ra.Remote(clones[2], "origin").reserve("p", "demo", MICRO, 600, NOW)
+    assert isinstance(got, store.Refused) and got.first  # decided on the new ledger: $2.50 would pass $2
+    assert len(pushes) == 3  # its RESERVE (lost), the other runner's RESERVE, its CAP_REACHED
+    assert _counted(bare) == 3 * MICRO // 2
+    assert [e for e, _ in _ledger(bare)] == ["CAPS", "RESERVE", "CAP_REACHED"]
+
+
+def test_a_write_that_keeps_losing_gives_up_after_the_bound_in_seconds(
+        machines: tuple[Path, list[Path]], approver: str, lost_leases: Callable[[], LostLeases]) -> None:
+    bare, clones = machines
+    book = ra.Remote(clones[1], "origin")
+    got = book.reserve("p", "demo", MICRO, 600, NOW)
+    assert isinstance(got, store.Reserved)
+    head = git(bare, "rev-parse", ra.ACCOUNT_REF).strip()
+    lost = lost_leases()
+    for write in (lambda: book.reserve("p", "demo", MICRO, 600, NOW), lambda: book.settle(got.rid, MICRO, NOW)):
+        with pytest.raises(Refused, match=r"lost to other runners' pushes for 1[2-3]\d s; nothing was run"):
+            write()
+    assert git(bare, "rev-parse", ra.ACCOUNT_REF).strip() == head
+    assert lost.pushes > 8 and len(lost.waits) == lost.pushes - 2  # a wait between every two tries of each write
+    assert all(0 <= w <= git_remote.LEASE_WAIT_CAP_S for w in lost.waits)
 
 
 def test_a_reservation_settles_once_and_a_cap_refuses_with_its_window(machines: tuple[Path, list[Path]],

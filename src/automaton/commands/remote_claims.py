@@ -487,8 +487,8 @@ def _landed(got: _Try) -> _Try | None:
 
 
 def _crowded(ref: TaskRef, remote: str, spent: float) -> NoReturn:
-    raise Busy(f"task {ref}: other claims or ticks kept moving the state remote {remote!r} first, for {spent:.0f} s;"
-               " nothing was claimed, run it again")
+    raise Busy(f"task {ref}: other claims or ticks moved the state remote {remote!r} first, again and again for"
+               f" {spent:.0f} s; nothing was claimed, run it again")
 
 
 def _claimed(got: _Try, remote: str) -> Outcome:
