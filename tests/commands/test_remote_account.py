@@ -10,19 +10,24 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from automaton.commands import remote_account as ra
 from automaton.core.chain import format_line, line_hash
-from automaton.core.errors import BadInput, CorruptState
+from automaton.core.errors import BadInput, CorruptState, Refused
+from automaton.git import remote as git_remote
 from automaton.store import account as store
+from tests.commands.conftest import LostLeases
 from tests.helpers import git, init_repo, run_cli
 from tests.runner import fleetkit as fk
 
 OTHER = "other"
 MICRO = 1_000_000
+NOW = 1_800_000_000
 
 
 def _caps(home: Path, caps: dict[str, float]) -> None:
@@ -215,15 +220,13 @@ def test_publishing_caps_is_a_human_act(fleet: fk.Fleet, monkeypatch: pytest.Mon
 
 # ---- the ledger alone: no loop, many runners ---------------------------------------------------
 
-@pytest.fixture
-def machines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[Path]]:
-    """A bare state remote and four fresh clones of it (no loop needed for the ledger)."""
-    monkeypatch.setenv("AUTOMATON_RECORD_KEY", fk.KEY)
+def _clones(tmp_path: Path, n: int) -> tuple[Path, list[Path]]:
+    """A bare state remote and `n` fresh clones of it, each on a machine of its own (a HOME)."""
     seed = init_repo(tmp_path / "seed")
     bare = tmp_path / "remote.git"
     git(tmp_path, "clone", "-q", "--bare", str(seed), str(bare))
     clones = []
-    for i in range(4):
+    for i in range(n):
         clone = tmp_path / f"m{i}" / "work"
         (tmp_path / f"m{i}" / "home").mkdir(parents=True)
         git(tmp_path, "clone", "-q", str(bare), str(clone))
@@ -231,27 +234,111 @@ def machines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, lis
     return bare, clones
 
 
-RESERVE = "import sys, time\n" \
+@pytest.fixture
+def machines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[Path]]:
+    """A bare state remote and four fresh clones of it (no loop needed for the ledger)."""
+    monkeypatch.setenv("AUTOMATON_RECORD_KEY", fk.KEY)
+    return _clones(tmp_path, 4)
+
+
+# Says "ready" once imported, reserves $1.00 as soon as the file argv[2] exists (so every runner
+# pushes in the same instant, as the runners cron starts in the same minute do), and prints its
+# answer and the seconds the reservation took.
+RESERVE = "import os, sys, time\n" \
           "from pathlib import Path\n" \
           "from automaton.commands.remote_account import Remote\n" \
           "from automaton.store import account\n" \
+          "print('ready', flush=True)\n" \
+          "while not os.path.exists(sys.argv[2]):\n" \
+          "    time.sleep(0.005)\n" \
+          "began = time.monotonic()\n" \
           "got = Remote(Path(sys.argv[1]), 'origin').reserve(sys.argv[1], 'demo', 1000000, 600, int(time.time()))\n" \
-          "print('reserved' if isinstance(got, account.Reserved) else 'refused')\n"
+          "print('reserved' if isinstance(got, account.Reserved) else 'refused', round(time.monotonic() - began, 2))\n"
+
+
+def _reserve_at_once(clones: list[Path], go: Path) -> list[tuple[str, float]]:
+    """Every clone's runner reserves $1.00 in one instant (when `go` is made): (its answer,
+    seconds it took) each; fails on a runner that exited non-zero (gave up)."""
+    procs = [subprocess.Popen([sys.executable, "-c", RESERVE, str(c), str(go)], env=fk.runner_env(c.parent / "home"),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in clones]
+    for p in procs:
+        assert p.stdout is not None and p.stdout.readline() == "ready\n", p.communicate(timeout=60)
+    go.touch()
+    said = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err.strip().splitlines()[-1:]
+        what, took = out.split()
+        said.append((what, float(took)))
+    return said
 
 
 def test_runners_reserving_at_once_never_pass_the_cap(machines: tuple[Path, list[Path]], approver: str) -> None:
     bare, clones = machines
     _publish(clones[0], Path(os.environ["HOME"]), {"day_usd": 2, "week_usd": 2, "month_usd": 2})
-    procs = [subprocess.Popen([sys.executable, "-c", RESERVE, str(c)], env=fk.runner_env(c.parent / "home"),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in clones]
-    said = []
-    for p in procs:
-        out, err = p.communicate(timeout=300)
-        assert p.returncode == 0, err
-        said.append(out.strip())
+    said = [what for what, _ in _reserve_at_once(clones, bare.parent / "go")]
     assert sorted(said) == ["refused", "refused", "reserved", "reserved"]
     assert _counted(bare) == 2 * MICRO
     assert [e for e, _ in _ledger(bare)].count("CAP_REACHED") == 1
+
+
+FLEET = 12  # a dozen loops whose runners cron starts in the same minute (red team G11)
+
+
+@pytest.mark.parametrize(("cap_usd", "fits"), [(FLEET, FLEET), (5, 5)], ids=["all-fit", "five-fit"])
+def test_a_dozen_runners_reserving_in_the_same_instant_all_land_and_never_pass_the_cap(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, approver: str, cap_usd: int, fits: int) -> None:
+    """Each lost lease reads and decides again after a random wait, for up to a bound in
+    seconds: no runner gives up (exit 1, nothing run) while the others take their turns, and
+    the runners past the cap are refused on a ledger that holds every earlier reservation."""
+    monkeypatch.setenv("AUTOMATON_RECORD_KEY", fk.KEY)
+    bare, clones = _clones(tmp_path, FLEET)
+    _publish(clones[0], Path(os.environ["HOME"]), {"day_usd": cap_usd})
+    said = _reserve_at_once(clones, tmp_path / "go")
+    assert sorted(what for what, _ in said) == ["refused"] * (FLEET - fits) + ["reserved"] * fits
+    assert _counted(bare) == fits * MICRO
+    events = [e for e, _ in _ledger(bare)]
+    assert events.count("RESERVE") == fits and events.count("CAP_REACHED") == (fits < FLEET)
+    print(f"{FLEET} runners under a ${cap_usd} cap: slowest {max(t for _, t in said):.2f} s")
+
+
+def test_a_lost_lease_decides_again_on_the_ledger_it_lost_to(machines: tuple[Path, list[Path]], approver: str,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A runner whose push lost to another's reservation never pushes the decision it made on
+    the older ledger: it reads again and is refused, as the cap no longer fits it."""
+    bare, clones = machines
+    _publish(clones[0], Path(os.environ["HOME"]), {"day_usd": 2})
+    real_push = git_remote.push
+    pushes: list[int] = []
+
+    def overtaken(*args: Any, **kwargs: Any) -> git_remote.Pushed:
+        pushes.append(1)
+        if len(pushes) == 1:  # another runner reserves $1.50 between this one's read and its push
+            other = ra.Remote(clones[1], "origin").reserve("p", "other", 3 * MICRO // 2, 600, NOW)
+            assert isinstance(other, store.Reserved)
+        return real_push(*args, **kwargs)
+    monkeypatch.setattr(git_remote, "push", overtaken)
+    got = ra.Remote(clones[2], "origin").reserve("p", "demo", MICRO, 600, NOW)
+    assert isinstance(got, store.Refused) and got.first  # decided on the new ledger: $2.50 would pass $2
+    assert len(pushes) == 3  # its RESERVE (lost), the other runner's RESERVE, its CAP_REACHED
+    assert _counted(bare) == 3 * MICRO // 2
+    assert [e for e, _ in _ledger(bare)] == ["CAPS", "RESERVE", "CAP_REACHED"]
+
+
+def test_a_write_that_keeps_losing_gives_up_after_the_bound_in_seconds(
+        machines: tuple[Path, list[Path]], approver: str, lost_leases: Callable[[], LostLeases]) -> None:
+    bare, clones = machines
+    book = ra.Remote(clones[1], "origin")
+    got = book.reserve("p", "demo", MICRO, 600, NOW)
+    assert isinstance(got, store.Reserved)
+    head = git(bare, "rev-parse", ra.ACCOUNT_REF).strip()
+    lost = lost_leases()
+    for write in (lambda: book.reserve("p", "demo", MICRO, 600, NOW), lambda: book.settle(got.rid, MICRO, NOW)):
+        with pytest.raises(Refused, match=r"lost to other runners' pushes for 1[2-3]\d s; nothing was run"):
+            write()
+    assert git(bare, "rev-parse", ra.ACCOUNT_REF).strip() == head
+    assert lost.pushes > 8 and len(lost.waits) == lost.pushes - 2  # a wait between every two tries of each write
+    assert all(0 <= w <= git_remote.LEASE_WAIT_CAP_S for w in lost.waits)
 
 
 def test_a_reservation_settles_once_and_a_cap_refuses_with_its_window(machines: tuple[Path, list[Path]],

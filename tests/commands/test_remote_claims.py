@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +18,7 @@ import pytest
 from automaton.commands import remote_claims, remote_state
 from automaton.core.errors import CorruptState
 from automaton.store.layout import Project
+from tests.commands.conftest import LostLeases
 from tests.helpers import git, init_repo, run_cli, seed_task
 from tests.runner import fleetkit as fk
 from tests.runner.loopkit import make_loop
@@ -166,6 +169,18 @@ def test_a_tick_that_fetched_before_the_claim_loses_its_own_tick_claim(machines:
     assert _claim(m.clones[0], m.homes[0], ONE, TASK).returncode == 0
     late = remote_state.publish(synced, "a tick claim on the state fetched before the task claim", with_branch=False)
     assert late.lost and not late.landed
+
+
+def test_a_claim_that_keeps_losing_its_lease_gives_up_after_the_bound_in_seconds(
+        machines: Machines, lost_leases: Callable[[], LostLeases]) -> None:
+    lost = lost_leases()
+    out = run_cli("--claim-loop-task", ONE, "--task", TASK, "--state-remote", "origin", "--project",
+                  str(machines.clones[0]), human=True)
+    assert out.code == 1, out.err
+    assert re.search(r"moved the state remote 'origin' first, again and again for 1[2-3]\d s; nothing was claimed",
+                     out.err), out.err
+    assert _claim_on_remote(machines, TASK) is None
+    assert lost.pushes > 8 and len(lost.waits) == lost.pushes - 1
 
 
 def test_a_claim_is_refused_while_a_bound_loops_tick_runs_on_another_machine(machines: Machines) -> None:

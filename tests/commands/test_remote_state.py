@@ -8,14 +8,17 @@ import base64
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from automaton.commands import remote_state as rs
 from automaton.git import remote as git_remote
+from tests.commands.conftest import LostLeases
 from tests.helpers import git, run_cli
 from tests.runner import fleetkit as fk
 
@@ -37,6 +40,18 @@ def test_a_pause_from_another_clone_stops_the_next_runner_and_a_resume_lets_it_r
     again = fk.tick(fleet.clones[0], fleet.homes[0])
     assert again.returncode == 0 and '"ran": true' in again.stdout, again.stderr
     assert _remote_state(fleet)["iteration_count"] == 2
+
+
+def test_a_human_act_that_keeps_losing_its_lease_gives_up_after_the_bound_in_seconds(
+        fleet: fk.Fleet, lost_leases: Callable[[], LostLeases]) -> None:
+    """Fetched, applied and pushed again after each lost lease, with a wait between; exit 1 with
+    one line once the bound has passed, nothing changed on the remote."""
+    lost = lost_leases()
+    paused = run_cli("--pause-loop", fk.LOOP, "--state-remote", "origin", "--project", str(fleet.clones[1]))
+    assert paused.code == 1, paused.err
+    assert re.search(r"did not take the change: another runner or human moved it first, for 1[2-3]\d s;", paused.out)
+    assert _remote_state(fleet)["status"] != "paused"
+    assert lost.pushes > 8 and len(lost.waits) == lost.pushes - 1
 
 
 def test_an_approval_from_another_clone_clears_a_halt_the_next_runner_sees(

@@ -20,9 +20,10 @@ that does not descend from the last account commit this clone read or wrote (a r
 
 A write (`Remote.reserve`, `Remote.settle`, `publish_caps`) reads, decides, appends one line
 and pushes the new commit with the read one as its lease (`git push --atomic
---force-with-lease`, `git.remote.push`). A lost lease reads and decides again, ATTEMPTS times
-in all: of two runners reserving at once, the second decides on the first's reservation, so
-the caps are never passed.
+--force-with-lease`, `git.remote.push`). A lost lease reads and decides again after a short
+random wait, growing with each loss, for up to `git.remote.LEASE_BOUND_S` (`git.remote.until_landed`):
+of two runners reserving at once, the second decides on the first's reservation, so the caps
+are never passed, and the runners cron starts in the same minute all land, one after another.
 
 The caps that hold for a tick, per kind: the lower of the ref's `CAPS` and this machine's own
 `caps.json` (`store.account.read_caps`; a fresh runner has none).
@@ -42,6 +43,7 @@ import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from automaton.commands.remote_state import check_remote
 from automaton.core import account as core
@@ -63,7 +65,6 @@ LEDGER_FILE = "ledger.log"
 CAPS_EVENT = "CAPS"
 FETCHED = "refs/automaton/fetched/account-"  # + this process's pid: loops of one clone fetch at once
 SEEN = "refs/automaton/seen/account-"  # + the remote's digest: the last account commit this clone trusted
-ATTEMPTS = 8  # reads and pushes on a lost lease before a write gives up (exit 1)
 _CAPS_FIELDS = frozenset({*KINDS, "by", "at"})
 _MAX_CAP_MICRO = int(core.MAX_CAP_USD) * core.MICRO  # as `core.account.parse_caps` allows
 
@@ -250,9 +251,9 @@ def _push_line(root: Path, book: AccountRef, event: str, fields: dict[str, objec
     raise Refused(f"the state remote {book.remote!r} refused the account ledger's {event} line: {pushed.detail}")
 
 
-def _crowded(remote: str, what: str) -> Refused:
-    return Refused(f"{where(remote)}: {what} lost to other runners' pushes {ATTEMPTS} times in a row; nothing was"
-                   " run, try again")
+def _crowded(remote: str, what: str, spent: float) -> NoReturn:
+    raise Refused(f"{where(remote)}: {what} lost to other runners' pushes for {spent:.0f} s; nothing was run, try"
+                  " again")
 
 
 @dataclass(frozen=True)
@@ -269,39 +270,46 @@ class Remote:
         `ttl_s` seconds after `now` (UTC epoch seconds), unless a cap would be passed
         (`core.account.decide`; the first refusal of a window writes `CAP_REACHED`). Raises as
         `read`, BadInput for a bad caps.json, Refused (exit 1) when the remote refused the
-        push or ATTEMPTS leases were lost."""
+        push or the leases were lost for `git.remote.LEASE_BOUND_S`."""
         local_caps = store.read_caps()
-        for _ in range(ATTEMPTS):
-            book = read(self.root, self.remote)
-            caps = merged(book.caps, local_caps)
-            refusal = core.decide(caps, book.ledger.entries, micro, now) if caps is not None else None
-            if refusal is not None:
-                if refusal.until in book.ledger.announced:
-                    return store.Refused(refusal, False)
-                said = {"until": refusal.until, "kinds": ",".join(u.window.kind for u in refusal.reached), "at": now}
-                if _push_line(self.root, book, "CAP_REACHED", said) is not None:
-                    return store.Refused(refusal, True)
-                continue
+        got = git_remote.until_landed(lambda: self._reserve_once(local_caps, project, loop, micro, ttl_s, now),
+                                      lambda spent: _crowded(self.remote, "the reservation", spent))
+        return got[0]
+
+    def _reserve_once(self, local_caps: Caps | None, project: str, loop: str, micro: int, ttl_s: int,
+                      now: int) -> tuple[store.Reserved | store.Refused] | None:
+        """One read, decision and push of `reserve`, decided on what this read found; None when
+        the lease was lost (the next attempt reads and decides again). The answer comes in a
+        1-tuple: mypy solves `T | None` against a bare union as `object`."""
+        book = read(self.root, self.remote)
+        caps = merged(book.caps, local_caps)
+        refusal = core.decide(caps, book.ledger.entries, micro, now) if caps is not None else None
+        if refusal is None:
             rid = os.urandom(8).hex()
             line = {"id": rid, "at": now, "project": project, "loop": loop, "micro_usd": micro, "expires": now + ttl_s}
-            if _push_line(self.root, book, "RESERVE", line) is not None:
-                return store.Reserved(rid, micro)
-        raise _crowded(self.remote, "the reservation")
+            return (store.Reserved(rid, micro),) if _push_line(self.root, book, "RESERVE", line) is not None else None
+        if refusal.until in book.ledger.announced:
+            return (store.Refused(refusal, False),)
+        said = {"until": refusal.until, "kinds": ",".join(u.window.kind for u in refusal.reached), "at": now}
+        return (store.Refused(refusal, True),) if _push_line(self.root, book, "CAP_REACHED", said) is not None else None
 
     def settle(self, rid: str, charged: int, now: int) -> None:
         """Settle reservation `rid` at `charged` micro-USD at `now` (UTC epoch seconds); one
         already settled is left as it is. Raises as `read`; CorruptState when the ledger holds
         no reservation `rid`; Refused (exit 1) as `reserve`."""
-        for _ in range(ATTEMPTS):
-            book = read(self.root, self.remote)
-            found = next((e for e in book.ledger.entries if e.rid == rid), None)
-            if found is None:
-                raise _bad(self.remote, f"it holds no reservation {rid}")
-            if found.charged is not None:
-                return
-            if _push_line(self.root, book, "SETTLE", {"id": rid, "at": now, "micro_usd": max(0, charged)}) is not None:
-                return
-        raise _crowded(self.remote, "the settlement")
+        git_remote.until_landed(lambda: self._settle_once(rid, charged, now),
+                                lambda spent: _crowded(self.remote, "the settlement", spent))
+
+    def _settle_once(self, rid: str, charged: int, now: int) -> bool | None:
+        """One read and push of `settle`: True when `rid` is settled, None when the lease was lost."""
+        book = read(self.root, self.remote)
+        found = next((e for e in book.ledger.entries if e.rid == rid), None)
+        if found is None:
+            raise _bad(self.remote, f"it holds no reservation {rid}")
+        if found.charged is not None:
+            return True
+        landed = _push_line(self.root, book, "SETTLE", {"id": rid, "at": now, "micro_usd": max(0, charged)})
+        return True if landed is not None else None
 
 
 def caps_text(caps: Caps | None) -> str:
@@ -323,18 +331,23 @@ def publish_caps(project: Project, remote: str, by: str, now: int) -> Outcome:
         raise BadInput(f"{store.caps_path()}: no caps file to publish; write the caps there first (e.g."
                        " {\"day_usd\": 3, \"week_usd\": 15, \"month_usd\": 50}, or {} for none), then run it again")
     fields: dict[str, object] = {k: c for k in KINDS if (c := caps.of(k)) is not None}
+    return git_remote.until_landed(lambda: _publish_once(project, remote, caps, {**fields, "by": by, "at": now}),
+                                   lambda spent: _crowded(remote, "the caps", spent))
+
+
+def _publish_once(project: Project, remote: str, caps: Caps, fields: dict[str, object]) -> Outcome | None:
+    """One read and push of `publish_caps` (`fields`: the CAPS line's); None when the lease was lost."""
     shown = {f"{k}_usd": None if (c := caps.of(k)) is None else c / core.MICRO for k in KINDS}
-    for _ in range(ATTEMPTS):
-        book = read(project.root, remote, user_config=True)
-        if book.caps == caps:
-            return Outcome(lines=[f"the account caps in {remote} are already {caps_text(caps)}"],
-                           data={"remote": remote, "caps": shown, "commit": book.commit, "changed": False})
-        commit = _push_line(project.root, book, CAPS_EVENT, {**fields, "by": by, "at": now}, user_config=True)
-        if commit is not None:
-            return Outcome(lines=[f"account caps published to {remote} ({ACCOUNT_REF}): {caps_text(caps)};"
-                                  f" every runner with this state remote holds them from its next tick"],
-                           data={"remote": remote, "caps": shown, "commit": commit, "changed": True})
-    raise _crowded(remote, "the caps")
+    book = read(project.root, remote, user_config=True)
+    if book.caps == caps:
+        return Outcome(lines=[f"the account caps in {remote} are already {caps_text(caps)}"],
+                       data={"remote": remote, "caps": shown, "commit": book.commit, "changed": False})
+    commit = _push_line(project.root, book, CAPS_EVENT, fields, user_config=True)
+    if commit is None:
+        return None
+    return Outcome(lines=[f"account caps published to {remote} ({ACCOUNT_REF}): {caps_text(caps)};"
+                          f" every runner with this state remote holds them from its next tick"],
+                   data={"remote": remote, "caps": shown, "commit": commit, "changed": True})
 
 
 def spend_source(project: Project, remote: str) -> tuple[Caps | None, list[Entry], str]:

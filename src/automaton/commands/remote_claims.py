@@ -32,7 +32,8 @@ A claim (`claim_remote`) is one `git push --atomic` (git.remote.push) of:
   refuses the claim: Busy, exit 1).
 A bound loop whose last `TICK_START` is open and younger than its reservation lifetime (`ttl_of`)
 ticks now: the claim is refused (Busy, exit 1), as a local claim is while a bound loop's
-tick holds its lock. A lost lease fetches again and tries again (ATTEMPTS in all).
+tick holds its lock. A lost lease fetches again and tries again after a short random wait, for
+up to `git.remote.LEASE_BOUND_S` (`git.remote.until_landed`).
 
 A remote tick (`tick_refusal`, called by `runner.cli` once the loop's state is fetched and
 before the tick, so before its claim and its reservation) reads the claims of the tasks its loop
@@ -54,6 +55,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from automaton.commands import remote_state
 from automaton.core import jsontext
@@ -81,7 +83,6 @@ FETCHED_LOOPS = "refs/automaton/fetched/others/"  # other loops' state refs, rea
 CLAIM_FILE = "claim.json"
 SCHEMA = 1
 DOMAIN = "automaton task claim v1\n"  # never the start of a log line, which begins with its time
-ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -464,7 +465,7 @@ def claim_remote(project: Project, name: str, task: str, remote: str, ttl_of: Ca
     with this checkout's loop.json `state_remote`; CorruptState (exit 2) for a state or claim
     that does not verify with the record key; Refused (exit 1) for a complete loop, an
     unreachable or refusing remote; Busy (exit 1) when another live loop's claim holds the
-    task, a bound loop's tick runs now, or the leases were lost ATTEMPTS times."""
+    task, a bound loop's tick runs now, or the leases were lost for `git.remote.LEASE_BOUND_S`."""
     remote_state.check_remote(remote, "--state-remote")
     loop_name = str(LoopName.of(name))
     ref = TaskRef.parse(task)
@@ -477,12 +478,17 @@ def claim_remote(project: Project, name: str, task: str, remote: str, ttl_of: Ca
     if sealed is not None and sealed != remote:
         raise BadInput(f"loop {name}: --state-remote {remote!r} disagrees with loop.json state_remote {sealed!r};"
                        " pass the sealed one")
-    for _ in range(ATTEMPTS):
-        got = _attempt(project, remote, str(ref), loop_name, ttl_of)
-        if got.made is not None:
-            return _claimed(got, remote)
-    raise Busy(f"task {ref}: another claim or a tick moved the state remote {remote!r} first, {ATTEMPTS} times;"
-               " nothing was claimed, run it again")
+    return _claimed(git_remote.until_landed(lambda: _landed(_attempt(project, remote, str(ref), loop_name, ttl_of)),
+                                            lambda spent: _crowded(ref, remote, spent)), remote)
+
+
+def _landed(got: _Try) -> _Try | None:
+    return None if got.lost else got
+
+
+def _crowded(ref: TaskRef, remote: str, spent: float) -> NoReturn:
+    raise Busy(f"task {ref}: other claims or ticks moved the state remote {remote!r} first, again and again for"
+               f" {spent:.0f} s; nothing was claimed, run it again")
 
 
 def _claimed(got: _Try, remote: str) -> Outcome:

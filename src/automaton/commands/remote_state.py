@@ -81,7 +81,6 @@ ABANDONED = "abandoned_tick"
 CLAIMED = "claimed"
 REMOTE_REFUSED = "remote_refused"
 BRANCH_REFUSED = "branch_refused"
-ATTEMPTS = 3  # a human act re-fetches and retries this many times on a lost lease
 
 # Tests move the clock to age a claim without sleeping; nothing an agent controls reaches it.
 clock: Callable[[], float] = time.time
@@ -565,26 +564,34 @@ def _mid_tick(loop: LoopName, running: tuple[int, str] | None) -> list[str]:
 def remote_act(project: Project, name: str, remote: str, act: Callable[[], Outcome]) -> Outcome:
     """A human act (`--approve`, `--pause-loop`, `--resume-loop`, `--rearm-loop`) on the loop's
     state in `remote`: fetch, apply `act` to the materialised folder, push with the fetched
-    lease; a lost lease re-fetches and tries again (ATTEMPTS in all). Exit 1 with one line when
-    it never lands; `act`'s own refusal is returned as it is, nothing pushed."""
+    lease; a lost lease re-fetches and tries again after a short random wait, for up to
+    `git.remote.LEASE_BOUND_S` (`git.remote.until_landed`). Exit 1 with one line when it never
+    lands; `act`'s own refusal is returned as it is, nothing pushed."""
     check_remote(remote, "--state-remote")
     loop_name = LoopName.of(name)
+    project.loop_dir(loop_name).mkdir(parents=True, exist_ok=True)
+    return git_remote.until_landed(
+        lambda: _act_once(project, loop_name, remote, act),
+        lambda spent: _not_taken(loop_name, remote, f"another runner or human moved it first, for {spent:.0f} s"))
+
+
+def _act_once(project: Project, loop_name: LoopName, remote: str, act: Callable[[], Outcome]) -> Outcome | None:
+    """One fetch, act and push of `remote_act`; None when the lease was lost (the next attempt
+    fetches and applies `act` again)."""
     folder = project.loop_dir(loop_name)
-    folder.mkdir(parents=True, exist_ok=True)
-    why = ""
-    for _ in range(ATTEMPTS):
-        with locked(folder / ACT_LOCK, timeout_s=30):
-            synced = sync_in(project, loop_name, remote, user_config=True)
-            running = open_claim(Loop.resolve(project, loop_name))
-            out = act()
-            if not out.ok or durable_files(folder) == synced.files:
-                return out
-            got = publish(synced, f"automaton: loop {loop_name} human act", with_branch=False)
-        if got.landed:
-            return Outcome(out.code, [*out.lines, f"state of loop {loop_name} pushed to {remote}"], out.data,
-                           [*out.warnings, *_mid_tick(loop_name, running)])
-        why = "another runner or human moved it first" if got.lost else got.detail
-        if not got.lost:
-            break
+    with locked(folder / ACT_LOCK, timeout_s=30):
+        synced = sync_in(project, loop_name, remote, user_config=True)
+        running = open_claim(Loop.resolve(project, loop_name))
+        out = act()
+        if not out.ok or durable_files(folder) == synced.files:
+            return out
+        got = publish(synced, f"automaton: loop {loop_name} human act", with_branch=False)
+    if got.landed:
+        return Outcome(out.code, [*out.lines, f"state of loop {loop_name} pushed to {remote}"], out.data,
+                       [*out.warnings, *_mid_tick(loop_name, running)])
+    return None if got.lost else _not_taken(loop_name, remote, got.detail)
+
+
+def _not_taken(loop_name: LoopName, remote: str, why: str) -> Outcome:
     return Outcome(ExitCode.REFUSED, [f"loop {loop_name}: the state remote {remote!r} did not take the change: {why};"
                                       " nothing changed there, run it again"], {"ok": False, "pushed": False})

@@ -38,11 +38,13 @@ from __future__ import annotations
 
 import base64
 import os
+import random
 import tempfile
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
 from automaton.git import run_git
 from automaton.proc import Captured
@@ -67,6 +69,20 @@ IDENTITY = {"GIT_AUTHOR_NAME": "automaton", "GIT_AUTHOR_EMAIL": "automaton@local
 
 
 TOKEN_ENV = "AUTOMATON_GIT_TOKEN"
+
+# How long a write that keeps losing its lease (`until_landed`) goes on reading and pushing
+# before it gives up (exit 1). A ref takes one write per read-and-push round trip (a fraction of
+# a second to a remote on the same machine or network, about a second to a hosted one), so the
+# runners cron starts in the same minute land one after another: two dozen on a hosted remote
+# within about half a minute. 120 s is several times that, and a tick's reservation and its
+# settlement (one bound each) still fit in the 600 s the reservation lifetime keeps for the
+# runner's own steps (runner.account.TTL_MARGIN_S), far under the 15 minutes between a
+# template's ticks.
+LEASE_BOUND_S = 120.0
+# The wait after the n-th lost lease in a row: uniform in [0, min(CAP, BASE * 2**n)] ("full
+# jitter"), so runners that lost together do not read and push together again.
+LEASE_WAIT_BASE_S = 0.05
+LEASE_WAIT_CAP_S = 2.0
 
 
 def credential_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -340,6 +356,41 @@ def push(repo: Path, remote: str, moves: Sequence[Move], *, user_config: bool = 
     if not status:
         raise RemoteFailed(f"cannot push to the state remote {remote!r}: {reason(done)}")
     return Pushed(False, False, _refusal(done, status))
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Pacing:
+    """The clock of `until_landed`: `sleep(s)`, `clock()` (seconds, monotonic), `uniform(a, b)`
+    (a random wait), and `bound_s`. Tests hand in their own; a runner uses PACING."""
+
+    sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.monotonic
+    uniform: Callable[[float, float], float] = random.SystemRandom().uniform  # never a seed shared across a fork
+    bound_s: float = LEASE_BOUND_S
+
+
+PACING = Pacing()
+
+
+def until_landed(attempt: Callable[[], T | None], gave_up: Callable[[float], T], pacing: Pacing | None = None) -> T:
+    """Run `attempt` (one read, decision and compare-and-swap push; None when its lease was
+    lost, so the next attempt reads and decides again) until it returns something, and return
+    that. Between lost leases it waits a random, growing time (LEASE_WAIT_*); once `bound_s`
+    seconds have passed since the first attempt began, `gave_up(seconds)` instead."""
+    pace = pacing or PACING
+    start = pace.clock()
+    lost = 0
+    while (got := attempt()) is None:
+        spent = pace.clock() - start
+        if spent >= pace.bound_s:
+            return gave_up(spent)
+        ceiling = min(LEASE_WAIT_CAP_S, LEASE_WAIT_BASE_S * 2 ** min(lost, 16))
+        pace.sleep(min(pace.uniform(0.0, ceiling), pace.bound_s - spent))
+        lost += 1
+    return got
 
 
 def _refusal(done: Captured, status: list[str]) -> str:
