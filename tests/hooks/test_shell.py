@@ -93,6 +93,7 @@ def test_glob_targets_include_hidden_matches(tmp_path: Path) -> None:
     "cat <<EOF | sh\nautomaton --phase $T\nEOF",
     "$RUN --approve --task t",
     "Invoke-Expression 'automaton --phase'",
+    "watch -n 5 'automaton --phase --task t'",
 ])
 def test_dynamic_construct_next_to_automaton_is_refused(command: str) -> None:
     with pytest.raises(Unsafe, match=r"sign-offs|cannot know what it runs"):
@@ -179,6 +180,16 @@ def test_pseudo_terminals_and_typing_are_refused(command: str) -> None:
     ("sort -o .git/x in.txt", ["/p/.git/x"]),
     ("sudo -u root rm .git/index", ["/p/.git/index"]),
     ("env -C .git rm index", ["/p/.git/index"]),
+    ("sudo --u root rm a", ["/p/a"]),  # a wrapper's long option by a GNU abbreviation takes its value
+    ("timeout --sig KILL 5 touch a", ["/p/a"]),
+    ("flock /tmp/l tee src/calc.py", ["/p/src/calc.py"]),
+    ("flock -n --wai 3 /tmp/l touch a", ["/p/a"]),
+    ("flock -w 3 /tmp/l -c 'echo x > .git/x'", ["/p/.git/x"]),
+    ("flock /tmp/l --command 'cd sub && rm b'", ["/p/sub/b"]),
+    ("watch -n1 touch a", ["/p/a"]),
+    ("watch --int 1 -d 'echo x >> a'", ["/p/a"]),
+    ("watch echo x '>a'", ["/p/a"]),  # joined by spaces, then read by `sh -c`
+    ("watch -tx touch a", ["/p/a"]),
     ("bash -c 'echo x > .git/hooks/pre-commit'", ["/p/.git/hooks/pre-commit"]),
     ("bash -lc 'cd sub && rm -rf .claude'", ["/p/sub/.claude"]),
     ("rsync -a --remove-source-files a/ b/", ["/p/b", "/p/a"]),
@@ -290,6 +301,7 @@ def test_archive_targets_are_its_members(tmp_path: Path) -> None:
     "export PATH=\"$HOME/.local/bin:$PATH\"",
     "docker build -t app . && pip install -e .",
     "grep -rn 'empty pty keystroke' src",
+    "flock /tmp/build.lock make -j4 && flock -n 9 && watch -n 2 'git status; ls src'",
 ])
 def test_ordinary_commands_write_nothing(command: str) -> None:
     assert targets(command) == []
