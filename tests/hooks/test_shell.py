@@ -178,6 +178,14 @@ def test_pseudo_terminals_and_typing_are_refused(command: str) -> None:
     ("curl -O https://x/pkg.tgz", ["/p/pkg.tgz"]),
     ("wget https://x/pkg.tgz", ["/p/pkg.tgz"]),
     ("sort -o .git/x in.txt", ["/p/.git/x"]),
+    ("gcc -o src/a x.c", ["/p/src/a"]),
+    ("gcc-13 -O2 -fno-omit-frame-pointer -Wno-unused -c x.c -osrc/x.o", ["/p/src/x.o"]),
+    ("aarch64-linux-gnu-g++ -MMD -MF deps.d -o a.out x.cc", ["/p/deps.d", "/p/a.out"]),
+    ("clang++ x.cc -o .git/b", ["/p/.git/b"]),
+    ("go build -o=bin/app ./cmd", ["/p/=bin/app", "/p/bin/app"]),
+    ("rustc --out-dir build x.rs", ["/p/build"]),
+    ("javac -d classes X.java", ["/p/classes"]),
+    ("ld.lld --output=a x.o", ["/p/a"]),
     ("sudo -u root rm .git/index", ["/p/.git/index"]),
     ("env -C .git rm index", ["/p/.git/index"]),
     ("sudo --u root rm a", ["/p/a"]),  # a wrapper's long option by a GNU abbreviation takes its value
@@ -302,6 +310,7 @@ def test_archive_targets_are_its_members(tmp_path: Path) -> None:
     "docker build -t app . && pip install -e .",
     "grep -rn 'empty pty keystroke' src",
     "flock /tmp/build.lock make -j4 && flock -n 9 && watch -n 2 'git status; ls src'",
+    "gcc -Wall -O2 -fno-omit-frame-pointer -c x.c && cc x.c && gcc -E x.c -o - && go build ./...",
 ])
 def test_ordinary_commands_write_nothing(command: str) -> None:
     assert targets(command) == []

@@ -3,7 +3,8 @@ which commands write nothing (`read_only`).
 
 coreutils and friends (`cp`, `mv`, `ln`, `link`, `install`, `rsync`, `touch`, `rm`, `mkdir`,
 `truncate`, `chmod`/`chown`/`chgrp`, `dd of=`, `tee`, `sort -o`/`-T`, `uniq`, `split`, `xxd`,
-`tree -o`, `sponge`, `curl -o`, `wget`, compressors, editors), `find` (`-fprint`, `-fprintf`,
+`tree -o`, `sponge`, `curl -o`, `wget`, compressors, editors), toolchains' output options
+(`gcc -o`, `go build -o`, `javac -d`: `OUTPUT_OPTIONS`), `find` (`-fprint`, `-fprintf`,
 `-fls`, `-delete`, and `-exec` of anything but a read-only program), `sed` (in place, and the
 `w` command or flag of its script: `hooks.scripts`), `awk` (in place, and its `print > FILE`),
 `perl -i`, git (`hooks.gitcmd`), `patch`, archives and Codex's `apply_patch` (`hooks.unpack`),
@@ -47,6 +48,21 @@ TO_LAST: dict[str, frozenset[str]] = {
                         "--copy-dest", "--link-dest", "--backup-dir", "--log-file", "--partial-dir",
                         "--temp-dir", "-T", "--write-batch", "--only-write-batch", "--read-batch"}),
 }
+_CC_OUTPUTS = ("-o", "-MF")  # the output, and the dependency file of -MD/-MMD
+# Toolchains whose options are whole words after one dash (`-fno-omit-frame-pointer`, `-Wl,…`),
+# read without short clusters (`argv.option_values(clusters=False)`): program -> options whose
+# value is a path written. A versioned or cross name (`gcc-13`, `aarch64-linux-gnu-g++`) is its
+# last part (`tool_name`). What a build writes without such an option (`a.out`, Go's binary,
+# `target/`, `node_modules/`) is not counted, like any other build (`make`, `cargo build`).
+OUTPUT_OPTIONS: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("cc", "c++", "gcc", "g++", "clang", "clang++", "tcc", "icc", "icx", "icpx", "nvcc", "zig"),
+                    _CC_OUTPUTS),
+    **dict.fromkeys(("ld", "ld.bfd", "ld.gold", "ld.lld", "lld", "mold", "as", "gold"), ("-o", "--output")),
+    "rustc": ("-o", "--out-dir"),
+    "javac": ("-d", "-s", "-h"),  # classes, generated sources, native headers
+    "go": ("-o", "--o"),  # go build/test -o, go mod vendor -o (Go's flags: -o=X, --o X too)
+}
+_VERSION_SUFFIX = re.compile(r"-[0-9][0-9.]*$")
 # Programs that write no file whatever their arguments, unless `read_only` says otherwise.
 READ_ONLY = frozenset({
     "cat", "head", "tail", "less", "more", "grep", "egrep", "fgrep", "rg", "ls", "stat", "wc",
@@ -109,6 +125,9 @@ def targets(prog: Program, cmd: Simple, here: Path | None) -> list[str]:
                                          "-offset", "-seek", "-name"}))[1:]
     if name == "tree":
         return option_values(args, ("-o",))
+    tool = tool_name(name)
+    if tool in OUTPUT_OPTIONS:
+        return [v for v in option_values(args, OUTPUT_OPTIONS[tool], clusters=False) if v != "-"]
     if name == "find":
         from automaton.hooks import findcmd
 
@@ -131,6 +150,13 @@ def targets(prog: Program, cmd: Simple, here: Path | None) -> list[str]:
     from automaton.hooks.powershell import CMDLETS, cmdlet_targets
 
     return cmdlet_targets(name, args, cmd) if name in CMDLETS else []
+
+
+def tool_name(name: str) -> str:
+    """A toolchain program's name without its version or target prefix (`gcc-13`,
+    `x86_64-linux-gnu-gcc`, `clang++-17` are `gcc`, `gcc`, `clang++`)."""
+    bare = _VERSION_SUFFIX.sub("", name)
+    return bare if bare in OUTPUT_OPTIONS else bare.rsplit("-", 1)[-1]
 
 
 def sed_in_place(args: list[str]) -> bool:
