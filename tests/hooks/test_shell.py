@@ -186,6 +186,8 @@ def test_pseudo_terminals_and_typing_are_refused(command: str) -> None:
     ("rustc --out-dir build x.rs", ["/p/build"]),
     ("javac -d classes X.java", ["/p/classes"]),
     ("ld.lld --output=a x.o", ["/p/a"]),
+    ("sqlite3 src/db 'select 1'", ["/p/src/db"]),
+    ("sqlite3 -batch --separator , 'file:data/x.db?cache=shared' 'insert into t values (1)'", ["/p/data/x.db"]),
     ("sudo -u root rm .git/index", ["/p/.git/index"]),
     ("env -C .git rm index", ["/p/.git/index"]),
     ("sudo --u root rm a", ["/p/a"]),  # a wrapper's long option by a GNU abbreviation takes its value
@@ -244,6 +246,10 @@ def test_powershell_paths_keep_their_backslashes() -> None:
     ("unzip missing.zip", "cannot read"),
     ("git restore --pathspec-from-file=list", "pathspec-from-file"),
     ("env -S 'rm x'", "env -S"),
+    ("sqlite3 :memory: \"select writefile('src/a.py', 'x')\"", "writes another file"),
+    ("sqlite3 -cmd '.output .git/x' x.db 'select 1'", "writes another file"),
+    ("sqlite3 -readonly x.db 'ATTACH \"src/n.db\" AS n'", "writes another file"),
+    ("sqlite3 -A -x a.sqlar", ".archive"),
 ])
 def test_write_forms_refused(command: str, reason: str) -> None:
     with pytest.raises(Unsafe, match=reason):
@@ -311,6 +317,8 @@ def test_archive_targets_are_its_members(tmp_path: Path) -> None:
     "grep -rn 'empty pty keystroke' src",
     "flock /tmp/build.lock make -j4 && flock -n 9 && watch -n 2 'git status; ls src'",
     "gcc -Wall -O2 -fno-omit-frame-pointer -c x.c && cc x.c && gcc -E x.c -o - && go build ./...",
+    "sqlite3 -readonly data.db 'select count(*) from t' && sqlite3 'file:data.db?mode=ro' .tables",
+    "sqlite3 -safe :memory: \"select writefile('x', 'y')\" && sqlite3 --version",
 ])
 def test_ordinary_commands_write_nothing(command: str) -> None:
     assert targets(command) == []
