@@ -187,6 +187,14 @@ def test_pseudo_terminals_and_typing_are_refused(command: str) -> None:
     ("javac -d classes X.java", ["/p/classes"]),
     ("ld.lld --output=a x.o", ["/p/a"]),
     ("sqlite3 src/db 'select 1'", ["/p/src/db"]),
+    ("pip install -t src foo", ["/p/src"]),
+    ("pip3.12 install -qt src foo && pip3 install --tar=lib foo", ["/p/src", "/p/lib"]),
+    ("python3 -I -X utf8 -m pip install --prefix src foo", ["/p/src"]),
+    ("uv pip install --root out foo && pip download -d dl foo && pip wheel -w wh .", ["/p/out", "/p/dl", "/p/wh"]),
+    ("PIP_TARGET=vendor pip install foo", ["/p/vendor"]),
+    ("npm install --prefix src", ["/p/src"]),
+    ("npm i --prefix=web left-pad && npm ci -C app && npm --prefi ui install", ["/p/web", "/p/app", "/p/ui"]),
+    ("npm_config_prefix=src npm install", ["/p/src"]),
     ("sqlite3 -batch --separator , 'file:data/x.db?cache=shared' 'insert into t values (1)'", ["/p/data/x.db"]),
     ("sudo -u root rm .git/index", ["/p/.git/index"]),
     ("env -C .git rm index", ["/p/.git/index"]),
@@ -319,6 +327,8 @@ def test_archive_targets_are_its_members(tmp_path: Path) -> None:
     "gcc -Wall -O2 -fno-omit-frame-pointer -c x.c && cc x.c && gcc -E x.c -o - && go build ./...",
     "sqlite3 -readonly data.db 'select count(*) from t' && sqlite3 'file:data.db?mode=ro' .tables",
     "sqlite3 -safe :memory: \"select writefile('x', 'y')\" && sqlite3 --version",
+    "pip install foo && pip install --pre -e . && python -m pip install -r req.txt && pip list --local",
+    "pip install --root-user-action=ignore foo && npm install && npm --prefix web run build && npm -C web test",
 ])
 def test_ordinary_commands_write_nothing(command: str) -> None:
     assert targets(command) == []

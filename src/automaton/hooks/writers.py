@@ -3,7 +3,8 @@ which commands write nothing (`read_only`).
 
 coreutils and friends (`cp`, `mv`, `ln`, `link`, `install`, `rsync`, `touch`, `rm`, `mkdir`,
 `truncate`, `chmod`/`chown`/`chgrp`, `dd of=`, `tee`, `sort -o`/`-T`, `uniq`, `split`, `xxd`,
-`tree -o`, `sponge`, `curl -o`, `wget`, `sqlite3 DB`, compressors, editors), toolchains' output options
+`tree -o`, `sponge`, `curl -o`, `wget`, `sqlite3 DB`, compressors, editors), `pip install
+--target`/`npm --prefix` (`hooks.installers`), toolchains' output options
 (`gcc -o`, `go build -o`, `javac -d`: `OUTPUT_OPTIONS`), `find` (`-fprint`, `-fprintf`,
 `-fls`, `-delete`, and `-exec` of anything but a read-only program), `sed` (in place, and the
 `w` command or flag of its script: `hooks.scripts`), `awk` (in place, and its `print > FILE`),
@@ -150,6 +151,11 @@ def targets(prog: Program, cmd: Simple, here: Path | None) -> list[str]:
         return downloads.targets(name, args)
     if name == "git":
         return gitcmd.targets(args, cmd, here)
+    from automaton.hooks import installers
+
+    installed = installers.targets(prog)
+    if installed is not None:
+        return installed
     if re.match(r"^python[0-9.]*$", name) and args[:1] == ["-m"] and args[1:2] in (["zipfile"], ["tarfile"]):
         if any(a in ("-e", "--extract") for a in args):
             raise Unsafe(f"python -m {args[1]} -e extracts an archive: use tar or unzip, which automaton reads")
