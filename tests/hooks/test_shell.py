@@ -93,6 +93,7 @@ def test_glob_targets_include_hidden_matches(tmp_path: Path) -> None:
     "cat <<EOF | sh\nautomaton --phase $T\nEOF",
     "$RUN --approve --task t",
     "Invoke-Expression 'automaton --phase'",
+    "watch -n 5 'automaton --phase --task t'",
 ])
 def test_dynamic_construct_next_to_automaton_is_refused(command: str) -> None:
     with pytest.raises(Unsafe, match=r"sign-offs|cannot know what it runs"):
@@ -177,8 +178,36 @@ def test_pseudo_terminals_and_typing_are_refused(command: str) -> None:
     ("curl -O https://x/pkg.tgz", ["/p/pkg.tgz"]),
     ("wget https://x/pkg.tgz", ["/p/pkg.tgz"]),
     ("sort -o .git/x in.txt", ["/p/.git/x"]),
+    ("gcc -o src/a x.c", ["/p/src/a"]),
+    ("gcc-13 -O2 -fno-omit-frame-pointer -Wno-unused -c x.c -osrc/x.o", ["/p/src/x.o"]),
+    ("aarch64-linux-gnu-g++ -MMD -MF deps.d -o a.out x.cc", ["/p/deps.d", "/p/a.out"]),
+    ("clang++ x.cc -o .git/b", ["/p/.git/b"]),
+    ("go build -o=bin/app ./cmd", ["/p/=bin/app", "/p/bin/app"]),
+    ("rustc --out-dir build x.rs", ["/p/build"]),
+    ("javac -d classes X.java", ["/p/classes"]),
+    ("ld.lld --output=a x.o", ["/p/a"]),
+    ("sqlite3 src/db 'select 1'", ["/p/src/db"]),
+    ("pip install -t src foo", ["/p/src"]),
+    ("pip3.12 install -qt src foo && pip3 install --tar=lib foo", ["/p/src", "/p/lib"]),
+    ("python3 -I -X utf8 -m pip install --prefix src foo", ["/p/src"]),
+    ("uv pip install --root out foo && pip download -d dl foo && pip wheel -w wh .", ["/p/out", "/p/dl", "/p/wh"]),
+    ("PIP_TARGET=vendor pip install foo", ["/p/vendor"]),
+    ("npm install --prefix src", ["/p/src"]),
+    ("npm i --prefix=web left-pad && npm ci -C app && npm --prefi ui install", ["/p/web", "/p/app", "/p/ui"]),
+    ("npm_config_prefix=src npm install", ["/p/src"]),
+    ("sqlite3 -batch --separator , 'file:data/x.db?cache=shared' 'insert into t values (1)'", ["/p/data/x.db"]),
     ("sudo -u root rm .git/index", ["/p/.git/index"]),
     ("env -C .git rm index", ["/p/.git/index"]),
+    ("sudo --u root rm a", ["/p/a"]),  # a wrapper's long option by a GNU abbreviation takes its value
+    ("timeout --sig KILL 5 touch a", ["/p/a"]),
+    ("flock /tmp/l tee src/calc.py", ["/p/src/calc.py"]),
+    ("flock -n --wai 3 /tmp/l touch a", ["/p/a"]),
+    ("flock -w 3 /tmp/l -c 'echo x > .git/x'", ["/p/.git/x"]),
+    ("flock /tmp/l --command 'cd sub && rm b'", ["/p/sub/b"]),
+    ("watch -n1 touch a", ["/p/a"]),
+    ("watch --int 1 -d 'echo x >> a'", ["/p/a"]),
+    ("watch echo x '>a'", ["/p/a"]),  # joined by spaces, then read by `sh -c`
+    ("watch -tx touch a", ["/p/a"]),
     ("bash -c 'echo x > .git/hooks/pre-commit'", ["/p/.git/hooks/pre-commit"]),
     ("bash -lc 'cd sub && rm -rf .claude'", ["/p/sub/.claude"]),
     ("rsync -a --remove-source-files a/ b/", ["/p/b", "/p/a"]),
@@ -225,6 +254,10 @@ def test_powershell_paths_keep_their_backslashes() -> None:
     ("unzip missing.zip", "cannot read"),
     ("git restore --pathspec-from-file=list", "pathspec-from-file"),
     ("env -S 'rm x'", "env -S"),
+    ("sqlite3 :memory: \"select writefile('src/a.py', 'x')\"", "writes another file"),
+    ("sqlite3 -cmd '.output .git/x' x.db 'select 1'", "writes another file"),
+    ("sqlite3 -readonly x.db 'ATTACH \"src/n.db\" AS n'", "writes another file"),
+    ("sqlite3 -A -x a.sqlar", ".archive"),
 ])
 def test_write_forms_refused(command: str, reason: str) -> None:
     with pytest.raises(Unsafe, match=reason):
@@ -290,6 +323,12 @@ def test_archive_targets_are_its_members(tmp_path: Path) -> None:
     "export PATH=\"$HOME/.local/bin:$PATH\"",
     "docker build -t app . && pip install -e .",
     "grep -rn 'empty pty keystroke' src",
+    "flock /tmp/build.lock make -j4 && flock -n 9 && watch -n 2 'git status; ls src'",
+    "gcc -Wall -O2 -fno-omit-frame-pointer -c x.c && cc x.c && gcc -E x.c -o - && go build ./...",
+    "sqlite3 -readonly data.db 'select count(*) from t' && sqlite3 'file:data.db?mode=ro' .tables",
+    "sqlite3 -safe :memory: \"select writefile('x', 'y')\" && sqlite3 --version",
+    "pip install foo && pip install --pre -e . && python -m pip install -r req.txt && pip list --local",
+    "pip install --root-user-action=ignore foo && npm install && npm --prefix web run build && npm -C web test",
 ])
 def test_ordinary_commands_write_nothing(command: str) -> None:
     assert targets(command) == []

@@ -26,10 +26,13 @@ def operands(args: list[str], takes_value: frozenset[str] | set[str] = frozenset
     return out
 
 
-def option_values(args: list[str], names: tuple[str, ...]) -> list[str]:
+def option_values(args: list[str], names: tuple[str, ...], clusters: bool = True) -> list[str]:
     """Values given to any of the options `names`: `-o X`, `-oX`, `-sSo X` (a single letter ending
     or inside a short cluster: the rest of the cluster, else the next word), `--out=X`, `--out X`.
-    Reading every letter before it as a flag may find a value too many, never one too few."""
+    Reading every letter before it as a flag may find a value too many, never one too few.
+    `clusters=False`, for programs whose single-dash options are whole words (a compiler's
+    `-fno-omit-frame-pointer`): a single-dash name matches only at the start of a word (`-oX`,
+    `-MFdeps`; also `-o=X`, Go's flag syntax, read both as `=X` and as `X`)."""
     out: list[str] = []
     for i, arg in enumerate(args):
         nxt = args[i + 1] if i + 1 < len(args) else None
@@ -40,6 +43,9 @@ def option_values(args: list[str], names: tuple[str, ...]) -> list[str]:
             elif name.startswith("--"):
                 if arg.startswith(name + "="):
                     out.append(arg[len(name) + 1:])
+            elif not clusters:
+                rest = arg[len(name):] if arg.startswith(name) else ""
+                out += [rest, rest[1:]] if rest.startswith("=") else [rest] if rest else []
             elif arg.startswith("-") and not arg.startswith("--") and name[1] in arg[1:]:
                 rest = arg[arg.index(name[1], 1) + 1:]
                 if rest:

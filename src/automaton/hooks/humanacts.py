@@ -253,8 +253,8 @@ def dynamic_program(prog: Program) -> str | None:
     name, args = prog.name, prog.args
     if "xargs" in prog.via or "parallel" in prog.via:
         return "xargs"
-    if name in ALWAYS_DYNAMIC:
-        return name
+    if name in ALWAYS_DYNAMIC or "watch" in prog.via:  # watch re-runs its line (read as `sh -c`)
+        return "watch" if "watch" in prog.via else name
     if name == "find" and any(a in ("-exec", "-execdir", "-ok", "-okdir") for a in args):
         return "find -exec"
     if name in SHELLS:

@@ -82,11 +82,18 @@ WRAPPERS: dict[str, frozenset[str]] = {
     "xargs": frozenset({"-I", "-n", "-P", "-L", "-d", "-a", "-E", "-s", "--arg-file", "--delimiter",
                         "--max-args", "--max-procs", "--max-lines", "--max-chars", "--replace"}),
     "parallel": frozenset({"-j", "-S", "--jobs", "-a", "--arg-file", "-I", "--sshlogin"}),
+    # flock(1): `flock [opts] FILE CMD…` or `flock [opts] FILE -c 'LINE'` (a shell line);
+    # watch(1): `watch [opts] CMD…` runs the words joined by spaces through `sh -c` (`-x`: as they are).
+    "flock": frozenset({"-w", "-E", "--timeout", "--wait", "--conflict-exit-code"}),
+    "watch": frozenset({"-n", "-q", "--interval", "--equexit"}),
     # Multi-call binaries: `busybox APPLET ARGS…` runs `APPLET ARGS…` (busybox(1), toybox(1));
     # `busybox --help`/`--list` run nothing.
     "busybox": frozenset(), "toybox": frozenset(),
 }
 CHDIR_OPTIONS = {"env": ("-C", "--chdir"), "sudo": ("-D", "--chdir")}
+# wrapper -> operands before the command it runs: timeout's duration, flock's lock file
+WRAPPER_OPERANDS = {"timeout": 1, "flock": 1}
+_WATCH_EXEC = re.compile(r"^(-[bcdegptw]*x|--exe(c)?)$")  # watch -x: the words run as they are, no `sh -c`
 ENV_VALUE = frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"})
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=")
 _HEREDOC = re.compile(r"(?<!<)<<(?!<)(-?)\s*(['\"]?)([A-Za-z0-9_.-]+)\2")
@@ -257,15 +264,17 @@ def program(words: list[str]) -> Program | None:
                 i += 1
         elif base in WRAPPERS:
             via.append(base)
-            i += 1
+            start = i = i + 1
             while i < len(words) and words[i].startswith("-"):
-                if words[i] in WRAPPERS[base] and i + 1 < len(words):
+                if _takes_value(words[i], WRAPPERS[base]) and i + 1 < len(words):
                     if words[i] in CHDIR_OPTIONS.get(base, ()):
                         chdir.append(words[i + 1])
                     i += 1
                 i += 1
-            if base == "timeout" and i < len(words):
-                i += 1  # the duration
+            i += WRAPPER_OPERANDS.get(base, 0)
+            line = _shell_line(base, words[start:i], words[i:])
+            if line is not None:  # `flock F -c LINE`, `watch CMD…`: read as `sh -c LINE`
+                return Program("sh", ["-c", line], chdir, via, assigns)
         else:
             break
     if i >= len(words):
@@ -276,6 +285,25 @@ def program(words: list[str]) -> Program | None:
     if name == "automaton" and "--sandbox" in (args[:args.index("--")] if "--" in args else args):
         return _sandboxed(args, Program(name, args, chdir, via, assigns))
     return Program(name, args, chdir, via, assigns)
+
+
+def _takes_value(word: str, options: frozenset[str]) -> bool:
+    """Whether a wrapper's option `word` takes the next word as its value: one of `options`, or a
+    GNU abbreviation of a long one (`--int` for watch's `--interval`, getopt_long(3))."""
+    if word in options:
+        return True
+    return word.startswith("--") and len(word) > 2 and "=" not in word and any(o.startswith(word) for o in options)
+
+
+def _shell_line(wrapper: str, options: list[str], rest: list[str]) -> str | None:
+    """The shell line a wrapper runs through `sh -c`, or None where it runs `rest` as a program:
+    flock(1)'s `-c`/`--command LINE` after the lock file, and watch(1)'s words joined by spaces
+    (procps watch hands them to `sh -c`, unless `-x`/`--exec`)."""
+    if wrapper == "flock" and rest[:1] in (["-c"], ["--command"]):
+        return rest[1] if len(rest) > 1 else ""
+    if wrapper == "watch" and rest and not any(_WATCH_EXEC.match(o) for o in options):
+        return " ".join(rest)
+    return None
 
 
 # Agent CLIs: `automaton --sandbox -- AGENT` starts an agent session, a human's act.

@@ -3,7 +3,9 @@ which commands write nothing (`read_only`).
 
 coreutils and friends (`cp`, `mv`, `ln`, `link`, `install`, `rsync`, `touch`, `rm`, `mkdir`,
 `truncate`, `chmod`/`chown`/`chgrp`, `dd of=`, `tee`, `sort -o`/`-T`, `uniq`, `split`, `xxd`,
-`tree -o`, `sponge`, `curl -o`, `wget`, compressors, editors), `find` (`-fprint`, `-fprintf`,
+`tree -o`, `sponge`, `curl -o`, `wget`, `sqlite3 DB`, compressors, editors), `pip install
+--target`/`npm --prefix` (`hooks.installers`), toolchains' output options
+(`gcc -o`, `go build -o`, `javac -d`: `OUTPUT_OPTIONS`), `find` (`-fprint`, `-fprintf`,
 `-fls`, `-delete`, and `-exec` of anything but a read-only program), `sed` (in place, and the
 `w` command or flag of its script: `hooks.scripts`), `awk` (in place, and its `print > FILE`),
 `perl -i`, git (`hooks.gitcmd`), `patch`, archives and Codex's `apply_patch` (`hooks.unpack`),
@@ -47,6 +49,21 @@ TO_LAST: dict[str, frozenset[str]] = {
                         "--copy-dest", "--link-dest", "--backup-dir", "--log-file", "--partial-dir",
                         "--temp-dir", "-T", "--write-batch", "--only-write-batch", "--read-batch"}),
 }
+_CC_OUTPUTS = ("-o", "-MF")  # the output, and the dependency file of -MD/-MMD
+# Toolchains whose options are whole words after one dash (`-fno-omit-frame-pointer`, `-Wl,…`),
+# read without short clusters (`argv.option_values(clusters=False)`): program -> options whose
+# value is a path written. A versioned or cross name (`gcc-13`, `aarch64-linux-gnu-g++`) is its
+# last part (`tool_name`). What a build writes without such an option (`a.out`, Go's binary,
+# `target/`, `node_modules/`) is not counted, like any other build (`make`, `cargo build`).
+OUTPUT_OPTIONS: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("cc", "c++", "gcc", "g++", "clang", "clang++", "tcc", "icc", "icx", "icpx", "nvcc", "zig"),
+                    _CC_OUTPUTS),
+    **dict.fromkeys(("ld", "ld.bfd", "ld.gold", "ld.lld", "lld", "mold", "as", "gold"), ("-o", "--output")),
+    "rustc": ("-o", "--out-dir"),
+    "javac": ("-d", "-s", "-h"),  # classes, generated sources, native headers
+    "go": ("-o", "--o"),  # go build/test -o, go mod vendor -o (Go's flags: -o=X, --o X too)
+}
+_VERSION_SUFFIX = re.compile(r"-[0-9][0-9.]*$")
 # Programs that write no file whatever their arguments, unless `read_only` says otherwise.
 READ_ONLY = frozenset({
     "cat", "head", "tail", "less", "more", "grep", "egrep", "fgrep", "rg", "ls", "stat", "wc",
@@ -57,6 +74,16 @@ READ_ONLY = frozenset({
     "write-output", "write-host", "which", "whoami", "id", "date", "env", "printenv", "uname", "du", "df",
     "sed", "awk", "gawk", "mawk", "nawk", "find",
 })
+# sqlite3(1) options with values (how many words each takes); options are spelled `-x` or `--x`.
+_SQLITE_VALUES = {"-cmd": 1, "-init": 1, "-maxsize": 1, "-mmap": 1, "-newline": 1, "-nonce": 1, "-nullvalue": 1,
+                  "-separator": 1, "-vfs": 1, "-lookaside": 2, "-pagecache": 2}
+# What sqlite3's SQL or dot-commands write elsewhere or run (sqlite.org/cli.html): `.output F`,
+# `.once F`, `.save F`, `.backup F`, `.shell`/`.system`, `.log F`, `.trace F`, `.import` into
+# another `.open`ed file, `.read F` (a script not read here), `writefile()`, `ATTACH` (creates a
+# database), `VACUUM INTO`.
+_SQLITE_WRITES = re.compile(r"(?:^|[\s;])\.(?:output|once|save|backup|shell|system|log|trace|excel|import|open|"
+                            r"archive|ar|cd|load|clone|nonce|read)\b|\b(?:writefile|load_extension|edit)\s*\(|"
+                            r"\battach\b|\bvacuum\b[^;]*\binto\b", re.IGNORECASE)
 _CHMOD_OPTION = re.compile(r"^-[cfvRHLP]+$")
 _SAFE_RSH = re.compile(r"^ssh(\s+-[A-Za-z0-9]+(\s+[^\s;&|`$]+)?)*$")
 
@@ -109,6 +136,11 @@ def targets(prog: Program, cmd: Simple, here: Path | None) -> list[str]:
                                          "-offset", "-seek", "-name"}))[1:]
     if name == "tree":
         return option_values(args, ("-o",))
+    if name == "sqlite3":
+        return _sqlite(args)
+    tool = tool_name(name)
+    if tool in OUTPUT_OPTIONS:
+        return [v for v in option_values(args, OUTPUT_OPTIONS[tool], clusters=False) if v != "-"]
     if name == "find":
         from automaton.hooks import findcmd
 
@@ -119,6 +151,11 @@ def targets(prog: Program, cmd: Simple, here: Path | None) -> list[str]:
         return downloads.targets(name, args)
     if name == "git":
         return gitcmd.targets(args, cmd, here)
+    from automaton.hooks import installers
+
+    installed = installers.targets(prog)
+    if installed is not None:
+        return installed
     if re.match(r"^python[0-9.]*$", name) and args[:1] == ["-m"] and args[1:2] in (["zipfile"], ["tarfile"]):
         if any(a in ("-e", "--extract") for a in args):
             raise Unsafe(f"python -m {args[1]} -e extracts an archive: use tar or unzip, which automaton reads")
@@ -131,6 +168,13 @@ def targets(prog: Program, cmd: Simple, here: Path | None) -> list[str]:
     from automaton.hooks.powershell import CMDLETS, cmdlet_targets
 
     return cmdlet_targets(name, args, cmd) if name in CMDLETS else []
+
+
+def tool_name(name: str) -> str:
+    """A toolchain program's name without its version or target prefix (`gcc-13`,
+    `x86_64-linux-gnu-gcc`, `clang++-17` are `gcc`, `gcc`, `clang++`)."""
+    bare = _VERSION_SUFFIX.sub("", name)
+    return bare if bare in OUTPUT_OPTIONS else bare.rsplit("-", 1)[-1]
 
 
 def sed_in_place(args: list[str]) -> bool:
@@ -232,6 +276,37 @@ def _to_last(name: str, args: list[str]) -> list[str]:
         if "--remove-source-files" in args:
             written += names[:-1]
     return written
+
+
+def _sqlite(args: list[str]) -> list[str]:
+    """sqlite3(1) `[OPTIONS] [DB [SQL…]]`: DB is opened for writing and created when missing, so
+    it is written unless `-readonly` (or a URI's `mode=ro`); `:memory:` and no DB are no file, a URI
+    `file:PATH?…` is PATH. SQL or dot-commands on the line that write another file or run a
+    program are denied unless `-safe` (which disables them), and so is `-A` (`.archive` extracts
+    files). SQL read from standard input or `-init FILE` is not read (best effort)."""
+    seen: set[str] = set()
+    names: list[str] = []
+    sql: list[str] = []  # the -cmd values, then the SQL operands after the database
+    i = 0
+    while i < len(args):
+        arg, key = args[i], "-" + args[i].lstrip("-")
+        if not arg.startswith("-") or arg == "-":
+            names.append(arg)
+        elif key in _SQLITE_VALUES:
+            sql += args[i + 1:i + 2] if key == "-cmd" else []
+            i += _SQLITE_VALUES[key]
+        seen.add(key)
+        i += 1
+    if "-A" in seen:
+        raise Unsafe("sqlite3 -A runs .archive, which writes files named in the archive: automaton cannot list them")
+    db, sql = (names[0] if names else ""), sql + names[1:]
+    if "-safe" not in seen and any(_SQLITE_WRITES.search(q) for q in sql):
+        raise Unsafe("sqlite3 SQL that writes another file or runs a program (.output, .shell, writefile(), ATTACH,"
+                     " VACUUM INTO): automaton cannot tell what it writes; run it with -safe")
+    path, _, query = db.removeprefix("file:").partition("?") if db.startswith("file:") else (db, "", "")
+    if "-readonly" in seen or "mode=ro" in query.split("&") or path in ("", ":memory:"):
+        return []
+    return [path]
 
 
 def _sed(args: list[str], here: Path | None) -> list[str]:
