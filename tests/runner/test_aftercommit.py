@@ -69,3 +69,32 @@ def test_a_nested_repository_halts_the_tick_before_the_commit(project: Path, tmp
 
 def test_a_nested_git_pointer_file_halts_the_tick_too(project: Path, tmp_path: Path, approver: str) -> None:
     _nested_tick(project, tmp_path, pointer=True)
+
+
+POINTER_AGENT = ("import pathlib, subprocess\n"
+                 "fake = pathlib.Path('src/.fg').resolve()\n"
+                 "subprocess.run(['git', 'init', '-q', '--bare', str(fake)], check=True)\n"
+                 "subprocess.run(['git', '--git-dir', str(fake), 'config', 'core.bare', 'false'], check=True)\n"
+                 "pathlib.Path('.git').write_text(f'gitdir: {fake}\\n')\n")
+
+
+def test_a_rewritten_worktree_pointer_is_never_read_through_by_the_gate_nor_approved_away(
+        project: Path, approver: str) -> None:
+    """Fails on the old code: a human's approval resumed the loop with the pointer still
+    rewritten, and the next gate ran git through the agent's git folder ("on master, not
+    loop/demo"). The refusal's reason comes from the gate's own drift facts, which check the
+    pointer before any git runs in the worktree."""
+    proj = make_loop(project, harness={"name": "command", "command": [PY, "-c", POINTER_AGENT], "args": []},
+                     sandbox="off", roles={"verify": {"command": [PY, "-c", "print('1 passed')"], "score": "summary"}},
+                     blast_radius={"file_scope": ["src/**"]})
+    out = tick(proj, "demo")
+    assert out.data is not None and str(out.data["halt"]).startswith("drift_detected: worktree_lost: "), out.data
+    worktree = Path(out.data["worktree"])
+    res = run_cli("--approve", "--loop", "demo", "--project", str(proj.root), tty=True)
+    assert res.code == 1 and "worktree_lost: " in res.err and f"rm -rf {worktree}" in res.err, res.err
+    assert loops.read_state(proj, "demo").status == "halted"
+    shutil.rmtree(worktree)
+    git(proj.root, "worktree", "prune")
+    res = run_cli("--approve", "--loop", "demo", "--project", str(proj.root), tty=True)
+    assert res.code == 0, res.err
+    assert loops.read_state(proj, "demo").status == "running"

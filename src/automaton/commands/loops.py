@@ -527,8 +527,12 @@ def _accepted_now(loop: Loop, old: LoopState, config: LoopConfig) -> list[str]:
     if old.halt_reason != "drift_detected":
         return []
     drift = _Facts.of(loop, old, None, None).drift_of(None)
+    where = old.worktree_path or loop.worktree
+    if drift.error is not None and drift.error.startswith("worktree_lost: "):
+        raise Refused(f"loop {loop.name}: {drift.error}; the runner runs no git there. A human removes the worktree"
+                      f" (rm -rf {where}; git worktree prune): the next tick makes it again from branch"
+                      f" {branch_name(loop)}. Then run automaton --approve --loop {loop.name} again")
     if drift.nested:
-        where = old.worktree_path or loop.worktree
         raise Refused(f"loop {loop.name}: nested repository in its worktree: {', '.join(drift.nested[:10])};"
                       f" a human removes it (its .git under {where}), then runs automaton --approve"
                       f" --loop {loop.name} again")
