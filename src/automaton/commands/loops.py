@@ -531,7 +531,7 @@ def _accepted_now(loop: Loop, old: LoopState, config: LoopConfig) -> list[str]:
     if drift.error is not None and drift.error.startswith("worktree_lost: "):
         raise Refused(f"loop {loop.name}: {drift.error}; the runner runs no git there. A human removes the worktree"
                       f" (rm -rf {where}; git worktree prune): the next tick makes it again from branch"
-                      f" {branch_name(loop)}. Then run automaton --approve --loop {loop.name} again")
+                      f" {branch_name(loop.name)}. Then run automaton --approve --loop {loop.name} again")
     if drift.nested:
         raise Refused(f"loop {loop.name}: nested repository in its worktree: {', '.join(drift.nested[:10])};"
                       f" a human removes it (its .git under {where}), then runs automaton --approve"
