@@ -203,8 +203,8 @@ def _anchor_of(log_path: str | Path) -> anchor.Anchor | str | None:
     except anchor.Hidden:
         return _HIDDEN
     except anchor.Unreadable as exc:
-        return f"TAMPERED: {exc}: restore it from a backup, or a human accepts the log as it is: automaton" \
-               " --accept-rollback"
+        return f"TAMPERED: {exc}: restore it from a backup, or a human accepts the log as it is:" \
+               f" {anchor.accept_command(log_path)}"
 
 
 def _anchored(log_path: str | Path, check: ChainCheck, found: anchor.Anchor | str | None) -> ChainCheck:
@@ -217,10 +217,10 @@ def _anchored(log_path: str | Path, check: ChainCheck, found: anchor.Anchor | st
     if found is None:
         if keys.was_anchored(Path(log_path)):
             return _rolled(check, f"TAMPERED: its anchor {anchor.file_of(log_path)} is missing, although"
-                           " automaton anchored this log: a human accepts the log as it is:"
-                           " automaton --accept-rollback", -1)
+                           f" automaton anchored this log: a human accepts the log as it is:"
+                           f" {anchor.accept_command(log_path)}", -1)
         return check
-    why = anchor.behind(found, check.lines)
+    why = anchor.behind(found, check.lines, log_path)
     if why:
         return _rolled(check, why, found.count)
     return ChainCheck(True, check.lines, unverified=check.unverified, anchor=found.count)
