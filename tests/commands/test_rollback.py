@@ -135,3 +135,36 @@ def test_accepting_the_rollback_of_an_unknown_task_or_loop_is_bad_input(project:
     for flag, name in (("--task", "nope"), ("--loop", "nope")):
         r = run_cli("--accept-rollback", flag, name, "--yes", cwd=project)
         assert r.code == 2 and "has no log and no anchor: check the name" in r.err and r.err.count("\n") == 1
+
+
+def test_a_restored_loop_the_gate_halted_is_cleared_by_the_one_command_it_names(project: Path,
+                                                                                approver: str) -> None:
+    """The gate meets a restored (older) loop state and log: it halts the loop, re-sealed with a
+    new log (the restored one moved aside, the counters it lost still counted), so there is no
+    rollback left to accept. Its advice, the recorded halt and `--accept-rollback` all name the
+    act that clears it: `--approve --loop demo`, a human's."""
+    p = loop_with(project)
+    folder = p.loop_dir(loops.LoopName("demo"))
+    saved = {f: f.read_bytes() for f in (folder / loops.STATE_FILE, folder / loops.LOG_FILE)}
+    tick(p, 0.5, {"implementer": 0.5})
+    for path, data in saved.items():
+        path.write_bytes(data)
+    gate = run_cli("--check-gate", "demo", cwd=project)
+    assert gate.code == 1 and "rolled back to line" in gate.out, gate.out + gate.err
+    assert "automaton --approve --loop demo" in gate.out and "--accept-rollback" not in gate.out, gate.out
+    assert "--task T | --loop NAME" not in gate.out
+    again = run_cli("--check-gate", "demo", cwd=project)  # the recorded halt says the same
+    assert again.code == 1 and "--accept-rollback" not in again.out and "--approve --loop demo" in again.out
+    refused = run_cli("--accept-rollback", "--loop", "demo", "--yes", cwd=project)
+    assert refused.code == 1
+    assert "rolled back" in refused.err and "automaton --approve --loop demo" in refused.err, refused.err
+    assert loops.read_state(p, "demo").iteration_count == 1  # the tick the restore hid still counts
+    assert run_cli("--approve", "--loop", "demo", "--yes", cwd=project).code == 0
+    assert run_cli("--check-gate", "demo", cwd=project).code == 0
+
+
+def test_a_rolled_back_log_names_the_exact_command_that_accepts_it(project: Path) -> None:
+    _restored_task(project)
+    shown = run_cli("--phase", "--task", "t", cwd=project)
+    assert "automaton --accept-rollback --task t" in shown.err + shown.out, shown.err
+    assert "--task T | --loop NAME" not in shown.err + shown.out

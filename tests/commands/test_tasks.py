@@ -285,6 +285,30 @@ def test_corrupt_state_is_exit_2_naming_the_file(tmp_path: Path, data: bytes, ve
     assert (folder / ".state.log").read_bytes() == log_before
 
 
+def test_a_state_that_cannot_be_replaced_refuses_the_transition_with_nothing_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An immutable `.state` (chattr +i; opening it for writing is refused with EPERM): exit 1,
+    one line naming `.state` (not its temp file), and the task did not move."""
+    folder = seed(tmp_path, "t", "new")
+    state, log_before = folder / ".state", (folder / ".state.log").read_bytes()
+    real_open = os.open
+
+    def immutable(path: object, flags: int, *args: object, **kwargs: object) -> int:
+        if str(path) == str(state) and flags & (os.O_WRONLY | os.O_RDWR):
+            raise PermissionError(1, "Operation not permitted", str(path))
+        return real_open(path, flags, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", immutable)
+    res = cli(tmp_path, "--transition", "research", "--task", "t")
+    assert res.code == 1, res.out + res.err
+    line = one_line(res)
+    assert f"cannot replace {state}: operation not permitted" in line and "nothing was changed" in line, line
+    assert (folder / ".state.log").read_bytes() == log_before
+    assert sorted(p.name for p in folder.iterdir()) == [".state", ".state.log"]
+    monkeypatch.setattr(os, "open", real_open)
+    assert cli(tmp_path, "--phase", "--task", "t").out.strip() == "new"
+
+
 def test_corrupt_state_is_resealed_by_a_human(tmp_path: Path, approver: str) -> None:
     folder = seed(tmp_path, "t", "research", {"SPEC.md": "s"})
     (folder / ".state").write_bytes(b"")

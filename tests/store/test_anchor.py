@@ -236,3 +236,17 @@ def test_a_copied_project_is_a_new_path(project: Path, tmp_path: Path) -> None:
     assert "anchored 1 keyed log(s) that had no anchor yet" in audit.out
     assert "missing" not in audit.out
     assert "anchored 1" not in run_cli("--audit", cwd=moved).out  # once
+
+
+@pytest.mark.parametrize(("log", "command"), [
+    ("/p/tasks/t/.state.log", "automaton --accept-rollback --task t"),
+    ("/p/tasks/complete/t/.state.log", "automaton --accept-rollback --task t"),
+    ("/p/tasks/t/sub/.state.log", "automaton --accept-rollback --task t/sub"),
+    ("/p/tasks/complete/t/sub/.state.log", "automaton --accept-rollback --task t/sub"),
+    ("/p/.automaton/loops/l1/.state.log", "automaton --accept-rollback --loop l1"),
+    ("/p/.automaton/config.log", "automaton --accept-rollback --config"),
+    ("/p/.automaton/focus.log", "automaton --focus TASK"),
+    ("/elsewhere/x.log", "automaton --accept-rollback --task T | --loop NAME | --config"),
+])
+def test_the_accepting_command_is_named_for_the_log(log: str, command: str) -> None:
+    assert anchor.accept_command(log) == command

@@ -83,7 +83,7 @@ def test_a_missing_anchor_of_an_anchored_log_is_tampering(log: Path) -> None:
     check = chainlog.read_chain(log)
     assert (check.ok, check.rolled_back, check.anchor, len(check.lines)) == (False, True, -1, 3)
     assert check.error == (f"TAMPERED: its anchor {anchor.file_of(log)} is missing, although automaton anchored this"
-                           " log: a human accepts the log as it is: automaton --accept-rollback")
+                           f" log: a human accepts the log as it is: {anchor.accept_command(log)}")
 
 
 def test_an_unreadable_anchor_is_tampering(log: Path) -> None:
@@ -91,7 +91,7 @@ def test_an_unreadable_anchor_is_tampering(log: Path) -> None:
     check = chainlog.read_chain(log)
     assert (check.ok, check.rolled_back, check.anchor) == (False, True, -1)
     assert check.error.startswith("TAMPERED: ") and check.error.endswith(
-        ": restore it from a backup, or a human accepts the log as it is: automaton --accept-rollback")
+        f": restore it from a backup, or a human accepts the log as it is: {anchor.accept_command(log)}")
 
 
 def test_an_anchor_left_behind_by_a_crash_is_moved_forward(log: Path) -> None:

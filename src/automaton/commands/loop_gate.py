@@ -329,7 +329,7 @@ def check(loop: Loop, task: str | None = None, *, drift_cwd: Path | None = None)
         since = next((line.ts for line in reversed(s.rec.chain.lines) if line.event in ("HALT", "CREATED")),
                      None) if was_halted else None
         seen = _Seen(s.rec.state, was_halted, since)
-        decision = decide(s.rec.state, s.rec.tamper, facts)
+        decision = decide(s.rec.state, loops.resealed_finding(s.rec), facts)
         state = _apply(s, decision)
     return _report(loop, decision, state, seen, facts)
 
@@ -509,7 +509,7 @@ def drift_after_commit(loop: Loop, cfg: LoopConfig, reading: Reading | None = No
     one (used only where it answers the same questions: same worktree, base, excludes and branch).
     The other gates are not run here: the iteration of this very tick is already counted."""
     with loop.session() as s:
-        tamper = s.rec.tamper
+        tamper = loops.resealed_finding(s.rec)
         if not tamper:
             facts = _Facts.of(loop, s.rec.state, None, None, given=reading)
             result = (gate_config_seal(s.rec.state, loop.config_sha256())

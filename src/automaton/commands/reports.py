@@ -183,14 +183,7 @@ def anchor_findings(project: Project) -> tuple[list[str], int]:
 
 def _accept_hint(parts: tuple[str, ...]) -> str:
     """The `--accept-rollback` command for a log at project-relative `parts`."""
-    if parts[:1] == ("tasks",):
-        names = [p for p in parts[1:-1] if p != "complete"]
-        return f"automaton --accept-rollback --task {'/'.join(names)}"
-    if parts[:2] == (".automaton", "loops") and len(parts) > 3:
-        return f"automaton --accept-rollback --loop {parts[2]}"
-    if parts[-1] == "config.log":
-        return "automaton --accept-rollback --config"
-    return "automaton --focus TASK"
+    return anchor.accept_command(Path(*parts))
 
 
 # The Loops section of --audit comes from the loop store; injected to keep

@@ -94,7 +94,8 @@ def review(project: Project, t: Target) -> Review:
             raise BadInput(f"{ACTION}: {t.label} has no log and no anchor: check the name (automaton --audit"
                            " lists the tasks and loops it knows, and the missing ones)")
         why = f" ({chain.error})" if not chain.ok else ""
-        raise Refused(f"nothing to accept: the log of {t.label} is not older than its anchor{why}")
+        raise Refused(f"nothing to accept: the log of {t.label} is not older than its anchor{why}"
+                      f"{_resealed(project, t)}")
     rel = _rel(project, t.log)
     kept = _kept(chain, found)
     gone = "" if os.path.lexists(t.log) else " (the log is gone)"
@@ -108,6 +109,24 @@ def review(project: Project, t: Target) -> Review:
     if len(chain.lines) > kept:
         lines.append(f"and keeps the restored lines {kept + 1}..{len(chain.lines)} in their place")
     return Review(subject=f"rollback of {t.label}", seen=seen, ask=True, lines=lines)
+
+
+def _resealed(project: Project, t: Target) -> str:
+    """For a loop its gate halted because its log was rolled back: that the gate re-sealed it in
+    a new log (so no rollback is left here) and the human act that clears the halt, as the gate
+    says it (`store.loops.resealed_finding`); "" for anything else."""
+    name = t.fields.get("loop")
+    if not isinstance(name, str):
+        return ""
+    try:
+        state = loops.inspect(project, name).state
+    except (BadInput, OSError, ValueError):  # unreadable or untracked: the plain answer stands
+        return ""
+    detail = state.halt_detail or ""
+    if state.status != "halted" or "rolled back" not in detail:
+        return ""
+    return (f": its gate found it rolled back, re-sealed loop {name} halted in a new log and still counts what"
+            f" the restore undid; a human who meant the restore clears the halt with automaton --approve --loop {name}")
 
 
 def accept(project: Project, t: Target, reviewed: Review) -> Outcome:

@@ -190,12 +190,35 @@ def move_tree(old_root: Path, new_root: Path) -> None:
         forget(each.path)
 
 
-def behind(found: Anchor, lines: list[LogLine]) -> str:
-    """Why a verified log of `lines` is older than its anchor ("" when it is not): fewer lines
-    than anchored, or another line at the anchored count."""
+def accept_command(log_path: str | Path) -> str:
+    """The human act that accepts the log at `log_path` as it is, named for that log by where it
+    lies: `automaton --accept-rollback --task T` (`P/S` for a sub-task, also under
+    tasks/complete/), `--loop NAME`, `--config`; a focus's log is started afresh by a human's
+    `automaton --focus TASK`."""
+    parts = Path(log_path).parts
+    if parts[-1:] == ("config.log",):
+        return "automaton --accept-rollback --config"
+    if parts[-1:] == ("focus.log",):
+        return "automaton --focus TASK"
+    if len(parts) >= 4 and parts[-4:-2] == (".automaton", "loops"):
+        return f"automaton --accept-rollback --loop {parts[-2]}"
+    if len(parts) >= 3 and _in_tasks(parts[:-2]):
+        return f"automaton --accept-rollback --task {parts[-2]}"
+    if len(parts) >= 4 and _in_tasks(parts[:-3]):
+        return f"automaton --accept-rollback --task {parts[-3]}/{parts[-2]}"
+    return "automaton --accept-rollback --task T | --loop NAME | --config"
+
+
+def _in_tasks(parts: tuple[str, ...]) -> bool:
+    return parts[-1:] == ("tasks",) or parts[-2:] == ("tasks", "complete")
+
+
+def behind(found: Anchor, lines: list[LogLine], log_path: str | Path) -> str:
+    """Why a verified log of `lines` at `log_path` is older than its anchor ("" when it is
+    not): fewer lines than anchored, or another line at the anchored count; it ends with
+    `rollback_hint`."""
     have, want = len(lines), found.count
-    hint = ("restore the newer copy, or a human who meant it accepts the loss:"
-            " automaton --accept-rollback --task T | --loop NAME | --config (a focus: --focus TASK)")
+    hint = rollback_hint(log_path)
     if have < want:
         gone = ": the log was deleted" if not have else ""
         return f"TAMPERED: rolled back to line {have} of {want} (its anchor holds line {want}{gone}); {hint}"
@@ -203,6 +226,11 @@ def behind(found: Anchor, lines: list[LogLine]) -> str:
         return (f"TAMPERED: rolled back to another history: line {want} is not the line automaton wrote"
                 f" there (its anchor holds it); {hint}")
     return ""
+
+
+def rollback_hint(log_path: str | Path) -> str:
+    """What ends the finding of a rolled-back log at `log_path` (`behind`): the two ways out."""
+    return f"restore the newer copy, or a human who meant it accepts the loss: {accept_command(log_path)}"
 
 
 def under(root: Path) -> list[Anchor]:

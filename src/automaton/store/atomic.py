@@ -156,14 +156,50 @@ def named(exc: OSError, path: Path) -> OSError:
 
 
 def publish(tmp: Path, path: Path) -> None:
-    """Rename the fsynced temp file over `path` and fsync the directory."""
-    os.replace(tmp, path)
+    """Rename the fsynced temp file over `path` and fsync the directory. An OSError names
+    `path`, the file that could not be replaced (os.replace names the temp file first), unless
+    the temp file is what is missing."""
+    try:
+        os.replace(tmp, path)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise type(exc)(exc.errno, exc.strerror, str(path)) from None
     fsync_dir(path.parent)
 
 
 def atomic_write(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` atomically: readers see the old or the new file, never a mix."""
-    publish(write_tmp(path, data), path)
+    """Replace `path` with `data` atomically: readers see the old or the new file, never a mix.
+    When the rename fails the temp file is removed: nothing is left half-written."""
+    tmp = write_tmp(path, data)
+    try:
+        publish(tmp, path)
+    except OSError:
+        try:  # noqa: SIM105 - not contextlib.suppress: this module is on the hook path
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def probe_replace(path: Path) -> None:
+    """PermissionError (EPERM) naming `path` when a rename over it would be refused for a flag
+    of the file itself: immutable or append-only (Linux `chattr +i`/`+a`, BSD and macOS
+    `chflags uchg`/`uappnd`). Such a file refuses to be opened for writing with EPERM, which is
+    what is tried; nothing is written and the descriptor is closed at once. Anything else
+    passes: a missing file (a first write), EACCES (mode bits, which a rename over the file
+    does not need), a link or a FIFO without a reader; `publish` names what still fails. Lets
+    a writer whose log line must come before the rename refuse with nothing written."""
+    flags = os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        import errno
+
+        if exc.errno == errno.EPERM:
+            raise named(exc, path) from None
+        return
+    os.close(fd)
 
 
 def append_line(path: Path, line: str) -> None:

@@ -18,11 +18,11 @@ from pathlib import Path
 
 from automaton.core.chain import ChainCheck, Lines, format_line, verify_text
 from automaton.core.digest import equal
-from automaton.core.errors import BadInput, CorruptState
+from automaton.core.errors import AutomatonError, BadInput, CorruptState, EnvironmentFailure, environment_errno
 from automaton.core.record import record
 from automaton.store import anchor, checkpoint
 from automaton.store import key as keys
-from automaton.store.atomic import append_line, publish, read_all, tmp_path, write_tmp
+from automaton.store.atomic import append_line, probe_replace, publish, read_all, tmp_path, write_tmp
 
 TYPE_CHECKING = False  # typing/collections.abc stay off the hook path (core/record.py says why)
 if TYPE_CHECKING:
@@ -203,8 +203,8 @@ def _anchor_of(log_path: str | Path) -> anchor.Anchor | str | None:
     except anchor.Hidden:
         return _HIDDEN
     except anchor.Unreadable as exc:
-        return f"TAMPERED: {exc}: restore it from a backup, or a human accepts the log as it is: automaton" \
-               " --accept-rollback"
+        return f"TAMPERED: {exc}: restore it from a backup, or a human accepts the log as it is:" \
+               f" {anchor.accept_command(log_path)}"
 
 
 def _anchored(log_path: str | Path, check: ChainCheck, found: anchor.Anchor | str | None) -> ChainCheck:
@@ -217,10 +217,10 @@ def _anchored(log_path: str | Path, check: ChainCheck, found: anchor.Anchor | st
     if found is None:
         if keys.was_anchored(Path(log_path)):
             return _rolled(check, f"TAMPERED: its anchor {anchor.file_of(log_path)} is missing, although"
-                           " automaton anchored this log: a human accepts the log as it is:"
-                           " automaton --accept-rollback", -1)
+                           f" automaton anchored this log: a human accepts the log as it is:"
+                           f" {anchor.accept_command(log_path)}", -1)
         return check
-    why = anchor.behind(found, check.lines)
+    why = anchor.behind(found, check.lines, log_path)
     if why:
         return _rolled(check, why, found.count)
     return ChainCheck(True, check.lines, unverified=check.unverified, anchor=found.count)
@@ -280,10 +280,70 @@ def commit(
     fields: dict[str, object],
     chain: ChainCheck | None = None,
 ) -> None:
-    """Write `data` to `state_path` and log `event` with state token `token`, crash-safely."""
+    """Write `data` to `state_path` and log `event` with state token `token`, crash-safely.
+
+    The log line decides: before it nothing has changed, after it the change has. So whatever
+    can be checked first is: a state file the rename cannot replace (immutable or append-only,
+    `atomic.probe_replace`) is refused before anything is written (EnvironmentFailure naming it),
+    and a failure before the line is logged removes the temp file. A failure after the line is
+    logged keeps the temp file (readers take the logged state from it, the next locked writer
+    rolls it forward: `recover`) and says so: the change is recorded and in effect, what failed
+    and how to fix it."""
+    try:
+        probe_replace(state_path)
+    except OSError as exc:
+        raise _unreplaceable(exc, state_path, "nothing was changed; clear that and run the command again",
+                             f"it is {_FLAGS}") from None
     tmp = write_tmp(state_path, data)
-    append_event(log_path, event, fields, token, chain)
-    publish(tmp, state_path)
+    size = _size(log_path)
+    try:
+        append_event(log_path, event, fields, token, chain)
+    except Exception:
+        if _size(log_path) == size:  # nothing logged: nothing changed, nothing left behind
+            tmp.unlink(missing_ok=True)
+            raise
+        _publish_logged(tmp, state_path, log_path, f"{event} to {token!r}")  # the state follows its line
+        raise
+    _publish_logged(tmp, state_path, log_path, f"{event} to {token!r}")
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return None
+
+
+def _publish_logged(tmp: Path, state_path: Path, log_path: Path, what: str) -> None:
+    """`publish` the temp file of a change whose log line is written (`what`: "EVENT to
+    'token'"); when the rename fails, an error that says the change is recorded and in effect."""
+    try:
+        publish(tmp, state_path)
+    except OSError as exc:
+        raise _unreplaceable(exc, state_path, f"the {what} is recorded in {log_path.name} and in effect"
+                             f" (automaton reads it from {tmp.name} meanwhile); once that is fixed, the next"
+                             " automaton command that writes here finishes the write") from None
+
+
+_FLAGS = "marked immutable or append-only (lsattr shows it; chattr -i -a clears it, chflags nouchg on BSD and macOS)"
+# What stops a rename over a file -> why, in words.
+_REPLACE_WHY = {
+    "EPERM": f"it is {_FLAGS}, or in a sticky folder and another user's",
+    "EACCES": "its folder is not writable for you (ls -ld the folder)",
+}
+
+
+def _unreplaceable(exc: OSError, state_path: Path, then: str, why: str | None = None) -> AutomatonError:
+    """One line for a state file `exc` says cannot be replaced: the file, the error, `why` it
+    happens (by default what its errno usually means), and `then` (what was or was not changed,
+    and what to do). EnvironmentFailure (exit 1) for a refusal by the machine
+    (`core.errors.environment_errno`), else BadInput (exit 2)."""
+    import errno
+
+    why = why or _REPLACE_WHY.get(errno.errorcode.get(exc.errno or -1, ""))
+    said = (exc.strerror or type(exc).__name__).lower()
+    message = f"cannot replace {state_path}: {said}" + (f": {why}" if why else "") + f"; {then}"
+    return EnvironmentFailure(message) if environment_errno(exc) else BadInput(message)
 
 
 def recover(state_path: Path, log_path: Path, token_of: Callable[[bytes], str | None]) -> None:
@@ -308,7 +368,12 @@ def recover(state_path: Path, log_path: Path, token_of: Callable[[bytes], str | 
     except OSError:
         current = None
     if chain.ok and tmp_token is not None and tmp_token == chain.last_state != current:
-        publish(tmp, state_path)
+        try:
+            publish(tmp, state_path)
+        except OSError as exc:
+            raise _unreplaceable(exc, state_path, f"a change to {tmp_token!r} is recorded in {log_path.name} and in"
+                                 f" effect, its write unfinished ({tmp.name}): once that is fixed, run the"
+                                 " command again and it finishes the write first") from None
         return
     tmp.unlink(missing_ok=True)
 

@@ -579,6 +579,25 @@ class Session:
         return new
 
 
+def resealed_finding(rec: LoopRecord) -> str:
+    """`rec.tamper` as the halt that re-seals it tells it (`Session.reseal_tampered`, the gate's):
+    a rolled-back log is moved aside there and a new log started, so there is no rollback left
+    for `--accept-rollback` to accept, and the newer copy no longer fits. What clears that halt
+    is a human's `--approve --loop`, which keeps the counters the restore undid: the one step
+    named. Any other finding is `rec.tamper` as it is."""
+    if not rec.chain.rolled_back:
+        return rec.tamper
+    command = anchor.accept_command(rec.log_file)
+    found = rec.tamper
+    for advice in (f"; {anchor.rollback_hint(rec.log_file)}",
+                   f": restore it from a backup, or a human accepts the log as it is: {command}",
+                   f": a human accepts the log as it is: {command}"):
+        found = found.removesuffix(advice)
+    kept = f" (the restored one moved to a {LOG_FILE}.broken file)" if os.path.lexists(rec.log_file) else ""
+    return (f"{found}; the gate re-sealed the loop halted in a new log{kept}, still counting what the restore"
+            f" undid: a human who meant the restore clears it with automaton --approve --loop {rec.name}")
+
+
 def _move_aside(path: Path) -> str:
     """Rename `path` to `<name>.broken[-n]` (evidence is kept, never deleted); returns the new name."""
     aside, n = path.with_name(path.name + ".broken"), 1
