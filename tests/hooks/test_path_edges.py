@@ -90,3 +90,29 @@ def test_the_readers_raise_bad_patch() -> None:
     with pytest.raises(BadPatch, match="U\\+FEFF"):  # the edge is named before any other fault
         patch_paths("*** Add File: \ufeffa.py\n")
     assert loose_paths(P.format("*** Add File:  a.py \r\n+x\n")) == ["a.py"]
+
+
+# ---- the same kind in the shell readers: sed `w FILE`, a diff's `+++ NAME` -------------------------
+
+@pytest.mark.parametrize("command", [
+    "sed -n 'w \u3000tasks/notes/SPEC.md' README.md",  # sed writes a folder '\u3000tasks'
+    "sed -n 's/a/b/w \ufefftasks/notes/SPEC.md' README.md",
+    "sed -n 'w tasks/notes/SPEC.md\u00a0' tasks/notes/SPEC.md",
+    "sed -n 'w tasks/notes/SPEC.md ' tasks/notes/SPEC.md",  # sed keeps trailing blanks in the name
+])
+def test_a_sed_file_with_an_unclear_edge_is_denied(project: Path, make_task: Callable[..., Path], hook: Hook,
+                                                   command: str) -> None:
+    make_task("notes", "research")
+    payload = codex(project, "Bash", {"command": command})
+    assert_denied(hook("claude", payload), "sed")
+    assert_allowed(hook("claude", codex(project, "Bash", {"command": "sed -n 'w tasks/notes/SPEC.md' README.md"})))
+
+
+@pytest.mark.parametrize("old, new", [("a/src/app.py\u3000", "b/src/app.py\u3000"),
+                                      ("\ufeffa/src/app.py", "b/src/app.py"), ("a/src/app.py", "b/src/app.py\x0c")])
+def test_a_diff_name_with_an_unclear_edge_is_denied(task: Path, project: Path, hook: Hook, old: str, new: str) -> None:
+    diff = f"--- {old}\n+++ {new}\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+    for command in (f"patch -p1 <<'EOF'\n{diff}EOF", f"git apply <<'EOF'\n{diff}EOF"):
+        assert_denied(hook("claude", codex(project, "Bash", {"command": command})), "U+")
+    plain = "--- a/src/app.py\t2026-01-01\n+++ b/src/app.py \r\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+    assert_allowed(hook("claude", codex(project, "Bash", {"command": f"patch -p1 <<'EOF'\n{plain}EOF"})))
