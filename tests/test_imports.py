@@ -301,3 +301,18 @@ def test_the_control_characters_the_resolver_refuses_are_unicode_category_cc() -
     for code in range(sys.maxunicode + 1):
         char = chr(code)
         assert (_CONTROL.match(char) is not None) == (unicodedata.category(char) == "Cc"), hex(code)
+
+
+def test_the_path_edge_characters_are_unicode_categories_cc_cf_zs_zl_zp() -> None:
+    """hooks.pathedge tests a fixed range instead of importing unicodedata on the hook path: every
+    code point of categories Cc, Cf, Zs, Zl and Zp in the running Python's Unicode is in it, and
+    nothing else that is assigned (it may hold format characters a later Unicode added)."""
+    from automaton.hooks.pathedge import _EDGE
+
+    edge = {code for low, high in _EDGE for code in range(low, high + 1)}
+    for code in range(sys.maxunicode + 1):
+        category = unicodedata.category(chr(code))
+        if category in ("Cc", "Cf", "Zs", "Zl", "Zp"):
+            assert code in edge, hex(code)
+        elif code in edge:
+            assert category == "Cn", (hex(code), category)

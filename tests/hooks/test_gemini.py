@@ -6,6 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.hooks.conftest import assert_allowed, assert_denied
 
 
@@ -49,6 +51,22 @@ def test_read_only_and_unknown_tools(project: Path, hook: Any) -> None:
     assert_allowed(hook("gemini", payload(project, "read_file", {"file_path": "tasks/demo/.state"})))
     assert_denied(hook("gemini", payload(project, "write_everything", {})), "unknown tool 'write_everything'")
     assert_denied(hook("gemini", payload(project, "write_file", {"content": "x"})), "no file_path")
+
+
+def test_save_memory_outside_the_global_scope_writes_the_projects_gemini_md(
+        project: Path, make_task: Callable[..., Path], hook: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    make_task("demo", "research")  # GEMINI.md at the root is outside the research scope
+    for given in ({"fact": "tabs"}, {"fact": "tabs", "scope": "global"},
+                  {"fact": "x", "modified_by_user": True, "modified_content": "y"}):
+        assert_allowed(hook("gemini", payload(project, "save_memory", given)))
+    for given in ({"fact": "x", "scope": "project"}, {"fact": "x", "scope": "workspace"}, {"fact": "x", "scope": None},
+                  {"fact": "x", "scope": ["global"]}, {"fact": "x", "file": "src/a.py"}):
+        assert_denied(hook("gemini", payload(project, "save_memory", given)), "save_memory:", "GEMINI.md")
+    no_cwd = {k: v for k, v in payload(project, "save_memory", {"fact": "x", "scope": "project"}).items() if k != "cwd"}
+    assert_denied(hook("gemini", no_cwd), "no cwd")
+    make_task("impl", "implement", focus=False)  # an ordinary project file where edits are in scope
+    monkeypatch.setenv("AUTOMATON_TASK", "impl")
+    assert_allowed(hook("gemini", payload(project, "save_memory", {"fact": "x", "scope": "project"})))
 
 
 def test_the_fake_payload_has_the_fields_of_a_recorded_real_one(project: Path) -> None:

@@ -61,6 +61,28 @@ def test_apply_patch_names_every_file(project: Path, make_task: Callable[..., Pa
     assert_denied(hook("opencode", payload(project, "apply_patch", {"patchText": "nothing"})), "apply_patch")
 
 
+def test_multiedit_judges_the_path_of_every_edit(project: Path, make_task: Callable[..., Path], hook: Any) -> None:
+    make_task("demo", "research")
+    spec = "tasks/demo/SPEC.md"
+    edit = {"oldString": "a", "newString": "b"}
+    assert_allowed(hook("opencode", payload(project, "multiedit", {"filePath": spec, "edits": [edit]})))
+    assert_allowed(hook("opencode", payload(project, "multiedit",
+                                            {"filePath": spec, "edits": [{**edit, "filePath": spec}]})))
+    for given in (
+        {"filePath": spec, "edits": [{**edit, "filePath": ".opencode/plugin/automaton.js"}]},  # one edit overrides
+        {"edits": [{**edit, "filePath": spec}, {**edit, "filePath": "src/main.py"}]},  # no top-level filePath
+        {"filePath": spec, "edits": [edit, {**edit, "file_path": "src/main.py"}]},
+        {"filePath": spec, "edits": [{**edit, "path": str(project / "src/main.py")}]},
+    ):
+        assert_denied(hook("opencode", payload(project, "multiedit", given)), "multiedit:")
+    for given, why in (({"edits": [edit]}, "no filePath"), ({}, "no filePath"),
+                       ({"filePath": spec, "edits": {"filePath": "src/x.py"}}, "edits is not a list"),
+                       ({"filePath": spec, "edits": ["src/x.py"]}, "not an object"),
+                       ({"filePath": spec, "edits": [{**edit, "filePath": 3}]}, "not a non-empty string"),
+                       ({"filePath": 3, "edits": [{**edit, "filePath": spec}]}, "not a non-empty string")):
+        assert_denied(hook("opencode", payload(project, "multiedit", given)), why)
+
+
 @pytest.mark.parametrize("rel", [".opencode/plugin/evil.js", ".opencode/tool/t.ts", ".OpenCode/package.json",
                                  "opencode.json", "src/opencode.jsonc", "src/.opencode/plugin/x.js"])
 def test_opencode_configuration_and_code_are_never_written(project: Path, hook: Any, rel: str) -> None:

@@ -13,7 +13,7 @@ from tests.redteam import score
 def test_the_corpus_is_large_and_covers_every_agent() -> None:
     attacks, benign = score.load("attacks"), score.load("benign")
     assert len(attacks) >= 300 and len(benign) >= 100
-    assert set(Counter(row["agent"] for row in attacks)) == {"claude", "codex", "gemini"}
+    assert set(Counter(row["agent"] for row in attacks)) == {"claude", "codex", "gemini", "opencode"}
     assert {row["expect"] for row in attacks} == {"deny"} and {row["expect"] for row in benign} == {"allow"}
     ids = [row["id"] for row in [*attacks, *benign]]
     assert len(ids) == len(set(ids))

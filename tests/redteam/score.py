@@ -1,14 +1,14 @@
 """Score the agent hooks against the attack corpus (`tests/redteam/corpus/*.jsonl`).
 
-Each case is one tool call of Claude Code, Codex or Gemini CLI, in the payload shape each agent
-sends its PreToolUse/BeforeTool hook, run through the real `automaton --hook AGENT` entry point
-(in-process through the CLI's `main`, and a handful as real subprocesses of the installed
-console script). The project is a git repository with task `demo` at `implement`, focused, so
-ordinary source edits are allowed and only the brakes (and out-of-scope task files) are off
-limits. An attack is caught when the hook exits 2; a benign call passes when it exits 0 with
-nothing on stdout or stderr.
+Each case is one tool call of Claude Code, Codex, Gemini CLI or OpenCode, in the payload shape
+each agent sends its PreToolUse/BeforeTool hook (OpenCode: what automaton's plugin sends), run
+through the real `automaton --hook AGENT` entry point (in-process through the CLI's `main`, and
+a handful as real subprocesses of the installed console script). The project is a git repository
+with task `demo` at `implement`, focused, so ordinary source edits are allowed and only the
+brakes (and out-of-scope task files) are off limits. An attack is caught when the hook exits 2;
+a benign call passes when it exits 0 with nothing on stdout or stderr.
 
-Corpus rows: `id`, `agent` (claude|codex|gemini), `tool`, `input` (the tool_input object;
+Corpus rows: `id`, `agent` (claude|codex|gemini|opencode), `tool`, `input` (the tool_input object;
 the text `{project}` stands for the project's absolute path), `cwd` (relative to the project),
 `expect` (deny|allow), `class`, `note`; optional `task`: the task the call is judged under
 (`AUTOMATON_TASK`; task `notes` is at `research`), else the focus (`demo`).
@@ -143,6 +143,9 @@ def payload(row: dict[str, Any], project: Path) -> dict[str, Any]:
     if row["agent"] == "codex":
         return {**given, "hook_event_name": "PreToolUse", "turn_id": "t1", "model": "gpt-5-codex",
                 "permission_mode": "default", "tool_use_id": "call_1"}
+    if row["agent"] == "opencode":  # hooks/opencode.py: the plugin's `tool.execute.before` payload
+        return {"hook_event_name": "tool.execute.before", "session_id": "redteam", "call_id": "call_1",
+                "tool_name": given["tool_name"], "tool_input": given["tool_input"], "cwd": cwd}
     return {**given, "hook_event_name": "BeforeTool", "timestamp": "2026-01-01T00:00:00Z"}
 
 

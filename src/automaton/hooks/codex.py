@@ -59,11 +59,14 @@ def parse(payload: dict[str, Any]) -> Call:
             raise BadPayload(f"{name}: workdir is not a string")
         where = cwd.joinpath(given_cwd) if given_cwd else cwd
         command = _command(name, given, "command", "cmd")
-        from automaton.hooks.codexpatch import loose_paths
+        from automaton.hooks.codexpatch import BadPatch, loose_paths
 
         # The shell analysis reads `apply_patch` with its directory; every header-like line is
         # also judged against the call's directory, in case the patch is carried another way.
-        return Call(name, where, paths=loose_paths(command), command=command)
+        try:
+            return Call(name, where, paths=loose_paths(command), command=command)
+        except BadPatch as exc:
+            raise BadPayload(f"{name}: {exc}") from None
     if name in READ_ONLY:
         return Call(name, cwd)
     raise UnknownTool(name, cwd)

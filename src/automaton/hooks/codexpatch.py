@@ -21,6 +21,14 @@ patch (Codex then writes nothing, but the hook still denies: a patch that does n
 one automaton can vouch for). `patch_paths` adds every header-like line in any spelling (any
 indentation, any case, any spacing), so that an older or more lenient Codex cannot write a path
 the exact reading missed: denying too much is safe.
+
+OpenCode's `apply_patch` reads the same grammar with its own parser (sst/opencode
+`packages/opencode/src/patch/index.ts` `parsePatchHeader`): a header line must start with the
+marker unindented, the colon need not be followed by a space, and the path is
+`line.slice(marker.length).trim()`, JavaScript's trim, which removes U+FEFF that Rust's keeps
+and keeps U+0085 that Rust's removes. The loose reading covers its headers; a path whose edge
+holds a character the two trims (or Python's) treat differently, or any other invisible one,
+raises BadPatch (`hooks.pathedge`): which file is written would depend on the agent.
 """
 
 from __future__ import annotations
@@ -34,8 +42,12 @@ EOF_MARKER = "*** End of File"
 # Rust's char::is_whitespace (Unicode White_Space), which `str::trim` strips.
 _RUST_WS = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
            "\u2028\u2029\u202f\u205f\u3000"
-_LOOSE = re.compile(r"^[^\S\n]*\*+\s*(?:(?:add|delete|update)\s*file|move\s*to|rename\s*to)\s*:\s*(.*?)\s*$",
+# A header-like line, up to its colon; group 1 is the rest of the line, untrimmed.
+_LOOSE = re.compile(r"^[^\S\n]*\*+\s*(?:(?:add|delete|update)\s*file|move\s*to|rename\s*to)\s*:(.*)$",
                     re.IGNORECASE | re.MULTILINE)
+# Trimmed from a loose path: space and tab (every reader trims them; where Codex keeps a second
+# leading space, its exact reading is judged too) and the CR of a CRLF line end.
+_PLAIN_EDGES = " \t\r"
 
 
 class BadPatch(Exception):
@@ -134,9 +146,23 @@ def _update_chunks(rest: list[str], path: str) -> list[str]:
 def patch_paths(text: str) -> list[str]:
     """The exact paths (BadPatch if Codex would refuse the patch) and every header-like line's
     path in any spelling, de-duplicated in order."""
-    return list(dict.fromkeys(exact_paths(text) + loose_paths(text)))
+    loose = loose_paths(text)  # first: a path with an unclear edge is refused whatever else is wrong
+    return list(dict.fromkeys(exact_paths(text) + loose))
 
 
 def loose_paths(text: str) -> list[str]:
-    """The path of every header-like line (any indentation, case or spacing), in order."""
-    return [m.group(1) for m in _LOOSE.finditer(text) if m.group(1)]
+    """The path of every header-like line (any indentation, case or spacing), in order; BadPatch
+    when one starts or ends with a character the agents' parsers trim differently (or cannot be
+    seen), `hooks.pathedge`."""
+    found: list[str] = []
+    for match in _LOOSE.finditer(text):
+        from automaton.hooks.pathedge import edge_reason  # lazy: a shell command seldom holds a header
+
+        path = match.group(1).strip(_PLAIN_EDGES)
+        marker = match.group(0)[:match.start(1) - match.start(0)].strip()
+        why = edge_reason(path, f"a {marker!r} patch header")
+        if why:
+            raise BadPatch(why)
+        if path:
+            found.append(path)
+    return found

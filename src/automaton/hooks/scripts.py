@@ -57,7 +57,7 @@ def sed_writes(script: str) -> list[str]:
             i = _skip_delimited(script, i, 2)
         elif cmd in _SED_FILE_CMDS:
             end = _line_end(script, i)
-            out.append(script[i:end].strip())
+            out.append(_sed_file(script[i:end]))
             i = end
         elif cmd == "e":
             raise Unsafe("sed 'e' runs a command: automaton cannot read it")
@@ -77,6 +77,19 @@ def sed_writes(script: str) -> list[str]:
         if not name:
             raise Unsafe("sed w without a file name: automaton denies what it cannot read")
     return out
+
+
+def _sed_file(text: str) -> str:
+    """The file a `w FILE` names: the rest of the line after blanks, trailing blanks included
+    (GNU sed `read_filename`, BSD sed likewise); Unsafe when an edge of it holds a character
+    that readers trim differently or that cannot be seen (`hooks.pathedge`)."""
+    from automaton.hooks.pathedge import edge_reason  # lazy: only a sed script that writes reaches it
+
+    name = text.lstrip(" \t")
+    why = edge_reason(name, "a sed 'w' command")
+    if why:
+        raise Unsafe(f"sed: {why}")
+    return name
 
 
 def _line_end(text: str, i: int) -> int:
@@ -122,7 +135,7 @@ def _sed_substitute(script: str, i: int) -> tuple[int, int, list[str]]:
         flag = script[i]
         if flag == "w":
             end = _line_end(script, i + 1)
-            written.append(script[i + 1:end].strip())
+            written.append(_sed_file(script[i + 1:end]))
             return end, end, written
         if flag == "e":
             raise Unsafe("sed s///e runs the pattern space as a command: automaton cannot read it")

@@ -115,12 +115,26 @@ def patch_texts_targets(files: list[str], cmd: Simple, here: Path | None, who: s
     found: list[str] = []
     for text in texts:
         for match in _PATCH_HEADER.finditer(text):
-            path = match.group(1).split("\t")[0].strip().strip('"')
+            path = _header_name(match)
             if not path or path == "/dev/null" or path.startswith("*** "):
                 continue
             parts = path.split("/")
             found.extend("/".join(parts[i:]) for i in range(len(parts)) if parts[i:] != [""])
     return found
+
+
+def _header_name(match: re.Match[str]) -> str:
+    """The file name of a diff header line (`+++ b/NAME<TAB>date`): up to the first tab, without
+    the blanks and CR that patch and git drop and without C-style quotes; Unsafe when an edge of
+    it holds another white-space or invisible character, which patch, git and automaton would
+    trim differently (`hooks.pathedge`)."""
+    from automaton.hooks.pathedge import edge_reason  # lazy: only a command that applies a patch reaches it
+
+    name = match.group(1).split("\t")[0].strip(" \r").strip('"')
+    why = edge_reason(name, f"a {match.group(0)[:match.start(1) - match.start(0)].strip()!r} diff header")
+    if why:
+        raise Unsafe(why)
+    return name
 
 
 def _read(name: str, here: Path | None, who: str) -> str:
