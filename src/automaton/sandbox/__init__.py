@@ -1,7 +1,9 @@
 """The kernel sandbox every agent process runs in, and the process plumbing around it.
 
-Linux: user, mount and network namespaces (`namespaces`), then Landlock (`landlock`), both
-applied in the child between fork and exec (`preexec`) or to this process (`confine_self`).
+Linux: user, mount and network namespaces (`namespaces`), then Landlock (`landlock`), then a
+seccomp filter that keeps the sandboxed processes out of each other (`seccomp`: no ptrace,
+pidfd_getfd or process_vm_readv/writev), all applied in the child between fork and exec
+(`preexec`) or to this process (`confine_self`).
 macOS: Seatbelt, by running the command under `sandbox-exec` (`wrap_argv`). Elsewhere there
 is none and `available()` says so; automaton then refuses to run a sandboxed agent rather than
 run it unconfined. What a policy means: `core.sandbox`.
@@ -15,11 +17,11 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from automaton.core.errors import one_line
 from automaton.core.sandbox import Policy
-from automaton.sandbox import landlock, namespaces, rights
+from automaton.sandbox import landlock, namespaces, rights, seccomp
 from automaton.sandbox.agents import agent_state_dirs, private_home, session_env, visible_paths
 from automaton.sandbox.plan import Rule, SandboxError, landlock_rules
 from automaton.sandbox.reaper import become_subreaper, kill_descendants
@@ -51,7 +53,9 @@ class Availability:
     "none"; `abi` the Landlock ABI (0 otherwise); `detail` one line: what is used, or how to
     get a sandbox when `ok` is False. `isolated`: the second layer is here too (Linux: user,
     mount and network namespaces; macOS: Seatbelt's socket and metadata rules);
-    `isolation_detail` one line: that layer, or why it is missing and the fix."""
+    `isolation_detail` one line: that layer, or why it is missing and the fix. `filtered`
+    (Linux): the seccomp filter is applied too (`seccomp`); `filter_detail` one line: that
+    layer, or why it is missing and what stays open. A missing filter refuses no run."""
 
     ok: bool
     mechanism: str
@@ -59,6 +63,8 @@ class Availability:
     detail: str
     isolated: bool = False
     isolation_detail: str = ""
+    filtered: bool = False
+    filter_detail: str = ""
 
 
 _probed: Availability | None = None
@@ -92,7 +98,8 @@ def _probe() -> Availability:
         # (they need their API): only Landlock's scoping (ABI 6) keeps X11 and D-Bus out of reach.
         notes.append("signals to the runner and abstract UNIX sockets (X11, D-Bus) are not blocked before ABI 6")
     isolated, why_not = _probe_namespaces()
-    return Availability(True, "landlock", level, "; ".join(notes), isolated, why_not)
+    filtered, filter_detail = seccomp.probe()
+    return Availability(True, "landlock", level, "; ".join(notes), isolated, why_not, filtered, filter_detail)
 
 
 def _probe_namespaces() -> tuple[bool, str]:
@@ -138,9 +145,9 @@ def available() -> Availability:
     if _probed is None:
         _probed = _probe()
     if _probed.isolated and os.environ.get(NO_NAMESPACES_ENV, "") not in ("", "0"):
-        return Availability(_probed.ok, _probed.mechanism, _probed.abi, _probed.detail, False,
-                            f"{NO_NAMESPACES_ENV} is set (tests): namespaces count as unavailable:"
-                            f" {LANDLOCK_ONLY_OPEN}; unset it or set \"isolation\": \"landlock-only\"")
+        return replace(_probed, isolated=False,
+                       isolation_detail=f"{NO_NAMESPACES_ENV} is set (tests): namespaces count as unavailable:"
+                                        f" {LANDLOCK_ONLY_OPEN}; unset it or set \"isolation\": \"landlock-only\"")
     return _probed
 
 
@@ -152,10 +159,11 @@ def layers(found: Availability) -> str:
     if found.mechanism == "seatbelt":
         return f"Seatbelt ({found.isolation_detail})"
     ll = f"Landlock ABI {found.abi}"
+    filtered = f", {found.filter_detail}" if found.filtered else f"; {found.filter_detail}"
     if found.isolated:
         return (f"user and mount namespaces (read-only mounts, private /tmp /var/tmp /dev/shm /run), a network"
-                f" namespace for a process without network (the verifier), {ll}")
-    return f"{ll} only: {found.isolation_detail}"
+                f" namespace for a process without network (the verifier), {ll}{filtered}")
+    return f"{ll}{filtered}; without namespaces: {found.isolation_detail}"
 
 
 def namespaces_work() -> bool:
@@ -172,20 +180,29 @@ def _landlock_level() -> int:
     return found.abi
 
 
+def _filter() -> seccomp.Filter | None:
+    """The seccomp filter where this kernel takes it (`available().filtered`), else None: the
+    run goes on without it (`layers` says so)."""
+    return seccomp.prepare() if available().filtered else None
+
+
 class Confinement:
     """A `preexec_fn` for subprocess.Popen confining the child to a policy: its namespaces
-    (`namespaces.enter`, when `steps` is not None), then Landlock. It holds the ruleset open
-    (see `landlock.Prepared`): `close` it, or use it as a context manager, once Popen has
-    returned."""
+    (`namespaces.enter`, when `steps` is not None), then Landlock, then the seccomp filter
+    (when `syscalls` is not None). It holds the ruleset open (see `landlock.Prepared`): `close`
+    it, or use it as a context manager, once Popen has returned."""
 
-    def __init__(self, prepared: landlock.Prepared, label: str, steps: namespaces.Plan | None = None) -> None:
-        self._prepared, self._label, self._steps = prepared, one_line(label), steps
+    def __init__(self, prepared: landlock.Prepared, label: str, steps: namespaces.Plan | None = None,
+                 syscalls: seccomp.Filter | None = None) -> None:
+        self._prepared, self._label, self._steps, self._syscalls = prepared, one_line(label), steps, syscalls
 
     def __call__(self) -> None:
         try:
             if self._steps is not None:
                 namespaces.enter(self._steps)
             self._prepared.apply()
+            if self._syscalls is not None:
+                self._syscalls.install()
         except BaseException as exc:
             with contextlib.suppress(OSError):  # the child's stderr: the runner's pipe
                 os.write(2, f"sandbox failed: {self._label}: {exc}\n".encode("utf-8", "backslashreplace"))
@@ -227,16 +244,17 @@ def preexec(policy: Policy, *, use_namespaces: bool | None = None) -> Confinemen
     `use_namespaces`: enter the namespaces of `namespaces` first (default: wherever they work
     here). The ruleset and the namespace steps are built now, in the parent: SandboxError
     (one line) for an invalid policy, a path that cannot be opened, a rule the kernel
-    refuses, or no Landlock here. In the child it enters the namespaces, sets no_new_privs
-    and restricts itself; a failure there writes `sandbox failed: …` to the child's stderr and
-    raises, so the child never execs and Popen raises subprocess.SubprocessError."""
+    refuses, or no Landlock here. In the child it enters the namespaces, sets no_new_privs,
+    restricts itself and installs the seccomp filter (where `available().filtered`); a failure
+    there writes `sandbox failed: …` to the child's stderr and raises, so the child never execs
+    and Popen raises subprocess.SubprocessError."""
     level = _landlock_level()
     try:
         steps = _steps(policy, use_namespaces)
         prepared = landlock.Prepared(_rules(policy, steps), level)
     except OSError as exc:
         raise SandboxError(one_line(f"sandbox failed: {policy.label}: {exc}")) from None
-    return Confinement(prepared, policy.label, steps)
+    return Confinement(prepared, policy.label, steps, _filter())
 
 
 def confine_self(policy: Policy) -> None:
@@ -244,15 +262,19 @@ def confine_self(policy: Policy) -> None:
     good; call it from the thread that then execs. Linux only: on macOS run the command
     through `wrap_argv` instead. SandboxError when it cannot be done (the process must then
     exit, not run the command: it may be partly restricted). Enters the namespaces first where
-    they work here (the calling process must then have no other thread)."""
+    they work here (the calling process must then have no other thread), and installs the
+    seccomp filter last where it works here."""
     level = _landlock_level()
     try:
         steps = _steps(policy, None)
         prepared = landlock.Prepared(_rules(policy, steps), level)
+        syscalls = _filter()
         try:
             if steps is not None:
                 namespaces.enter(steps)
             prepared.apply()
+            if syscalls is not None:
+                syscalls.install()
         finally:
             prepared.close()
     except OSError as exc:

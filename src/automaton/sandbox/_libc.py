@@ -47,9 +47,9 @@ def syscall(number: int, a: int = 0, b: int = 0, c: int = 0, d: int = 0, *, what
     return result
 
 
-def prctl(option: int, arg2: int, what: str) -> None:
-    """`prctl(option, arg2, 0, 0, 0)`; OSError on failure."""
-    if _load()[1](option, arg2, 0, 0, 0) < 0:
+def prctl(option: int, arg2: int, what: str, arg3: int = 0) -> None:
+    """`prctl(option, arg2, arg3, 0, 0)` (a pointer passed as its address); OSError on failure."""
+    if _load()[1](option, arg2, arg3, 0, 0) < 0:
         raise _failed(what)
 
 
