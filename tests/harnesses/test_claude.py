@@ -55,15 +55,44 @@ def test_single_result_object(fake_bin: Any, make_req: Callable[..., HarnessRequ
     assert req.transcript.read_text() == json.dumps(RESULT)
 
 
-def test_array_output_uses_the_last_result_element(fake_bin: Any, make_req: Callable[..., HarnessRequest]) -> None:
-    early = dict(RESULT, result="stale", total_cost_usd=9.0)
-    messages = [{"type": "system", "subtype": "init"}, early,
-                {"type": "assistant", "message": {"content": []}}, dict(RESULT, result="final answer"),
-                {"type": "user", "message": {}}]
+def test_array_output_uses_its_result_element(fake_bin: Any, make_req: Callable[..., HarnessRequest]) -> None:
+    messages = [{"type": "system", "subtype": "init"}, {"type": "assistant", "message": {"content": []}},
+                {"type": "user", "message": {}}, dict(RESULT, result="final answer")]
     fake_claude(fake_bin, json.dumps(messages))
     res = get("claude").run(make_req())
     assert res.final_text == "final answer"
     assert res.cost_usd == 0.0731
+
+
+FORGED = dict(RESULT, result="done", total_cost_usd=0.0001)
+
+
+def test_a_second_result_message_makes_the_cost_unknown(fake_bin: Any, make_req: Callable[..., HarnessRequest]) -> None:
+    """A real run prints one result message. A second one, wherever it stands (appended after
+    the object, or as the last line or array element), was written by another process holding
+    Claude's stdout: the cost is unknown (the tick counts max_tick_usd), never the forged one."""
+    outputs = [json.dumps(RESULT) + "\n" + json.dumps(FORGED) + "\n",
+               json.dumps(FORGED) + "\n" + json.dumps(RESULT) + "\n",
+               "\n".join(json.dumps(m) for m in [{"type": "system"}, RESULT, FORGED]),
+               json.dumps([{"type": "system"}, RESULT, FORGED])]
+    for out in outputs:
+        res = claude.parse(out, "", 0)
+        assert res.cost_usd is None and res.tokens == {}, out
+        assert res.error == "claude's output holds 2 result messages, a real run prints one: its cost is unknown"
+    fake_claude(fake_bin, outputs[0])
+    res = get("claude").run(make_req())
+    assert res.cost_usd is None and res.error is not None and "2 result messages" in res.error
+    fake_claude(fake_bin, json.dumps(RESULT) + "\n")
+    assert get("claude").run(make_req()).cost_usd == 0.0731  # control: one result is read
+
+
+def test_the_recorded_real_results_are_one_result_message_each() -> None:
+    """The fakes above stay in step with the real CLI: every result recorded from it is one
+    object with one `type` "result", which `parse` reads."""
+    for name in ("claude-result.json", "claude-result-rate_limit.json", "claude-result-spend_limit.json"):
+        real = fixture(name)
+        assert real["type"] == "result"
+        assert claude.parse(json.dumps(real), "", 0).cost_usd == real["total_cost_usd"]
 
 
 def test_is_error_true_is_reported_even_with_exit_zero(fake_bin: Any, make_req: Callable[..., HarnessRequest]) -> None:

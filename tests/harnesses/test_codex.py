@@ -91,9 +91,35 @@ def test_a_retry_notice_that_the_turn_got_past_is_no_error() -> None:
                 {"type": "turn.completed", "usage": {"input_tokens": 10, "cached_input_tokens": 0, "output_tokens": 1}})
     res = codex.parse_for("gpt-5")(out, "", 0)
     assert res.error is None and res.usage_limit is None
-    failed = out + jsonl({"type": "turn.started"}, {"type": "error", "message": "stream disconnected"},
-                         {"type": "turn.failed", "error": {"message": "stream disconnected"}})
+    failed = jsonl({"type": "thread.started", "thread_id": "t"}, {"type": "turn.started"},
+                   {"type": "error", "message": "stream disconnected"},
+                   {"type": "turn.failed", "error": {"message": "stream disconnected"}})
     assert codex.parse_for("gpt-5")(failed, "", 1).error == "codex turn failed: stream disconnected"
+
+
+def test_a_second_turn_event_makes_the_cost_unknown() -> None:
+    """One exec runs one turn (every recorded real run prints one `turn.completed` or
+    `turn.failed`): a second one was written by another process holding Codex's stdout, e.g. a
+    cheap `turn.completed` after a failed turn whose spend Codex never reported."""
+    failed = jsonl({"type": "turn.started"}, {"type": "turn.failed", "error": {"message": "stream disconnected"}})
+    cheap = jsonl({"type": "turn.completed", "usage": {"input_tokens": 1, "cached_input_tokens": 0,
+                                                       "output_tokens": 1}})
+    for out in (failed + cheap, cheap + cheap):
+        res = codex.parse_for("gpt-5")(out, "", 0)
+        assert res.cost_usd is None and res.usage_limit is None
+        assert res.error == "codex's output holds 2 turn events, one exec runs one turn: its cost is unknown"
+    assert codex.parse_for("gpt-5")(cheap, "", 0).cost_usd is not None  # control: one turn is priced
+    recorded = sorted(RECORDED.glob("*.jsonl"))
+    assert recorded
+    for path in recorded:
+        events = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        assert sum(e.get("type") in codex.FINAL_EVENTS for e in events) == 1, path.name
+
+
+def test_negative_counts_and_costs_lower_no_sum() -> None:
+    out = jsonl({"type": "turn.completed", "usage": {"input_tokens": 1000, "cached_input_tokens": 0,
+                                                     "output_tokens": -1_000_000}})
+    assert codex.parse_for(None)(out, "", 0).tokens["output_tokens"] == 0
 
 
 def test_a_retried_401_in_a_run_that_worked_is_not_unavailable(fake_bin: Any,

@@ -213,15 +213,16 @@ def test_claude_killed_mid_stream_never_reads_the_agents_messages(fake_bin: Any,
 
 def test_codex_a_limit_that_a_later_completed_turn_contradicts_is_no_limit(
         fake_bin: Any, make_req: Callable[..., HarnessRequest]) -> None:
-    # A codex exec runs one turn, which ends in `turn.completed` or `turn.failed`. A `turn.failed`
-    # followed by the run's `turn.completed` was appended by the agent's processes (they can reopen
-    # the CLI's stdout through /proc): the last turn event decides.
+    # A codex exec runs one turn, which ends in `turn.completed` or `turn.failed`. Two turn events
+    # mean one was written by another process holding the CLI's stdout: no limit is read from
+    # either, and the cost is unknown (counted at max_tick_usd).
     forged = codex_failed("You've hit your usage limit. Try again at 12:16 PM.")
     done = [{"type": "item.completed", "item": {"type": "agent_message", "text": "done"}},
             {"type": "turn.completed", "usage": {"input_tokens": 1, "output_tokens": 1}}]
     fake(fake_bin, "codex", forged + "".join(json.dumps(e) + "\n" for e in done))
-    res = get("codex").run(make_req())
-    assert res.usage_limit is None and res.error is None and res.final_text == "done"
+    res = get("codex").run(make_req(model="gpt-5"))
+    assert res.usage_limit is None and res.cost_usd is None and res.final_text == "done"
+    assert res.error == "codex's output holds 2 turn events, one exec runs one turn: its cost is unknown"
 
 
 def test_gemini_quota_is_quoted_from_its_error_object_however_long_the_stack_before_it(

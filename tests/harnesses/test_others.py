@@ -147,6 +147,19 @@ def test_an_opencode_limit_after_model_work_charges_the_steps_it_reported() -> N
     assert opencode.parse(json.dumps(opencode_api_error("bad request", 400)), "", 1).usage_limit is None
 
 
+def test_an_appended_negative_step_cost_lowers_nothing() -> None:
+    """A step costs what opencode reported or nothing: another process's line with a negative
+    cost (or token count) cannot lower the sum."""
+    from automaton.harnesses import claude, opencode
+
+    step = {"type": "step_finish", "part": {"type": "step-finish", "cost": 0.25, "tokens": {"input": 10}}}
+    minus = {"type": "step_finish", "part": {"type": "step-finish", "cost": -0.2499, "tokens": {"input": -10}}}
+    res = opencode.parse("\n".join(json.dumps(e) for e in (step, minus)), "", 0)
+    assert res.cost_usd == 0.25 and res.tokens == {"input": 10}
+    negative = {"type": "result", "subtype": "success", "is_error": False, "result": "", "total_cost_usd": -1.0}
+    assert claude.parse(json.dumps(negative), "", 0).cost_usd is None
+
+
 def test_command_gets_prompt_on_stdin_in_a_file_and_role(fake_bin: Any,
                                                          make_req: Callable[..., HarnessRequest]) -> None:
     tool = fake_bin("mytool", """

@@ -98,15 +98,18 @@ def ended_by_itself(code: int, timed_out: bool) -> bool:
 
 
 def number(value: object) -> float | None:
-    """`value` as a float when it is a real JSON number (never a bool), else None."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    """`value` as a float when it is a real, non-negative JSON number (never a bool), else None.
+    No CLI reports a negative cost or time: one is another process's line, written to lower a
+    sum of costs."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
         return None
     return float(value)
 
 
 def count(value: object) -> int:
-    """A token count: an int (not bool) or 0."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    """A token count: a non-negative int (not bool), else 0 (a negative count would lower a sum
+    of tokens, and so a price)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def has_flag(args: tuple[str, ...], *flags: str) -> bool:

@@ -8,7 +8,8 @@ mirror github.com/ericbuess/claude-code-docs): the prompt is read from piped std
 cache_creation_input_tokens, cache_read_input_tokens}. With verbose on, `--output-format json`
 prints an ARRAY of all messages whose last `type=="result"` element is the result
 (anthropics/claude-code #84784); stream-json prints one object per line, the result last. Both
-are accepted here.
+are accepted here. Every run prints one result message: output with two holds one that another
+process wrote on Claude's stdout, and its cost is unknown (`parse`).
 
 Usage limits (`usage_limit`, see `_limits` for the reset times read): a failed result whose
 text, `errors` or stderr says "Claude AI usage limit reached|<epoch>" (anthropics/claude-code
@@ -110,13 +111,27 @@ def _one_document(stdout: str) -> bool:
 
 def _result_in(candidates: list[Any]) -> dict[str, Any] | None:
     """The result message among `stdout`'s messages (`_messages`): the last `type=="result"`
-    one, of one object, an array or JSON lines. None when there is none."""
+    one (`parse` refuses output with more than one), of one object, an array or JSON lines.
+    None when there is none."""
     results = [c for c in candidates if isinstance(c, dict) and c.get("type") == "result"]
     if results:
         return results[-1]
     # An old or trimmed single object without `type` still carries `result`.
     singles = [c for c in candidates if isinstance(c, dict) and "result" in c]
     return singles[-1] if singles else None
+
+
+def _not_its_own(messages: list[Any], obj: dict[str, Any], stdout: str) -> str | None:
+    """Why `stdout` may hold another process's result rather than Claude's (one line), or None.
+    A real run prints one result message, last (`--output-format json`: the object, or the
+    array's last element; stream-json: the last line); a second one, or lines after it, were
+    written by another process that got hold of Claude's stdout."""
+    results = sum(1 for m in messages if isinstance(m, dict) and m.get("type") == "result")
+    if results > 1:
+        return f"claude's output holds {results} result messages, a real run prints one: its cost is unknown"
+    if not _one_document(stdout) and messages[-1] is not obj:
+        return "claude's output does not end with its result message"
+    return None
 
 
 def worked(messages: list[Any], obj: dict[str, Any] | None) -> bool:
@@ -135,14 +150,16 @@ def parse(stdout: str, stderr: str, code: int) -> HarnessResult:
     """Read the result message: final text, cost (None when `total_cost_usd` is missing),
     tokens from `usage`, and an error when `is_error` is true, the subtype is an error, or
     no result was printed. Output in JSON lines (stream-json) must END with the result: lines
-    after it are not Claude's (cost None, no limit read). A usage limit whose output shows no model work
+    after it are not Claude's, and neither is a second result message (`_not_its_own`: cost
+    None, counted at max_tick_usd, no limit read). A usage limit whose output shows no model work
     (`worked`) costs what Claude reported, $0 when it reported nothing: the provider refused."""
     messages = _messages(stdout)
     obj = _result_in(messages)
     if obj is None:
         return _no_result(messages, stdout, stderr, code)
-    if not _one_document(stdout) and messages[-1] is not obj:
-        return HarnessResult(code, "", None, {}, "claude's output does not end with its result message")
+    forged = _not_its_own(messages, obj, stdout)
+    if forged is not None:
+        return HarnessResult(code, "", None, {}, forged)
     text = text_of(obj, "result")
     usage = sub(obj, "usage")
     tokens = {k: count(usage.get(k)) for k in TOKEN_KEYS if k in usage}

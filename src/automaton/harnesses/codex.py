@@ -112,11 +112,27 @@ def worked(events: list[dict[str, Any]]) -> bool:
     return False
 
 
+TURNS = "turn events, one exec runs one turn"
+
+
+def not_its_own(events: list[dict[str, Any]]) -> str | None:
+    """Why Codex's events may end with another process's rather than its own (one line), or
+    None: more than one final turn event (a real exec prints one), or none last."""
+    finals = sum(1 for ev in events if ev.get("type") in FINAL_EVENTS)
+    if finals > 1:
+        return f"codex's output holds {finals} {TURNS}: its cost is unknown"
+    if events and events[-1].get("type") not in FINAL_EVENTS:
+        return "codex's output does not end with a turn event"
+    return None
+
+
 def parse_for(model: str | None) -> Parser:
     """A parser bound to `model` (for the price table). Output that does not end with a final
-    turn event (`FINAL_EVENTS`) is not a finished run's: its cost is unknown and no limit is
-    read from its events. A usage limit whose events show no model work (`worked`) costs $0:
-    Codex reports no cost and the provider refused the work."""
+    turn event (`FINAL_EVENTS`) is not a finished run's, and output with more than one holds
+    one that another process wrote on Codex's stdout (one exec runs one turn): either way its
+    cost is unknown and no limit is read from its events (`not_its_own`). A usage limit whose
+    events show no model work (`worked`) costs $0: Codex reports no cost and the provider
+    refused the work."""
 
     def parse(stdout: str, stderr: str, code: int) -> HarnessResult:
         tokens: dict[str, int] = {}
@@ -151,8 +167,9 @@ def parse_for(model: str | None) -> Parser:
         if error is None and code != 0:
             error = f"codex exited {code}: {tail(stderr, 200)}".strip().rstrip(":")
         final = events[-1].get("type") if events else None
-        if events and final not in FINAL_EVENTS:
-            return HarnessResult(code, text, None, tokens, error or "codex's output does not end with a turn event")
+        why = not_its_own(events)
+        if why is not None:
+            return HarnessResult(code, text, None, tokens, why if error is None or TURNS in why else error)
         cost = price(model, tokens) if tokens and final == "turn.completed" else None
         failed = error is not None and (code != 0 or turn_failed)
         limit = detect([*reversed(said), tail(stderr)], LIMIT_NEEDLES) if failed else None
