@@ -268,10 +268,29 @@ def test_sandbox_lists_its_layers_and_missing_namespaces_are_a_problem(project: 
     if available().isolated and available().mechanism == "landlock":
         assert sb["level"] == "ok" and "user and mount namespaces" in sb["message"]
         assert f"Landlock ABI {available().abi}" in sb["message"] and "network namespace" in sb["message"]
+        assert ("a seccomp filter (no ptrace, pidfd_getfd" in sb["message"]) == available().filtered
     monkeypatch.setenv("AUTOMATON_NAMESPACES_UNAVAILABLE", "1")
     [sb] = checks(p)["sandbox"]
     assert sb["level"] == "problem" and "every tick refuses to run" in sb["message"]
     assert "only: " in sb["message"] and "UNIX sockets in /tmp and /run stay reachable" in sb["message"]
+
+
+def test_a_sandbox_without_its_seccomp_filter_is_a_warning_that_names_what_stays_open(
+        project: Path, agent: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+
+    import automaton.commands.doctor as doctor_mod
+    from automaton.sandbox import available, seccomp
+
+    found = available()
+    if not found.ok or found.mechanism != "landlock" or not found.isolated:
+        pytest.skip(f"no Landlock sandbox with namespaces here: {found.detail}")
+    unfiltered = dataclasses.replace(found, filtered=False,
+                                     filter_detail=f"no seccomp filter: this kernel refuses it: {seccomp.OPEN_WITHOUT}")
+    monkeypatch.setattr(doctor_mod, "available", lambda: unfiltered)
+    [sb] = checks(healthy(project, sandbox="on"))["sandbox"]
+    assert sb["level"] == "warning" and "no seccomp filter" in sb["message"] and "pidfd_getfd" in sb["message"]
+    assert "cost parser alone refuses a second result" in sb["message"]
 
 
 def test_the_credential_stores_in_force_and_an_unhidden_one(project: Path) -> None:

@@ -283,6 +283,8 @@ def _sandbox_check(name: str, config: LoopConfig) -> Finding:
         return Finding(name, "sandbox", "problem", f"every tick refuses to run: {layers(found)}")
     if found.ok and not found.isolated:
         return Finding(name, "sandbox", "warning", f'"isolation": "landlock-only": {layers(found)}')
+    if found.ok and found.mechanism == "landlock" and not found.filtered:
+        return Finding(name, "sandbox", "warning", f"kernel sandbox available: {found.detail}; layers: {layers(found)}")
     if found.ok:
         return Finding(name, "sandbox", "ok", f"kernel sandbox available: {found.detail}; layers: {layers(found)}")
     return Finding(name, "sandbox", "problem", f"no kernel sandbox here, so every tick refuses to run: {found.detail}")

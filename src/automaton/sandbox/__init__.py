@@ -159,11 +159,13 @@ def layers(found: Availability) -> str:
     if found.mechanism == "seatbelt":
         return f"Seatbelt ({found.isolation_detail})"
     ll = f"Landlock ABI {found.abi}"
-    filtered = f", {found.filter_detail}" if found.filtered else f"; {found.filter_detail}"
     if found.isolated:
+        filtered = f", {found.filter_detail}" if found.filtered else f"; {found.filter_detail}"
         return (f"user and mount namespaces (read-only mounts, private /tmp /var/tmp /dev/shm /run), a network"
                 f" namespace for a process without network (the verifier), {ll}{filtered}")
-    return f"{ll}{filtered}; without namespaces: {found.isolation_detail}"
+    if found.filtered:
+        return f"{ll} and {found.filter_detail} only: {found.isolation_detail}"
+    return f"{ll} only: {found.isolation_detail}; {found.filter_detail}"
 
 
 def namespaces_work() -> bool:
