@@ -96,6 +96,7 @@ ATTEMPTS = """
     t("process_vm_writev", lambda: sc(NR[2], sib, ctypes.addressof(iov), 1, ctypes.addressof(iov), 1, 0))
     t("ptrace_attach", lambda: sc(NR[0], 16, sib, 0, 0))  # PTRACE_ATTACH
     t("ptrace_traceme", lambda: sc(NR[0], 0, 0, 0, 0))  # PTRACE_TRACEME
+    t("proc_mem", lambda: open(f"/proc/{sib}/mem", "r+b").close())  # the file-system way: Landlock's
     os.kill(sib, signal.SIGKILL)
     os.waitpid(sib, 0)
     t("run_a_program", lambda: subprocess.run(["true"], check=True))
@@ -111,8 +112,10 @@ def test_a_sandboxed_process_cannot_reach_another(box: Box, namespaces: bool) ->
     if namespaces and not available().isolated:
         pytest.skip(available().isolation_detail)
     res = probe(box.policy(), ATTEMPTS, box.work, namespaces=namespaces)
+    mem = res.pop("proc_mem")
     assert res == {"pidfd_getfd": "EPERM", "process_vm_readv": "EPERM", "process_vm_writev": "EPERM",
                    "ptrace_attach": "EPERM", "ptrace_traceme": "EPERM", "run_a_program": "ok", "pidfd_open": "ok"}
+    assert mem in ("EACCES", "EROFS")  # /proc is read-only to the sandbox
 
 
 @pytest.mark.skipif(not LINUX, reason="seccomp is Linux's")
@@ -123,6 +126,7 @@ def test_without_the_filter_the_same_attempts_succeed(box: Box, monkeypatch: pyt
                 namespaces=available().isolated)
     assert res["pidfd_getfd"] == res["process_vm_readv"] == res["process_vm_writev"] == "ok", res
     assert res["ptrace_attach"] == "ok", res
+    assert res["proc_mem"] in ("EACCES", "EROFS")  # not the filter's: Landlock and the read-only mounts
 
 
 @pytest.mark.skipif(not LINUX or platform.machine() != "x86_64", reason="the i386 and x32 entries are x86_64's")
