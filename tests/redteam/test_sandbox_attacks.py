@@ -392,7 +392,7 @@ def test_s16_worktree_git_pointer_never_redirects_the_runner(looped: Looped, tmp
     assert reason == "drift_detected" and "worktree_lost" in str(detail), (reason, detail)
 
 
-# S57: a fake `claude` that, like Claude Code, runs a Bash tool call (a shell with fresh pipes,
+# S58: a fake `claude` that, like Claude Code, runs a Bash tool call (a shell with fresh pipes,
 # close_fds) whose background Python takes claude's stdout with pidfd_getfd(2) and appends a
 # cheap result after claude's real one. Claude waits for it (`attack.txt`) and exits 0 on its own.
 FORGING_CLAUDE = """
@@ -450,9 +450,9 @@ def forging_tick(project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="seccomp and pidfd_getfd are Linux's")
-def test_s57_a_tool_cannot_take_the_clis_stdout_to_forge_its_cost(
+def test_s58_a_tool_cannot_take_the_clis_stdout_to_forge_its_cost(
         project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """S57: a process of the agent takes the agent CLI's stdout with pidfd_getfd(2) (same user,
+    """S58: a process of the agent takes the agent CLI's stdout with pidfd_getfd(2) (same user,
     same Landlock domain, no Yama) and appends `{"type":"result",…,"total_cost_usd":0.0001}`
     after the CLI's real result. The seccomp filter refuses the call; the tick is charged the
     real $0.75."""
@@ -466,9 +466,9 @@ def test_s57_a_tool_cannot_take_the_clis_stdout_to_forge_its_cost(
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pidfd_getfd is Linux's")
-def test_s57_without_the_filter_the_parser_refuses_the_forged_cost(
+def test_s58_without_the_filter_the_parser_refuses_the_forged_cost(
         project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """S57, the second layer alone: with no seccomp filter the forged line lands after Claude's
+    """S58, the second layer alone: with no seccomp filter the forged line lands after Claude's
     own, and the two result messages make the run's cost unknown: charged at max_tick_usd, never
     the forged $0.0001, and the tick says why."""
     from automaton.sandbox import seccomp
