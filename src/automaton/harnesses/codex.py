@@ -24,6 +24,7 @@ prints `error` events for retries that later succeed.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from automaton.harnesses import HarnessRequest, HarnessResult, Invocation
@@ -126,6 +127,43 @@ def not_its_own(events: list[dict[str, Any]]) -> str | None:
     return None
 
 
+@dataclass
+class _Read:
+    """What a Codex event stream says, read event by event (`take`): the summed `tokens`, the
+    last agent message `text`, the `error` line, what Codex itself `said` as errors (never a
+    tool's output), and whether the turn failed."""
+
+    tokens: dict[str, int] = field(default_factory=dict)
+    text: str = ""
+    error: str | None = None
+    said: list[str] = field(default_factory=list)
+    turn_failed: bool = False
+
+    def take(self, ev: dict[str, Any]) -> None:
+        kind = ev.get("type")
+        if kind == "turn.completed" and isinstance(ev.get("usage"), dict):
+            for key, value in ev["usage"].items():
+                self.tokens[key] = self.tokens.get(key, 0) + count(value)
+            # The last turn event decides: the turn got past the `error` events before it
+            # (retries), and one exec runs one turn, so a `turn.failed` before it was not codex's.
+            self.error, self.turn_failed = None, False
+            self.said.clear()
+        elif kind == "turn.failed":
+            err = ev.get("error")
+            msg = err.get("message") if isinstance(err, dict) else err
+            self.error = f"codex turn failed: {msg}"
+            self.said.append(str(msg))
+            self.turn_failed = True
+        elif kind == "error":
+            self.said.append(str(ev.get("message")))
+            if self.error is None:
+                self.error = f"codex error: {ev.get('message')}"
+        elif kind == "item.completed" and isinstance(ev.get("item"), dict):
+            item = ev["item"]
+            if item.get("type") == "agent_message" and isinstance(item.get("text"), str):
+                self.text = item["text"]
+
+
 def parse_for(model: str | None) -> Parser:
     """A parser bound to `model` (for the price table). Output that does not end with a final
     turn event (`FINAL_EVENTS`) is not a finished run's, and output with more than one holds
@@ -135,35 +173,11 @@ def parse_for(model: str | None) -> Parser:
     refused the work."""
 
     def parse(stdout: str, stderr: str, code: int) -> HarnessResult:
-        tokens: dict[str, int] = {}
-        text, error = "", None
-        said: list[str] = []  # what Codex itself reported as errors (never a tool's output)
-        turn_failed = False
         events = json_lines(stdout)
+        got = _Read()
         for ev in events:
-            kind = ev.get("type")
-            if kind == "turn.completed" and isinstance(ev.get("usage"), dict):
-                for key, value in ev["usage"].items():
-                    tokens[key] = tokens.get(key, 0) + count(value)
-                # The last turn event decides: the turn got past the `error` events before it
-                # (retries), and one exec runs one turn, so a `turn.failed` before it was not
-                # codex's.
-                error, turn_failed = None, False
-                said.clear()
-            elif kind == "turn.failed":
-                err = ev.get("error")
-                msg = err.get("message") if isinstance(err, dict) else err
-                error = f"codex turn failed: {msg}"
-                said.append(str(msg))
-                turn_failed = True
-            elif kind == "error":
-                said.append(str(ev.get("message")))
-                if error is None:
-                    error = f"codex error: {ev.get('message')}"
-            elif kind == "item.completed" and isinstance(ev.get("item"), dict):
-                item = ev["item"]
-                if item.get("type") == "agent_message" and isinstance(item.get("text"), str):
-                    text = item["text"]
+            got.take(ev)
+        tokens, text, error, said, turn_failed = got.tokens, got.text, got.error, got.said, got.turn_failed
         if error is None and code != 0:
             error = f"codex exited {code}: {tail(stderr, 200)}".strip().rstrip(":")
         final = events[-1].get("type") if events else None
