@@ -129,3 +129,17 @@ def test_the_pointer_check_reads_a_main_checkouts_layout_without_git(tmp_path: P
     assert pointer_problem(repo, wt) is None and asked == []
     (wt / ".git").write_text(f"gitdir: {repo / '.git'}\n")  # rewritten to lead to the main checkout
     assert "not at its entry" in (pointer_problem(repo, wt) or "")
+
+
+def test_registered_reads_the_repositorys_own_entries_never_the_folder(tmp_path: Path) -> None:
+    """A loop's state recorded on another machine (or clone) names that one's worktree path:
+    not this repository's, so the gate reads the loop's branch instead of running git there."""
+    from automaton.git.worktree import registered
+
+    repo, other = init_repo(tmp_path / "repo"), init_repo(tmp_path / "other")
+    ours = ensure_worktree(repo, tmp_path / "loop", "demo").path
+    theirs = ensure_worktree(other, tmp_path / "other-loop", "demo").path
+    assert registered(repo, ours) and not registered(repo, theirs) and registered(other, theirs)
+    (ours / ".git").unlink()  # the entry, in the repository's .git, still names the folder
+    assert registered(repo, ours)
+    assert not registered(repo, tmp_path / "nowhere")

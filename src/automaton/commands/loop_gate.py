@@ -53,7 +53,7 @@ from automaton.git.drift import (
     worktree_blobs,
 )
 from automaton.git.harden import git_folder_of, probe_once
-from automaton.git.worktree import IN_PLACE_EXCLUDES, branch_name, pointer_problem
+from automaton.git.worktree import IN_PLACE_EXCLUDES, branch_name, pointer_problem, registered
 from automaton.resolve import real
 from automaton.store import account, loops, tasks
 from automaton.store.key import seal_bytes
@@ -142,10 +142,13 @@ class _Facts:
         if where is not None and self.drift_cwd is None and os.path.islink(where):
             return DriftFacts(error=f"{where} is a symlink, not the loop's worktree")
         worktree = real(where, self.project.root) if where is not None else None
-        if worktree is not None and worktree.is_dir():
-            lost = pointer_problem(self.project.root, worktree) if self.drift_cwd is None else None
+        if worktree is not None and worktree.is_dir() and self.drift_cwd is None:
+            if not registered(self.project.root, worktree):  # another repository's: not read here
+                return self._branch_drift(worktree, hash_paths)
+            lost = pointer_problem(self.project.root, worktree)
             if lost is not None:  # never run git through a `.git` the agent rewrote (git/worktree.py)
                 return DriftFacts(error=f"worktree_lost: {lost}")
+        if worktree is not None and worktree.is_dir():
             if self.state.base_commit is None:
                 return DriftFacts(error="base_commit is unknown, so committed changes cannot be listed")
             return self._changes(worktree, self.state.base_commit, hash_paths,

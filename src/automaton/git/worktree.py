@@ -292,6 +292,24 @@ def _common_dir(repo_root: Path) -> Path | None:
     return Path(common.out.strip()) if common.code == 0 and common.out.strip() else None
 
 
+def _entry_of(common: Path, dotgit: Path) -> Path | None:
+    """The worktree entry (`<common>/worktrees/<id>`) whose `gitdir` names `dotgit`, or None."""
+    for entry in sorted((common / "worktrees").glob("*/gitdir")):
+        with contextlib.suppress(OSError):
+            if _same(entry.read_text(encoding="utf-8").strip(), dotgit):
+                return entry.parent
+    return None
+
+
+def registered(repo_root: Path, worktree: Path) -> bool:
+    """Whether the repository at `repo_root` has a worktree entry for the folder `worktree`
+    (read from the repository's own `.git`, never from the folder: its `.git` may be missing
+    or rewritten). False for a folder of another repository: a loop whose state was recorded
+    on another machine names that machine's worktree path."""
+    common = _common_dir(repo_root)
+    return common is not None and _entry_of(common, worktree / ".git") is not None
+
+
 def pointer_problem(repo_root: Path, worktree: Path) -> str | None:
     """Why `<worktree>/.git` is not git's own pointer to this worktree's entry in `repo_root`,
     or None when it is. The `.git` file sits inside the worktree, which the agent may write: a
@@ -305,12 +323,7 @@ def pointer_problem(repo_root: Path, worktree: Path) -> str | None:
     common = _common_dir(repo_root)
     if common is None:
         return f"the repository at {repo_root} cannot be read"
-    admin = None
-    for entry in sorted((common / "worktrees").glob("*/gitdir")):
-        with contextlib.suppress(OSError):
-            if _same(entry.read_text(encoding="utf-8").strip(), dotgit):
-                admin = entry.parent
-                break
+    admin = _entry_of(common, dotgit)
     if admin is None:
         return f"no worktree entry of {repo_root} points at {worktree}"
     try:
