@@ -136,3 +136,63 @@ def test_a_logged_change_that_recover_cannot_finish_is_named_as_such(
     assert message.startswith(f"cannot replace {state}: operation not permitted"), message
     assert "a change to 'research' is recorded in .state.log and in effect" in message
     assert atomic.tmp_path(state).read_bytes() == b"research\n"
+
+
+def test_the_exact_lines_of_each_refusal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What each refusal says, word for word: before the line (nothing changed), after it (in
+    effect, finished by the next writer), and in `recover` (finished first)."""
+    state, log = _made(tmp_path)
+    flags = ("it is marked immutable or append-only (lsattr shows it; chattr -i -a clears it, chflags nouchg on"
+             " BSD and macOS)")
+    with monkeypatch.context() as m:
+        _refuse_open_for_writing(m, state)
+        with pytest.raises(EnvironmentFailure) as before:
+            chainlog.commit(state, log, b"research\n", "research", "TRANSITION", {})
+    assert str(before.value) == (f"cannot replace {state}: operation not permitted: {flags}; nothing was changed;"
+                                 " clear that and run the command again")
+    with monkeypatch.context() as m:
+        _refuse_replace(m, state)
+        with pytest.raises(EnvironmentFailure) as after:
+            chainlog.commit(state, log, b"research\n", "research", "TRANSITION", {})
+        assert str(after.value) == (
+            f"cannot replace {state}: operation not permitted: {flags}, or in a sticky folder and another"
+            " user's; the TRANSITION to 'research' is recorded in .state.log and in effect (automaton reads"
+            " it from .state.tmp meanwhile); once that is fixed, the next automaton command that writes here"
+            " finishes the write")
+        with pytest.raises(EnvironmentFailure) as again:
+            chainlog.recover(state, log, phase_token)
+        assert str(again.value).endswith("a change to 'research' is recorded in .state.log and in effect, its"
+                                         " write unfinished (.state.tmp): once that is fixed, run the command"
+                                         " again and it finishes the write first")
+
+
+@pytest.mark.parametrize(("code", "why", "kind"), [
+    (errno.EACCES, ": its folder is not writable for you (ls -ld the folder)", EnvironmentFailure),
+    (errno.EINVAL, "", chainlog.BadInput),
+])
+def test_a_refusal_names_what_its_errno_means_and_is_an_environment_failure_only_for_one(
+        tmp_path: Path, code: int, why: str, kind: type[Exception]) -> None:
+    exc = OSError(code, os.strerror(code), str(tmp_path / ".state"))
+    made = chainlog._unreplaceable(exc, tmp_path / ".state", "then")
+    assert type(made) is kind
+    assert str(made) == f"cannot replace {tmp_path / '.state'}: {os.strerror(code).lower()}{why}; then"
+    bare = chainlog._unreplaceable(OSError(), tmp_path / ".state", "then")
+    assert str(bare) == f"cannot replace {tmp_path / '.state'}: oserror; then" and type(bare) is chainlog.BadInput
+
+
+def test_a_line_logged_before_its_append_failed_still_moves_the_state(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The log line was written and then something after it failed (the anchor, say): the
+    state follows its line, the temp file is gone, and the failure is raised."""
+    state, log = _made(tmp_path)
+    real = chainlog.append_event
+
+    def logged_then_failed(*args: object, **kwargs: object) -> None:
+        real(*args, **kwargs)  # type: ignore[arg-type]
+        raise OSError(errno.EIO, "the anchor could not be written")
+
+    monkeypatch.setattr(chainlog, "append_event", logged_then_failed)
+    with pytest.raises(OSError, match="anchor"):
+        chainlog.commit(state, log, b"research\n", "research", "TRANSITION", {})
+    assert state.read_bytes() == b"research\n" and not atomic.tmp_path(state).exists()
+    assert log.read_text().count("TRANSITION") == 1
