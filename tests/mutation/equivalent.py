@@ -28,6 +28,8 @@ _GIVEN = "a given max_tick_usd is read from loop.json whatever default the cap c
 _FALLBACK = ("an invalid brake's stand-in value never leaves parse_config: its line is kept in the problems,"
              " and raise_any raises before a LoopConfig is made")
 _LOOPLOG = "src/automaton/store/looplog.py"
+_NO_NAME = "an errno with no name, or none, has no entry in _REPLACE_WHY whatever key stands for it"
+_JUST_WRITTEN = "the temp file was written just above, under the state lock: it is there to remove"
 _FOLD_MEMO = "_FOLDS only saves work: a fold is reused only for the very line objects it found clean"
 _FULL = "the loop runs only while _FOLDS holds more than _FOLDS_SIZE entries: its first key is always there"
 _FINITE = "every number folded passed _number's finiteness check (or a keyed checkpoint's, written alike)"
@@ -309,6 +311,16 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent(_LOOPCONFIG, "_brakes", 'maximum=MAX_ITERATIONS), 2),', _FALLBACK),
     Equivalent(_LOOPCONFIG, "_brakes", 'max_tick_usd=1.0 if (tick is None) and False else tick,', _FALLBACK),
     Equivalent(_LOOPCONFIG, "_brakes", 'max_tick_usd=2.0 if tick is None else tick,', _FALLBACK),
+    Equivalent(_CHAINLOG, "_unreplaceable",
+               'why = why or _REPLACE_WHY.get(errno.errorcode.get(exc.errno or -2, ""))', _NO_NAME),
+    Equivalent(_CHAINLOG, "_unreplaceable",
+               'why = why or _REPLACE_WHY.get(errno.errorcode.get(exc.errno or -1, "XXXX"))', _NO_NAME),
+    Equivalent(_CHAINLOG, "_unreplaceable",
+               'why = why or _REPLACE_WHY.get(errno.errorcode.get(exc.errno or -1, None))', _NO_NAME),
+    Equivalent(_CHAINLOG, "_unreplaceable",
+               'why = why or _REPLACE_WHY.get(errno.errorcode.get(exc.errno or -1, ))', _NO_NAME),
+    Equivalent(_CHAINLOG, "commit", "tmp.unlink(missing_ok=None)", _JUST_WRITTEN),
+    Equivalent(_CHAINLOG, "commit", "tmp.unlink(missing_ok=False)", _JUST_WRITTEN),
     Equivalent(_CHAIN, "line_hash", 'return sha256_hex(line.encode("UTF-8"))', "codec names are case-insensitive"),
     Equivalent(_CHAIN, "line_mac", 'return hmac_sha256(key, body.encode("UTF-8"))', "codec names are case-insensitive"),
     Equivalent(_CHAIN, "parse_line", "found = _MAC.search(raw, max(len(raw) - _MAC_LEN, 1))",

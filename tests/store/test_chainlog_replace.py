@@ -196,3 +196,19 @@ def test_a_line_logged_before_its_append_failed_still_moves_the_state(
         chainlog.commit(state, log, b"research\n", "research", "TRANSITION", {})
     assert state.read_bytes() == b"research\n" and not atomic.tmp_path(state).exists()
     assert log.read_text().count("TRANSITION") == 1
+
+
+def test_a_line_logged_before_its_append_failed_and_a_refused_rename_say_the_change_is_in_effect(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    state, log = _made(tmp_path)
+    real = chainlog.append_event
+
+    def logged_then_failed(*args: object, **kwargs: object) -> None:
+        real(*args, **kwargs)  # type: ignore[arg-type]
+        raise OSError(errno.EIO, "the anchor could not be written")
+
+    monkeypatch.setattr(chainlog, "append_event", logged_then_failed)
+    _refuse_replace(monkeypatch, state)
+    with pytest.raises(EnvironmentFailure) as caught:
+        chainlog.commit(state, log, b"research\n", "research", "TRANSITION", {})
+    assert "; the TRANSITION to 'research' is recorded in .state.log and in effect" in str(caught.value)
