@@ -302,9 +302,9 @@ def commit(
         if _size(log_path) == size:  # nothing logged: nothing changed, nothing left behind
             tmp.unlink(missing_ok=True)
             raise
-        _publish_logged(tmp, state_path, log_path, f"{event} to {token!r}")  # the state follows its line
+        _publish_logged(tmp, state_path, _in_effect(event, token, log_path, tmp))  # the state follows its line
         raise
-    _publish_logged(tmp, state_path, log_path, f"{event} to {token!r}")
+    _publish_logged(tmp, state_path, _in_effect(event, token, log_path, tmp))
 
 
 def _size(path: Path) -> int | None:
@@ -314,15 +314,19 @@ def _size(path: Path) -> int | None:
         return None
 
 
-def _publish_logged(tmp: Path, state_path: Path, log_path: Path, what: str) -> None:
-    """`publish` the temp file of a change whose log line is written (`what`: "EVENT to
-    'token'"); when the rename fails, an error that says the change is recorded and in effect."""
+def _in_effect(event: str, token: str, log_path: Path, tmp: Path) -> str:
+    return (f"the {event} to {token!r} is recorded in {log_path.name} and in effect (automaton reads it from"
+            f" {tmp.name} meanwhile); once that is fixed, the next automaton command that writes here finishes"
+            " the write")
+
+
+def _publish_logged(tmp: Path, state_path: Path, then: str) -> None:
+    """`publish` the temp file of a change whose log line is written; when the rename fails, the
+    error `_unreplaceable` makes with `then` (that the change is recorded and in effect)."""
     try:
         publish(tmp, state_path)
     except OSError as exc:
-        raise _unreplaceable(exc, state_path, f"the {what} is recorded in {log_path.name} and in effect"
-                             f" (automaton reads it from {tmp.name} meanwhile); once that is fixed, the next"
-                             " automaton command that writes here finishes the write") from None
+        raise _unreplaceable(exc, state_path, then) from None
 
 
 _FLAGS = "marked immutable or append-only (lsattr shows it; chattr -i -a clears it, chflags nouchg on BSD and macOS)"
@@ -368,12 +372,9 @@ def recover(state_path: Path, log_path: Path, token_of: Callable[[bytes], str | 
     except OSError:
         current = None
     if chain.ok and tmp_token is not None and tmp_token == chain.last_state != current:
-        try:
-            publish(tmp, state_path)
-        except OSError as exc:
-            raise _unreplaceable(exc, state_path, f"a change to {tmp_token!r} is recorded in {log_path.name} and in"
-                                 f" effect, its write unfinished ({tmp.name}): once that is fixed, run the"
-                                 " command again and it finishes the write first") from None
+        _publish_logged(tmp, state_path, f"a change to {tmp_token!r} is recorded in {log_path.name} and in effect,"
+                        f" its write unfinished ({tmp.name}): once that is fixed, run the command again and it"
+                        " finishes the write first")
         return
     tmp.unlink(missing_ok=True)
 
