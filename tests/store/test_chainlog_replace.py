@@ -180,11 +180,8 @@ def test_a_refusal_names_what_its_errno_means_and_is_an_environment_failure_only
     assert str(bare) == f"cannot replace {tmp_path / '.state'}: oserror; then" and type(bare) is chainlog.BadInput
 
 
-def test_a_line_logged_before_its_append_failed_still_moves_the_state(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The log line was written and then something after it failed (the anchor, say): the
-    state follows its line, the temp file is gone, and the failure is raised."""
-    state, log = _made(tmp_path)
+def _log_then_fail(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`append_event` writes its line, then fails (as an anchor that cannot be written would)."""
     real = chainlog.append_event
 
     def logged_then_failed(*args: object, **kwargs: object) -> None:
@@ -192,6 +189,14 @@ def test_a_line_logged_before_its_append_failed_still_moves_the_state(
         raise OSError(errno.EIO, "the anchor could not be written")
 
     monkeypatch.setattr(chainlog, "append_event", logged_then_failed)
+
+
+def test_a_line_logged_before_its_append_failed_still_moves_the_state(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The log line was written and then something after it failed (the anchor, say): the
+    state follows its line, the temp file is gone, and the failure is raised."""
+    state, log = _made(tmp_path)
+    _log_then_fail(monkeypatch)
     with pytest.raises(OSError, match="anchor"):
         chainlog.commit(state, log, b"research\n", "research", "TRANSITION", {})
     assert state.read_bytes() == b"research\n" and not atomic.tmp_path(state).exists()
@@ -201,13 +206,7 @@ def test_a_line_logged_before_its_append_failed_still_moves_the_state(
 def test_a_line_logged_before_its_append_failed_and_a_refused_rename_say_the_change_is_in_effect(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     state, log = _made(tmp_path)
-    real = chainlog.append_event
-
-    def logged_then_failed(*args: object, **kwargs: object) -> None:
-        real(*args, **kwargs)  # type: ignore[arg-type]
-        raise OSError(errno.EIO, "the anchor could not be written")
-
-    monkeypatch.setattr(chainlog, "append_event", logged_then_failed)
+    _log_then_fail(monkeypatch)
     _refuse_replace(monkeypatch, state)
     with pytest.raises(EnvironmentFailure) as caught:
         chainlog.commit(state, log, b"research\n", "research", "TRANSITION", {})
